@@ -1,0 +1,134 @@
+// Command landlord runs the Landlord operator. With no cluster configured it starts an embedded
+// control plane, so one command gives a working operator on a bare machine.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/localcluster"
+	"github.com/landlord-dev/landlord/internal/operator"
+)
+
+func main() {
+	var (
+		configPath  string
+		embedded    string
+		embeddedDir string
+		assetsDir   string
+		crdDir      string
+		opts        operator.Options
+	)
+	flag.StringVar(&configPath, "config", "", "Operator configuration file (YAML); built-in defaults when empty.")
+	flag.StringVar(&embedded, "embedded", "auto", "Embedded control plane: auto (only when no cluster is configured), always, or never.")
+	flag.StringVar(&embeddedDir, "embedded-dir", "bin/embedded", "Where the embedded control plane keeps its data and writes its kubeconfig.")
+	flag.StringVar(&assetsDir, "control-plane-assets", envOr("KUBEBUILDER_ASSETS", "bin/k8s/1.37.2"), "Directory with the etcd and kube-apiserver binaries for the embedded control plane.")
+	flag.StringVar(&crdDir, "crd-dir", "config/crd/bases", "CRDs installed into the embedded control plane.")
+	flag.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8080", "Metrics listen address; 0 disables.")
+	flag.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "Health probe listen address; 0 disables.")
+	flag.StringVar(&opts.PprofAddr, "pprof-bind-address", "", "pprof listen address; empty disables.")
+	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader, so that only one replica reconciles.")
+	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (the pod's own when empty).")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	if err := run(configPath, embedded, localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir}, opts); err != nil {
+		log.Error(err, "landlord stopped")
+		os.Exit(1)
+	}
+}
+
+func run(configPath, embedded string, local localcluster.Options, opts operator.Options) error {
+	log := ctrl.Log.WithName("setup")
+	cfg, err := config.Load(configPath)
+	if err != nil {
+		return err
+	}
+	opts.Config = cfg
+
+	restCfg, err := clusterConfig(embedded)
+	if err != nil {
+		return err
+	}
+	if restCfg == nil {
+		cluster, err := localcluster.Start(local)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = cluster.Stop() }()
+		restCfg = cluster.Config
+		abs, _ := filepath.Abs(cluster.KubeconfigPath)
+		assets, _ := filepath.Abs(local.AssetsDir)
+		fmt.Fprintf(os.Stderr, `
+Landlord is running against an embedded control plane (no cluster was configured).
+Use it from another shell:
+
+  export KUBECONFIG=%s PATH=%s:$PATH
+  kubectl apply -f config/samples/
+  kubectl get tenants
+
+`, abs, assets)
+	}
+
+	mgr, err := operator.New(restCfg, opts)
+	if err != nil {
+		return err
+	}
+	log.Info("starting manager")
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// clusterConfig returns the configured cluster's client configuration, or nil when the
+// embedded control plane should be used instead.
+func clusterConfig(embedded string) (*rest.Config, error) {
+	switch embedded {
+	case "always":
+		return nil, nil
+	case "never":
+		return ctrl.GetConfig()
+	case "auto":
+		if !clusterConfigured() {
+			return nil, nil
+		}
+		return ctrl.GetConfig()
+	}
+	return nil, fmt.Errorf("--embedded: %q is not auto, always or never", embedded)
+}
+
+// clusterConfigured reports whether a kubeconfig or an in-cluster service account is present.
+func clusterConfigured() bool {
+	if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return true
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if f := flag.Lookup("kubeconfig"); f != nil && f.Value.String() != "" {
+		return true
+	}
+	for _, p := range rules.Precedence {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return true
+		}
+	}
+	return false
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

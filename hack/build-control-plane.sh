@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Builds the envtest control plane (kube-apiserver and etcd, plus a matching kubectl) from source through the Go module
+# proxy into bin/k8s/<version>/. Prebuilt binaries are never downloaded: the module proxy is the
+# only source. Each binary is built in a throwaway module whose replace lines pin the staging
+# modules that the upstream go.mod points at with relative paths. Reuses existing binaries.
+#
+# Usage: hack/build-control-plane.sh            prints the asset directory on stdout
+# Env:   KUBE_VERSION (default 1.37.2), ETCD_VERSION (default 3.7.3), LANDLORD_BIN (default ./bin)
+set -euo pipefail
+
+KUBE_VERSION=${KUBE_VERSION:-1.37.2}
+ETCD_VERSION=${ETCD_VERSION:-3.7.3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${LANDLORD_BIN:-$root/bin}
+out=$bin/k8s/$KUBE_VERSION
+mkdir -p "$out"
+
+log() { echo "build-control-plane: $*" >&2; }
+
+build_kubernetes() {
+  local work staging_minor gomod
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  # Staging modules are tagged v0.<minor>.<patch> for Kubernetes v1.<minor>.<patch>.
+  staging_minor="0.${KUBE_VERSION#1.}"
+  gomod=$(cd "$work" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@v$KUBE_VERSION" |
+    sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  {
+    echo "module landlord.local/kube-apiserver-build"
+    echo
+    echo "go $(go env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1/')"
+    echo
+    echo "require k8s.io/kubernetes v$KUBE_VERSION"
+    echo
+    echo "replace ("
+    # Every staging module upstream requires at v0.0.0 is pinned to the matching release.
+    awk '$1 ~ /^k8s.io\// && $2 == "v0.0.0" {print $1}' "$gomod" | sort -u | while read -r m; do
+      echo "	$m => $m v$staging_minor"
+    done
+    echo ")"
+  } >"$work/go.mod"
+  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >"$work/tools.go"
+  local ldflags="-s -w"
+  local pkg=k8s.io/component-base/version
+  ldflags+=" -X $pkg.gitVersion=v$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2)"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  (cd "$work" && GOFLAGS=-mod=mod go mod tidy >&2 &&
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl)
+}
+
+build_etcd() {
+  local work
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  cat >"$work/go.mod" <<MOD
+module landlord.local/etcd-build
+
+go $(go env GOVERSION | sed 's/^go//; s/^\([0-9]*\.[0-9]*\).*/\1/')
+
+require go.etcd.io/etcd/server/v3 v$ETCD_VERSION
+
+replace (
+	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 v$ETCD_VERSION
+	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 v$ETCD_VERSION
+	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 v$ETCD_VERSION
+	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 v$ETCD_VERSION
+)
+MOD
+  printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$work/tools.go"
+  (cd "$work" && GOFLAGS=-mod=mod go mod tidy >&2 &&
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
+}
+
+if [ ! -x "$out/etcd" ]; then
+  log "building etcd v$ETCD_VERSION (once; reused afterwards)"
+  build_etcd
+fi
+if [ ! -x "$out/kube-apiserver" ] || [ ! -x "$out/kubectl" ]; then
+  log "building kube-apiserver and kubectl v$KUBE_VERSION (once, about 10 minutes; reused afterwards)"
+  build_kubernetes
+fi
+echo "$out"

@@ -1,0 +1,218 @@
+// Package apply writes desired objects only when they differ from what the informer cache
+// holds, so converging an unchanged tenant costs no API request. Writes are server-side apply
+// with one field manager, so fields Landlord stops setting are removed and fields others set
+// are left alone.
+package apply
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FieldOwner is the server-side apply field manager of everything Landlord writes.
+const FieldOwner = "landlord"
+
+// HashAnnotation holds a digest of the desired object as last applied. The cache comparison
+// sees fields that drifted on the live object; the digest sees fields Landlord stopped setting,
+// which a comparison of desired against live cannot.
+const HashAnnotation = "tenancy.landlord.dev/applied-hash"
+
+// Result says what Apply did.
+type Result int
+
+const (
+	// Unchanged: the live object already matched; no request was made.
+	Unchanged Result = iota
+	// Created: the object did not exist.
+	Created
+	// Updated: the object existed and differed (drift or a changed desired state).
+	Updated
+)
+
+func (r Result) String() string {
+	return [...]string{"unchanged", "created", "updated"}[r]
+}
+
+// ConflictError reports an object that exists but is not controlled by the owner Landlord
+// would apply it for. It is never taken over: that would hand another team's object to a tenant.
+type ConflictError struct {
+	Kind, Name string
+	Owner      string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("%s %q already exists and is not managed by %s", e.Kind, e.Name, e.Owner)
+}
+
+// Applier applies desired objects.
+type Applier struct {
+	// Client reads from the informer cache and writes to the API server.
+	Client client.Client
+	// APIReader reads from the API server. It is used only when a cluster-scoped object is
+	// missing from the cache, to check that the name is not taken before writing it.
+	APIReader client.Reader
+}
+
+// Apply makes the live object carry every field of desired. desired must have its TypeMeta set
+// and, for a cluster-scoped object, a controller owner reference: a cluster-scoped name is
+// shared with the whole cluster, so Apply only writes one that is absent or already controlled
+// by that owner. Namespaced objects live in the tenant's own namespace and are applied as is.
+func (a *Applier) Apply(ctx context.Context, desired client.Object) (Result, error) {
+	want, err := desiredContent(desired)
+	if err != nil {
+		return Unchanged, err
+	}
+	live, err := a.newLike(desired)
+	if err != nil {
+		return Unchanged, err
+	}
+	key := client.ObjectKeyFromObject(desired)
+	result := Updated
+	switch err := a.Client.Get(ctx, key, live); {
+	case err == nil:
+		have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
+		if err != nil {
+			return Unchanged, err
+		}
+		if Contains(have, want) {
+			return Unchanged, nil
+		}
+	case apierrors.IsNotFound(err):
+		result = Created
+		if desired.GetNamespace() == "" {
+			if result, err = a.checkClusterScopedName(ctx, desired, live); err != nil {
+				return Unchanged, err
+			}
+		}
+	default:
+		return Unchanged, err
+	}
+	u := &unstructured.Unstructured{Object: want}
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return Unchanged, err
+	}
+	return result, nil
+}
+
+// checkClusterScopedName reads a cluster-scoped object the cache does not hold (it may exist
+// without Landlord's labels) and refuses to write it unless the same owner controls it.
+func (a *Applier) checkClusterScopedName(ctx context.Context, desired, live client.Object) (Result, error) {
+	err := a.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	if apierrors.IsNotFound(err) {
+		return Created, nil
+	}
+	if err != nil {
+		return Unchanged, err
+	}
+	want := metav1.GetControllerOf(desired)
+	have := metav1.GetControllerOf(live)
+	if want == nil || have == nil || have.UID != want.UID {
+		owner := "this owner"
+		if want != nil {
+			owner = fmt.Sprintf("%s %q", want.Kind, want.Name)
+		}
+		return Unchanged, &ConflictError{Kind: desired.GetObjectKind().GroupVersionKind().Kind, Name: desired.GetName(), Owner: owner}
+	}
+	// Ours, but missing from the cache: someone removed the label the cache selects on.
+	return Updated, nil
+}
+
+func (a *Applier) newLike(obj client.Object) (client.Object, error) {
+	live, ok := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("cannot make a %T", obj)
+	}
+	return live, nil
+}
+
+// desiredContent is the object as sent to the server: no status, no server-set metadata, and
+// the digest annotation of everything else.
+func desiredContent(obj client.Object) (map[string]any, error) {
+	if obj.GetObjectKind().GroupVersionKind().Kind == "" {
+		return nil, fmt.Errorf("%T %s has no kind set", obj, obj.GetName())
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	delete(content, "status")
+	meta, _ := content["metadata"].(map[string]any)
+	delete(meta, "creationTimestamp")
+	raw, err := json.Marshal(content)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(raw)
+	annotations, _ := meta["annotations"].(map[string]any)
+	if annotations == nil {
+		annotations = map[string]any{}
+		meta["annotations"] = annotations
+	}
+	annotations[HashAnnotation] = hex.EncodeToString(sum[:12])
+	return content, nil
+}
+
+// Contains reports whether live carries every field of desired with the same value. Maps may
+// hold more keys (defaults and fields other managers set); lists must match element by element,
+// since the kinds Landlord writes treat them as atomic. An empty desired value matches anything.
+func Contains(live, desired any) bool {
+	switch d := desired.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return len(d) == 0
+		}
+		for k, dv := range d {
+			lv, ok := l[k]
+			if !ok {
+				if isEmpty(dv) {
+					continue
+				}
+				return false
+			}
+			if !Contains(lv, dv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, _ := live.([]any)
+		if len(l) != len(d) {
+			return false
+		}
+		for i := range d {
+			if !Contains(l[i], d[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return reflect.DeepEqual(live, desired)
+	}
+}
+
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	case string:
+		return x == ""
+	}
+	return false
+}

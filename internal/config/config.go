@@ -1,0 +1,249 @@
+// Package config holds the operator's configuration file: its schema, its defaults and its
+// validation. Everything has a default, so an empty file (or none) gives a working operator.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// MaxNamespacePrefix keeps "<prefix><tenant name>" a valid namespace name: tenant names are at
+// most 50 characters (enforced by the CRD) and namespace names at most 63.
+const MaxNamespacePrefix = 13
+
+// Config is the operator configuration file.
+type Config struct {
+	// NamespacePrefix is prepended to a tenant's name to make its namespace name.
+	NamespacePrefix string `json:"namespacePrefix,omitempty"`
+
+	// Defaults apply to tenants that do not set the field.
+	Defaults Defaults `json:"defaults,omitempty"`
+
+	// Network shapes every tenant's NetworkPolicies.
+	Network Network `json:"network,omitempty"`
+
+	// Client limits the operator's requests to the API server.
+	Client Client `json:"client,omitempty"`
+
+	// Controller bounds reconcile concurrency.
+	Controller Controller `json:"controller,omitempty"`
+}
+
+// Defaults are the per-tenant settings used when a tenant leaves them empty.
+type Defaults struct {
+	// Quota is the ResourceQuota hard list; a tenant's spec.quota overrides it key by key.
+	Quota corev1.ResourceList `json:"quota,omitempty"`
+	// Limits are the LimitRange container values; a tenant's spec.limits overrides them key by key.
+	Limits tenancyv1alpha1.Limits `json:"limits,omitempty"`
+	// PodSecurity is the enforced Pod Security Standards level.
+	PodSecurity tenancyv1alpha1.PodSecurityLevel `json:"podSecurity,omitempty"`
+	// PodSecurityVersion pins the Pod Security Standards version ("latest" or "v1.37").
+	PodSecurityVersion string `json:"podSecurityVersion,omitempty"`
+}
+
+// Network configures the tenant NetworkPolicies.
+type Network struct {
+	// PlatformNamespaceSelector selects namespaces (ingress controller, monitoring) allowed to
+	// reach every tenant's pods.
+	PlatformNamespaceSelector *metav1.LabelSelector `json:"platformNamespaceSelector,omitempty"`
+	// DNS is where tenant pods may send DNS queries.
+	DNS DNS `json:"dns,omitempty"`
+	// EgressCIDRs are the address blocks tenant pods may reach (the internet, database servers).
+	EgressCIDRs []EgressCIDR `json:"egressCIDRs,omitempty"`
+}
+
+// DNS selects the cluster DNS pods.
+type DNS struct {
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	PodSelector       *metav1.LabelSelector `json:"podSelector,omitempty"`
+}
+
+// EgressCIDR is one allowed address block, minus exceptions.
+type EgressCIDR struct {
+	CIDR   string   `json:"cidr"`
+	Except []string `json:"except,omitempty"`
+}
+
+// Client configures the operator's API client.
+type Client struct {
+	QPS   float32 `json:"qps,omitempty"`
+	Burst int     `json:"burst,omitempty"`
+}
+
+// Controller configures reconcile concurrency.
+type Controller struct {
+	// MaxConcurrentReconciles bounds how many tenants are reconciled at once, so a global event
+	// cannot flood the API server.
+	MaxConcurrentReconciles int `json:"maxConcurrentReconciles,omitempty"`
+	// CacheSyncTimeout bounds how long start-up waits for the informer caches.
+	CacheSyncTimeout metav1.Duration `json:"cacheSyncTimeout,omitempty"`
+}
+
+// Default returns the built-in configuration.
+func Default() Config {
+	c := Config{}
+	c.applyDefaults()
+	return c
+}
+
+// Load reads a configuration file; an empty path gives the defaults. Unknown fields are errors,
+// so a typo never silently falls back to a default.
+func Load(path string) (Config, error) {
+	if path == "" {
+		return Default(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("reading operator config: %w", err)
+	}
+	return Parse(data)
+}
+
+// Parse decodes, defaults and validates a configuration document.
+func Parse(data []byte) (Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return Config{}, fmt.Errorf("parsing operator config: %w", err)
+	}
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("invalid operator config: %w", err)
+	}
+	return c, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.NamespacePrefix == "" {
+		c.NamespacePrefix = "tenant-"
+	}
+	if c.Defaults.Quota == nil {
+		c.Defaults.Quota = corev1.ResourceList{
+			corev1.ResourceRequestsCPU:            resource.MustParse("4"),
+			corev1.ResourceRequestsMemory:         resource.MustParse("8Gi"),
+			corev1.ResourceLimitsCPU:              resource.MustParse("8"),
+			corev1.ResourceLimitsMemory:           resource.MustParse("16Gi"),
+			corev1.ResourcePods:                   resource.MustParse("50"),
+			corev1.ResourceServices:               resource.MustParse("20"),
+			corev1.ResourceSecrets:                resource.MustParse("100"),
+			corev1.ResourceConfigMaps:             resource.MustParse("100"),
+			corev1.ResourcePersistentVolumeClaims: resource.MustParse("10"),
+			corev1.ResourceRequestsStorage:        resource.MustParse("100Gi"),
+		}
+	}
+	l := &c.Defaults.Limits
+	if l.Default == nil {
+		l.Default = corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("500m"),
+			corev1.ResourceMemory: resource.MustParse("512Mi"),
+		}
+	}
+	if l.DefaultRequest == nil {
+		l.DefaultRequest = corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("100m"),
+			corev1.ResourceMemory: resource.MustParse("128Mi"),
+		}
+	}
+	if l.Max == nil {
+		l.Max = corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("4"),
+			corev1.ResourceMemory: resource.MustParse("8Gi"),
+		}
+	}
+	if c.Defaults.PodSecurity == "" {
+		c.Defaults.PodSecurity = tenancyv1alpha1.PodSecurityRestricted
+	}
+	if c.Defaults.PodSecurityVersion == "" {
+		c.Defaults.PodSecurityVersion = "latest"
+	}
+	if c.Network.PlatformNamespaceSelector == nil {
+		c.Network.PlatformNamespaceSelector = &metav1.LabelSelector{
+			MatchLabels: map[string]string{"tenancy.landlord.dev/platform": "true"},
+		}
+	}
+	if c.Network.DNS.NamespaceSelector == nil {
+		c.Network.DNS.NamespaceSelector = &metav1.LabelSelector{
+			MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"},
+		}
+	}
+	if c.Network.DNS.PodSelector == nil {
+		c.Network.DNS.PodSelector = &metav1.LabelSelector{
+			MatchLabels: map[string]string{"k8s-app": "kube-dns"},
+		}
+	}
+	if c.Network.EgressCIDRs == nil {
+		// The internet, but not the private ranges where other tenants' pods and the cluster's
+		// own services live; database servers are added here by address.
+		c.Network.EgressCIDRs = []EgressCIDR{
+			{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10"}},
+		}
+	}
+	if c.Client.QPS == 0 {
+		c.Client.QPS = 50
+	}
+	if c.Client.Burst == 0 {
+		c.Client.Burst = 100
+	}
+	if c.Controller.MaxConcurrentReconciles == 0 {
+		c.Controller.MaxConcurrentReconciles = 4
+	}
+	if c.Controller.CacheSyncTimeout.Duration == 0 {
+		c.Controller.CacheSyncTimeout.Duration = 2 * time.Minute
+	}
+}
+
+// Validate reports every invalid field, named by its path in the file.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.NamespacePrefix) > MaxNamespacePrefix {
+		errs = append(errs, fmt.Errorf("namespacePrefix: %q is longer than %d characters", c.NamespacePrefix, MaxNamespacePrefix))
+	}
+	if msgs := validation.IsDNS1123Label(c.NamespacePrefix + "x"); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("namespacePrefix: %q does not make valid namespace names: %v", c.NamespacePrefix, msgs))
+	}
+	switch c.Defaults.PodSecurity {
+	case tenancyv1alpha1.PodSecurityBaseline, tenancyv1alpha1.PodSecurityRestricted:
+	default:
+		errs = append(errs, fmt.Errorf("defaults.podSecurity: %q is not baseline or restricted", c.Defaults.PodSecurity))
+	}
+	for i, e := range c.Network.EgressCIDRs {
+		if msgs := validation.IsValidCIDR(nil, e.CIDR); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("network.egressCIDRs[%d].cidr: %q is not a CIDR", i, e.CIDR))
+		}
+		for j, x := range e.Except {
+			if msgs := validation.IsValidCIDR(nil, x); len(msgs) > 0 {
+				errs = append(errs, fmt.Errorf("network.egressCIDRs[%d].except[%d]: %q is not a CIDR", i, j, x))
+			}
+		}
+	}
+	for path, sel := range map[string]*metav1.LabelSelector{
+		"network.platformNamespaceSelector": c.Network.PlatformNamespaceSelector,
+		"network.dns.namespaceSelector":     c.Network.DNS.NamespaceSelector,
+		"network.dns.podSelector":           c.Network.DNS.PodSelector,
+	} {
+		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", path, err))
+		}
+	}
+	if c.Client.QPS < 0 || c.Client.Burst < 0 {
+		errs = append(errs, errors.New("client: qps and burst must not be negative"))
+	}
+	if c.Controller.MaxConcurrentReconciles < 0 {
+		errs = append(errs, errors.New("controller.maxConcurrentReconciles must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// NamespaceName is the namespace of the named tenant.
+func (c *Config) NamespaceName(tenant string) string {
+	return c.NamespacePrefix + tenant
+}

@@ -1,0 +1,174 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"go.uber.org/zap/zapcore"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/test/testenv"
+)
+
+// One control plane and one operator serve every test in the package.
+var (
+	env      *testenv.Env
+	op       *testenv.Operator
+	k8s      client.Client
+	opConfig = config.Default()
+)
+
+const timeout = 30 * time.Second
+
+func TestMain(m *testing.M) {
+	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	k8s = env.AdminClient
+	if op, err = env.StartOperator(opConfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = op.Stop() }()
+	return m.Run()
+}
+
+// newTenant is a tenant with the given name and spec changes applied.
+func newTenant(name string, mutate ...func(*tenancyv1alpha1.Tenant)) *tenancyv1alpha1.Tenant {
+	t := &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Organization: "Acme Inc.",
+			Email:        "ops@acme.example.com",
+		},
+	}
+	for _, f := range mutate {
+		f(t)
+	}
+	return t
+}
+
+// createTenant creates a tenant, removes it when the test ends, and waits until it is Ready.
+func createTenant(t *testing.T, tenant *tenancyv1alpha1.Tenant) *tenancyv1alpha1.Tenant {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(k8s.Create(context.Background(), tenant)).To(Succeed())
+	t.Cleanup(func() { deleteTenant(t, tenant.Name) })
+	return waitReady(t, tenant.Name)
+}
+
+// waitReady waits until the tenant's status is kstatus Current: Ready and observed.
+func waitReady(t *testing.T, name string) *tenancyv1alpha1.Tenant {
+	t.Helper()
+	tenant := &tenancyv1alpha1.Tenant{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, tenant)).To(Succeed())
+		g.Expect(kstatus(g, tenant).Status).To(Equal(status.CurrentStatus), "conditions: %+v", tenant.Status.Conditions)
+	}).WithTimeout(timeout).Should(Succeed())
+	return tenant
+}
+
+// kstatus computes the tenant's status the way kstatus-aware tools (Flux, kubectl wait) do.
+func kstatus(g Gomega, tenant *tenancyv1alpha1.Tenant) *status.Result {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tenant)
+	g.Expect(err).NotTo(HaveOccurred())
+	res, err := status.Compute(&unstructured.Unstructured{Object: content})
+	g.Expect(err).NotTo(HaveOccurred())
+	return res
+}
+
+// deleteTenant deletes a tenant and finishes its namespace's deletion, standing in for the
+// namespace controller the test control plane does not run.
+func deleteTenant(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	tenant := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8s.Delete(ctx, tenant); apierrors.IsNotFound(err) {
+		return
+	}
+	NewWithT(t).Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: name}, tenant))
+	}).WithTimeout(timeout).Should(BeTrue(), "tenant %s was not deleted", name)
+	finishNamespaceDeletion(t, opConfig.NamespaceName(name))
+}
+
+// finishNamespaceDeletion completes the deletion of a terminating namespace, as the namespace
+// controller of a real cluster would once the namespace is empty.
+func finishNamespaceDeletion(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	NewWithT(t).Eventually(func(g Gomega) {
+		ns, err := env.Clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ns.DeletionTimestamp).NotTo(BeNil(), "namespace %s is not being deleted", name)
+		ns.Spec.Finalizers = nil
+		_, err = env.Clientset.CoreV1().Namespaces().Finalize(ctx, ns, metav1.UpdateOptions{})
+		g.Expect(client.IgnoreNotFound(err)).NotTo(HaveOccurred())
+		_, err = env.Clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// condition returns the tenant's condition of a type, or nil.
+func condition(tenant *tenancyv1alpha1.Tenant, typ string) *metav1.Condition {
+	return meta.FindStatusCondition(tenant.Status.Conditions, typ)
+}
+
+// waitIdle waits until the operator has no tenant queued or being reconciled.
+func waitIdle(t *testing.T) {
+	t.Helper()
+	NewWithT(t).Eventually(op.Idle).WithTimeout(timeout).Should(BeTrue())
+}
+
+// resync enqueues tenants as a global event would, and waits until each was reconciled.
+func resync(t *testing.T, names ...string) {
+	t.Helper()
+	before := op.Reconciles()
+	for _, n := range names {
+		op.Resync <- event.GenericEvent{Object: &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: n}}}
+	}
+	NewWithT(t).Eventually(func() int { return op.Reconciles() - before }).WithTimeout(timeout).Should(BeNumerically(">=", len(names)))
+	waitIdle(t)
+}
+
+func namespace(t *testing.T, name string) *corev1.Namespace {
+	t.Helper()
+	ns := &corev1.Namespace{}
+	NewWithT(t).Expect(k8s.Get(context.Background(), client.ObjectKey{Name: opConfig.NamespaceName(name)}, ns)).To(Succeed())
+	return ns
+}
+
+// zapLevel keeps test output to errors unless LANDLORD_TEST_VERBOSE is set.
+func zapLevel() zapcore.Level {
+	if os.Getenv("LANDLORD_TEST_VERBOSE") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}

@@ -1,0 +1,130 @@
+// Package controller holds Landlord's reconcilers. They orchestrate: builders in
+// internal/resources decide what should exist, internal/apply decides whether to write it, and
+// the reconcilers sequence the phases and report status.
+package controller
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+)
+
+// stalledRetry is how often a stalled tenant is looked at again. A stall waits for a person
+// (a conflicting namespace to be removed, an invalid value to be fixed), and some of those fixes
+// produce no event Landlord watches.
+const stalledRetry = 2 * time.Minute
+
+// TenantReconciler turns a Tenant into its namespace, RBAC, quota, limits and network policy.
+type TenantReconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Config    *config.Config
+	Recorder  events.EventRecorder
+
+	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
+	Resync <-chan event.GenericEvent
+}
+
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants/status,verbs=get;patch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// SetupWithManager registers the controller. Owned objects map back to their tenant through
+// the controller owner reference, so deleting or editing one re-converges it within seconds.
+func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("tenant").
+		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.Namespace{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&corev1.ResourceQuota{}).
+		Owns(&corev1.LimitRange{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Config.Controller.MaxConcurrentReconciles})
+	if r.Resync != nil {
+		b = b.WatchesRawSource(source.Channel(r.Resync, &handler.EnqueueRequestForObject{}))
+	}
+	return b.Complete(r)
+}
+
+// Reconcile converges one tenant: fetch it, make sure deletion will be orderly, converge what
+// its lifecycle state asks for, and report. Status is written only when it changed, so an
+// unchanged tenant costs no API request at all.
+func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	t := &tenancyv1alpha1.Tenant{}
+	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !t.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, t)
+	}
+	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
+		if err := r.addFinalizer(ctx, t); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	var o outcome
+	switch t.Spec.State {
+	case tenancyv1alpha1.StateArchived, tenancyv1alpha1.StatePurged:
+		o = r.removeNamespace(ctx, t)
+	default:
+		o = r.ensureNamespace(ctx, t)
+	}
+
+	status := computeStatus(t, r.Config.NamespaceName(t.Name), o)
+	if err := r.writeStatus(ctx, t, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case o.err != nil:
+		return ctrl.Result{}, o.err
+	case o.stalled:
+		return ctrl.Result{RequeueAfter: stalledRetry}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *TenantReconciler) addFinalizer(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
+	orig := t.DeepCopy()
+	controllerutil.AddFinalizer(t, tenancyv1alpha1.Finalizer)
+	return r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// writeStatus patches status only when it differs from what the tenant carries.
+func (r *TenantReconciler) writeStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, status tenancyv1alpha1.TenantStatus) error {
+	if equality.Semantic.DeepEqual(t.Status, status) {
+		return nil
+	}
+	orig := t.DeepCopy()
+	t.Status = status
+	err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/resources"
+)
+
+// outcome is what a phase observed. Exactly one of three holds: done (the phase's concern has
+// converged), stalled (it cannot converge without a person), or neither (in progress, or a
+// transient error in err that is retried with backoff).
+type outcome struct {
+	done    bool
+	stalled bool
+	reason  string
+	message string
+	err     error
+}
+
+func progressing(reason, format string, args ...any) outcome {
+	return outcome{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// ensureNamespace applies the namespace and everything in it that an Active or Frozen tenant
+// owns. Objects equal to the cached ones are not written.
+func (r *TenantReconciler) ensureNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant) outcome {
+	nsName := r.Config.NamespaceName(t.Name)
+	ns := &corev1.Namespace{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: nsName}, ns); {
+	case err == nil && !ns.DeletionTimestamp.IsZero():
+		// Back from Archived before the old namespace is gone: its deletion event re-triggers us.
+		return progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "waiting for namespace %s to finish terminating", nsName)
+	case err != nil && !apierrors.IsNotFound(err):
+		return outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
+	}
+
+	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader}
+	var repaired []string
+	for _, obj := range resources.Build(t, r.Config) {
+		result, err := applier.Apply(ctx, obj)
+		if err != nil {
+			return r.applyFailed(t, obj, err)
+		}
+		if result == apply.Updated {
+			repaired = append(repaired, objectRef(obj))
+		}
+	}
+	if len(repaired) > 0 {
+		sort.Strings(repaired)
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Applied", "Apply",
+			"updated %s", strings.Join(repaired, ", "))
+	}
+	return outcome{done: true, reason: tenancyv1alpha1.ReasonSucceeded, message: fmt.Sprintf("namespace %s is ready", nsName)}
+}
+
+// applyFailed classifies a write error: an object the API server rejects, or a name someone
+// else holds, will not fix itself (Stalled); anything else is retried.
+func (r *TenantReconciler) applyFailed(t *tenancyv1alpha1.Tenant, obj client.Object, err error) outcome {
+	msg := fmt.Sprintf("applying %s: %v", objectRef(obj), err)
+	var conflict *apply.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonOwnershipConflict, "Apply", "%s", msg)
+		return outcome{stalled: true, reason: tenancyv1alpha1.ReasonOwnershipConflict, message: msg}
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonInvalidObject, "Apply", "%s", msg)
+		return outcome{stalled: true, reason: tenancyv1alpha1.ReasonInvalidObject, message: msg}
+	}
+	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonApplyFailed, "Apply", "%s", msg)
+	return outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: msg, err: err}
+}
+
+// removeNamespace deletes the namespace of an Archived or Purged tenant, and waits until it is
+// gone: the namespace's deletion event re-triggers the reconcile.
+func (r *TenantReconciler) removeNamespace(ctx context.Context, t *tenancyv1alpha1.Tenant) outcome {
+	nsName := r.Config.NamespaceName(t.Name)
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: nsName}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return outcome{done: true, reason: tenancyv1alpha1.ReasonNamespaceRemoved, message: fmt.Sprintf("namespace %s is removed while the tenant is %s", nsName, t.Spec.State)}
+		}
+		return outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
+	}
+	if ns.DeletionTimestamp.IsZero() {
+		if !metav1.IsControlledBy(ns, t) {
+			return outcome{stalled: true, reason: tenancyv1alpha1.ReasonOwnershipConflict,
+				message: fmt.Sprintf("namespace %s is not controlled by this tenant; not deleting it", nsName)}
+		}
+		if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
+			return outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: fmt.Sprintf("deleting namespace %s: %v", nsName, err), err: err}
+		}
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonNamespaceRemoved, "Delete",
+			"deleting namespace %s: the tenant is %s", nsName, t.Spec.State)
+	}
+	return progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "waiting for namespace %s to finish terminating", nsName)
+}
+
+// finalize runs when a tenant is deleted: its namespace goes with it. Data outside the cluster
+// is never dropped here; only the Purged state drops data.
+func (r *TenantReconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
+	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: r.Config.NamespaceName(t.Name)}, ns)
+	switch {
+	case err == nil && ns.DeletionTimestamp.IsZero() && metav1.IsControlledBy(ns, t):
+		if err := r.Client.Delete(ctx, ns, client.Preconditions{UID: &ns.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+		}
+		log.FromContext(ctx).Info("deleted tenant namespace", "namespace", ns.Name)
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	}
+	orig := t.DeepCopy()
+	controllerutil.RemoveFinalizer(t, tenancyv1alpha1.Finalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}
+
+func objectRef(obj client.Object) string {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if obj.GetNamespace() == "" {
+		return kind + "/" + obj.GetName()
+	}
+	return kind + "/" + obj.GetNamespace() + "/" + obj.GetName()
+}

@@ -1,0 +1,112 @@
+// Package operator wires Landlord's manager: scheme, cache restrictions, client limits and
+// controllers. The binary, the tests and the benchmark all start the operator through New, so
+// what is tested and measured is what runs.
+package operator
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller"
+)
+
+// Scheme knows the built-in kinds and Landlord's own.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(tenancyv1alpha1.AddToScheme(s))
+	return s
+}
+
+// Options are the process-level settings; everything about tenants is in Config.
+type Options struct {
+	Config config.Config
+
+	// MetricsAddr and ProbeAddr are listen addresses; "0" turns the server off.
+	MetricsAddr string
+	ProbeAddr   string
+	// PprofAddr serves net/http/pprof when set; "" or "0" turns it off.
+	PprofAddr string
+
+	LeaderElection          bool
+	LeaderElectionNamespace string
+
+	// Resync, when set, enqueues the tenants sent on it (tests and the benchmark use it to force a
+	// resync of every tenant without writing to any).
+	Resync <-chan event.GenericEvent
+}
+
+// New returns a manager with every Landlord controller registered.
+func New(restCfg *rest.Config, opts Options) (manager.Manager, error) {
+	cfg := opts.Config
+	restCfg = rest.CopyConfig(restCfg)
+	restCfg.QPS = cfg.Client.QPS
+	restCfg.Burst = cfg.Client.Burst
+	restCfg.UserAgent = "landlord"
+
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme: Scheme(),
+		Cache: cache.Options{
+			// Only what Landlord manages is cached, so memory follows the number of tenants and
+			// not the size of the cluster. Tenants themselves are cached whole.
+			DefaultLabelSelector: labels.SelectorFromSet(labels.Set{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue}),
+			DefaultTransform:     cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&tenancyv1alpha1.Tenant{}: {Label: labels.Everything()},
+			},
+			// Every informer is declared by a controller's watches; a read of anything else is a
+			// bug, not a reason to start an informer on the whole cluster.
+			ReaderFailOnMissingInformer: true,
+		},
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.ProbeAddr,
+		PprofBindAddress:              opts.PprofAddr,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              "landlord.tenancy.landlord.dev",
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Controller: ctrlconfig.Controller{
+			CacheSyncTimeout: cfg.Controller.CacheSyncTimeout.Duration,
+			// Start-up enqueues every tenant at once; the priority queue serves events for
+			// changed objects ahead of that initial list.
+			UsePriorityQueue: ptr.To(true),
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+
+	tenants := &controller.TenantReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Config:    &cfg,
+		Recorder:  mgr.GetEventRecorder("landlord"),
+		Resync:    opts.Resync,
+	}
+	if err := tenants.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up tenant controller: %w", err)
+	}
+	return mgr, nil
+}

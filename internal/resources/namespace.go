@@ -1,0 +1,53 @@
+package resources
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+)
+
+// Pod Security Admission labels.
+const (
+	psaEnforce        = "pod-security.kubernetes.io/enforce"
+	psaEnforceVersion = "pod-security.kubernetes.io/enforce-version"
+	psaWarn           = "pod-security.kubernetes.io/warn"
+	psaWarnVersion    = "pod-security.kubernetes.io/warn-version"
+	psaAudit          = "pod-security.kubernetes.io/audit"
+	psaAuditVersion   = "pod-security.kubernetes.io/audit-version"
+)
+
+// Namespace is the tenant's namespace, labeled for Pod Security Admission and, when the tenant
+// has one, its node pool; its domains travel as an annotation for admission policies.
+func Namespace(t *tenancyv1alpha1.Tenant, cfg *config.Config) *corev1.Namespace {
+	level := string(t.Spec.PodSecurity)
+	if level == "" {
+		level = string(cfg.Defaults.PodSecurity)
+	}
+	version := cfg.Defaults.PodSecurityVersion
+	ns := &corev1.Namespace{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+		ObjectMeta: objectMeta(t, "", cfg.NamespaceName(t.Name)),
+	}
+	for k, v := range map[string]string{
+		psaEnforce: level, psaEnforceVersion: version,
+		psaWarn: level, psaWarnVersion: version,
+		psaAudit: level, psaAuditVersion: version,
+	} {
+		ns.Labels[k] = v
+	}
+	if t.Spec.NodePool != "" {
+		ns.Labels[tenancyv1alpha1.NodePoolLabel] = t.Spec.NodePool
+	}
+	if len(t.Spec.Domains) > 0 {
+		domains := make([]string, len(t.Spec.Domains))
+		for i, d := range t.Spec.Domains {
+			domains[i] = string(d)
+		}
+		ns.Annotations = map[string]string{tenancyv1alpha1.DomainsAnnotation: strings.Join(domains, ",")}
+	}
+	return ns
+}

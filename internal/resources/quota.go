@@ -1,0 +1,82 @@
+package resources
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+)
+
+// QuotaName and LimitRangeName name the tenant's quota objects.
+const (
+	QuotaName      = "tenant-quota"
+	LimitRangeName = "tenant-limits"
+)
+
+// ResourceQuota is the tenant's quota: operator defaults overridden key by key by spec.quota.
+// NodePort and LoadBalancer services are capped at zero whatever the tenant asks: they would
+// expose the tenant outside the platform's ingress.
+func ResourceQuota(t *tenancyv1alpha1.Tenant, cfg *config.Config, namespace string) *corev1.ResourceQuota {
+	hard := merge(normalizeQuota(cfg.Defaults.Quota), normalizeQuota(t.Spec.Quota))
+	hard[corev1.ResourceServicesNodePorts] = resource.MustParse("0")
+	hard[corev1.ResourceServicesLoadBalancers] = resource.MustParse("0")
+	return &corev1.ResourceQuota{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
+		ObjectMeta: objectMeta(t, namespace, QuotaName),
+		Spec:       corev1.ResourceQuotaSpec{Hard: hard},
+	}
+}
+
+// LimitRange gives containers default requests and limits and caps them, from the operator's
+// defaults overridden key by key by spec.limits.
+func LimitRange(t *tenancyv1alpha1.Tenant, cfg *config.Config, namespace string) *corev1.LimitRange {
+	var own tenancyv1alpha1.Limits
+	if t.Spec.Limits != nil {
+		own = *t.Spec.Limits
+	}
+	d := cfg.Defaults.Limits
+	return &corev1.LimitRange{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
+		ObjectMeta: objectMeta(t, namespace, LimitRangeName),
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type:           corev1.LimitTypeContainer,
+			Default:        merge(d.Default, own.Default),
+			DefaultRequest: merge(d.DefaultRequest, own.DefaultRequest),
+			Max:            merge(d.Max, own.Max),
+		}}},
+	}
+}
+
+// merge returns base overridden by override, as a new list.
+func merge(base, override corev1.ResourceList) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(base)+len(override))
+	for k, v := range base {
+		out[k] = v.DeepCopy()
+	}
+	for k, v := range override {
+		out[k] = v.DeepCopy()
+	}
+	return out
+}
+
+// quotaSynonyms are quota keys Kubernetes treats as the same resource; a tenant writing "cpu"
+// means to override the default "requests.cpu", not to add a second limit next to it.
+var quotaSynonyms = map[corev1.ResourceName]corev1.ResourceName{
+	corev1.ResourceCPU:              corev1.ResourceRequestsCPU,
+	corev1.ResourceMemory:           corev1.ResourceRequestsMemory,
+	corev1.ResourceStorage:          corev1.ResourceRequestsStorage,
+	corev1.ResourceEphemeralStorage: corev1.ResourceRequestsEphemeralStorage,
+}
+
+func normalizeQuota(in corev1.ResourceList) corev1.ResourceList {
+	out := make(corev1.ResourceList, len(in))
+	for k, v := range in {
+		if canonical, ok := quotaSynonyms[k]; ok {
+			k = canonical
+		}
+		out[k] = v
+	}
+	return out
+}

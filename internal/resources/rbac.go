@@ -1,0 +1,144 @@
+package resources
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// The tenant roles.
+const (
+	AdminRole    = "tenant-admin"
+	OperatorRole = "tenant-operator"
+	ViewerRole   = "tenant-viewer"
+)
+
+var (
+	readVerbs  = []string{"get", "list", "watch"}
+	writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
+)
+
+// Kubernetes only lets a subject create a Role that grants what it holds itself (or holds
+// "escalate"). Landlord holds exactly what tenant-admin grants, rather than "escalate" or
+// "bind", which would let it grant anything. Keep these markers in step with adminRules; a test
+// checks that the generated role covers every tenant role.
+//
+// +kubebuilder:rbac:groups="",resources=pods;services;configmaps;secrets;persistentvolumeclaims;serviceaccounts,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=pods/exec;pods/portforward;pods/attach,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=pods/log;events;endpoints,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments;deployments/scale;statefulsets;statefulsets/scale;replicasets,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+
+// workloadKinds are the kinds a tenant runs its application with.
+func workloadKinds() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "services", "configmaps", "persistentvolumeclaims"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "deployments/scale", "statefulsets", "statefulsets/scale", "replicasets"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}},
+		{APIGroups: []string{"autoscaling"}, Resources: []string{"horizontalpodautoscalers"}},
+		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}},
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses"}},
+	}
+}
+
+// observedKinds are read by every role: what the workloads produce and the limits they run under.
+func observedKinds() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods/log", "events", "endpoints", "serviceaccounts", "resourcequotas", "limitranges"}, Verbs: readVerbs},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: readVerbs},
+	}
+}
+
+func withVerbs(rules []rbacv1.PolicyRule, verbs []string) []rbacv1.PolicyRule {
+	for i := range rules {
+		rules[i].Verbs = verbs
+	}
+	return rules
+}
+
+// operatorRules: workloads and configuration, including exec and port-forward; no secrets, no RBAC.
+func operatorRules() []rbacv1.PolicyRule {
+	rules := withVerbs(workloadKinds(), writeVerbs)
+	rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/exec", "pods/portforward", "pods/attach"}, Verbs: []string{"get", "create"}})
+	return append(rules, observedKinds()...)
+}
+
+// adminRules: what an operator has, plus secrets and service accounts, and a read-only view of
+// the policy Landlord manages. No role may write RBAC, quota, limits or network policy: those
+// are the isolation boundary and belong to Landlord.
+func adminRules() []rbacv1.PolicyRule {
+	return append(operatorRules(),
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets", "serviceaccounts"}, Verbs: writeVerbs},
+		rbacv1.PolicyRule{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: readVerbs},
+		rbacv1.PolicyRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: readVerbs},
+	)
+}
+
+// viewerRules: read-only, no secrets, no exec.
+func viewerRules() []rbacv1.PolicyRule {
+	return append(withVerbs(workloadKinds(), readVerbs), observedKinds()...)
+}
+
+// RoleRules maps each tenant role to its rules.
+func RoleRules() map[string][]rbacv1.PolicyRule {
+	return map[string][]rbacv1.PolicyRule{
+		AdminRole:    adminRules(),
+		OperatorRole: operatorRules(),
+		ViewerRole:   viewerRules(),
+	}
+}
+
+// Roles are the three tenant roles in the tenant namespace.
+func Roles(t *tenancyv1alpha1.Tenant, namespace string) []*rbacv1.Role {
+	rules := RoleRules()
+	roles := make([]*rbacv1.Role, 0, 3)
+	for _, name := range []string{AdminRole, OperatorRole, ViewerRole} {
+		roles = append(roles, &rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+			ObjectMeta: objectMeta(t, namespace, name),
+			Rules:      rules[name],
+		})
+	}
+	return roles
+}
+
+// RoleBindings bind spec.access to the tenant roles. Each binding exists even with no subjects,
+// so the set of managed objects is fixed and removing the last subject is an update.
+func RoleBindings(t *tenancyv1alpha1.Tenant, namespace string) []*rbacv1.RoleBinding {
+	bindings := make([]*rbacv1.RoleBinding, 0, 3)
+	for _, b := range []struct {
+		role     string
+		subjects []tenancyv1alpha1.Subject
+	}{
+		{AdminRole, t.Spec.Access.Admins},
+		{OperatorRole, t.Spec.Access.Operators},
+		{ViewerRole, t.Spec.Access.Viewers},
+	} {
+		bindings = append(bindings, &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: objectMeta(t, namespace, b.role),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: b.role},
+			Subjects:   subjects(b.subjects),
+		})
+	}
+	return bindings
+}
+
+func subjects(in []tenancyv1alpha1.Subject) []rbacv1.Subject {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]rbacv1.Subject, len(in))
+	for i, s := range in {
+		out[i] = rbacv1.Subject{Kind: s.Kind, Name: s.Name, Namespace: s.Namespace}
+		if s.Kind != rbacv1.ServiceAccountKind {
+			out[i].APIGroup = rbacv1.GroupName
+		}
+	}
+	return out
+}

@@ -1,0 +1,59 @@
+package testenv
+
+import (
+	dto "github.com/prometheus/client_model/go"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// metricSum adds up the samples of a metric in the operator's registry whose labels include
+// the given ones.
+func metricSum(name string, labels map[string]string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if !hasLabels(m, labels) {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	for k, v := range want {
+		found := false
+		for _, l := range m.GetLabel() {
+			if l.GetName() == k && l.GetValue() == v {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// Reconciles is how many tenant reconciles have finished, whatever their result.
+func (o *Operator) Reconciles() int {
+	return int(metricSum("controller_runtime_reconcile_total", map[string]string{"controller": "tenant"}))
+}
+
+// Idle reports whether the tenant controller has nothing queued and nothing running.
+func (o *Operator) Idle() bool {
+	return metricSum("workqueue_depth", map[string]string{"name": "tenant"}) == 0 &&
+		metricSum("controller_runtime_active_workers", map[string]string{"controller": "tenant"}) == 0
+}

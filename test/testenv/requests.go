@@ -1,0 +1,108 @@
+package testenv
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// RequestCounter counts the requests a client sends, by verb and resource. Watches are left
+// out: they are long-lived streams the informers open once, not per-reconcile work.
+type RequestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// NewRequestCounter returns an empty counter.
+func NewRequestCounter() *RequestCounter { return &RequestCounter{counts: map[string]int{}} }
+
+// Wrap is a rest.Config WrapTransport.
+func (c *RequestCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.URL.Query().Get("watch") != "true" {
+			c.mu.Lock()
+			c.counts[req.Method+" "+resourceOf(req.URL.Path)]++
+			c.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// Snapshot returns the counts so far.
+func (c *RequestCounter) Snapshot() Counts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(Counts, len(c.counts))
+	for k, v := range c.counts {
+		out[k] = v
+	}
+	return out
+}
+
+// Counts maps "METHOD resource" to a number of requests.
+type Counts map[string]int
+
+// Sub returns c minus before.
+func (c Counts) Sub(before Counts) Counts {
+	out := Counts{}
+	for k, v := range c {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// Total is the number of requests.
+func (c Counts) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+func (c Counts) String() string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, c[k])
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
+
+// resourceOf reduces an API path to its resource ("/api/v1/namespaces/x/roles/y" → "roles"),
+// so the counts do not grow with object names.
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	// /api/v1/... or /apis/group/version/...
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return path
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) != 2 {
+		parts = parts[2:]
+	}
+	switch len(parts) {
+	case 0:
+		return path
+	case 1, 2:
+		return parts[0]
+	default:
+		return parts[0] + "/" + parts[2]
+	}
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -1,0 +1,147 @@
+// Package testenv starts a real control plane (etcd and kube-apiserver built from source into
+// bin/k8s) for Landlord's tests and benchmark, and runs the operator in it the way it runs in a
+// cluster: under its own generated RBAC, through the production manager wiring.
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/yaml"
+
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/operator"
+)
+
+// KubeVersion is the Kubernetes version hack/build-control-plane.sh builds by default.
+const KubeVersion = "1.37.2"
+
+// OperatorUser is the identity the operator runs as in tests: its ServiceAccount in a cluster.
+const OperatorUser = "system:serviceaccount:landlord-system:landlord-controller-manager"
+
+// Env is a running control plane.
+type Env struct {
+	env *envtest.Environment
+	// Admin is a cluster administrator's configuration and client.
+	Admin       *rest.Config
+	AdminClient client.Client
+	Clientset   *kubernetes.Clientset
+}
+
+// RepoRoot is the directory holding go.mod.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Start starts etcd and kube-apiserver and installs Landlord's CRDs and its operator RBAC.
+func Start() (*Env, error) {
+	root := RepoRoot()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin", "k8s", KubeVersion)
+	}
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("no kube-apiserver in %s: run 'make control-plane' (or 'make test')", assets)
+	}
+	e := &Env{env: &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+	}}
+	cfg, err := e.env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting control plane: %w", err)
+	}
+	e.Admin = cfg
+	if e.AdminClient, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	if e.Clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	if err := e.installOperatorRBAC(context.Background()); err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
+	return e, nil
+}
+
+// Stop stops the control plane.
+func (e *Env) Stop() error { return e.env.Stop() }
+
+// installOperatorRBAC binds the generated config/rbac/role.yaml to OperatorUser, so that a
+// missing permission fails the tests as it would fail in a cluster.
+func (e *Env) installOperatorRBAC(ctx context.Context) error {
+	data, err := os.ReadFile(filepath.Join(RepoRoot(), "config", "rbac", "role.yaml"))
+	if err != nil {
+		return err
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, role); err != nil {
+		return err
+	}
+	if err := e.AdminClient.Create(ctx, role); err != nil {
+		return err
+	}
+	return e.AdminClient.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "landlord-manager"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: OperatorUser}},
+	})
+}
+
+// As returns a configuration that impersonates a user in the given groups.
+func (e *Env) As(user string, groups ...string) *rest.Config {
+	cfg := rest.CopyConfig(e.Admin)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	return cfg
+}
+
+// Operator is a running operator and what observes it.
+type Operator struct {
+	Manager manager.Manager
+	// Requests counts every request the operator sends to the API server.
+	Requests *RequestCounter
+	// Resync enqueues tenants without touching them.
+	Resync chan event.GenericEvent
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartOperator runs the operator as OperatorUser with the given configuration.
+func (e *Env) StartOperator(cfg config.Config) (*Operator, error) {
+	op := &Operator{Requests: NewRequestCounter(), Resync: make(chan event.GenericEvent, 1024), done: make(chan error, 1)}
+	restCfg := e.As(OperatorUser)
+	restCfg.Wrap(op.Requests.Wrap)
+	mgr, err := operator.New(restCfg, operator.Options{Config: cfg, MetricsAddr: "0", ProbeAddr: "0", Resync: op.Resync})
+	if err != nil {
+		return nil, err
+	}
+	op.Manager = mgr
+	ctx, cancel := context.WithCancel(context.Background())
+	op.cancel = cancel
+	go func() { op.done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return nil, errors.Join(errors.New("operator cache did not sync"), <-op.done)
+	}
+	return op, nil
+}
+
+// Stop stops the operator and waits for it to return.
+func (o *Operator) Stop() error {
+	o.cancel()
+	return <-o.done
+}
