@@ -113,7 +113,11 @@ func deleteTenant(t *testing.T, name string) {
 	NewWithT(t).Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: name}, tenant))
 	}).WithTimeout(timeout).Should(BeTrue(), "tenant %s was not deleted", name)
-	finishNamespaceDeletion(t, opConfig.NamespaceName(name))
+	// The finalizer deleted the namespace if the tenant owned one.
+	ns, err := env.Clientset.CoreV1().Namespaces().Get(ctx, opConfig.NamespaceName(name), metav1.GetOptions{})
+	if err == nil && ns.DeletionTimestamp != nil {
+		finishNamespaceDeletion(t, ns.Name)
+	}
 }
 
 // finishNamespaceDeletion completes the deletion of a terminating namespace, as the namespace

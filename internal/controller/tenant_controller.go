@@ -80,10 +80,18 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !t.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, t)
+		err := r.finalize(ctx, t)
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
 		if err := r.addFinalizer(ctx, t); err != nil {
+			if apierrors.IsConflict(err) {
+				// Someone wrote the tenant since the cache saw it; look again shortly.
+				return ctrl.Result{RequeueAfter: time.Second}, nil
+			}
 			return ctrl.Result{}, err
 		}
 	}

@@ -127,7 +127,7 @@ func (r *TenantReconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tena
 	}
 	orig := t.DeepCopy()
 	controllerutil.RemoveFinalizer(t, tenancyv1alpha1.Finalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	return r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 func objectRef(obj client.Object) string {

@@ -1,0 +1,111 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// Invalid tenants are rejected by the API server itself (OpenAPI and CEL rules in the CRD),
+// with a message that names the field, before the operator ever sees them.
+func TestInvalidTenantsAreRejectedAtAdmission(t *testing.T) {
+	cases := map[string]struct {
+		tenant *tenancyv1alpha1.Tenant
+		want   []string
+	}{
+		"a name that is not a DNS label": {
+			tenant: newTenant("acme.example"),
+			want:   []string{"metadata.name must be a DNS label"},
+		},
+		"a name too long for the namespace prefix": {
+			tenant: newTenant(strings.Repeat("a", 51)),
+			want:   []string{"metadata.name must be a DNS label of at most 50 characters"},
+		},
+		"an email address without a domain": {
+			tenant: newTenant("bad-email", func(t *tenancyv1alpha1.Tenant) { t.Spec.Email = "ops" }),
+			want:   []string{"spec.email", "must be an email address"},
+		},
+		"an unknown state": {
+			tenant: newTenant("bad-state", func(t *tenancyv1alpha1.Tenant) { t.Spec.State = "Deleted" }),
+			want:   []string{"spec.state", "Unsupported value"},
+		},
+		"Purged without confirmation": {
+			tenant: newTenant("unconfirmed", func(t *tenancyv1alpha1.Tenant) { t.Spec.State = tenancyv1alpha1.StatePurged }),
+			want:   []string{"spec.purgeConfirmation", "must equal the tenant's name"},
+		},
+		"Purged with another tenant's name as confirmation": {
+			tenant: newTenant("misconfirmed", func(t *tenancyv1alpha1.Tenant) {
+				t.Spec.State = tenancyv1alpha1.StatePurged
+				t.Spec.PurgeConfirmation = "someone-else"
+			}),
+			want: []string{"spec.purgeConfirmation"},
+		},
+		"a domain with an underscore": {
+			tenant: newTenant("bad-domain", func(t *tenancyv1alpha1.Tenant) {
+				t.Spec.Domains = []tenancyv1alpha1.Domain{"ok.example.com", "bad_name.example.com"}
+			}),
+			want: []string{"spec.domains[1]", "must be a lowercase DNS name"},
+		},
+		"a node pool that is not a DNS label": {
+			tenant: newTenant("bad-pool", func(t *tenancyv1alpha1.Tenant) { t.Spec.NodePool = "Pool A" }),
+			want:   []string{"spec.nodePool", "must be a DNS label"},
+		},
+		"a service account subject without a namespace": {
+			tenant: newTenant("bad-subject", func(t *tenancyv1alpha1.Tenant) {
+				t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "ServiceAccount", Name: "ci"}}
+			}),
+			want: []string{"spec.access.admins[0]", "namespace is required for a ServiceAccount"},
+		},
+		"an unknown pod security level": {
+			tenant: newTenant("bad-psa", func(t *tenancyv1alpha1.Tenant) { t.Spec.PodSecurity = "privileged" }),
+			want:   []string{"spec.podSecurity", "Unsupported value"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name+" is rejected", func(t *testing.T) {
+			g := NewWithT(t)
+			err := k8s.Create(context.Background(), tc.tenant)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
+			for _, w := range tc.want {
+				g.Expect(err.Error()).To(ContainSubstring(w))
+			}
+		})
+	}
+}
+
+func TestStateTransitions(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("a tenant can be purged with its name as confirmation, and then never leaves Purged", func(t *testing.T) {
+		g := NewWithT(t)
+		tenant := newTenant("purge-me")
+		g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+		t.Cleanup(func() { deleteTenant(t, "purge-me") })
+
+		patch := client.MergeFrom(tenant.DeepCopy())
+		tenant.Spec.State = tenancyv1alpha1.StatePurged
+		tenant.Spec.PurgeConfirmation = "purge-me"
+		g.Expect(k8s.Patch(ctx, tenant, patch)).To(Succeed())
+
+		patch = client.MergeFrom(tenant.DeepCopy())
+		tenant.Spec.State = tenancyv1alpha1.StateActive
+		err := k8s.Patch(ctx, tenant, patch)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("spec.state"))
+		g.Expect(err.Error()).To(ContainSubstring("a Purged tenant is final"))
+	})
+
+	t.Run("a new tenant defaults to Active", func(t *testing.T) {
+		g := NewWithT(t)
+		tenant := newTenant("defaulted")
+		g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+		t.Cleanup(func() { deleteTenant(t, "defaulted") })
+		g.Expect(tenant.Spec.State).To(Equal(tenancyv1alpha1.StateActive))
+	})
+}
