@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -42,15 +43,16 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	log := ctrl.Log.WithName("setup")
 
-	if err := run(configPath, embedded, localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir}, opts); err != nil {
-		log.Error(err, "landlord stopped")
+	ctx := ctrl.SetupSignalHandler()
+	if err := run(ctx, configPath, embedded, localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir}, opts); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "landlord stopped")
 		os.Exit(1)
 	}
 }
 
-func run(configPath, embedded string, local localcluster.Options, opts operator.Options) error {
+// run starts the operator and blocks until ctx ends.
+func run(ctx context.Context, configPath, embedded string, local localcluster.Options, opts operator.Options) error {
 	log := ctrl.Log.WithName("setup")
 	cfg, err := config.Load(configPath)
 	if err != nil {
@@ -76,7 +78,7 @@ Landlord is running against an embedded control plane (no cluster was configured
 Use it from another shell:
 
   export KUBECONFIG=%s PATH=%s:$PATH
-  kubectl apply -f config/samples/
+  kubectl apply -k config/samples
   kubectl get tenants
 
 `, abs, assets)
@@ -87,7 +89,7 @@ Use it from another shell:
 		return err
 	}
 	log.Info("starting manager")
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
 
 // clusterConfig returns the configured cluster's client configuration, or nil when the

@@ -1,0 +1,95 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/landlord-dev/landlord/internal/config"
+)
+
+func TestAnEmptyFileGivesTheDefaults(t *testing.T) {
+	c, err := config.Parse([]byte(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NamespacePrefix != "tenant-" || c.Controller.MaxConcurrentReconciles != 4 || c.Defaults.PodSecurity != "restricted" {
+		t.Errorf("unexpected defaults: %+v", c)
+	}
+	if c.NamespaceName("acme") != "tenant-acme" {
+		t.Errorf("namespace name = %q", c.NamespaceName("acme"))
+	}
+}
+
+func TestSetValuesOverrideDefaults(t *testing.T) {
+	c, err := config.Parse([]byte(`
+namespacePrefix: t-
+defaults:
+  quota: {requests.cpu: "1"}
+  podSecurity: baseline
+controller: {maxConcurrentReconciles: 16}
+client: {qps: 200, burst: 400}
+network:
+  egressCIDRs: [{cidr: 10.20.0.0/16}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NamespaceName("acme") != "t-acme" {
+		t.Errorf("namespace name = %q", c.NamespaceName("acme"))
+	}
+	if q := c.Defaults.Quota[corev1.ResourceRequestsCPU]; q.Cmp(resource.MustParse("1")) != 0 || len(c.Defaults.Quota) != 1 {
+		t.Errorf("quota = %v", c.Defaults.Quota)
+	}
+	if c.Controller.MaxConcurrentReconciles != 16 || c.Client.QPS != 200 || c.Client.Burst != 400 {
+		t.Errorf("limits not applied: %+v %+v", c.Controller, c.Client)
+	}
+	if len(c.Network.EgressCIDRs) != 1 || c.Network.EgressCIDRs[0].CIDR != "10.20.0.0/16" {
+		t.Errorf("egress = %+v", c.Network.EgressCIDRs)
+	}
+}
+
+func TestInvalidFilesNameTheField(t *testing.T) {
+	cases := map[string]struct {
+		doc  string
+		want string
+	}{
+		"an unknown field":           {"namespacPrefix: x-", `unknown field "namespacPrefix"`},
+		"a prefix too long":          {"namespacePrefix: a-very-long-prefix-", "namespacePrefix"},
+		"a prefix with capitals":     {"namespacePrefix: Tenant-", "namespacePrefix"},
+		"an unknown pod security":    {"defaults: {podSecurity: privileged}", "defaults.podSecurity"},
+		"a bad egress CIDR":          {"network: {egressCIDRs: [{cidr: 10.0.0.0/33}]}", "network.egressCIDRs[0].cidr"},
+		"a bad egress exception":     {"network: {egressCIDRs: [{cidr: 0.0.0.0/0, except: [nope]}]}", "network.egressCIDRs[0].except[0]"},
+		"a bad selector":             {"network: {platformNamespaceSelector: {matchExpressions: [{key: a, operator: Near}]}}", "network.platformNamespaceSelector"},
+		"a negative concurrency":     {"controller: {maxConcurrentReconciles: -1}", "controller.maxConcurrentReconciles"},
+		"YAML that is not a mapping": {"- a", "parsing operator config"},
+	}
+	for name, tc := range cases {
+		t.Run(name+" is rejected", func(t *testing.T) {
+			_, err := config.Parse([]byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTheShippedConfigFileLoads(t *testing.T) {
+	path := filepath.Join("..", "..", "config", "manager", "landlord.yaml")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAMissingFileIsAnError(t *testing.T) {
+	if _, err := config.Load(filepath.Join(t.TempDir(), "nope.yaml")); err == nil {
+		t.Fatal("expected an error")
+	}
+}
