@@ -11,8 +11,8 @@ func TestContains(t *testing.T) {
 		live, desired any
 		want          bool
 	}{
-		"equal scalars match":                 {"a", "a", true},
-		"different scalars differ":            {"a", "b", false},
+		"equal scalars match":                  {"a", "a", true},
+		"different scalars differ":             {"a", "b", false},
 		"a nil desired value matches anything": {"a", nil, true},
 		"extra live keys are someone else's": {
 			map[string]any{"a": "1", "b": "2"}, map[string]any{"a": "1"}, true,

@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -120,4 +121,32 @@ func finishNamespaceDeletionOf(t *testing.T, ns *corev1.Namespace) {
 		t.Fatal(err)
 	}
 	finishNamespaceDeletion(t, ns.Name)
+}
+
+// An object the API server rejects will not fix itself: the tenant stalls with the server's
+// reason, and what already exists stays in place.
+func TestTenantStallsOnAnObjectTheAPIServerRejects(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	tenant := newTenant("bad-limits", func(t *tenancyv1alpha1.Tenant) {
+		// A default limit above the maximum is not a valid LimitRange.
+		t.Spec.Limits = &tenancyv1alpha1.Limits{Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16")}}
+	})
+	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	t.Cleanup(func() { deleteTenant(t, tenant.Name) })
+
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tenant), tenant)).To(Succeed())
+		g.Expect(kstatus(g, tenant).Status).To(Equal(status.FailedStatus))
+		stalled := condition(tenant, tenancyv1alpha1.StalledCondition)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(tenancyv1alpha1.ReasonInvalidObject))
+		g.Expect(stalled.Message).To(ContainSubstring("LimitRange/tenant-bad-limits/tenant-limits"))
+	}).WithTimeout(timeout).Should(Succeed())
+	namespace(t, tenant.Name)
+
+	patch := client.MergeFrom(tenant.DeepCopy())
+	tenant.Spec.Limits = nil
+	g.Expect(k8s.Patch(ctx, tenant, patch)).To(Succeed())
+	waitReady(t, tenant.Name)
 }

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -98,6 +99,22 @@ func TestManagedObjectsHealThemselves(t *testing.T) {
 			g.Eventually(tc.healed).WithTimeout(timeout).Should(Succeed())
 		})
 	}
+
+	// Repairs with the same reason form one event series, so only that a repair was recorded is
+	// checked, not which one.
+	t.Run("repairs are recorded as events on the tenant", func(t *testing.T) {
+		NewWithT(t).Eventually(func(g Gomega) {
+			list := &eventsv1.EventList{}
+			g.Expect(k8s.List(ctx, list)).To(Succeed())
+			var notes []string
+			for _, e := range list.Items {
+				if e.Regarding.Kind == "Tenant" && e.Regarding.Name == "healing" && e.Reason == "Applied" {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(ContainElement(MatchRegexp(`^updated \w+/tenant-healing/`)))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
 }
 
 func named[T client.Object](obj T, namespace, name string) T {

@@ -68,7 +68,9 @@ func TestBuildMatchesGoldenFiles(t *testing.T) {
 
 func TestBuildIsDeterministic(t *testing.T) {
 	cfg := config.Default()
-	tn := tenant(func(t *tenancyv1alpha1.Tenant) { t.Spec.Domains = []tenancyv1alpha1.Domain{"a.example.com", "b.example.com"} })
+	tn := tenant(func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Domains = []tenancyv1alpha1.Domain{"a.example.com", "b.example.com"}
+	})
 	first, _ := yaml.Marshal(resources.Build(tn, &cfg))
 	for range 20 {
 		again, _ := yaml.Marshal(resources.Build(tn, &cfg))

@@ -1,0 +1,293 @@
+// Command bench measures Landlord against a real control plane: N tenants created until all are
+// Ready, then a forced no-op resync of all N. Request counts come from the API server's own
+// metrics (apiserver_request_total), with the benchmark's own requests counted separately and
+// taken out, so what is left is the operator's.
+//
+//	go run ./test/bench -tenants 200
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/operator"
+	"github.com/landlord-dev/landlord/internal/resources"
+	"github.com/landlord-dev/landlord/test/testenv"
+)
+
+type phase struct {
+	Name        string         `json:"name"`
+	Seconds     float64        `json:"seconds"`
+	Server      testenv.Counts `json:"serverRequests"`
+	Bench       testenv.Counts `json:"benchRequests"`
+	Operator    testenv.Counts `json:"operatorRequests"`
+	OperatorAll int            `json:"operatorRequestsTotal"`
+}
+
+type report struct {
+	Tenants          int     `json:"tenants"`
+	ObjectsPerTenant int     `json:"objectsPerTenant"`
+	QPS              float32 `json:"qps"`
+	Concurrency      int     `json:"maxConcurrentReconciles"`
+	Phases           []phase `json:"phases"`
+	HeapAfterGCMiB   float64 `json:"heapAfterGCMiB"`
+	CPUs             int     `json:"cpus"`
+}
+
+func main() {
+	tenants := flag.Int("tenants", 200, "Tenants to create.")
+	qps := flag.Float64("qps", 0, "Operator client QPS (burst is twice this); the configured default when 0.")
+	concurrency := flag.Int("concurrency", 0, "MaxConcurrentReconciles; the configured default when 0.")
+	jsonOut := flag.String("json", "", "Also write the report as JSON to this file.")
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	if err := run(*tenants, float32(*qps), *concurrency, *jsonOut); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n int, qps float32, concurrency int, jsonOut string) error {
+	ctx := context.Background()
+	env, err := testenv.Start()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = env.Stop() }()
+
+	cfg := config.Default()
+	if qps > 0 {
+		cfg.Client.QPS, cfg.Client.Burst = qps, int(2*qps)
+	}
+	if concurrency > 0 {
+		cfg.Controller.MaxConcurrentReconciles = concurrency
+	}
+	op, err := env.StartOperator(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = op.Stop() }()
+
+	benchRequests := testenv.NewRequestCounter()
+	benchCfg := *env.Admin
+	benchCfg.QPS, benchCfg.Burst = 1000, 2000
+	benchCfg.Wrap(benchRequests.Wrap)
+	c, err := client.New(&benchCfg, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		return err
+	}
+
+	rep := report{Tenants: n, QPS: cfg.Client.QPS, Concurrency: cfg.Controller.MaxConcurrentReconciles, CPUs: runtime.NumCPU()}
+	sample := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
+	rep.ObjectsPerTenant = len(resources.Build(sample, &cfg))
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("bench-%05d", i)
+	}
+
+	measure := func(name string, work func() error) error {
+		server0, err := env.APIServerRequests(ctx)
+		if err != nil {
+			return err
+		}
+		bench0, op0 := benchRequests.Snapshot(), op.Requests.Snapshot()
+		start := time.Now()
+		if err := work(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		elapsed := time.Since(start)
+		server1, err := env.APIServerRequests(ctx)
+		if err != nil {
+			return err
+		}
+		server := server1.Sub(server0)
+		bench := benchRequests.Snapshot().Sub(bench0)
+		opCounts := op.Requests.Snapshot().Sub(op0)
+		rep.Phases = append(rep.Phases, phase{
+			Name: name, Seconds: elapsed.Seconds(), Server: server, Bench: bench,
+			Operator: opCounts, OperatorAll: opCounts.Total(),
+		})
+		return nil
+	}
+
+	fmt.Fprintf(os.Stderr, "creating %d tenants...\n", n)
+	if err := measure("create N tenants until all Ready", func() error {
+		if err := createAll(ctx, c, names); err != nil {
+			return err
+		}
+		return waitAllReady(ctx, c, n)
+	}); err != nil {
+		return err
+	}
+	waitIdle(op)
+
+	fmt.Fprintf(os.Stderr, "forcing a resync of %d unchanged tenants...\n", n)
+	if err := measure("forced resync of N unchanged tenants", func() error {
+		before := op.Reconciles()
+		for _, name := range names {
+			op.Resync <- event.GenericEvent{Object: &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}}
+		}
+		for op.Reconciles()-before < n {
+			time.Sleep(10 * time.Millisecond)
+		}
+		waitIdle(op)
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	runtime.GC()
+	var mem runtime.MemStats
+	runtime.ReadMemStats(&mem)
+	rep.HeapAfterGCMiB = float64(mem.HeapAlloc) / (1 << 20)
+
+	printMarkdown(os.Stdout, rep)
+	if jsonOut != "" {
+		data, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(jsonOut, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func createAll(ctx context.Context, c client.Client, names []string) error {
+	work := make(chan string)
+	errs := make(chan error, len(names))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for name := range work {
+				t := &tenancyv1alpha1.Tenant{
+					ObjectMeta: metav1.ObjectMeta{Name: name},
+					Spec:       tenancyv1alpha1.TenantSpec{Organization: "Bench " + name, Email: "ops@" + name + ".example.com"},
+				}
+				if err := c.Create(ctx, t); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for _, n := range names {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// waitAllReady lists tenants once a second until n are Ready for their current generation.
+func waitAllReady(ctx context.Context, c client.Client, n int) error {
+	deadline := time.Now().Add(30 * time.Minute)
+	for time.Now().Before(deadline) {
+		list := &tenancyv1alpha1.TenantList{}
+		if err := c.List(ctx, list); err != nil {
+			return err
+		}
+		ready := 0
+		for i := range list.Items {
+			t := &list.Items[i]
+			if t.Status.ObservedGeneration == t.Generation && meta.IsStatusConditionTrue(t.Status.Conditions, tenancyv1alpha1.ReadyCondition) {
+				ready++
+			}
+		}
+		if ready >= n {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return fmt.Errorf("tenants not Ready after 30 minutes")
+}
+
+func waitIdle(op *testenv.Operator) {
+	for idle := 0; idle < 5; {
+		if op.Idle() {
+			idle++
+		} else {
+			idle = 0
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func printMarkdown(w *os.File, r report) {
+	fmt.Fprintf(w, "## Landlord benchmark: %d tenants (%d objects each), QPS %.0f, %d concurrent reconciles, %d CPUs\n\n",
+		r.Tenants, r.ObjectsPerTenant, r.QPS, r.Concurrency, r.CPUs)
+	fmt.Fprintln(w, "| phase | wall time | operator requests (API server count minus the benchmark's own) | operator requests per tenant | operator writes per tenant |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, p := range r.Phases {
+		// The benchmark counts HTTP methods, the server counts verbs; map the benchmark's
+		// methods onto the server's verbs before subtracting.
+		opServer := p.Server.Sub(serverVerbs(p.Bench))
+		writes := 0
+		for k, v := range opServer {
+			verb := strings.SplitN(k, " ", 2)[0]
+			if verb != "GET" && verb != "LIST" {
+				writes += v
+			}
+		}
+		fmt.Fprintf(w, "| %s | %.2fs | %s | %.2f | %.2f |\n", p.Name, p.Seconds, byVerb(opServer),
+			float64(opServer.Total())/float64(r.Tenants), float64(writes)/float64(r.Tenants))
+	}
+	fmt.Fprintf(w, "\nProcess heap after GC (operator plus benchmark client): %.1f MiB\n", r.HeapAfterGCMiB)
+	fmt.Fprintln(w, "\nOperator requests as its own client counted them, by method and resource:")
+	for _, p := range r.Phases {
+		fmt.Fprintf(w, "- %s: %d %s\n", p.Name, p.OperatorAll, p.Operator)
+	}
+}
+
+// serverVerbs maps "METHOD resource" counts (as a client sees them) to the API server's verbs.
+func serverVerbs(c testenv.Counts) testenv.Counts {
+	out := testenv.Counts{}
+	for k, v := range c {
+		method, resource, _ := strings.Cut(k, " ")
+		verb := method
+		if method == "GET" && resource == "tenants" {
+			// A GET of a collection is a LIST; the benchmark only lists tenants.
+			verb = "LIST"
+		}
+		out[verb+" "+resource] += v
+	}
+	return out
+}
+
+func byVerb(c testenv.Counts) string {
+	verbs := map[string]int{}
+	for k, v := range c {
+		verbs[strings.SplitN(k, " ", 2)[0]] += v
+	}
+	keys := make([]string, 0, len(verbs))
+	for k := range verbs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, verbs[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
