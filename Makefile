@@ -68,7 +68,7 @@ build: ## Build the manager binary.
 
 .PHONY: run
 run: control-plane ## Run the operator against the current kubeconfig, or an embedded control plane when there is none.
-	go run ./cmd/landlord --config config/manager/landlord.yaml --embedded-dir $(BIN)/embedded
+	go run ./cmd/landlord --config config/manager/landlord.yaml --metrics-bind-address :8080 --metrics-insecure --embedded-dir $(BIN)/embedded
 
 .PHONY: docker-build
 docker-build: ## Build the container image.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -40,7 +41,11 @@ type Options struct {
 
 	// MetricsAddr and ProbeAddr are listen addresses; "0" turns the server off.
 	MetricsAddr string
-	ProbeAddr   string
+	// MetricsInsecure serves metrics over plain HTTP without authentication, for local use.
+	// Otherwise metrics are served over HTTPS to callers the API server authorizes for
+	// GET /metrics (the landlord-metrics-reader ClusterRole).
+	MetricsInsecure bool
+	ProbeAddr       string
 	// PprofAddr serves net/http/pprof when set; "" or "0" turns it off.
 	PprofAddr string
 
@@ -50,6 +55,20 @@ type Options struct {
 	// Resync, when set, enqueues the tenants sent on it (tests and the benchmark use it to force a
 	// resync of every tenant without writing to any).
 	Resync <-chan event.GenericEvent
+}
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+func metricsOptions(opts Options) metricsserver.Options {
+	if opts.MetricsInsecure {
+		return metricsserver.Options{BindAddress: opts.MetricsAddr}
+	}
+	return metricsserver.Options{
+		BindAddress:    opts.MetricsAddr,
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+	}
 }
 
 // New returns a manager with every Landlord controller registered.
@@ -74,7 +93,7 @@ func New(restCfg *rest.Config, opts Options) (manager.Manager, error) {
 			// bug, not a reason to start an informer on the whole cluster.
 			ReaderFailOnMissingInformer: true,
 		},
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection,
