@@ -1,0 +1,143 @@
+package secret
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	kms "cloud.google.com/go/kms/apiv1"
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// GCSStore keeps one object per secret in a Google Cloud Storage bucket, at
+// <prefix><namespace>/<name>, envelope-encrypted under a Cloud KMS key. Credentials come from
+// the environment (Application Default Credentials); the bucket and key are named in the
+// operator configuration.
+type GCSStore struct {
+	bucket *storage.BucketHandle
+	name   string
+	prefix string
+	env    *envelope
+}
+
+// NewGCSStore uses the given clients (so tests can point them at fakes). kmsTimeout bounds each
+// Cloud KMS call including the client's retries; DefaultKMSTimeout when zero.
+func NewGCSStore(gcs *storage.Client, kmsClient *kms.KeyManagementClient, bucket, prefix, keyName string, kmsTimeout time.Duration) *GCSStore {
+	if kmsTimeout == 0 {
+		kmsTimeout = DefaultKMSTimeout
+	}
+	return &GCSStore{
+		bucket: gcs.Bucket(bucket),
+		name:   bucket,
+		prefix: prefix,
+		env:    newEnvelope(&kmsAEAD{client: kmsClient, keyName: keyName, timeout: kmsTimeout}),
+	}
+}
+
+func (s *GCSStore) object(namespace, name string) string {
+	return s.prefix + namespace + "/" + name
+}
+
+// Get returns a secret, or ErrNotFound.
+func (s *GCSStore) Get(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	if err := validateKey(namespace, name); err != nil {
+		return nil, err
+	}
+	r, err := s.bucket.Object(s.object(namespace, name)).NewReader(ctx)
+	if err != nil {
+		return nil, s.explain(err, namespace+"/"+name)
+	}
+	defer r.Close()
+	blob, err := io.ReadAll(r)
+	if err != nil {
+		return nil, s.explain(err, namespace+"/"+name)
+	}
+	return s.env.open(namespace, name, blob)
+}
+
+// List returns the namespace's secrets, by name.
+func (s *GCSStore) List(ctx context.Context, namespace string) ([]*corev1.Secret, error) {
+	if err := validateKey(namespace, "x"); err != nil {
+		return nil, err
+	}
+	dir := s.object(namespace, "")
+	it := s.bucket.Objects(ctx, &storage.Query{Prefix: dir})
+	var out []*corev1.Secret
+	for {
+		attrs, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, s.explain(err, namespace)
+		}
+		name := strings.TrimPrefix(attrs.Name, dir)
+		if strings.Contains(name, "/") {
+			continue
+		}
+		sec, err := s.Get(ctx, namespace, name)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted since it was listed
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sec)
+	}
+}
+
+// Put writes a secret.
+func (s *GCSStore) Put(ctx context.Context, sec *corev1.Secret) error {
+	if err := validateKey(sec.Namespace, sec.Name); err != nil {
+		return err
+	}
+	blob, err := s.env.seal(sec)
+	if err != nil {
+		return err
+	}
+	w := s.bucket.Object(s.object(sec.Namespace, sec.Name)).NewWriter(ctx)
+	w.ContentType = "application/octet-stream"
+	if _, err := w.Write(blob); err != nil {
+		_ = w.Close()
+		return s.explain(err, sec.Namespace+"/"+sec.Name)
+	}
+	return s.explain(w.Close(), sec.Namespace+"/"+sec.Name)
+}
+
+// Delete removes a secret, or returns ErrNotFound.
+func (s *GCSStore) Delete(ctx context.Context, namespace, name string) error {
+	if err := validateKey(namespace, name); err != nil {
+		return err
+	}
+	return s.explain(s.bucket.Object(s.object(namespace, name)).Delete(ctx), namespace+"/"+name)
+}
+
+// explain turns storage errors into ones a person can act on.
+func (s *GCSStore) explain(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var gerr *googleapi.Error
+	switch {
+	case errors.Is(err, storage.ErrObjectNotExist):
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	case errors.Is(err, storage.ErrBucketNotExist):
+		return fmt.Errorf("secret store bucket gs://%s does not exist: %w", s.name, err)
+	case errors.As(err, &gerr) && gerr.Code == http.StatusNotFound && strings.Contains(strings.ToLower(gerr.Message), "bucket"):
+		return fmt.Errorf("secret store bucket gs://%s does not exist: %w", s.name, err)
+	case errors.As(err, &gerr) && (gerr.Code == http.StatusForbidden || gerr.Code == http.StatusUnauthorized):
+		return fmt.Errorf("permission denied on gs://%s (%s): %w", s.name, what, err)
+	case status.Code(err) == codes.PermissionDenied:
+		return fmt.Errorf("permission denied on gs://%s (%s): %w", s.name, what, err)
+	}
+	return fmt.Errorf("secret store gs://%s (%s): %w", s.name, what, err)
+}

@@ -1,0 +1,38 @@
+// Package secret keeps secrets outside the cluster, encrypted, and brings them in: a Store
+// (Google Cloud Storage with Cloud KMS, or a local directory with a local key) holds shared and
+// per-tenant secrets; TemplateSync mirrors the shared ones into the template namespace, from
+// where the tenant controller copies them into every tenant.
+package secret
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// ErrNotFound is returned by Get and Delete for a secret the store does not hold.
+var ErrNotFound = errors.New("secret not found in store")
+
+// Store holds secrets at rest, encrypted, by namespace and name. Only a secret's name,
+// namespace, labels, annotations, type and data are kept.
+type Store interface {
+	Get(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	List(ctx context.Context, namespace string) ([]*corev1.Secret, error)
+	Put(ctx context.Context, s *corev1.Secret) error
+	Delete(ctx context.Context, namespace, name string) error
+}
+
+// validateKey keeps namespaces and names to what Kubernetes allows, which also keeps them safe
+// as file and object path segments.
+func validateKey(namespace, name string) error {
+	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
+		return fmt.Errorf("invalid secret namespace %q: %v", namespace, msgs)
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return fmt.Errorf("invalid secret name %q: %v", name, msgs)
+	}
+	return nil
+}
