@@ -7,6 +7,7 @@ const (
 	ReconcilingCondition    = "Reconciling"
 	StalledCondition        = "Stalled"
 	NamespaceReadyCondition = "NamespaceReady"
+	SecretsReadyCondition   = "SecretsReady"
 )
 
 // Condition reasons.
@@ -18,6 +19,7 @@ const (
 	ReasonOwnershipConflict    = "OwnershipConflict"
 	ReasonInvalidObject        = "InvalidObject"
 	ReasonApplyFailed          = "ApplyFailed"
+	ReasonNamespaceNotReady    = "NamespaceNotReady"
 )
 
 // Labels and annotations that Landlord puts on what it manages.
@@ -32,6 +34,20 @@ const (
 	NodePoolLabel = "tenancy.landlord.dev/node-pool"
 	// DomainsAnnotation on a tenant namespace lists the domains the tenant serves, comma separated.
 	DomainsAnnotation = "tenancy.landlord.dev/domains"
+	// SharedLabel ("true") on a secret in the template namespace shares it with tenants.
+	SharedLabel = "tenancy.landlord.dev/shared"
+	// TenantSelectorAnnotation on a shared secret limits it to tenants whose labels match this
+	// label selector (e.g. "plan=enterprise").
+	TenantSelectorAnnotation = "tenancy.landlord.dev/tenant-selector"
+	// SharedCopyLabel ("true") marks a tenant's copy of a shared secret.
+	SharedCopyLabel = "tenancy.landlord.dev/shared-copy"
+	// SourceAnnotation on a copy names the secret it was copied from; SourceHashAnnotation is a
+	// digest of the source's type and data, to tell at a glance whether the copy is current.
+	SourceAnnotation     = "tenancy.landlord.dev/source"
+	SourceHashAnnotation = "tenancy.landlord.dev/source-hash"
+	// FromStoreLabel ("true") marks template secrets written from the secret store; only those
+	// are removed when they leave the store.
+	FromStoreLabel = "tenancy.landlord.dev/from-store"
 	// Finalizer makes tenant deletion orderly.
 	Finalizer = "tenancy.landlord.dev/finalizer"
 )

@@ -66,6 +66,11 @@ func run(ctx context.Context, configPath, embedded string, local localcluster.Op
 		return err
 	}
 	if restCfg == nil {
+		// An embedded control plane keeps its secrets next to its etcd data, unless told otherwise.
+		if st := &opts.Config.Secrets.Store; st.Backend == config.StoreBackendFile && st.File.Dir == config.Default().Secrets.Store.File.Dir {
+			st.File.Dir = filepath.Join(local.DataDir, "secrets")
+			st.File.KeyFile = filepath.Join(st.File.Dir, "key.json")
+		}
 		cluster, err := localcluster.Start(local)
 		if err != nil {
 			return err

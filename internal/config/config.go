@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +39,51 @@ type Config struct {
 
 	// Controller bounds reconcile concurrency.
 	Controller Controller `json:"controller,omitempty"`
+
+	// Secrets configures the secret store and the template namespace.
+	Secrets Secrets `json:"secrets,omitempty"`
+}
+
+// Secrets configures where secrets live at rest and how shared ones reach the cluster.
+type Secrets struct {
+	// TemplateNamespace is the reserved namespace holding shared secrets, mirrored from the store
+	// and copied into every tenant.
+	TemplateNamespace string `json:"templateNamespace,omitempty"`
+	// SyncInterval is how often the template namespace is brought in line with the store.
+	SyncInterval metav1.Duration `json:"syncInterval,omitempty"`
+	// Store is the secret store.
+	Store SecretStore `json:"store,omitempty"`
+}
+
+// Secret store backends.
+const (
+	StoreBackendFile = "file"
+	StoreBackendGCS  = "gcs"
+)
+
+// SecretStore selects and configures the secret store backend. Google credentials come from the
+// environment (Application Default Credentials), never from this file.
+type SecretStore struct {
+	// Backend is "file" (a local directory, the default) or "gcs" (Cloud Storage + Cloud KMS).
+	Backend string          `json:"backend,omitempty"`
+	File    FileSecretStore `json:"file,omitempty"`
+	GCS     GCSSecretStore  `json:"gcs,omitempty"`
+}
+
+// FileSecretStore is a local directory and the key that encrypts it.
+type FileSecretStore struct {
+	Dir string `json:"dir,omitempty"`
+	// KeyFile holds the local key; created (mode 0600) on first use. Default: <dir>/key.json.
+	KeyFile string `json:"keyFile,omitempty"`
+}
+
+// GCSSecretStore is a bucket and the Cloud KMS key that encrypts its objects.
+type GCSSecretStore struct {
+	Bucket string `json:"bucket,omitempty"`
+	// Prefix is prepended to object names, e.g. "prod/".
+	Prefix string `json:"prefix,omitempty"`
+	// KMSKey is projects/P/locations/L/keyRings/R/cryptoKeys/K.
+	KMSKey string `json:"kmsKey,omitempty"`
 }
 
 // Defaults are the per-tenant settings used when a tenant leaves them empty.
@@ -196,6 +243,21 @@ func (c *Config) applyDefaults() {
 	if c.Controller.MaxConcurrentReconciles == 0 {
 		c.Controller.MaxConcurrentReconciles = 4
 	}
+	if c.Secrets.TemplateNamespace == "" {
+		c.Secrets.TemplateNamespace = "landlord-templates"
+	}
+	if c.Secrets.SyncInterval.Duration == 0 {
+		c.Secrets.SyncInterval.Duration = time.Minute
+	}
+	if c.Secrets.Store.Backend == "" {
+		c.Secrets.Store.Backend = StoreBackendFile
+	}
+	if c.Secrets.Store.File.Dir == "" {
+		c.Secrets.Store.File.Dir = "/var/lib/landlord/secrets"
+	}
+	if c.Secrets.Store.File.KeyFile == "" {
+		c.Secrets.Store.File.KeyFile = filepath.Join(c.Secrets.Store.File.Dir, "key.json")
+	}
 	if c.Controller.CacheSyncTimeout.Duration == 0 {
 		c.Controller.CacheSyncTimeout.Duration = 2 * time.Minute
 	}
@@ -240,8 +302,28 @@ func (c *Config) Validate() error {
 	if c.Controller.MaxConcurrentReconciles < 0 {
 		errs = append(errs, errors.New("controller.maxConcurrentReconciles must not be negative"))
 	}
+	if msgs := validation.IsDNS1123Label(c.Secrets.TemplateNamespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("secrets.templateNamespace: %q is not a namespace name: %v", c.Secrets.TemplateNamespace, msgs))
+	}
+	if c.Secrets.SyncInterval.Duration < time.Second {
+		errs = append(errs, errors.New("secrets.syncInterval must be at least 1s"))
+	}
+	switch st := c.Secrets.Store; st.Backend {
+	case StoreBackendFile:
+	case StoreBackendGCS:
+		if st.GCS.Bucket == "" {
+			errs = append(errs, errors.New("secrets.store.gcs.bucket is required for the gcs backend"))
+		}
+		if !kmsKeyName.MatchString(st.GCS.KMSKey) {
+			errs = append(errs, fmt.Errorf("secrets.store.gcs.kmsKey: %q is not projects/P/locations/L/keyRings/R/cryptoKeys/K", st.GCS.KMSKey))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("secrets.store.backend: %q is not file or gcs", st.Backend))
+	}
 	return errors.Join(errs...)
 }
+
+var kmsKeyName = regexp.MustCompile(`^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$`)
 
 // NamespaceName is the namespace of the named tenant.
 func (c *Config) NamespaceName(tenant string) string {

@@ -23,6 +23,8 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/secret"
+	"github.com/landlord-dev/landlord/internal/secret/secrettest"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
@@ -32,6 +34,8 @@ var (
 	op       *testenv.Operator
 	k8s      client.Client
 	opConfig = config.Default()
+	// store is the operator's secret store; tests may take it down.
+	store *secrettest.FlakyStore
 )
 
 const timeout = 30 * time.Second
@@ -49,7 +53,19 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 	k8s = env.AdminClient
-	if op, err = env.StartOperator(opConfig); err != nil {
+	storeDir, err := os.MkdirTemp("", "landlord-store-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(storeDir)
+	fileStore, err := secret.NewFileStore(storeDir, storeDir+"/key.json")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	store = secrettest.NewFlakyStore(fileStore)
+	if op, err = env.StartOperator(opConfig, store); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -5,6 +5,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,6 +51,7 @@ type TenantReconciler struct {
 // +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller. Owned objects map back to their tenant through
@@ -57,13 +59,16 @@ type TenantReconciler struct {
 func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
-		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Labels select shared secrets, so a label change is a change to converge.
+		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&corev1.Namespace{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&corev1.ResourceQuota{}).
 		Owns(&corev1.LimitRange{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&corev1.Secret{}).
+		Watches(&corev1.Secret{}, r.templateSecretHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Config.Controller.MaxConcurrentReconciles})
 	if r.Resync != nil {
 		b = b.WatchesRawSource(source.Channel(r.Resync, &handler.EnqueueRequestForObject{}))
@@ -96,22 +101,38 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	}
 
-	var o outcome
+	var results []phaseResult
 	switch t.Spec.State {
 	case tenancyv1alpha1.StateArchived, tenancyv1alpha1.StatePurged:
-		o = r.removeNamespace(ctx, t)
+		results = []phaseResult{{tenancyv1alpha1.NamespaceReadyCondition, r.removeNamespace(ctx, t)}}
 	default:
-		o = r.ensureNamespace(ctx, t)
+		ns := r.ensureNamespace(ctx, t)
+		secrets := waitingForNamespace()
+		if ns.done {
+			secrets = r.copySharedSecrets(ctx, t)
+		}
+		results = []phaseResult{
+			{tenancyv1alpha1.NamespaceReadyCondition, ns},
+			{tenancyv1alpha1.SecretsReadyCondition, secrets},
+		}
 	}
 
-	status := computeStatus(t, r.Config.NamespaceName(t.Name), o)
+	status := computeStatus(t, r.Config.NamespaceName(t.Name), results)
 	if err := r.writeStatus(ctx, t, status); err != nil {
 		return ctrl.Result{}, err
 	}
-	switch {
-	case o.err != nil:
-		return ctrl.Result{}, o.err
-	case o.stalled:
+	var errs []error
+	stalled := false
+	for _, res := range results {
+		if res.err != nil {
+			errs = append(errs, res.err)
+		}
+		stalled = stalled || res.stalled
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if stalled {
 		return ctrl.Result{RequeueAfter: stalledRetry}, nil
 	}
 	return ctrl.Result{}, nil

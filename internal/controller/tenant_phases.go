@@ -137,3 +137,57 @@ func objectRef(obj client.Object) string {
 	}
 	return kind + "/" + obj.GetNamespace() + "/" + obj.GetName()
 }
+
+// phaseResult is one phase's outcome and the condition that reports it.
+type phaseResult struct {
+	condition string
+	outcome
+}
+
+func waitingForNamespace() outcome {
+	return progressing(tenancyv1alpha1.ReasonNamespaceNotReady, "waiting for the namespace")
+}
+
+// copySharedSecrets copies the template secrets shared with the tenant into its namespace and
+// removes copies whose source is gone or no longer shared with it. Reads come from the cache;
+// only copies that differ are written.
+func (r *TenantReconciler) copySharedSecrets(ctx context.Context, t *tenancyv1alpha1.Tenant) outcome {
+	nsName := r.Config.NamespaceName(t.Name)
+	templates := &corev1.SecretList{}
+	if err := r.Client.List(ctx, templates, client.InNamespace(r.Config.Secrets.TemplateNamespace)); err != nil {
+		return outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
+	}
+	desired, invalid := resources.SharedSecrets(t, nsName, templates.Items)
+	for _, e := range invalid {
+		// The template is wrong, not the tenant: the event goes on the template secret, and the
+		// tenant goes on with the secrets that are valid.
+		r.Recorder.Eventf(e.Source, t, corev1.EventTypeWarning, tenancyv1alpha1.ReasonInvalidObject, "Share", "%v", e.Err)
+	}
+
+	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader}
+	keep := make(map[string]bool, len(desired))
+	for _, s := range desired {
+		keep[s.Name] = true
+		if _, err := applier.Apply(ctx, s); err != nil {
+			return r.applyFailed(t, s, err)
+		}
+	}
+
+	copies := &corev1.SecretList{}
+	if err := r.Client.List(ctx, copies, client.InNamespace(nsName), client.MatchingLabels{
+		tenancyv1alpha1.SharedCopyLabel: "true", tenancyv1alpha1.TenantLabel: t.Name,
+	}); err != nil {
+		return outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
+	}
+	for i := range copies.Items {
+		c := &copies.Items[i]
+		if keep[c.Name] || !metav1.IsControlledBy(c, t) {
+			continue
+		}
+		if err := r.Client.Delete(ctx, c, client.Preconditions{UID: &c.UID}); client.IgnoreNotFound(err) != nil {
+			return outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: fmt.Sprintf("removing secret %s/%s: %v", nsName, c.Name, err), err: err}
+		}
+	}
+
+	return outcome{done: true, reason: tenancyv1alpha1.ReasonSucceeded, message: fmt.Sprintf("%d shared secrets in place", len(desired))}
+}

@@ -112,7 +112,7 @@ func TestManagedObjectsHealThemselves(t *testing.T) {
 					notes = append(notes, e.Note)
 				}
 			}
-			g.Expect(notes).To(ContainElement(MatchRegexp(`^updated \w+/tenant-healing/`)))
+			g.Expect(notes).To(ContainElement(MatchRegexp(`^updated \w+/tenant-healing\b`)))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 }

@@ -4,7 +4,10 @@
 package operator
 
 import (
+	"context"
 	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +28,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/secret"
 )
 
 // Scheme knows the built-in kinds and Landlord's own.
@@ -55,6 +59,16 @@ type Options struct {
 	// Resync, when set, enqueues the tenants sent on it (tests and the benchmark use it to force a
 	// resync of every tenant without writing to any).
 	Resync <-chan event.GenericEvent
+
+	// Store overrides the secret store the configuration names (tests use it to inject faults).
+	Store secret.Store
+}
+
+// Operator is a configured manager and the parts of it callers may poke.
+type Operator struct {
+	manager.Manager
+	// TemplateSync mirrors the secret store into the template namespace; Trigger syncs now.
+	TemplateSync *secret.TemplateSync
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -72,8 +86,16 @@ func metricsOptions(opts Options) metricsserver.Options {
 }
 
 // New returns a manager with every Landlord controller registered.
-func New(restCfg *rest.Config, opts Options) (manager.Manager, error) {
+func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	cfg := opts.Config
+	store := opts.Store
+	if store == nil {
+		var err error
+		if store, err = secret.Open(context.Background(), cfg.Secrets.Store); err != nil {
+			return nil, fmt.Errorf("opening secret store: %w", err)
+		}
+	}
+	managed := labels.SelectorFromSet(labels.Set{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue})
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS = cfg.Client.QPS
 	restCfg.Burst = cfg.Client.Burst
@@ -84,10 +106,16 @@ func New(restCfg *rest.Config, opts Options) (manager.Manager, error) {
 		Cache: cache.Options{
 			// Only what Landlord manages is cached, so memory follows the number of tenants and
 			// not the size of the cluster. Tenants themselves are cached whole.
-			DefaultLabelSelector: labels.SelectorFromSet(labels.Set{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue}),
+			DefaultLabelSelector: managed,
 			DefaultTransform:     cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
 				&tenancyv1alpha1.Tenant{}: {Label: labels.Everything()},
+				// The template namespace is Landlord's own and is cached whole: its secrets are
+				// the sources of every tenant's shared secrets.
+				&corev1.Secret{}: {Namespaces: map[string]cache.Config{
+					cfg.Secrets.TemplateNamespace: {LabelSelector: labels.Everything()},
+					cache.AllNamespaces:           {LabelSelector: managed},
+				}},
 			},
 			// Every informer is declared by a controller's watches; a read of anything else is a
 			// bug, not a reason to start an informer on the whole cluster.
@@ -127,5 +155,17 @@ func New(restCfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := tenants.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant controller: %w", err)
 	}
-	return mgr, nil
+	// The sync reads namespaces and secrets through the cache; register those informers now so
+	// they start (and sync) with the cache rather than with the first controller that needs them.
+	for _, obj := range []client.Object{&corev1.Namespace{}, &corev1.Secret{}} {
+		if _, err := mgr.GetCache().GetInformer(context.Background(), obj, cache.BlockUntilSynced(false)); err != nil {
+			return nil, err
+		}
+	}
+	sync := secret.NewTemplateSync(mgr.GetClient(), mgr.GetAPIReader(), store, cfg.Secrets.TemplateNamespace,
+		cfg.Secrets.SyncInterval.Duration, ctrl.Log.WithName("template-sync"))
+	if err := mgr.Add(sync); err != nil {
+		return nil, err
+	}
+	return &Operator{Manager: mgr, TemplateSync: sync}, nil
 }

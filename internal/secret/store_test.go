@@ -71,7 +71,9 @@ func gcsFixture(t *testing.T) fixture {
 		writeRaw: func(ns, name string, data []byte) {
 			gcs.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: obj(ns, name)}, Content: data})
 		},
-		otherKey: func() secret.Store { return secret.NewGCSStore(gcs.Client(), kmsClient, bucket, "secrets/", keyB, time.Second) },
+		otherKey: func() secret.Store {
+			return secret.NewGCSStore(gcs.Client(), kmsClient, bucket, "secrets/", keyB, time.Second)
+		},
 	}
 }
 

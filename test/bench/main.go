@@ -30,6 +30,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/internal/resources"
+	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
@@ -80,7 +81,16 @@ func run(n int, qps float32, concurrency int, jsonOut string) error {
 	if concurrency > 0 {
 		cfg.Controller.MaxConcurrentReconciles = concurrency
 	}
-	op, err := env.StartOperator(cfg)
+	storeDir, err := os.MkdirTemp("", "landlord-bench-store-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(storeDir)
+	store, err := secret.NewFileStore(storeDir, storeDir+"/key.json")
+	if err != nil {
+		return err
+	}
+	op, err := env.StartOperator(cfg, store)
 	if err != nil {
 		return err
 	}

@@ -18,11 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/operator"
+	"github.com/landlord-dev/landlord/internal/secret"
 )
 
 // KubeVersion is the Kubernetes version hack/build-control-plane.sh builds by default.
@@ -111,7 +111,7 @@ func (e *Env) As(user string, groups ...string) *rest.Config {
 
 // Operator is a running operator and what observes it.
 type Operator struct {
-	Manager manager.Manager
+	*operator.Operator
 	// Requests counts every request the operator sends to the API server.
 	Requests *RequestCounter
 	// Resync enqueues tenants without touching them.
@@ -120,16 +120,16 @@ type Operator struct {
 	done   chan error
 }
 
-// StartOperator runs the operator as OperatorUser with the given configuration.
-func (e *Env) StartOperator(cfg config.Config) (*Operator, error) {
+// StartOperator runs the operator as OperatorUser with the given configuration and secret store.
+func (e *Env) StartOperator(cfg config.Config, store secret.Store) (*Operator, error) {
 	op := &Operator{Requests: NewRequestCounter(), Resync: make(chan event.GenericEvent, 1024), done: make(chan error, 1)}
 	restCfg := e.As(OperatorUser)
 	restCfg.Wrap(op.Requests.Wrap)
-	mgr, err := operator.New(restCfg, operator.Options{Config: cfg, MetricsAddr: "0", ProbeAddr: "0", Resync: op.Resync})
+	mgr, err := operator.New(restCfg, operator.Options{Config: cfg, MetricsAddr: "0", ProbeAddr: "0", Resync: op.Resync, Store: store})
 	if err != nil {
 		return nil, err
 	}
-	op.Manager = mgr
+	op.Operator = mgr
 	ctx, cancel := context.WithCancel(context.Background())
 	op.cancel = cancel
 	go func() { op.done <- mgr.Start(ctx) }()

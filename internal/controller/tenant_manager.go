@@ -1,0 +1,63 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/resources"
+)
+
+// templateSecretHandler maps a change to a secret in the template namespace to the tenants it
+// is (or, before the change, was) shared with, so a change fans out to them at once and a secret
+// that stops matching a tenant is removed from it.
+func (r *TenantReconciler) templateSecretHandler() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		var secrets []*corev1.Secret
+		for _, o := range objs {
+			if s, ok := o.(*corev1.Secret); ok && s.Namespace == r.Config.Secrets.TemplateNamespace {
+				secrets = append(secrets, s)
+			}
+		}
+		if len(secrets) == 0 {
+			return
+		}
+		tenants := &tenancyv1alpha1.TenantList{}
+		if err := r.Client.List(ctx, tenants); err != nil {
+			log.FromContext(ctx).Error(err, "listing tenants for a template secret change")
+			return
+		}
+		for i := range tenants.Items {
+			t := &tenants.Items[i]
+			for _, s := range secrets {
+				// An invalid selector shares with no tenant; the tenant's reconcile reports it.
+				if shared, err := resources.SharedFor(s, t); shared || err != nil {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: t.Name}})
+					break
+				}
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+	}
+}

@@ -1,0 +1,191 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/test/testenv"
+)
+
+// storeShared puts a shared secret into the secret store and syncs the template namespace.
+func storeShared(t *testing.T, name, value string, mutate ...func(*corev1.Secret)) {
+	t.Helper()
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: opConfig.Secrets.TemplateNamespace, Name: name,
+			Labels: map[string]string{tenancyv1alpha1.SharedLabel: "true"}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{"token": []byte(value)},
+	}
+	for _, f := range mutate {
+		f(s)
+	}
+	NewWithT(t).Expect(store.Put(context.Background(), s)).To(Succeed())
+	op.TemplateSync.Trigger()
+}
+
+func unstoreShared(t *testing.T, name string) {
+	t.Helper()
+	NewWithT(t).Expect(store.Delete(context.Background(), opConfig.Secrets.TemplateNamespace, name)).To(Succeed())
+	op.TemplateSync.Trigger()
+}
+
+// secretValue is the token in a tenant's copy of a secret, or "" when there is none.
+func secretValue(g Gomega, tenant, name string) string {
+	s := &corev1.Secret{}
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: opConfig.NamespaceName(tenant), Name: name}, s)
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return string(s.Data["token"])
+}
+
+func TestSharedSecretsReachEveryTenant(t *testing.T) {
+	ctx := context.Background()
+	tenants := []string{"share-0", "share-1", "share-2"}
+	for i, name := range tenants {
+		createTenant(t, newTenant(name, func(t *tenancyv1alpha1.Tenant) {
+			if i == 0 {
+				t.Labels = map[string]string{"plan": "enterprise"}
+			}
+		}))
+	}
+	storeShared(t, "api-key", "v1")
+	storeShared(t, "enterprise-key", "e1", func(s *corev1.Secret) {
+		s.Annotations = map[string]string{tenancyv1alpha1.TenantSelectorAnnotation: "plan=enterprise"}
+	})
+	storeShared(t, "internal-only", "x", func(s *corev1.Secret) { delete(s.Labels, tenancyv1alpha1.SharedLabel) })
+	t.Cleanup(func() {
+		for _, n := range []string{"api-key", "enterprise-key", "internal-only"} {
+			_ = store.Delete(ctx, opConfig.Secrets.TemplateNamespace, n)
+		}
+		op.TemplateSync.Trigger()
+	})
+	// Kinds that are never copied, shared label or not.
+	never := []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Name: "sa-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
+			Type: corev1.SecretTypeServiceAccountToken},
+		{ObjectMeta: metav1.ObjectMeta{Name: "sh.helm.release.v1.app.v1"}, Type: "helm.sh/release.v1"},
+	}
+	for _, s := range never {
+		s.Namespace = opConfig.Secrets.TemplateNamespace
+		s.Labels = map[string]string{tenancyv1alpha1.SharedLabel: "true"}
+		NewWithT(t).Eventually(func() error { return k8s.Create(ctx, s) }).WithTimeout(timeout).Should(Succeed())
+		t.Cleanup(func() { _ = k8s.Delete(ctx, s) })
+	}
+
+	t.Run("a shared secret in the store reaches every tenant", func(t *testing.T) {
+		NewWithT(t).Eventually(func(g Gomega) {
+			for _, name := range tenants {
+				g.Expect(secretValue(g, name, "api-key")).To(Equal("v1"))
+			}
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("a secret with a tenant selector reaches only the tenants it selects", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func(g Gomega) { g.Expect(secretValue(g, "share-0", "enterprise-key")).To(Equal("e1")) }).WithTimeout(timeout).Should(Succeed())
+		g.Expect(secretValue(g, "share-1", "enterprise-key")).To(BeEmpty())
+	})
+
+	t.Run("unshared secrets, service-account tokens and Helm releases are never copied", func(t *testing.T) {
+		g := NewWithT(t)
+		waitIdle(t)
+		for _, name := range []string{"internal-only", "sa-token", "sh.helm.release.v1.app.v1"} {
+			g.Expect(secretValue(g, "share-0", name)).To(BeEmpty(), name)
+		}
+	})
+
+	t.Run("a copy says where it came from and is reported in SecretsReady", func(t *testing.T) {
+		g := NewWithT(t)
+		s := &corev1.Secret{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: "tenant-share-1", Name: "api-key"}, s)).To(Succeed())
+		g.Expect(s.Annotations).To(HaveKeyWithValue(tenancyv1alpha1.SourceAnnotation, opConfig.Secrets.TemplateNamespace+"/api-key"))
+		g.Expect(s.Annotations).To(HaveKey(tenancyv1alpha1.SourceHashAnnotation))
+		g.Expect(s.Labels).To(HaveKeyWithValue(tenancyv1alpha1.SharedCopyLabel, "true"))
+		tenant := waitReady(t, "share-1")
+		g.Expect(condition(tenant, tenancyv1alpha1.SecretsReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+	})
+
+	t.Run("a change fans out to every tenant by watch, one write per tenant", func(t *testing.T) {
+		g := NewWithT(t)
+		waitIdle(t)
+		before := op.Requests.Snapshot()
+		storeShared(t, "api-key", "v2")
+		g.Eventually(func(g Gomega) {
+			for _, name := range tenants {
+				g.Expect(secretValue(g, name, "api-key")).To(Equal("v2"))
+			}
+		}).WithTimeout(timeout).Should(Succeed())
+		waitIdle(t)
+		made := op.Requests.Snapshot().Sub(before)
+		// One write of the template secret by the sync, then one per tenant copy; nothing else.
+		g.Expect(made).To(Equal(testenv.Counts{"PATCH secrets": 1 + len(tenants)}), "requests: %s", made)
+	})
+
+	t.Run("a deleted copy is restored", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k8s.Delete(ctx, named(&corev1.Secret{}, "tenant-share-2", "api-key"))).To(Succeed())
+		g.Eventually(func(g Gomega) { g.Expect(secretValue(g, "share-2", "api-key")).To(Equal("v2")) }).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("a tenant relabeled out of a selector loses the secret", func(t *testing.T) {
+		g := NewWithT(t)
+		tenant := &tenancyv1alpha1.Tenant{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "share-0"}, tenant)).To(Succeed())
+		patch := client.MergeFrom(tenant.DeepCopy())
+		tenant.Labels = nil
+		g.Expect(k8s.Patch(ctx, tenant, patch)).To(Succeed())
+		g.Eventually(func(g Gomega) { g.Expect(secretValue(g, "share-0", "enterprise-key")).To(BeEmpty()) }).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("a secret removed from the store is removed from every tenant", func(t *testing.T) {
+		unstoreShared(t, "api-key")
+		NewWithT(t).Eventually(func(g Gomega) {
+			for _, name := range tenants {
+				g.Expect(secretValue(g, name, "api-key")).To(BeEmpty())
+			}
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+}
+
+// While the store is down, the template namespace and every tenant keep what they have, and new
+// tenants still get the shared secrets already in the cluster.
+func TestStoreOutageBlocksNothingAndRemovesNothing(t *testing.T) {
+	g := NewWithT(t)
+	storeShared(t, "outage-key", "kept")
+	t.Cleanup(func() { unstoreShared(t, "outage-key") })
+	createTenant(t, newTenant("before-outage"))
+	g.Eventually(func(g Gomega) { g.Expect(secretValue(g, "before-outage", "outage-key")).To(Equal("kept")) }).WithTimeout(timeout).Should(Succeed())
+
+	store.SetDown(true)
+	t.Cleanup(func() { store.SetDown(false); op.TemplateSync.Trigger() })
+	op.TemplateSync.Trigger()
+	g.Eventually(func() float64 { return gauge("landlord_secret_store_sync_up") }).WithTimeout(timeout).Should(BeZero())
+
+	createTenant(t, newTenant("during-outage"))
+	g.Eventually(func(g Gomega) { g.Expect(secretValue(g, "during-outage", "outage-key")).To(Equal("kept")) }).WithTimeout(timeout).Should(Succeed())
+	g.Expect(secretValue(g, "before-outage", "outage-key")).To(Equal("kept"))
+
+	store.SetDown(false)
+	op.TemplateSync.Trigger()
+	g.Eventually(func() float64 { return gauge("landlord_secret_store_sync_up") }).WithTimeout(timeout).Should(Equal(1.0))
+}
+
+func gauge(name string) float64 {
+	families, _ := ctrlmetrics.Registry.Gather()
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) > 0 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}

@@ -1,0 +1,46 @@
+package secret
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TenantSecrets keeps the secrets Landlord generates for one tenant (database credentials) in
+// the store, under the tenant's namespace name, so that an Archived tenant brought back, or a
+// rebuilt cluster, gets the very same values.
+type TenantSecrets struct {
+	Store Store
+}
+
+// Save stores a tenant secret; its namespace must be the tenant's namespace.
+func (ts TenantSecrets) Save(ctx context.Context, s *corev1.Secret) error {
+	return ts.Store.Put(ctx, s)
+}
+
+// Load returns a stored tenant secret, or an error wrapping ErrNotFound.
+func (ts TenantSecrets) Load(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	return ts.Store.Get(ctx, namespace, name)
+}
+
+// LoadAll returns every stored secret of a tenant namespace.
+func (ts TenantSecrets) LoadAll(ctx context.Context, namespace string) ([]*corev1.Secret, error) {
+	return ts.Store.List(ctx, namespace)
+}
+
+// Forget deletes every stored secret of a tenant namespace. Only a Purged tenant is forgotten.
+func (ts TenantSecrets) Forget(ctx context.Context, namespace string) error {
+	secrets, err := ts.Store.List(ctx, namespace)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range secrets {
+		if err := ts.Store.Delete(ctx, namespace, s.Name); err != nil && !errors.Is(err, ErrNotFound) {
+			errs = append(errs, fmt.Errorf("forgetting %s/%s: %w", namespace, s.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
