@@ -67,6 +67,11 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a bad selector":             {"network: {platformNamespaceSelector: {matchExpressions: [{key: a, operator: Near}]}}", "network.platformNamespaceSelector"},
 		"a negative concurrency":     {"controller: {maxConcurrentReconciles: -1}", "controller.maxConcurrentReconciles"},
 		"YAML that is not a mapping": {"- a", "parsing operator config"},
+		"an unknown store backend":   {"secrets: {store: {backend: vault}}", "secrets.store.backend"},
+		"a gcs store without bucket": {"secrets: {store: {backend: gcs, gcs: {kmsKey: projects/p/locations/l/keyRings/r/cryptoKeys/k}}}", "secrets.store.gcs.bucket"},
+		"a gcs store with a bad key": {"secrets: {store: {backend: gcs, gcs: {bucket: b, kmsKey: my-key}}}", "secrets.store.gcs.kmsKey"},
+		"a bad template namespace":   {"secrets: {templateNamespace: Templates}", "secrets.templateNamespace"},
+		"a sync interval under 1s":   {"secrets: {syncInterval: 10ms}", "secrets.syncInterval"},
 	}
 	for name, tc := range cases {
 		t.Run(name+" is rejected", func(t *testing.T) {

@@ -104,6 +104,14 @@ func TestSharedSecretsReachEveryTenant(t *testing.T) {
 		}
 	})
 
+	t.Run("a sync leaves template secrets that did not come from the store alone", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(op.TemplateSync.SyncOnce(ctx)).To(Succeed())
+		for _, s := range never {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{})).To(Succeed())
+		}
+	})
+
 	t.Run("a copy says where it came from and is reported in SecretsReady", func(t *testing.T) {
 		g := NewWithT(t)
 		s := &corev1.Secret{}

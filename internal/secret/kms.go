@@ -8,6 +8,8 @@ import (
 
 	kms "cloud.google.com/go/kms/apiv1"
 	"cloud.google.com/go/kms/apiv1/kmspb"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -41,7 +43,7 @@ func (k *kmsAEAD) Encrypt(plaintext, associatedData []byte) ([]byte, error) {
 		AdditionalAuthenticatedDataCrc32C: crc32c(associatedData),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("Cloud KMS encrypt with %s: %w", k.keyName, err)
+		return nil, k.explain("encrypt", err)
 	}
 	if !resp.GetVerifiedPlaintextCrc32C() || !resp.GetVerifiedAdditionalAuthenticatedDataCrc32C() {
 		return nil, fmt.Errorf("Cloud KMS encrypt with %s: request corrupted in transit", k.keyName)
@@ -63,10 +65,20 @@ func (k *kmsAEAD) Decrypt(ciphertext, associatedData []byte) ([]byte, error) {
 		AdditionalAuthenticatedDataCrc32C: crc32c(associatedData),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("Cloud KMS decrypt with %s: %w", k.keyName, err)
+		return nil, k.explain("decrypt", err)
 	}
 	if resp.GetPlaintextCrc32C().GetValue() != crc32c(resp.GetPlaintext()).GetValue() {
 		return nil, fmt.Errorf("Cloud KMS decrypt with %s: response corrupted in transit", k.keyName)
 	}
 	return resp.GetPlaintext(), nil
+}
+
+func (k *kmsAEAD) explain(op string, err error) error {
+	switch status.Code(err) {
+	case codes.PermissionDenied:
+		return fmt.Errorf("permission denied to %s with Cloud KMS key %s (grant the operator's identity roles/cloudkms.cryptoKeyEncrypterDecrypter on it): %w", op, k.keyName, err)
+	case codes.NotFound:
+		return fmt.Errorf("Cloud KMS key %s does not exist: %w", k.keyName, err)
+	}
+	return fmt.Errorf("Cloud KMS %s with %s: %w", op, k.keyName, err)
 }

@@ -263,7 +263,17 @@ func TestGCSStoreErrors(t *testing.T) {
 	t.Run("a missing KMS key is named in the error", func(t *testing.T) {
 		store := secret.NewGCSStore(gcs.Client(), kmsClient, bucket, "", "projects/p/locations/global/keyRings/r/cryptoKeys/missing", time.Second)
 		err := store.Put(ctx, apiKey("ns", "s", "1"))
-		if err == nil || !strings.Contains(err.Error(), "cryptoKeys/missing") {
+		if err == nil || !strings.Contains(err.Error(), "cryptoKeys/missing does not exist") {
+			t.Errorf("got %v", err)
+		}
+	})
+
+	t.Run("a KMS key the operator may not use is reported as a permission problem", func(t *testing.T) {
+		const denied = "projects/p/locations/global/keyRings/r/cryptoKeys/denied"
+		fakeKMS.Deny(denied)
+		store := secret.NewGCSStore(gcs.Client(), kmsClient, bucket, "", denied, time.Second)
+		err := store.Put(ctx, apiKey("ns", "s", "1"))
+		if err == nil || !strings.Contains(err.Error(), "permission denied") || !strings.Contains(err.Error(), "cryptoKeys/denied") {
 			t.Errorf("got %v", err)
 		}
 	})

@@ -29,9 +29,10 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // that never leaves it, checking and filling the CRC32C fields as the real service does.
 type KMS struct {
 	kmspb.UnimplementedKeyManagementServiceServer
-	mu   sync.Mutex
-	keys map[string]cipher.AEAD
-	down bool
+	mu     sync.Mutex
+	keys   map[string]cipher.AEAD
+	denied map[string]bool
+	down   bool
 
 	server   *grpc.Server
 	listener *bufconn.Listener
@@ -39,7 +40,7 @@ type KMS struct {
 
 // StartKMS starts a fake KMS that knows the named CryptoKeys.
 func StartKMS(keyNames ...string) *KMS {
-	k := &KMS{keys: map[string]cipher.AEAD{}, server: grpc.NewServer(), listener: bufconn.Listen(1 << 20)}
+	k := &KMS{keys: map[string]cipher.AEAD{}, denied: map[string]bool{}, server: grpc.NewServer(), listener: bufconn.Listen(1 << 20)}
 	for _, n := range keyNames {
 		key := make([]byte, 32)
 		_, _ = rand.Read(key)
@@ -69,6 +70,13 @@ func (k *KMS) SetDown(down bool) {
 	k.down = down
 }
 
+// Deny makes every call with the named key fail as one without IAM permission on it does.
+func (k *KMS) Deny(keyName string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.denied[keyName] = true
+}
+
 // Stop stops the server.
 func (k *KMS) Stop() { k.server.Stop() }
 
@@ -77,6 +85,9 @@ func (k *KMS) key(name string) (cipher.AEAD, error) {
 	defer k.mu.Unlock()
 	if k.down {
 		return nil, status.Error(codes.Unavailable, "the service is currently unavailable")
+	}
+	if k.denied[name] {
+		return nil, status.Errorf(codes.PermissionDenied, "Permission 'cloudkms.cryptoKeyVersions.useToEncrypt' denied on resource '%s' (or it may not exist).", name)
 	}
 	key, ok := k.keys[name]
 	if !ok {

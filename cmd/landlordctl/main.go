@@ -1,0 +1,15 @@
+// Command landlordctl operates Landlord from a workstation or a pipeline: today, the secret
+// store (put, get, list, delete, and sync into the cluster's template namespace).
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := newRootCommand(os.Stdout).Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "landlordctl:", err)
+		os.Exit(1)
+	}
+}

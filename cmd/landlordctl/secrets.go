@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/operator"
+	"github.com/landlord-dev/landlord/internal/secret"
+)
+
+type rootOptions struct {
+	configPath string
+	namespace  string
+	out        io.Writer
+}
+
+func newRootCommand(out io.Writer) *cobra.Command {
+	o := &rootOptions{out: out}
+	root := &cobra.Command{
+		Use:           "landlordctl",
+		Short:         "Operate Landlord: the secret store and more.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&o.configPath, "config", os.Getenv("LANDLORD_CONFIG"), "Operator configuration file naming the secret store ($LANDLORD_CONFIG).")
+	root.AddCommand(newSecretsCommand(o))
+	return root
+}
+
+func (o *rootOptions) load() (config.Config, secret.Store, error) {
+	cfg, err := config.Load(o.configPath)
+	if err != nil {
+		return cfg, nil, err
+	}
+	store, err := secret.Open(context.Background(), cfg.Secrets.Store)
+	if err != nil {
+		return cfg, nil, err
+	}
+	if o.namespace == "" {
+		o.namespace = cfg.Secrets.TemplateNamespace
+	}
+	return cfg, store, nil
+}
+
+func newSecretsCommand(o *rootOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "secrets",
+		Short: "Manage secrets in the encrypted secret store.",
+		Long: `Manage secrets in the encrypted secret store. Secrets in the template namespace (the default
+--namespace) are mirrored into the cluster by the operator; those labeled shared (--shared) are copied
+into every tenant, or only into tenants matching --tenant-selector. Values are never printed unless
+asked for with --show.`,
+	}
+	cmd.PersistentFlags().StringVarP(&o.namespace, "namespace", "n", "", "Store namespace (default: the template namespace).")
+	cmd.AddCommand(newPutCommand(o), newGetCommand(o), newListCommand(o), newDeleteCommand(o), newSyncCommand(o))
+	return cmd
+}
+
+func newPutCommand(o *rootOptions) *cobra.Command {
+	var (
+		literals, files []string
+		secretType      string
+		shared          bool
+		selector        string
+	)
+	cmd := &cobra.Command{
+		Use:   "put NAME (--from-literal KEY=VALUE | --from-file [KEY=]PATH)...",
+		Short: "Create or replace a secret.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(literals)+len(files) == 0 {
+				return errors.New("nothing to store: give --from-literal or --from-file")
+			}
+			if selector != "" {
+				if _, err := labels.Parse(selector); err != nil {
+					return fmt.Errorf("--tenant-selector: %w", err)
+				}
+			}
+			_, store, err := o.load()
+			if err != nil {
+				return err
+			}
+			s := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: args[0]},
+				Type:       corev1.SecretType(secretType),
+				Data:       map[string][]byte{},
+			}
+			for _, l := range literals {
+				k, v, ok := strings.Cut(l, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("--from-literal %q: want KEY=VALUE", l)
+				}
+				s.Data[k] = []byte(v)
+			}
+			for _, f := range files {
+				k, path, ok := strings.Cut(f, "=")
+				if !ok {
+					k, path = filepath.Base(f), f
+				}
+				data, err := os.ReadFile(path)
+				if err != nil {
+					return fmt.Errorf("--from-file: %w", err)
+				}
+				s.Data[k] = data
+			}
+			if shared {
+				s.Labels = map[string]string{tenancyv1alpha1.SharedLabel: "true"}
+			}
+			if selector != "" {
+				s.Annotations = map[string]string{tenancyv1alpha1.TenantSelectorAnnotation: selector}
+			}
+			if err := store.Put(cmd.Context(), s); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.out, "secret %s/%s stored (%d keys)\n", s.Namespace, s.Name, len(s.Data))
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&literals, "from-literal", nil, "A key and its value, KEY=VALUE (repeatable).")
+	cmd.Flags().StringArrayVar(&files, "from-file", nil, "A key and the file holding its value, [KEY=]PATH (repeatable).")
+	cmd.Flags().StringVar(&secretType, "type", string(corev1.SecretTypeOpaque), "Secret type.")
+	cmd.Flags().BoolVar(&shared, "shared", false, "Share with tenants (template namespace only).")
+	cmd.Flags().StringVar(&selector, "tenant-selector", "", "Share only with tenants whose labels match this selector, e.g. plan=enterprise.")
+	return cmd
+}
+
+func newGetCommand(o *rootOptions) *cobra.Command {
+	var show bool
+	cmd := &cobra.Command{
+		Use:   "get NAME",
+		Short: "Show a secret's keys (and, with --show, its values).",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, store, err := o.load()
+			if err != nil {
+				return err
+			}
+			s, err := store.Get(cmd.Context(), o.namespace, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(o.out, "name:      %s/%s\ntype:      %s\n", s.Namespace, s.Name, s.Type)
+			if s.Labels[tenancyv1alpha1.SharedLabel] == "true" {
+				sel := s.Annotations[tenancyv1alpha1.TenantSelectorAnnotation]
+				if sel == "" {
+					sel = "all tenants"
+				}
+				fmt.Fprintf(o.out, "shared:    %s\n", sel)
+			}
+			fmt.Fprintln(o.out, "data:")
+			for _, k := range sortedKeys(s.Data) {
+				if show {
+					fmt.Fprintf(o.out, "  %s: %s\n", k, s.Data[k])
+				} else {
+					fmt.Fprintf(o.out, "  %s: %d bytes\n", k, len(s.Data[k]))
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&show, "show", false, "Print the values.")
+	return cmd
+}
+
+func newListCommand(o *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the secrets of a namespace.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, store, err := o.load()
+			if err != nil {
+				return err
+			}
+			secrets, err := store.List(cmd.Context(), o.namespace)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(o.out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tTYPE\tKEYS\tSHARED")
+			for _, s := range secrets {
+				shared := "no"
+				if s.Labels[tenancyv1alpha1.SharedLabel] == "true" {
+					shared = "yes"
+					if sel := s.Annotations[tenancyv1alpha1.TenantSelectorAnnotation]; sel != "" {
+						shared = sel
+					}
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", s.Name, s.Type, strings.Join(sortedKeys(s.Data), ","), shared)
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func newDeleteCommand(o *rootOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a secret from the store (the next sync removes a shared secret from every tenant).",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, store, err := o.load()
+			if err != nil {
+				return err
+			}
+			if err := store.Delete(cmd.Context(), o.namespace, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.out, "secret %s/%s deleted\n", o.namespace, args[0])
+			return nil
+		},
+	}
+}
+
+func newSyncCommand(o *rootOptions) *cobra.Command {
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "sync",
+		Short: "Bring the cluster's template namespace in line with the store now.",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, store, err := o.load()
+			if err != nil {
+				return err
+			}
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			rules.ExplicitPath = kubeconfig
+			restCfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+			if err != nil {
+				return fmt.Errorf("loading kubeconfig: %w", err)
+			}
+			c, err := client.New(restCfg, client.Options{Scheme: operator.Scheme()})
+			if err != nil {
+				return err
+			}
+			sync := secret.NewTemplateSync(c, c, store, cfg.Secrets.TemplateNamespace, cfg.Secrets.SyncInterval.Duration, logr.Discard())
+			if err := sync.SyncOnce(cmd.Context()); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.out, "namespace %s is in line with the store\n", cfg.Secrets.TemplateNamespace)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
+	return cmd
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/landlord-dev/landlord/test/testenv"
+)
+
+// landlordctl runs the CLI with a file store in dir and returns what it printed.
+func landlordctl(t *testing.T, configPath string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := newRootCommand(&out)
+	cmd.SetArgs(append([]string{"--config", configPath}, args...))
+	cmd.SetContext(context.Background())
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func fileStoreConfig(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "landlord.yaml")
+	doc := "secrets:\n  store:\n    backend: file\n    file: {dir: " + filepath.Join(dir, "store") + "}\n"
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestSecretsCommands(t *testing.T) {
+	cfg := fileStoreConfig(t)
+	valueFile := filepath.Join(t.TempDir(), "cert.pem")
+	_ = os.WriteFile(valueFile, []byte("-----BEGIN CERTIFICATE-----"), 0o600)
+
+	t.Run("put stores literal and file values", func(t *testing.T) {
+		out, err := landlordctl(t, cfg, "secrets", "put", "stripe", "--from-literal", "token=sk_live_123",
+			"--from-file", "ca.pem="+valueFile, "--shared", "--tenant-selector", "plan=enterprise")
+		if err != nil || !strings.Contains(out, "landlord-templates/stripe stored (2 keys)") {
+			t.Fatalf("out=%q err=%v", out, err)
+		}
+	})
+
+	t.Run("get shows keys but never values unless asked", func(t *testing.T) {
+		out, err := landlordctl(t, cfg, "secrets", "get", "stripe")
+		if err != nil || strings.Contains(out, "sk_live_123") || !strings.Contains(out, "token: 11 bytes") || !strings.Contains(out, "shared:    plan=enterprise") {
+			t.Fatalf("out=%q err=%v", out, err)
+		}
+		out, err = landlordctl(t, cfg, "secrets", "get", "stripe", "--show")
+		if err != nil || !strings.Contains(out, "token: sk_live_123") {
+			t.Fatalf("out=%q err=%v", out, err)
+		}
+	})
+
+	t.Run("list names the secrets without values", func(t *testing.T) {
+		out, err := landlordctl(t, cfg, "secrets", "list")
+		if err != nil || !strings.Contains(out, "stripe") || !strings.Contains(out, "ca.pem,token") || strings.Contains(out, "sk_live") {
+			t.Fatalf("out=%q err=%v", out, err)
+		}
+	})
+
+	t.Run("delete removes a secret, and a second delete says it is not there", func(t *testing.T) {
+		if _, err := landlordctl(t, cfg, "secrets", "delete", "stripe"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := landlordctl(t, cfg, "secrets", "delete", "stripe")
+		if err == nil || !strings.Contains(err.Error(), "not found") {
+			t.Fatalf("err=%v", err)
+		}
+	})
+
+	t.Run("bad input is refused with a reason", func(t *testing.T) {
+		for args, want := range map[string]string{
+			"secrets put empty":                                     "nothing to store",
+			"secrets put x --from-literal novalue":                  "want KEY=VALUE",
+			"secrets put x --from-literal a=b --tenant-selector ==": "--tenant-selector",
+			"secrets put Bad_Name --from-literal a=b":               "invalid secret name",
+			"secrets get missing":                                   "not found",
+		} {
+			_, err := landlordctl(t, cfg, strings.Fields(args)...)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: err=%v, want %q", args, err, want)
+			}
+		}
+	})
+}
+
+func TestSecretsSyncWritesTheTemplateNamespace(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	kubeconfig := writeKubeconfig(t, env)
+	cfg := fileStoreConfig(t)
+
+	if _, err := landlordctl(t, cfg, "secrets", "put", "api-key", "--from-literal", "token=v1", "--shared"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := landlordctl(t, cfg, "secrets", "sync", "--kubeconfig", kubeconfig)
+	if err != nil {
+		t.Fatalf("out=%q err=%v", out, err)
+	}
+	s := &corev1.Secret{}
+	if err := env.AdminClient.Get(context.Background(), client.ObjectKey{Namespace: "landlord-templates", Name: "api-key"}, s); err != nil {
+		t.Fatal(err)
+	}
+	if string(s.Data["token"]) != "v1" || s.Labels["tenancy.landlord.dev/shared"] != "true" {
+		t.Errorf("template secret = %+v", s)
+	}
+}
+
+func writeKubeconfig(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	c := env.Admin
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
