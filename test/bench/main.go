@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -107,7 +108,12 @@ func run(n int, qps float32, concurrency int, jsonOut string) error {
 
 	rep := report{Tenants: n, QPS: cfg.Client.QPS, Concurrency: cfg.Controller.MaxConcurrentReconciles, CPUs: runtime.NumCPU()}
 	sample := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
-	rep.ObjectsPerTenant = len(resources.Build(sample, &cfg))
+	// Every tenant also gets one shared secret copied from the template namespace.
+	rep.ObjectsPerTenant = len(resources.Build(sample, &cfg)) + 1
+	if err := putShared(ctx, store, cfg, "v1"); err != nil {
+		return err
+	}
+	op.TemplateSync.Trigger()
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("bench-%05d", i)
@@ -143,7 +149,10 @@ func run(n int, qps float32, concurrency int, jsonOut string) error {
 		if err := createAll(ctx, c, names); err != nil {
 			return err
 		}
-		return waitAllReady(ctx, c, n)
+		if err := waitAllReady(ctx, c, n); err != nil {
+			return err
+		}
+		return waitAllCopies(ctx, c, n, "v1")
 	}); err != nil {
 		return err
 	}
@@ -164,6 +173,21 @@ func run(n int, qps float32, concurrency int, jsonOut string) error {
 		return err
 	}
 
+	fmt.Fprintf(os.Stderr, "changing one shared secret...\n")
+	if err := measure("one shared secret change until present in all N namespaces", func() error {
+		if err := putShared(ctx, store, cfg, "v2"); err != nil {
+			return err
+		}
+		op.TemplateSync.Trigger()
+		if err := waitAllCopies(ctx, c, n, "v2"); err != nil {
+			return err
+		}
+		waitIdle(op)
+		return nil
+	}); err != nil {
+		return err
+	}
+
 	runtime.GC()
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
@@ -177,6 +201,38 @@ func run(n int, qps float32, concurrency int, jsonOut string) error {
 		}
 	}
 	return nil
+}
+
+const sharedName = "bench-shared"
+
+func putShared(ctx context.Context, store secret.Store, cfg config.Config, value string) error {
+	return store.Put(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Secrets.TemplateNamespace, Name: sharedName,
+			Labels: map[string]string{tenancyv1alpha1.SharedLabel: "true"}},
+		Data: map[string][]byte{"token": []byte(value)},
+	})
+}
+
+// waitAllCopies lists tenant copies of the shared secret every 100ms until n hold value.
+func waitAllCopies(ctx context.Context, c client.Client, n int, value string) error {
+	deadline := time.Now().Add(10 * time.Minute)
+	for time.Now().Before(deadline) {
+		list := &corev1.SecretList{}
+		if err := c.List(ctx, list, client.MatchingLabels{tenancyv1alpha1.SharedCopyLabel: "true"}); err != nil {
+			return err
+		}
+		current := 0
+		for _, s := range list.Items {
+			if s.Name == sharedName && string(s.Data["token"]) == value {
+				current++
+			}
+		}
+		if current >= n {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("shared secret not in all namespaces after 10 minutes")
 }
 
 func createAll(ctx context.Context, c client.Client, names []string) error {
@@ -273,8 +329,8 @@ func serverVerbs(c testenv.Counts) testenv.Counts {
 	for k, v := range c {
 		method, resource, _ := strings.Cut(k, " ")
 		verb := method
-		if method == "GET" && resource == "tenants" {
-			// A GET of a collection is a LIST; the benchmark only lists tenants.
+		if method == "GET" && (resource == "tenants" || resource == "secrets") {
+			// A GET of a collection is a LIST; the benchmark only lists these.
 			verb = "LIST"
 		}
 		out[verb+" "+resource] += v
