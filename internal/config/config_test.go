@@ -83,13 +83,17 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 	}
 }
 
-func TestTheShippedConfigFileLoads(t *testing.T) {
-	path := filepath.Join("..", "..", "config", "manager", "landlord.yaml")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := config.Load(path); err != nil {
-		t.Fatal(err)
+func TestTheShippedConfigFilesLoad(t *testing.T) {
+	for _, name := range []string{"landlord.yaml", "landlord-local.yaml"} {
+		t.Run(name+" loads", func(t *testing.T) {
+			path := filepath.Join("..", "..", "config", "manager", name)
+			if _, err := os.Stat(path); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := config.Load(path); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
