@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	kms "cloud.google.com/go/kms/apiv1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -44,12 +45,13 @@ type fixture struct {
 	otherKey func() secret.Store
 }
 
-func gcsFixture(t *testing.T) fixture {
+// startFakes starts Cloud KMS (knowing keyA and keyB) and Cloud Storage (holding bucket) fakes
+// for the test, and a real KMS client connected to the first.
+func startFakes(t *testing.T) (*secrettest.KMS, *kms.KeyManagementClient, *fakestorage.Server) {
 	t.Helper()
-	ctx := context.Background()
 	fakeKMS := secrettest.StartKMS(keyA, keyB)
 	t.Cleanup(fakeKMS.Stop)
-	kmsClient, err := fakeKMS.Client(ctx)
+	kmsClient, err := fakeKMS.Client(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +60,12 @@ func gcsFixture(t *testing.T) fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(gcs.Stop)
+	return fakeKMS, kmsClient, gcs
+}
+
+func gcsFixture(t *testing.T) fixture {
+	t.Helper()
+	_, kmsClient, gcs := startFakes(t)
 	obj := func(ns, name string) string { return "secrets/" + ns + "/" + name }
 	return fixture{
 		store: secret.NewGCSStore(gcs.Client(), kmsClient, bucket, "secrets/", keyA, time.Second),
@@ -240,17 +248,7 @@ func TestStores(t *testing.T) {
 
 func TestGCSStoreErrors(t *testing.T) {
 	ctx := context.Background()
-	fakeKMS := secrettest.StartKMS(keyA)
-	t.Cleanup(fakeKMS.Stop)
-	kmsClient, err := fakeKMS.Client(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gcs, err := secrettest.StartGCS(bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gcs.Stop)
+	fakeKMS, kmsClient, gcs := startFakes(t)
 
 	t.Run("a missing bucket is named in the error", func(t *testing.T) {
 		store := secret.NewGCSStore(gcs.Client(), kmsClient, "no-such-bucket", "", keyA, time.Second)
