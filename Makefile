@@ -13,6 +13,7 @@ export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 
 GO_TEST_FLAGS ?= -timeout 30m
 BENCH_TENANTS ?= 200
+BENCH_POSTGRES ?= 1
 IMG ?= landlord:dev
 
 .PHONY: all
@@ -51,16 +52,24 @@ control-plane: $(ENVTEST_ASSETS)/kube-apiserver ## Build kube-apiserver, etcd an
 $(ENVTEST_ASSETS)/kube-apiserver:
 	KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-control-plane.sh
 
+.PHONY: databases
+databases: ## Install PostgreSQL and MariaDB (Debian packages) when missing; tests start their own servers.
+	hack/install-databases.sh
+
 .PHONY: test
-test: manifests generate vet control-plane ## Run the whole test suite against a real API server.
+test: manifests generate vet control-plane databases ## Run the whole test suite against a real API server and real database servers.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: control-plane ## Create BENCH_TENANTS tenants and report API requests, wall time and memory.
-	go run ./test/bench -tenants $(BENCH_TENANTS)
+bench: control-plane databases ## Create BENCH_TENANTS tenants (BENCH_POSTGRES databases each) and report API requests, wall time and memory.
+	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES)
 
 ##@ Build and run
+
+.PHONY: dev-databases
+dev-databases: databases ## Next to `make run`: start local PostgreSQL and MariaDB and register them as DatabaseServers.
+	go run ./hack/devdatabases
 
 .PHONY: build
 build: ## Build the manager binary.

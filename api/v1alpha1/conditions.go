@@ -8,6 +8,7 @@ const (
 	StalledCondition        = "Stalled"
 	NamespaceReadyCondition = "NamespaceReady"
 	SecretsReadyCondition   = "SecretsReady"
+	DatabasesReadyCondition = "DatabasesReady"
 )
 
 // Condition reasons.
@@ -20,6 +21,24 @@ const (
 	ReasonInvalidObject        = "InvalidObject"
 	ReasonApplyFailed          = "ApplyFailed"
 	ReasonNamespaceNotReady    = "NamespaceNotReady"
+
+	// ReasonDatabaseUnavailable: a database server did not answer or refused a statement.
+	ReasonDatabaseUnavailable = "DatabaseUnavailable"
+	// ReasonNoDatabaseServer: no Ready server of the engine has room for the tenant.
+	ReasonNoDatabaseServer = "NoDatabaseServer"
+	// ReasonDatabaseServerConflict: spec names a server other than the one holding the database.
+	ReasonDatabaseServerConflict = "DatabaseServerConflict"
+	// ReasonStoreUnavailable: the secret store did not answer.
+	ReasonStoreUnavailable = "StoreUnavailable"
+	// ReasonDatabasesKept: the databases are kept while the tenant is Archived.
+	ReasonDatabasesKept = "DatabasesKept"
+	// ReasonDatabasesDropped: a Purged tenant's databases and logins are dropped.
+	ReasonDatabasesDropped = "DatabasesDropped"
+
+	// DatabaseServer reasons.
+	ReasonReachable          = "Reachable"
+	ReasonUnreachable        = "Unreachable"
+	ReasonCredentialsMissing = "CredentialsMissing"
 )
 
 // Labels and annotations that Landlord puts on what it manages.
@@ -48,6 +67,14 @@ const (
 	// FromStoreLabel ("true") marks template secrets written from the secret store; only those
 	// are removed when they leave the store.
 	FromStoreLabel = "tenancy.landlord.dev/from-store"
+	// DatabaseServerAnnotation on a credentials Secret names the DatabaseServer holding the
+	// database; DatabaseEngineLabel marks stored credentials with the database's engine;
+	// RotationAnnotation is the rotation request the password answers; CredentialsDigestAnnotation
+	// is a digest of the login and password, so a Secret edited by hand is noticed and rewritten.
+	DatabaseServerAnnotation    = "tenancy.landlord.dev/database-server"
+	DatabaseEngineLabel         = "tenancy.landlord.dev/database-engine"
+	RotationAnnotation          = "tenancy.landlord.dev/rotation"
+	CredentialsDigestAnnotation = "tenancy.landlord.dev/credentials-digest"
 	// Finalizer makes tenant deletion orderly.
 	Finalizer = "tenancy.landlord.dev/finalizer"
 )

@@ -143,6 +143,85 @@ type TenantSpec struct {
 	// +listType=set
 	// +optional
 	Domains []Domain `json:"domains,omitempty"`
+
+	// Databases are the tenant's own databases and logins on shared database servers.
+	// +optional
+	Databases Databases `json:"databases,omitempty"`
+
+	// PgBouncer tunes the connection pooler in front of the tenant's PostgreSQL databases.
+	// +optional
+	PgBouncer *PgBouncer `json:"pgbouncer,omitempty"`
+}
+
+// Databases lists a tenant's databases by engine. A name is used once across engines, because
+// it names the tenant's credentials Secret, db-<name>.
+// +kubebuilder:validation:XValidation:rule="!has(self.postgres) || !has(self.mysql) || self.postgres.all(p, !self.mysql.exists(m, m.name == p.name))",message="a database name may be used by only one engine: it names the Secret db-<name>"
+type Databases struct {
+	// Postgres are PostgreSQL databases.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Postgres []Database `json:"postgres,omitempty"`
+
+	// MySQL are MySQL or MariaDB databases.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	MySQL []Database `json:"mysql,omitempty"`
+}
+
+// Database is one tenant database and the login that owns it.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.server) || (has(self.server) && self.server == oldSelf.server)",message="server cannot change once set: a database is never moved between servers"
+type Database struct {
+	// Name identifies the database within the tenant; its credentials are in the Secret
+	// db-<name> in the tenant namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=30
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a DNS label (lowercase letters, digits and '-')"
+	Name string `json:"name"`
+
+	// Server names the DatabaseServer to place the database on. When empty, Landlord picks a
+	// Ready server of the engine with the fewest tenants and records it in status.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Server string `json:"server,omitempty"`
+
+	// Rotation requests new credentials: each time it changes to a value not yet applied (a
+	// date, a ticket number), a new password is generated and applied to the server, the
+	// secret store and the Secret db-<name>.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Rotation string `json:"rotation,omitempty"`
+}
+
+// PgBouncer tunes the connection pooler in front of the tenant's PostgreSQL databases.
+type PgBouncer struct {
+	// DefaultPoolSize is the number of server connections per database and login.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	DefaultPoolSize int32 `json:"defaultPoolSize,omitempty"`
+}
+
+// DatabaseStatus is where one of the tenant's databases lives and whether it is in place.
+type DatabaseStatus struct {
+	// Engine of the database.
+	Engine DatabaseEngine `json:"engine"`
+	// Name of the database in the tenant spec.
+	Name string `json:"name"`
+	// Server is the DatabaseServer holding the database; it never changes.
+	Server string `json:"server"`
+	// Database is the database's name on the server.
+	Database string `json:"database"`
+	// Username is the login that owns the database.
+	Username string `json:"username"`
+	// SecretName is the Secret in the tenant namespace holding the credentials.
+	SecretName string `json:"secretName"`
+	// Rotation is the last rotation request applied.
+	// +optional
+	Rotation string `json:"rotation,omitempty"`
 }
 
 // TenantStatus is the observed state of a tenant.
@@ -155,8 +234,15 @@ type TenantStatus struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 
+	// Databases are the tenant's databases that are in place, and where.
+	// +listType=map
+	// +listMapKey=engine
+	// +listMapKey=name
+	// +optional
+	Databases []DatabaseStatus `json:"databases,omitempty"`
+
 	// Conditions: Ready (always), Reconciling and Stalled (only while true), and one condition
-	// per concern (NamespaceReady).
+	// per concern (NamespaceReady, SecretsReady, DatabasesReady).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

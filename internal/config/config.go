@@ -42,6 +42,20 @@ type Config struct {
 
 	// Secrets configures the secret store and the template namespace.
 	Secrets Secrets `json:"secrets,omitempty"`
+
+	// Databases configures how tenant databases are provisioned.
+	Databases Databases `json:"databases,omitempty"`
+}
+
+// Databases configures database provisioning.
+type Databases struct {
+	// CredentialsNamespace holds the DatabaseServers' admin credential Secrets; it is the
+	// operator's own namespace, which tenants cannot read.
+	CredentialsNamespace string `json:"credentialsNamespace,omitempty"`
+	// CheckInterval is how often each DatabaseServer is logged in to, to report reachability.
+	CheckInterval metav1.Duration `json:"checkInterval,omitempty"`
+	// Timeout bounds one provisioning call (connect, create, grant) to a server.
+	Timeout metav1.Duration `json:"timeout,omitempty"`
 }
 
 // Secrets configures where secrets live at rest and how shared ones reach the cluster.
@@ -243,6 +257,15 @@ func (c *Config) applyDefaults() {
 	if c.Controller.MaxConcurrentReconciles == 0 {
 		c.Controller.MaxConcurrentReconciles = 4
 	}
+	if c.Databases.CredentialsNamespace == "" {
+		c.Databases.CredentialsNamespace = "landlord-system"
+	}
+	if c.Databases.CheckInterval.Duration == 0 {
+		c.Databases.CheckInterval.Duration = time.Minute
+	}
+	if c.Databases.Timeout.Duration == 0 {
+		c.Databases.Timeout.Duration = 30 * time.Second
+	}
 	if c.Secrets.TemplateNamespace == "" {
 		c.Secrets.TemplateNamespace = "landlord-templates"
 	}
@@ -301,6 +324,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Controller.MaxConcurrentReconciles < 0 {
 		errs = append(errs, errors.New("controller.maxConcurrentReconciles must not be negative"))
+	}
+	if msgs := validation.IsDNS1123Label(c.Databases.CredentialsNamespace); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("databases.credentialsNamespace: %q is not a namespace name: %v", c.Databases.CredentialsNamespace, msgs))
+	}
+	if c.Databases.CheckInterval.Duration < time.Second {
+		errs = append(errs, fmt.Errorf("databases.checkInterval: %s is shorter than 1s", c.Databases.CheckInterval.Duration))
+	}
+	if c.Databases.Timeout.Duration < time.Second {
+		errs = append(errs, fmt.Errorf("databases.timeout: %s is shorter than 1s", c.Databases.Timeout.Duration))
 	}
 	if msgs := validation.IsDNS1123Label(c.Secrets.TemplateNamespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("secrets.templateNamespace: %q is not a namespace name: %v", c.Secrets.TemplateNamespace, msgs))

@@ -58,20 +58,22 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		doc  string
 		want string
 	}{
-		"an unknown field":           {"namespacPrefix: x-", `unknown field "namespacPrefix"`},
-		"a prefix too long":          {"namespacePrefix: a-very-long-prefix-", "namespacePrefix"},
-		"a prefix with capitals":     {"namespacePrefix: Tenant-", "namespacePrefix"},
-		"an unknown pod security":    {"defaults: {podSecurity: privileged}", "defaults.podSecurity"},
-		"a bad egress CIDR":          {"network: {egressCIDRs: [{cidr: 10.0.0.0/33}]}", "network.egressCIDRs[0].cidr"},
-		"a bad egress exception":     {"network: {egressCIDRs: [{cidr: 0.0.0.0/0, except: [nope]}]}", "network.egressCIDRs[0].except[0]"},
-		"a bad selector":             {"network: {platformNamespaceSelector: {matchExpressions: [{key: a, operator: Near}]}}", "network.platformNamespaceSelector"},
-		"a negative concurrency":     {"controller: {maxConcurrentReconciles: -1}", "controller.maxConcurrentReconciles"},
-		"YAML that is not a mapping": {"- a", "parsing operator config"},
-		"an unknown store backend":   {"secrets: {store: {backend: vault}}", "secrets.store.backend"},
-		"a gcs store without bucket": {"secrets: {store: {backend: gcs, gcs: {kmsKey: projects/p/locations/l/keyRings/r/cryptoKeys/k}}}", "secrets.store.gcs.bucket"},
-		"a gcs store with a bad key": {"secrets: {store: {backend: gcs, gcs: {bucket: b, kmsKey: my-key}}}", "secrets.store.gcs.kmsKey"},
-		"a bad template namespace":   {"secrets: {templateNamespace: Templates}", "secrets.templateNamespace"},
-		"a sync interval under 1s":   {"secrets: {syncInterval: 10ms}", "secrets.syncInterval"},
+		"an unknown field":            {"namespacPrefix: x-", `unknown field "namespacPrefix"`},
+		"a prefix too long":           {"namespacePrefix: a-very-long-prefix-", "namespacePrefix"},
+		"a prefix with capitals":      {"namespacePrefix: Tenant-", "namespacePrefix"},
+		"an unknown pod security":     {"defaults: {podSecurity: privileged}", "defaults.podSecurity"},
+		"a bad egress CIDR":           {"network: {egressCIDRs: [{cidr: 10.0.0.0/33}]}", "network.egressCIDRs[0].cidr"},
+		"a bad egress exception":      {"network: {egressCIDRs: [{cidr: 0.0.0.0/0, except: [nope]}]}", "network.egressCIDRs[0].except[0]"},
+		"a bad selector":              {"network: {platformNamespaceSelector: {matchExpressions: [{key: a, operator: Near}]}}", "network.platformNamespaceSelector"},
+		"a negative concurrency":      {"controller: {maxConcurrentReconciles: -1}", "controller.maxConcurrentReconciles"},
+		"YAML that is not a mapping":  {"- a", "parsing operator config"},
+		"an unknown store backend":    {"secrets: {store: {backend: vault}}", "secrets.store.backend"},
+		"a gcs store without bucket":  {"secrets: {store: {backend: gcs, gcs: {kmsKey: projects/p/locations/l/keyRings/r/cryptoKeys/k}}}", "secrets.store.gcs.bucket"},
+		"a gcs store with a bad key":  {"secrets: {store: {backend: gcs, gcs: {bucket: b, kmsKey: my-key}}}", "secrets.store.gcs.kmsKey"},
+		"a bad template namespace":    {"secrets: {templateNamespace: Templates}", "secrets.templateNamespace"},
+		"a sync interval under 1s":    {"secrets: {syncInterval: 10ms}", "secrets.syncInterval"},
+		"a bad credentials namespace": {"databases: {credentialsNamespace: Landlord}", "databases.credentialsNamespace"},
+		"a database timeout under 1s": {"databases: {timeout: 1ms}", "databases.timeout"},
 	}
 	for name, tc := range cases {
 		t.Run(name+" is rejected", func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/internal/secret/secrettest"
 	"github.com/landlord-dev/landlord/test/testenv"
@@ -36,6 +37,14 @@ var (
 	opConfig = config.Default()
 	// store is the operator's secret store; tests may take it down.
 	store *secrettest.FlakyStore
+	// pg and maria are real database servers, known to the operator as the DatabaseServers
+	// pgServer and mariaServer.
+	pg, maria *dbtest.Instance
+)
+
+const (
+	pgServer    = "pg-main"
+	mariaServer = "mariadb-main"
 )
 
 const timeout = 30 * time.Second
@@ -65,12 +74,63 @@ func run(m *testing.M) int {
 		return 1
 	}
 	store = secrettest.NewFlakyStore(fileStore)
+	if pg, err = dbtest.StartPostgres(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer pg.Close()
+	if maria, err = dbtest.StartMariaDB(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer maria.Close()
+	if err := createDatabaseServers(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// Outages are noticed within seconds rather than a minute.
+	opConfig.Databases.CheckInterval.Duration = 2 * time.Second
+	opConfig.Databases.Timeout.Duration = 5 * time.Second
 	if op, err = env.StartOperator(opConfig, store); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = op.Stop() }()
 	return m.Run()
+}
+
+// createDatabaseServers registers the test servers with their admin credentials.
+func createDatabaseServers(ctx context.Context) error {
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opConfig.Databases.CredentialsNamespace}}); err != nil {
+		return err
+	}
+	for name, inst := range map[string]*dbtest.Instance{pgServer: pg, mariaServer: maria} {
+		if err := createDatabaseServer(ctx, name, inst, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func createDatabaseServer(ctx context.Context, name string, inst *dbtest.Instance, maxTenants *int32) error {
+	creds := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: opConfig.Databases.CredentialsNamespace, Name: name + "-admin"},
+		StringData: map[string]string{"username": inst.Server.AdminUser, "password": inst.Server.AdminPassword},
+	}
+	if err := k8s.Create(ctx, creds); err != nil {
+		return err
+	}
+	return k8s.Create(ctx, &tenancyv1alpha1.DatabaseServer{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.DatabaseServerSpec{
+			Engine:           tenancyv1alpha1.DatabaseEngine(inst.Server.Engine),
+			Host:             inst.Server.Host,
+			Port:             inst.Server.Port,
+			TLS:              tenancyv1alpha1.DatabaseTLSMode(inst.Server.TLS),
+			AdminCredentials: tenancyv1alpha1.SecretReference{Name: creds.Name},
+			MaxTenants:       maxTenants,
+		},
+	})
 }
 
 // newTenant is a tenant with the given name and spec changes applied.

@@ -26,6 +26,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/secret"
 )
 
 // stalledRetry is how often a stalled tenant is looked at again. A stall waits for a person
@@ -39,6 +40,10 @@ type TenantReconciler struct {
 	APIReader client.Reader
 	Config    *config.Config
 	Recorder  events.EventRecorder
+	// Secrets keeps generated credentials in the secret store.
+	Secrets secret.TenantSecrets
+	// Databases reaches the DatabaseServers.
+	Databases *DatabaseConnections
 
 	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
 	Resync <-chan event.GenericEvent
@@ -52,6 +57,7 @@ type TenantReconciler struct {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=databaseservers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller. Owned objects map back to their tenant through
@@ -69,6 +75,7 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&networkingv1.NetworkPolicy{}).
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Secret{}, r.templateSecretHandler()).
+		Watches(&tenancyv1alpha1.DatabaseServer{}, r.databaseServerHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Config.Controller.MaxConcurrentReconciles})
 	if r.Resync != nil {
 		b = b.WatchesRawSource(source.Channel(r.Resync, &handler.EnqueueRequestForObject{}))
@@ -102,22 +109,38 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 
 	var results []phaseResult
+	databases := t.Status.Databases
 	switch t.Spec.State {
-	case tenancyv1alpha1.StateArchived, tenancyv1alpha1.StatePurged:
-		results = []phaseResult{{tenancyv1alpha1.NamespaceReadyCondition, r.removeNamespace(ctx, t)}}
+	case tenancyv1alpha1.StateArchived:
+		results = []phaseResult{
+			{tenancyv1alpha1.NamespaceReadyCondition, r.removeNamespace(ctx, t)},
+			{tenancyv1alpha1.DatabasesReadyCondition, keptDatabases(t)},
+		}
+	case tenancyv1alpha1.StatePurged:
+		dbs := r.purgeDatabases(ctx, t)
+		if dbs.done {
+			databases = nil
+		}
+		results = []phaseResult{
+			{tenancyv1alpha1.NamespaceReadyCondition, r.removeNamespace(ctx, t)},
+			{tenancyv1alpha1.DatabasesReadyCondition, dbs},
+		}
 	default:
 		ns := r.ensureNamespace(ctx, t)
-		secrets := waitingForNamespace()
+		secrets, dbs := waitingForNamespace(), waitingForNamespace()
 		if ns.done {
 			secrets = r.copySharedSecrets(ctx, t)
+			dbs, databases = r.ensureDatabases(ctx, t)
 		}
 		results = []phaseResult{
 			{tenancyv1alpha1.NamespaceReadyCondition, ns},
 			{tenancyv1alpha1.SecretsReadyCondition, secrets},
+			{tenancyv1alpha1.DatabasesReadyCondition, dbs},
 		}
 	}
 
 	status := computeStatus(t, r.Config.NamespaceName(t.Name), results)
+	status.Databases = databases
 	if err := r.writeStatus(ctx, t, status); err != nil {
 		return ctrl.Result{}, err
 	}

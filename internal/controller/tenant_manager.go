@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,6 +59,52 @@ func (r *TenantReconciler) templateSecretHandler() handler.EventHandler {
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(ctx, q, e.Object)
+		},
+	}
+}
+
+// databaseServerHandler re-triggers the tenants whose databases are not ready when a
+// DatabaseServer appears or changes: one may be waiting for a server to place on, or for a
+// server to come back.
+func (r *TenantReconciler) databaseServerHandler() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		tenants := &tenancyv1alpha1.TenantList{}
+		if err := r.Client.List(ctx, tenants, client.UnsafeDisableDeepCopy); err != nil {
+			log.FromContext(ctx).Error(err, "listing tenants for a database server change")
+			return
+		}
+		for i := range tenants.Items {
+			t := &tenants.Items[i]
+			if len(desiredDatabases(t)) == 0 || meta.IsStatusConditionTrue(t.Status.Conditions, tenancyv1alpha1.DatabasesReadyCondition) {
+				continue
+			}
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: t.Name}})
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			oldS, okOld := e.ObjectOld.(*tenancyv1alpha1.DatabaseServer)
+			newS, okNew := e.ObjectNew.(*tenancyv1alpha1.DatabaseServer)
+			if okOld && okNew && oldS.Generation == newS.Generation &&
+				meta.IsStatusConditionTrue(oldS.Status.Conditions, tenancyv1alpha1.ReadyCondition) == meta.IsStatusConditionTrue(newS.Status.Conditions, tenancyv1alpha1.ReadyCondition) &&
+				oldS.Status.Tenants <= newS.Status.Tenants {
+				// Nothing a waiting tenant could use: the server neither became Ready nor freed room.
+				return
+			}
+			if okNew && (!okOld || oldS.Generation != newS.Generation) {
+				// The address may have moved: every tenant on the server rewrites its Secrets.
+				on := &tenancyv1alpha1.TenantList{}
+				if err := r.Client.List(ctx, on, client.MatchingFields{TenantDatabaseServerIndex: newS.Name}, client.UnsafeDisableDeepCopy); err != nil {
+					log.FromContext(ctx).Error(err, "listing tenants on a database server")
+				}
+				for i := range on.Items {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: on.Items[i].Name}})
+				}
+			}
+			enqueue(ctx, q)
 		},
 	}
 }

@@ -109,10 +109,21 @@ func (r *TenantReconciler) removeNamespace(ctx context.Context, t *tenancyv1alph
 }
 
 // finalize runs when a tenant is deleted: its namespace goes with it. Data outside the cluster
-// is never dropped here; only the Purged state drops data.
+// is dropped only for a Purged tenant, and then before the tenant goes; any other tenant's
+// databases are left in place, and an event says so.
 func (r *TenantReconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
 		return nil
+	}
+	if t.Spec.State == tenancyv1alpha1.StatePurged {
+		if res := r.purgeDatabases(ctx, t); !res.done {
+			if res.err != nil {
+				return res.err
+			}
+			return fmt.Errorf("purging databases: %s", res.message)
+		}
+	} else {
+		r.reportKeptDatabases(t)
 	}
 	ns := &corev1.Namespace{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: r.Config.NamespaceName(t.Name)}, ns)

@@ -62,6 +62,31 @@ func TestInvalidTenantsAreRejectedAtAdmission(t *testing.T) {
 			}),
 			want: []string{"spec.access.admins[0]", "namespace is required for a ServiceAccount"},
 		},
+		"a database name with an underscore": {
+			tenant: newTenant("bad-db-name", func(t *tenancyv1alpha1.Tenant) {
+				t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "my_db"}}
+			}),
+			want: []string{"spec.databases.postgres[0].name", "must be a DNS label"},
+		},
+		"a database name longer than 30 characters": {
+			tenant: newTenant("long-db-name", func(t *tenancyv1alpha1.Tenant) {
+				t.Spec.Databases.MySQL = []tenancyv1alpha1.Database{{Name: strings.Repeat("d", 31)}}
+			}),
+			want: []string{"spec.databases.mysql[0].name", "may not be more than 30"},
+		},
+		"one database name for two engines": {
+			tenant: newTenant("twin-db", func(t *tenancyv1alpha1.Tenant) {
+				t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app"}}
+				t.Spec.Databases.MySQL = []tenancyv1alpha1.Database{{Name: "app"}}
+			}),
+			want: []string{"spec.databases", "may be used by only one engine"},
+		},
+		"a pgbouncer pool of zero": {
+			tenant: newTenant("zero-pool", func(t *tenancyv1alpha1.Tenant) {
+				t.Spec.PgBouncer = &tenancyv1alpha1.PgBouncer{DefaultPoolSize: -1}
+			}),
+			want: []string{"spec.pgbouncer.defaultPoolSize", "greater than or equal to 1"},
+		},
 		"an unknown pod security level": {
 			tenant: newTenant("bad-psa", func(t *tenancyv1alpha1.Tenant) { t.Spec.PodSecurity = "privileged" }),
 			want:   []string{"spec.podSecurity", "Unsupported value"},
@@ -99,6 +124,23 @@ func TestStateTransitions(t *testing.T) {
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
 		g.Expect(err.Error()).To(ContainSubstring("spec.state"))
 		g.Expect(err.Error()).To(ContainSubstring("a Purged tenant is final"))
+	})
+
+	t.Run("a database's server cannot change once set", func(t *testing.T) {
+		g := NewWithT(t)
+		tenant := newTenant("pinned-db", func(t *tenancyv1alpha1.Tenant) {
+			t.Spec.State = tenancyv1alpha1.StateArchived
+			t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app", Server: "pg-a"}}
+		})
+		g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+		t.Cleanup(func() { deleteTenant(t, "pinned-db") })
+
+		patch := client.MergeFrom(tenant.DeepCopy())
+		tenant.Spec.Databases.Postgres[0].Server = "pg-b"
+		err := k8s.Patch(ctx, tenant, patch)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("spec.databases.postgres[0]"))
+		g.Expect(err.Error()).To(ContainSubstring("a database is never moved"))
 	})
 
 	t.Run("a new tenant defaults to Active", func(t *testing.T) {

@@ -109,12 +109,15 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			DefaultLabelSelector: managed,
 			DefaultTransform:     cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&tenancyv1alpha1.Tenant{}: {Label: labels.Everything()},
+				&tenancyv1alpha1.Tenant{}:         {Label: labels.Everything()},
+				&tenancyv1alpha1.DatabaseServer{}: {Label: labels.Everything()},
 				// The template namespace is Landlord's own and is cached whole: its secrets are
 				// the sources of every tenant's shared secrets.
+				// So is the operator's own namespace, for the database servers' admin credentials.
 				&corev1.Secret{}: {Namespaces: map[string]cache.Config{
-					cfg.Secrets.TemplateNamespace: {LabelSelector: labels.Everything()},
-					cache.AllNamespaces:           {LabelSelector: managed},
+					cfg.Secrets.TemplateNamespace:      {LabelSelector: labels.Everything()},
+					cfg.Databases.CredentialsNamespace: {LabelSelector: labels.Everything()},
+					cache.AllNamespaces:                {LabelSelector: managed},
 				}},
 			},
 			// Every informer is declared by a controller's watches; a read of anything else is a
@@ -145,15 +148,33 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		return nil, err
 	}
 
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tenancyv1alpha1.Tenant{},
+		controller.TenantDatabaseServerIndex, controller.TenantDatabaseServers); err != nil {
+		return nil, err
+	}
+	conns := &controller.DatabaseConnections{Client: mgr.GetClient(), Namespace: cfg.Databases.CredentialsNamespace}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		conns.Close()
+		return nil
+	})); err != nil {
+		return nil, err
+	}
 	tenants := &controller.TenantReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Config:    &cfg,
 		Recorder:  mgr.GetEventRecorder("landlord"),
+		Secrets:   secret.TenantSecrets{Store: store},
+		Databases: conns,
 		Resync:    opts.Resync,
 	}
 	if err := tenants.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant controller: %w", err)
+	}
+	servers := &controller.DatabaseServerReconciler{Client: mgr.GetClient(), Config: &cfg, Connections: conns}
+	if err := servers.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up database server controller: %w", err)
 	}
 	// The sync reads namespaces and secrets through the cache; register those informers now so
 	// they start (and sync) with the cache rather than with the first controller that needs them.

@@ -1,5 +1,6 @@
 // Command bench measures Landlord against a real control plane: N tenants created until all are
-// Ready, then a forced no-op resync of all N. Request counts come from the API server's own
+// Ready (with -postgres, each with its own databases on a real PostgreSQL server), then a forced
+// no-op resync of all N. Request counts come from the API server's own
 // metrics (apiserver_request_total), with the benchmark's own requests counted separately and
 // taken out, so what is left is the operator's.
 //
@@ -29,6 +30,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -52,6 +54,8 @@ type report struct {
 	Phases           []phase `json:"phases"`
 	HeapAfterGCMiB   float64 `json:"heapAfterGCMiB"`
 	CPUs             int     `json:"cpus"`
+	// PostgresPerTenant is how many PostgreSQL databases each tenant has, on one real server.
+	PostgresPerTenant int `json:"postgresPerTenant"`
 }
 
 func main() {
@@ -59,15 +63,16 @@ func main() {
 	qps := flag.Float64("qps", 0, "Operator client QPS (burst is twice this); the configured default when 0.")
 	concurrency := flag.Int("concurrency", 0, "MaxConcurrentReconciles; the configured default when 0.")
 	jsonOut := flag.String("json", "", "Also write the report as JSON to this file.")
+	postgres := flag.Int("postgres", 0, "PostgreSQL databases per tenant, on a real server the benchmark starts.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	if err := run(*tenants, float32(*qps), *concurrency, *jsonOut); err != nil {
+	if err := run(*tenants, float32(*qps), *concurrency, *postgres, *jsonOut); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, qps float32, concurrency int, jsonOut string) error {
+func run(n int, qps float32, concurrency, postgres int, jsonOut string) error {
 	ctx := context.Background()
 	env, err := testenv.Start()
 	if err != nil {
@@ -91,6 +96,16 @@ func run(n int, qps float32, concurrency int, jsonOut string) error {
 	if err != nil {
 		return err
 	}
+	if postgres > 0 {
+		pg, err := dbtest.StartPostgres()
+		if err != nil {
+			return err
+		}
+		defer pg.Close()
+		if err := registerServer(ctx, env.AdminClient, cfg, pg); err != nil {
+			return err
+		}
+	}
 	op, err := env.StartOperator(cfg, store)
 	if err != nil {
 		return err
@@ -106,10 +121,11 @@ func run(n int, qps float32, concurrency int, jsonOut string) error {
 		return err
 	}
 
-	rep := report{Tenants: n, QPS: cfg.Client.QPS, Concurrency: cfg.Controller.MaxConcurrentReconciles, CPUs: runtime.NumCPU()}
+	rep := report{Tenants: n, QPS: cfg.Client.QPS, Concurrency: cfg.Controller.MaxConcurrentReconciles, CPUs: runtime.NumCPU(), PostgresPerTenant: postgres}
 	sample := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
-	// Every tenant also gets one shared secret copied from the template namespace.
-	rep.ObjectsPerTenant = len(resources.Build(sample, &cfg)) + 1
+	// Every tenant also gets one shared secret copied from the template namespace, and one
+	// credentials Secret per database.
+	rep.ObjectsPerTenant = len(resources.Build(sample, &cfg)) + 1 + postgres
 	if err := putShared(ctx, store, cfg, "v1"); err != nil {
 		return err
 	}
@@ -146,7 +162,7 @@ func run(n int, qps float32, concurrency int, jsonOut string) error {
 
 	fmt.Fprintf(os.Stderr, "creating %d tenants...\n", n)
 	if err := measure("create N tenants until all Ready", func() error {
-		if err := createAll(ctx, c, names); err != nil {
+		if err := createAll(ctx, c, names, postgres); err != nil {
 			return err
 		}
 		if err := waitAllReady(ctx, c, n); err != nil {
@@ -205,6 +221,28 @@ func run(n int, qps float32, concurrency int, jsonOut string) error {
 
 const sharedName = "bench-shared"
 
+// registerServer makes a started PostgreSQL server a DatabaseServer, Ready before the operator
+// starts placing tenants on it.
+func registerServer(ctx context.Context, c client.Client, cfg config.Config, pg *dbtest.Instance) error {
+	ns := cfg.Databases.CredentialsNamespace
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench-pg-admin"},
+		StringData: map[string]string{"username": pg.Server.AdminUser, "password": pg.Server.AdminPassword},
+	}); err != nil {
+		return err
+	}
+	return c.Create(ctx, &tenancyv1alpha1.DatabaseServer{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-pg"},
+		Spec: tenancyv1alpha1.DatabaseServerSpec{
+			Engine: tenancyv1alpha1.EnginePostgres, Host: pg.Server.Host, Port: pg.Server.Port,
+			TLS: tenancyv1alpha1.DatabaseTLSMode(pg.Server.TLS), AdminCredentials: tenancyv1alpha1.SecretReference{Name: "bench-pg-admin"},
+		},
+	})
+}
+
 func putShared(ctx context.Context, store secret.Store, cfg config.Config, value string) error {
 	return store.Put(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Secrets.TemplateNamespace, Name: sharedName,
@@ -235,7 +273,7 @@ func waitAllCopies(ctx context.Context, c client.Client, n int, value string) er
 	return fmt.Errorf("shared secret not in all namespaces after 10 minutes")
 }
 
-func createAll(ctx context.Context, c client.Client, names []string) error {
+func createAll(ctx context.Context, c client.Client, names []string, postgres int) error {
 	work := make(chan string)
 	errs := make(chan error, len(names))
 	var wg sync.WaitGroup
@@ -247,6 +285,9 @@ func createAll(ctx context.Context, c client.Client, names []string) error {
 				t := &tenancyv1alpha1.Tenant{
 					ObjectMeta: metav1.ObjectMeta{Name: name},
 					Spec:       tenancyv1alpha1.TenantSpec{Organization: "Bench " + name, Email: "ops@" + name + ".example.com"},
+				}
+				for i := range postgres {
+					t.Spec.Databases.Postgres = append(t.Spec.Databases.Postgres, tenancyv1alpha1.Database{Name: fmt.Sprintf("db%d", i)})
 				}
 				if err := c.Create(ctx, t); err != nil {
 					errs <- err
@@ -298,8 +339,8 @@ func waitIdle(op *testenv.Operator) {
 }
 
 func printMarkdown(w *os.File, r report) {
-	fmt.Fprintf(w, "## Landlord benchmark: %d tenants (%d objects each), QPS %.0f, %d concurrent reconciles, %d CPUs\n\n",
-		r.Tenants, r.ObjectsPerTenant, r.QPS, r.Concurrency, r.CPUs)
+	fmt.Fprintf(w, "## Landlord benchmark: %d tenants (%d objects and %d PostgreSQL databases each), QPS %.0f, %d concurrent reconciles, %d CPUs\n\n",
+		r.Tenants, r.ObjectsPerTenant, r.PostgresPerTenant, r.QPS, r.Concurrency, r.CPUs)
 	fmt.Fprintln(w, "| phase | wall time | operator requests (API server count minus the benchmark's own) | operator requests per tenant | operator writes per tenant |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, p := range r.Phases {

@@ -1,0 +1,121 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DatabaseEngine is a database server's SQL dialect.
+// +kubebuilder:validation:Enum=postgres;mysql
+type DatabaseEngine string
+
+const (
+	EnginePostgres DatabaseEngine = "postgres"
+	// EngineMySQL is MySQL or MariaDB.
+	EngineMySQL DatabaseEngine = "mysql"
+)
+
+// DatabaseTLSMode is how connections to the server are encrypted.
+// +kubebuilder:validation:Enum=disable;require;verify-full
+type DatabaseTLSMode string
+
+// SecretReference names a Secret in the operator's namespace.
+type SecretReference struct {
+	// Name of the Secret. It holds the keys "username" and "password".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// DatabaseServerSpec is a shared database server on which tenant databases are placed.
+type DatabaseServerSpec struct {
+	// Engine is the server's SQL dialect: postgres, or mysql (MySQL and MariaDB).
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="engine is immutable: the databases on the server were created for it"
+	Engine DatabaseEngine `json:"engine"`
+
+	// Host is the server's DNS name or address, as both Landlord and the tenants reach it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Host string `json:"host"`
+
+	// Port is the server's TCP port; 5432 for postgres and 3306 for mysql when unset.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +optional
+	Port int32 `json:"port,omitempty"`
+
+	// TLS is how connections are encrypted: disable, require (encrypt, do not verify the
+	// certificate) or verify-full (encrypt and verify the certificate and host name).
+	// +kubebuilder:default=verify-full
+	// +optional
+	TLS DatabaseTLSMode `json:"tls,omitempty"`
+
+	// AdminCredentials names the Secret, in the operator's namespace, that holds the login
+	// Landlord uses to create and drop tenant databases and logins.
+	AdminCredentials SecretReference `json:"adminCredentials"`
+
+	// MaxTenants caps how many tenants are placed on the server; unlimited when unset. Tenants
+	// already placed are never moved.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxTenants *int32 `json:"maxTenants,omitempty"`
+}
+
+// DatabaseServerStatus is the observed state of a database server.
+type DatabaseServerStatus struct {
+	// ObservedGeneration is the generation last checked.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration"`
+
+	// Reachable is true when Landlord logged in to the server at the last check.
+	// +optional
+	Reachable bool `json:"reachable,omitempty"`
+
+	// ServerVersion is what the server reported at the last successful check.
+	// +optional
+	ServerVersion string `json:"serverVersion,omitempty"`
+
+	// Tenants is how many tenants have databases placed on the server.
+	// +optional
+	Tenants int32 `json:"tenants"`
+
+	// Conditions: Ready (always) and Reconciling/Stalled only while true.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// DatabaseServer is a shared PostgreSQL or MySQL server on which Landlord places tenant
+// databases.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=dbs
+// +kubebuilder:printcolumn:name="Engine",type=string,JSONPath=`.spec.engine`
+// +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.spec.host`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Tenants",type=integer,JSONPath=`.status.tenants`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.serverVersion`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type DatabaseServer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec DatabaseServerSpec `json:"spec"`
+
+	// +kubebuilder:default={"observedGeneration":-1}
+	// +optional
+	Status DatabaseServerStatus `json:"status,omitempty"`
+}
+
+// DatabaseServerList is a list of database servers.
+// +kubebuilder:object:root=true
+type DatabaseServerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []DatabaseServer `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&DatabaseServer{}, &DatabaseServerList{})
+}

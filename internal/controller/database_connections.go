@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/database"
+)
+
+// errServerConfig is a DatabaseServer that cannot be logged in to as it stands: it or its admin
+// credentials are missing or incomplete. A person has to fix it.
+var errServerConfig = errors.New("database server is not usable")
+
+// DatabaseConnections keeps one administrator connection pool per DatabaseServer, shared by
+// every reconcile, and reopens it when the server's spec or its admin credentials change.
+type DatabaseConnections struct {
+	Client    client.Client
+	Namespace string
+	// Open connects to a server; database.Open unless a test substitutes it.
+	Open func(database.Server) (database.Provisioner, error)
+
+	mu    sync.Mutex
+	conns map[string]*dbConn
+}
+
+type dbConn struct {
+	key     string
+	prov    database.Provisioner
+	checked time.Time
+	version string
+	err     error
+}
+
+// Address is where tenants reach a server: its engine, host, port and TLS mode, without the
+// administrator's login.
+func Address(ds *tenancyv1alpha1.DatabaseServer) database.Server {
+	s := database.Server{
+		Engine: database.Engine(ds.Spec.Engine),
+		Host:   ds.Spec.Host,
+		Port:   ds.Spec.Port,
+		TLS:    database.TLSMode(ds.Spec.TLS),
+	}
+	if s.Port == 0 {
+		s.Port = 5432
+		if s.Engine == database.MySQL {
+			s.Port = 3306
+		}
+	}
+	if s.TLS == "" {
+		s.TLS = database.TLSVerifyFull
+	}
+	return s
+}
+
+// Server returns the DatabaseServer object from the cache.
+func (c *DatabaseConnections) Server(ctx context.Context, name string) (*tenancyv1alpha1.DatabaseServer, error) {
+	ds := &tenancyv1alpha1.DatabaseServer{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, ds); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: DatabaseServer %s not found", errServerConfig, name)
+		}
+		return nil, err
+	}
+	return ds, nil
+}
+
+// Provisioner returns the administrator connection to the named server.
+func (c *DatabaseConnections) Provisioner(ctx context.Context, name string) (database.Provisioner, error) {
+	conn, err := c.conn(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return conn.prov, nil
+}
+
+func (c *DatabaseConnections) conn(ctx context.Context, name string) (*dbConn, error) {
+	ds, err := c.Server(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	ref := ds.Spec.AdminCredentials.Name
+	creds := &corev1.Secret{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref}, creds); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: admin credentials Secret %s/%s not found", errServerConfig, c.Namespace, ref)
+		}
+		return nil, err
+	}
+	user, password := string(creds.Data["username"]), string(creds.Data["password"])
+	if user == "" || password == "" {
+		return nil, fmt.Errorf("%w: admin credentials Secret %s/%s needs the keys username and password", errServerConfig, c.Namespace, ref)
+	}
+	key := fmt.Sprintf("%s/%d/%s/%s", ds.UID, ds.Generation, creds.UID, creds.ResourceVersion)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if conn, ok := c.conns[name]; ok {
+		if conn.key == key {
+			return conn, nil
+		}
+		_ = conn.prov.Close()
+		delete(c.conns, name)
+	}
+	s := Address(ds)
+	s.AdminUser, s.AdminPassword = user, password
+	open := c.Open
+	if open == nil {
+		open = database.Open
+	}
+	prov, err := open(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errServerConfig, err)
+	}
+	if c.conns == nil {
+		c.conns = map[string]*dbConn{}
+	}
+	conn := &dbConn{key: key, prov: prov}
+	c.conns[name] = conn
+	return conn, nil
+}
+
+// Check logs in to the server and returns its version. A result younger than maxAge is reused,
+// so the many events that touch a server (tenants placed on it) cost no extra logins.
+func (c *DatabaseConnections) Check(ctx context.Context, name string, maxAge, timeout time.Duration) (string, error) {
+	conn, err := c.conn(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	if !conn.checked.IsZero() && time.Since(conn.checked) < maxAge {
+		version, err := conn.version, conn.err
+		c.mu.Unlock()
+		return version, err
+	}
+	c.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	version, err := conn.prov.Version(ctx)
+
+	c.mu.Lock()
+	conn.checked, conn.version, conn.err = time.Now(), version, err
+	c.mu.Unlock()
+	return version, err
+}
+
+// Invalidate forgets the last check of a server, so the next Check logs in again.
+func (c *DatabaseConnections) Invalidate(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if conn, ok := c.conns[name]; ok {
+		conn.checked = time.Time{}
+	}
+}
+
+// Forget closes the connection to a server that is gone.
+func (c *DatabaseConnections) Forget(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if conn, ok := c.conns[name]; ok {
+		_ = conn.prov.Close()
+		delete(c.conns, name)
+	}
+}
+
+// Close closes every connection.
+func (c *DatabaseConnections) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, conn := range c.conns {
+		_ = conn.prov.Close()
+		delete(c.conns, name)
+	}
+}

@@ -1,0 +1,340 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/database"
+	"github.com/landlord-dev/landlord/internal/database/dbtest"
+	"github.com/landlord-dev/landlord/internal/resources"
+)
+
+// withDatabases gives a tenant a PostgreSQL database "app" and a MySQL database "legacy".
+func withDatabases(t *tenancyv1alpha1.Tenant) {
+	t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app"}}
+	t.Spec.Databases.MySQL = []tenancyv1alpha1.Database{{Name: "legacy"}}
+}
+
+// credentials reads a tenant's credentials Secret.
+func credentials(g Gomega, tenant, name string) *corev1.Secret {
+	s := &corev1.Secret{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{
+		Namespace: opConfig.NamespaceName(tenant), Name: resources.DatabaseSecretName(name),
+	}, s)).To(Succeed())
+	return s
+}
+
+func account(s *corev1.Secret) database.Account {
+	return database.Account{
+		Database: string(s.Data[resources.KeyDatabase]),
+		Username: string(s.Data[resources.KeyUsername]),
+		Password: string(s.Data[resources.KeyPassword]),
+	}
+}
+
+func instanceFor(engine tenancyv1alpha1.DatabaseEngine) *dbtest.Instance {
+	if engine == tenancyv1alpha1.EngineMySQL {
+		return maria
+	}
+	return pg
+}
+
+func TestTenantDatabases(t *testing.T) {
+	ctx := context.Background()
+	tenant := createTenant(t, newTenant("db-acme", withDatabases, func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.PgBouncer = &tenancyv1alpha1.PgBouncer{DefaultPoolSize: 20}
+	}))
+
+	t.Run("the tenant is Ready with each database placed on a server of its engine", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(condition(tenant, tenancyv1alpha1.DatabasesReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(tenant.Status.Databases).To(HaveLen(2))
+		for _, d := range tenant.Status.Databases {
+			want := pgServer
+			if d.Engine == tenancyv1alpha1.EngineMySQL {
+				want = mariaServer
+			}
+			g.Expect(d.Server).To(Equal(want), "%s database %s", d.Engine, d.Name)
+			g.Expect(d.SecretName).To(Equal(resources.DatabaseSecretName(d.Name)))
+		}
+	})
+
+	t.Run("the credentials Secrets let the tenant use its databases", func(t *testing.T) {
+		g := NewWithT(t)
+		for _, d := range tenant.Status.Databases {
+			s := credentials(g, tenant.Name, d.Name)
+			inst := instanceFor(d.Engine)
+			g.Expect(string(s.Data[resources.KeyHost])).To(Equal(inst.Server.Host))
+			g.Expect(string(s.Data[resources.KeyURL])).To(HavePrefix(string(d.Engine) + "://"))
+			g.Expect(dbtest.CanUse(ctx, inst.Server, account(s))).To(Succeed(), "%s database %s", d.Engine, d.Name)
+		}
+	})
+
+	t.Run("the PostgreSQL credentials carry the pgbouncer pool size", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(credentials(g, tenant.Name, "app").Data).To(HaveKeyWithValue(resources.KeyPgBouncerPoolSize, []byte("20")))
+		g.Expect(credentials(g, tenant.Name, "legacy").Data).NotTo(HaveKey(resources.KeyPgBouncerPoolSize))
+	})
+
+	t.Run("the credentials are kept in the secret store", func(t *testing.T) {
+		g := NewWithT(t)
+		stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(stored.Data[resources.KeyPassword]).To(Equal(credentials(g, tenant.Name, "app").Data[resources.KeyPassword]))
+	})
+
+	t.Run("an unchanged tenant with databases costs no API requests", func(t *testing.T) {
+		waitIdle(t)
+		before := op.Requests.Snapshot()
+		resync(t, tenant.Name)
+		made := op.Requests.Snapshot().Sub(before)
+		NewWithT(t).Expect(made.Total()).To(BeZero(), "requests made by a no-op resync: %s", made)
+	})
+
+	t.Run("a credentials Secret edited by hand is restored", func(t *testing.T) {
+		g := NewWithT(t)
+		s := credentials(g, tenant.Name, "app")
+		want := s.Data[resources.KeyPassword]
+		patch := client.MergeFrom(s.DeepCopy())
+		s.Data[resources.KeyPassword] = []byte("guessed")
+		g.Expect(k8s.Patch(ctx, s, patch)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(credentials(g, tenant.Name, "app").Data[resources.KeyPassword]).To(Equal(want))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("a rotation request replaces the password on the server, in the store and in the Secret", func(t *testing.T) {
+		g := NewWithT(t)
+		old := account(credentials(g, tenant.Name, "app"))
+		patch := client.MergeFrom(tenant.DeepCopy())
+		tenant.Spec.Databases.Postgres[0].Rotation = "2026-11-23"
+		g.Expect(k8s.Patch(ctx, tenant, patch)).To(Succeed())
+
+		var rotated database.Account
+		g.Eventually(func(g Gomega) {
+			rotated = account(credentials(g, tenant.Name, "app"))
+			g.Expect(rotated.Password).NotTo(Equal(old.Password))
+		}).WithTimeout(timeout).Should(Succeed())
+		waitReady(t, tenant.Name)
+		g.Expect(dbtest.CanUse(ctx, pg.Server, rotated)).To(Succeed())
+		g.Expect(dbtest.CanConnect(ctx, pg.Server, old.Username, old.Password, old.Database)).NotTo(Succeed(), "the old password still works")
+		stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(string(stored.Data[resources.KeyPassword])).To(Equal(rotated.Password))
+	})
+
+	t.Run("a database removed from the spec loses its Secret but keeps its data", func(t *testing.T) {
+		g := NewWithT(t)
+		legacy := account(credentials(g, tenant.Name, "legacy"))
+		patch := client.MergeFrom(tenant.DeepCopy())
+		tenant.Spec.Databases.MySQL = nil
+		g.Expect(k8s.Patch(ctx, tenant, patch)).To(Succeed())
+		g.Eventually(func() bool {
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.NamespaceName(tenant.Name), Name: "db-legacy"}, &corev1.Secret{})
+			return apierrors.IsNotFound(err)
+		}).WithTimeout(timeout).Should(BeTrue())
+		g.Expect(waitReady(t, tenant.Name).Status.Databases).To(HaveLen(1))
+		g.Expect(dbtest.CanUse(ctx, maria.Server, legacy)).To(Succeed())
+	})
+}
+
+func TestOneTenantCannotReachAnothersDatabases(t *testing.T) {
+	ctx := context.Background()
+	a := createTenant(t, newTenant("db-alpha", withDatabases))
+	b := createTenant(t, newTenant("db-beta", withDatabases))
+	for _, name := range []string{"app", "legacy"} {
+		t.Run("the "+name+" login of one tenant is refused by the other's database", func(t *testing.T) {
+			g := NewWithT(t)
+			mine, theirs := account(credentials(g, a.Name, name)), account(credentials(g, b.Name, name))
+			g.Expect(mine.Database).NotTo(Equal(theirs.Database))
+			inst := pg
+			if name == "legacy" {
+				inst = maria
+			}
+			g.Expect(dbtest.CanConnect(ctx, inst.Server, mine.Username, mine.Password, mine.Database)).To(Succeed())
+			g.Expect(dbtest.CanConnect(ctx, inst.Server, mine.Username, mine.Password, theirs.Database)).NotTo(Succeed())
+		})
+	}
+}
+
+func TestArchivedTenantKeepsItsDatabasesAndGetsThemBack(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	tenant := createTenant(t, newTenant("db-archive", withDatabases))
+	before := map[string]database.Account{}
+	for _, name := range []string{"app", "legacy"} {
+		before[name] = account(credentials(g, tenant.Name, name))
+	}
+
+	setState(t, tenant.Name, tenancyv1alpha1.StateArchived)
+	finishNamespaceDeletion(t, opConfig.NamespaceName(tenant.Name))
+	archived := waitReady(t, tenant.Name)
+	g.Expect(condition(archived, tenancyv1alpha1.DatabasesReadyCondition).Reason).To(Equal(tenancyv1alpha1.ReasonDatabasesKept))
+	g.Expect(dbtest.CanUse(ctx, pg.Server, before["app"])).To(Succeed(), "an Archived tenant's database must be kept")
+	g.Expect(dbtest.CanUse(ctx, maria.Server, before["legacy"])).To(Succeed(), "an Archived tenant's database must be kept")
+
+	setState(t, tenant.Name, tenancyv1alpha1.StateActive)
+	waitReady(t, tenant.Name)
+	for name, acct := range before {
+		g.Expect(account(credentials(g, tenant.Name, name))).To(Equal(acct), "restored credentials of %s", name)
+	}
+}
+
+func TestPurgedTenantDropsItsDatabases(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	tenant := createTenant(t, newTenant("db-purge", withDatabases))
+	app, legacy := account(credentials(g, tenant.Name, "app")), account(credentials(g, tenant.Name, "legacy"))
+
+	patch := client.MergeFrom(tenant.DeepCopy())
+	tenant.Spec.State = tenancyv1alpha1.StatePurged
+	tenant.Spec.PurgeConfirmation = tenant.Name
+	g.Expect(k8s.Patch(ctx, tenant, patch)).To(Succeed())
+	finishNamespaceDeletion(t, opConfig.NamespaceName(tenant.Name))
+	purged := waitReady(t, tenant.Name)
+
+	g.Expect(condition(purged, tenancyv1alpha1.DatabasesReadyCondition).Reason).To(Equal(tenancyv1alpha1.ReasonDatabasesDropped))
+	g.Expect(purged.Status.Databases).To(BeEmpty())
+	g.Expect(dbtest.CanConnect(ctx, pg.Server, app.Username, app.Password, app.Database)).NotTo(Succeed())
+	g.Expect(dbtest.CanConnect(ctx, maria.Server, legacy.Username, legacy.Password, legacy.Database)).NotTo(Succeed())
+	stored, err := store.List(ctx, opConfig.NamespaceName(tenant.Name))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(stored).To(BeEmpty())
+}
+
+func TestDeletingATenantThatIsNotPurgedKeepsItsData(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	tenant := createTenant(t, newTenant("db-delete", withDatabases))
+	app := account(credentials(g, tenant.Name, "app"))
+
+	deleteTenant(t, tenant.Name)
+	g.Expect(dbtest.CanUse(ctx, pg.Server, app)).To(Succeed())
+	stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(stored.Data[resources.KeyPassword])).To(Equal(app.Password))
+}
+
+func TestDatabaseServerOutage(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	g.Expect(pg.Stop()).To(Succeed())
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = pg.Start()
+		}
+	})
+
+	g.Eventually(func(g Gomega) {
+		ds := &tenancyv1alpha1.DatabaseServer{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: pgServer}, ds)).To(Succeed())
+		g.Expect(ds.Status.Reachable).To(BeFalse())
+	}).WithTimeout(timeout).Should(Succeed())
+
+	waiting := newTenant("db-outage", func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app", Server: pgServer}}
+	})
+	g.Expect(k8s.Create(ctx, waiting)).To(Succeed())
+	t.Cleanup(func() { deleteTenant(t, waiting.Name) })
+
+	t.Run("a tenant on the server reports the server's error, without secrets", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func(g Gomega) {
+			got := &tenancyv1alpha1.Tenant{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: waiting.Name}, got)).To(Succeed())
+			c := condition(got, tenancyv1alpha1.DatabasesReadyCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(tenancyv1alpha1.ReasonDatabaseUnavailable))
+			g.Expect(c.Message).To(ContainSubstring(pgServer))
+			g.Expect(c.Message).NotTo(ContainSubstring(pg.Server.AdminPassword))
+			g.Expect(condition(got, tenancyv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionFalse))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("tenants on other servers are unaffected", func(t *testing.T) {
+		createTenant(t, newTenant("db-unaffected", func(t *tenancyv1alpha1.Tenant) {
+			t.Spec.Databases.MySQL = []tenancyv1alpha1.Database{{Name: "data"}}
+		}))
+	})
+
+	t.Run("the tenant becomes Ready once the server is back", func(t *testing.T) {
+		NewWithT(t).Expect(pg.Start()).To(Succeed())
+		restarted = true
+		got := waitReady(t, waiting.Name)
+		NewWithT(t).Expect(dbtest.CanUse(ctx, pg.Server, account(credentials(NewWithT(t), got.Name, "app")))).To(Succeed())
+	})
+}
+
+func TestDatabasePlacement(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	g.Expect(createDatabaseServer(ctx, "pg-spare", pg, ptr.To[int32](1))).To(Succeed())
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, &tenancyv1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: "pg-spare"}})
+		_ = k8s.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: opConfig.Databases.CredentialsNamespace, Name: "pg-spare-admin"}})
+	})
+	g.Eventually(func(g Gomega) {
+		ds := &tenancyv1alpha1.DatabaseServer{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "pg-spare"}, ds)).To(Succeed())
+		g.Expect(ds.Status.Reachable).To(BeTrue())
+		g.Expect(ds.Status.ServerVersion).NotTo(BeEmpty())
+	}).WithTimeout(timeout).Should(Succeed())
+	pinned := func(name string) *tenancyv1alpha1.Tenant {
+		return newTenant(name, func(t *tenancyv1alpha1.Tenant) {
+			t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app", Server: pgServer}}
+		})
+	}
+	unpinned := func(name string) *tenancyv1alpha1.Tenant {
+		return newTenant(name, func(t *tenancyv1alpha1.Tenant) {
+			t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app"}, {Name: "jobs"}}
+		})
+	}
+	createTenant(t, pinned("place-pinned"))
+	parent := t
+
+	t.Run("a new tenant goes to the server with the fewest tenants, all its databases together", func(t *testing.T) {
+		got := createTenant(parent, unpinned("place-fewest"))
+		g := NewWithT(t)
+		g.Expect(got.Status.Databases).To(HaveLen(2))
+		for _, d := range got.Status.Databases {
+			g.Expect(d.Server).To(Equal("pg-spare"))
+		}
+		g.Eventually(func(g Gomega) {
+			ds := &tenancyv1alpha1.DatabaseServer{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "pg-spare"}, ds)).To(Succeed())
+			g.Expect(ds.Status.Tenants).To(Equal(int32(1)))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("a full server takes no more tenants", func(t *testing.T) {
+		got := createTenant(parent, unpinned("place-full"))
+		NewWithT(t).Expect(got.Status.Databases[0].Server).To(Equal(pgServer))
+	})
+
+	t.Run("naming another server for a placed database stalls instead of moving it", func(t *testing.T) {
+		g := NewWithT(t)
+		got := &tenancyv1alpha1.Tenant{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "place-fewest"}, got)).To(Succeed())
+		patch := client.MergeFrom(got.DeepCopy())
+		got.Spec.Databases.Postgres[0].Server = pgServer
+		g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: got.Name}, got)).To(Succeed())
+			g.Expect(kstatus(g, got).Status).To(Equal(status.FailedStatus))
+			g.Expect(condition(got, tenancyv1alpha1.DatabasesReadyCondition).Reason).To(Equal(tenancyv1alpha1.ReasonDatabaseServerConflict))
+		}).WithTimeout(timeout).Should(Succeed())
+		for _, d := range got.Status.Databases {
+			g.Expect(d.Server).To(Equal("pg-spare"))
+		}
+	})
+}

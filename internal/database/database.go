@@ -1,0 +1,79 @@
+// Package database provisions tenant databases on shared servers: one database and one login
+// per tenant database, with a generated password. A Provisioner speaks one engine's SQL; the
+// tenant controller decides when to call it and never drops anything outside the Purged state.
+package database
+
+import (
+	"context"
+	"fmt"
+)
+
+// Engine is a database server's SQL dialect.
+type Engine string
+
+const (
+	Postgres Engine = "postgres"
+	MySQL    Engine = "mysql"
+)
+
+// TLSMode is how connections to a server are encrypted.
+type TLSMode string
+
+const (
+	// TLSDisable sends everything in clear text (loopback and test servers only).
+	TLSDisable TLSMode = "disable"
+	// TLSRequire encrypts without verifying the server's certificate.
+	TLSRequire TLSMode = "require"
+	// TLSVerifyFull encrypts and verifies the certificate and host name against the system roots.
+	TLSVerifyFull TLSMode = "verify-full"
+)
+
+// Server is where a database server listens and how Landlord logs in to it as its administrator.
+type Server struct {
+	Engine Engine
+	Host   string
+	Port   int32
+	// TLS applies to Landlord's connections and to the tenants' URLs; unset means TLSVerifyFull.
+	TLS TLSMode
+	// AdminUser needs to create databases and logins: a superuser, or on PostgreSQL a role with
+	// CREATEROLE and CREATEDB (Landlord then makes it a member of each tenant's login role).
+	AdminUser     string
+	AdminPassword string
+}
+
+// Account is one tenant database and the login that owns it. Names usually come from Names, but
+// the provisioners quote any name the server accepts.
+type Account struct {
+	Database string
+	Username string
+	Password string
+}
+
+// Provisioner creates, converges and drops tenant databases on one server. Every method is
+// idempotent and safe to run concurrently with itself for the same account.
+type Provisioner interface {
+	// Version returns the server's version; it doubles as the reachability check.
+	Version(ctx context.Context) (string, error)
+	// Ensure creates the database and its login when missing, sets the login's password to
+	// acct.Password, and grants the login every privilege on its database and nothing else.
+	Ensure(ctx context.Context, acct Account) error
+	// Rotate sets an existing login's password.
+	Rotate(ctx context.Context, username, password string) error
+	// Drop removes the database and its login, ending the login's open sessions; missing ones
+	// are not an error.
+	Drop(ctx context.Context, database, username string) error
+	// Close releases the administrator connections.
+	Close() error
+}
+
+// Open returns the provisioner for a server's engine. It connects lazily: an unreachable server
+// is reported by the first call, not by Open.
+func Open(s Server) (Provisioner, error) {
+	switch s.Engine {
+	case Postgres:
+		return openPostgres(s)
+	case MySQL:
+		return openMySQL(s)
+	}
+	return nil, fmt.Errorf("unknown database engine %q", s.Engine)
+}

@@ -1,0 +1,295 @@
+package database
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+const (
+	// connectTimeout bounds how long a call waits for an unreachable server before it fails.
+	connectTimeout = 5 * time.Second
+	// maxAdminConns keeps Landlord's footprint on a shared server small: provisioning is rare.
+	maxAdminConns = 4
+	// unlockTimeout bounds releasing advisory locks after the caller's context has ended.
+	unlockTimeout = 5 * time.Second
+)
+
+// SQLSTATEs that mean another call, or an earlier one, already did the work.
+const (
+	pgDuplicateObject       = "42710"
+	pgDuplicateDatabase     = "42P04"
+	pgUniqueViolation       = "23505"
+	pgInsufficientPrivilege = "42501"
+)
+
+type postgres struct {
+	pool *pgxpool.Pool
+	addr string
+}
+
+func openPostgres(s Server) (Provisioner, error) {
+	mode, err := checkTLS(s.TLS)
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort(s.Host, strconv.Itoa(int(s.Port)))
+	// The password stays out of the connection string so that no parse error can echo it.
+	u := url.URL{
+		Scheme:   "postgres",
+		User:     url.User(s.AdminUser),
+		Host:     addr,
+		Path:     "/postgres",
+		RawQuery: url.Values{"sslmode": {string(mode)}, "application_name": {"landlord"}}.Encode(),
+	}
+	cfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("postgres server %s: %w", addr, err)
+	}
+	cfg.ConnConfig.Password = s.AdminPassword
+	cfg.ConnConfig.ConnectTimeout = connectTimeout
+	cfg.MaxConns = maxAdminConns
+	cfg.MinConns = 0
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres server %s: %w", addr, err)
+	}
+	return &postgres{pool: pool, addr: addr}, nil
+}
+
+func (p *postgres) Version(ctx context.Context) (string, error) {
+	var v string
+	if err := p.pool.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
+		return "", p.wrap(err, "reading version")
+	}
+	return v, nil
+}
+
+func (p *postgres) Ensure(ctx context.Context, acct Account) error {
+	if err := checkPassword(acct.Password); err != nil {
+		return err
+	}
+	role := pgx.Identifier{acct.Username}.Sanitize()
+	db := pgx.Identifier{acct.Database}.Sanitize()
+	return p.locked(ctx, []string{"database/" + acct.Database, "role/" + acct.Username}, func(conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); !pgIs(err, pgDuplicateObject, pgUniqueViolation) {
+			return p.wrap(err, "creating role %q", acct.Username)
+		}
+		if err := setPassword(ctx, conn, role, acct.Password, true); err != nil {
+			return p.wrap(err, "setting the password of role %q", acct.Username)
+		}
+
+		// An administrator that is not a superuser, as on RDS or Cloud SQL, must be a member of
+		// the login's role to create a database owned by it and, later, to drop that database.
+		var super bool
+		if err := conn.QueryRow(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&super); err != nil {
+			return p.wrap(err, "reading the administrator's attributes")
+		}
+		if !super {
+			if _, err := conn.Exec(ctx, "GRANT "+role+" TO CURRENT_USER"); err != nil {
+				return p.wrap(err, "granting role %q to the administrator", acct.Username)
+			}
+		}
+
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role); !pgIs(err, pgDuplicateDatabase, pgUniqueViolation) {
+			return p.wrap(err, "creating database %q", acct.Database)
+		}
+		var owner string
+		if err := conn.QueryRow(ctx, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = $1", acct.Database).Scan(&owner); err != nil {
+			return p.wrap(err, "reading the owner of database %q", acct.Database)
+		}
+		if owner != acct.Username {
+			if _, err := conn.Exec(ctx, "ALTER DATABASE "+db+" OWNER TO "+role); err != nil {
+				return p.wrap(err, "handing database %q to role %q", acct.Database, acct.Username)
+			}
+		}
+		// PUBLIC may connect to a new database by default, which would let every tenant's login
+		// into every other tenant's database.
+		if _, err := conn.Exec(ctx, "REVOKE ALL ON DATABASE "+db+" FROM PUBLIC"); err != nil {
+			return p.wrap(err, "revoking public access to database %q", acct.Database)
+		}
+		return nil
+	})
+}
+
+func (p *postgres) Rotate(ctx context.Context, username, password string) error {
+	if err := checkPassword(password); err != nil {
+		return err
+	}
+	role := pgx.Identifier{username}.Sanitize()
+	return p.locked(ctx, []string{"role/" + username}, func(conn *pgx.Conn) error {
+		return p.wrap(setPassword(ctx, conn, role, password, false), "setting the password of role %q", username)
+	})
+}
+
+func (p *postgres) Drop(ctx context.Context, database, username string) error {
+	role := pgx.Identifier{username}.Sanitize()
+	db := pgx.Identifier{database}.Sanitize()
+	return p.locked(ctx, []string{"database/" + database, "role/" + username}, func(conn *pgx.Conn) error {
+		// FORCE ends the tenant's sessions, which would otherwise block the drop indefinitely.
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
+			return p.wrap(err, "dropping database %q", database)
+		}
+		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+role); err != nil {
+			return p.wrap(err, "dropping role %q", username)
+		}
+		return nil
+	})
+}
+
+func (p *postgres) Close() error {
+	p.pool.Close()
+	return nil
+}
+
+func (p *postgres) wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("postgres server %s: %s: %w", p.addr, fmt.Sprintf(format, args...), err)
+}
+
+// locked runs fn on one connection while holding session-level advisory locks on names, in
+// order. Two Landlord replicas, or two reconciles, converging the same account would otherwise
+// race on the same catalog rows, and PostgreSQL answers concurrent GRANT, REVOKE and ALTER ROLE
+// on one object with "tuple concurrently updated" rather than waiting.
+func (p *postgres) locked(ctx context.Context, names []string, fn func(*pgx.Conn) error) error {
+	c, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return p.wrap(err, "connecting")
+	}
+	for _, name := range names {
+		if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1)", advisoryKey(name)); err != nil {
+			// The session may hold some of the locks: never hand it back to the pool.
+			_ = c.Hijack().Close(context.WithoutCancel(ctx))
+			return p.wrap(err, "locking %s", name)
+		}
+	}
+	fnErr := fn(c.Conn())
+
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+	defer cancel()
+	if _, err := c.Exec(uctx, "SELECT pg_advisory_unlock_all()"); err != nil {
+		_ = c.Hijack().Close(uctx)
+		return errors.Join(fnErr, p.wrap(err, "unlocking"))
+	}
+	c.Release()
+	return fnErr
+}
+
+// advisoryKey maps a name into the 64-bit advisory lock space; the prefix keeps Landlord's keys
+// apart from those of other programs sharing the server.
+func advisoryKey(name string) int64 {
+	sum := sha256.Sum256([]byte("landlord/" + name))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// setPassword sets a role's password in a transaction that keeps the statement out of the
+// server's log. Utility statements take no bind parameters, so the password is a literal in the
+// statement text, and by default PostgreSQL logs the text of any statement that fails.
+func setPassword(ctx context.Context, conn *pgx.Conn, role, password string, login bool) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := quietStatementLog(ctx, tx); err != nil {
+		return err
+	}
+	stmt := "ALTER ROLE " + role + " WITH "
+	if login {
+		stmt += "LOGIN "
+	}
+	stmt += "PASSWORD " + quoteLiteral(password)
+	// The simple protocol leaves no prepared statement, and so no copy of the password, behind.
+	if _, err := tx.Exec(ctx, stmt, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// quietStatementLog turns off statement logging for the rest of the transaction. Only superusers
+// (or roles granted SET on these parameters) may do that; any other administrator gets the
+// server's own logging, inside a savepoint so that the refusal does not abort the transaction.
+func quietStatementLog(ctx context.Context, tx pgx.Tx) error {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = sp.Exec(ctx, "SELECT set_config('log_statement', 'none', true),"+
+		" set_config('log_min_error_statement', 'panic', true),"+
+		" set_config('log_min_duration_statement', '-1', true)")
+	if err == nil {
+		return sp.Commit(ctx)
+	}
+	if pgIs(err, pgInsufficientPrivilege) {
+		return sp.Rollback(ctx)
+	}
+	return err
+}
+
+// quoteLiteral quotes s as an SQL string literal the way lib/pq's QuoteLiteral does: an
+// escape-string literal when s holds a backslash, so that the result means the same whatever
+// the server's standard_conforming_strings.
+func quoteLiteral(s string) string {
+	s = strings.ReplaceAll(s, "'", "''")
+	if strings.Contains(s, `\`) {
+		return "E'" + strings.ReplaceAll(s, `\`, `\\`) + "'"
+	}
+	return "'" + s + "'"
+}
+
+// checkPassword rejects passwords that a server would refuse with an error quoting part of
+// them: a NUL byte ends the statement text early (a syntax error then quotes the rest), and the
+// server names the offending bytes of invalid UTF-8. An empty one would mean no password at all
+// on MySQL.
+func checkPassword(password string) error {
+	switch {
+	case password == "":
+		return errors.New("empty password")
+	case strings.ContainsRune(password, 0):
+		return errors.New("password contains a NUL byte")
+	case !utf8.ValidString(password):
+		return errors.New("password is not valid UTF-8")
+	}
+	return nil
+}
+
+// pgIs reports whether err is nil or a server error with one of codes.
+func pgIs(err error, codes ...string) bool {
+	if err == nil {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	for _, c := range codes {
+		if pgErr.Code == c {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTLS validates a server's TLS mode, treating an unset one as the strictest.
+func checkTLS(m TLSMode) (TLSMode, error) {
+	switch m = effectiveTLS(m); m {
+	case TLSDisable, TLSRequire, TLSVerifyFull:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown TLS mode %q", m)
+}

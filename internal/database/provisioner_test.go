@@ -1,0 +1,486 @@
+package database_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/landlord-dev/landlord/internal/database"
+	"github.com/landlord-dev/landlord/internal/database/dbtest"
+)
+
+// instances holds one real server per engine for the whole package; -short leaves it empty and
+// the tests that need a server skip.
+var instances = map[database.Engine]*dbtest.Instance{}
+
+var engines = []database.Engine{database.Postgres, database.MySQL}
+
+func TestMain(m *testing.M) {
+	os.Exit(runWithServers(m))
+}
+
+func runWithServers(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run()
+	}
+	var (
+		wg             sync.WaitGroup
+		pg, maria      *dbtest.Instance
+		pgErr, mariaEr error
+	)
+	wg.Go(func() { pg, pgErr = dbtest.StartPostgres() })
+	wg.Go(func() { maria, mariaEr = dbtest.StartMariaDB() })
+	wg.Wait()
+	for _, inst := range []*dbtest.Instance{pg, maria} {
+		if inst != nil {
+			defer func() {
+				if err := inst.Close(); err != nil {
+					fmt.Fprintln(os.Stderr, "closing test server:", err)
+				}
+			}()
+		}
+	}
+	if err := errors.Join(pgErr, mariaEr); err != nil {
+		fmt.Fprintln(os.Stderr, "starting test servers:", err)
+		return 1
+	}
+	instances[database.Postgres] = pg
+	instances[database.MySQL] = maria
+	return m.Run()
+}
+
+func instance(t *testing.T, engine database.Engine) *dbtest.Instance {
+	t.Helper()
+	inst := instances[engine]
+	if inst == nil {
+		t.Skip("no test servers in -short mode")
+	}
+	return inst
+}
+
+func open(t *testing.T, s database.Server) database.Provisioner {
+	t.Helper()
+	p, err := database.Open(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func randomHex(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func password(t *testing.T) string {
+	t.Helper()
+	pw, err := database.GeneratePassword()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pw
+}
+
+// newAccount names an account the way the tenant controller does, for a tenant of its own, and
+// drops it when the test ends.
+func newAccount(t *testing.T, engine database.Engine, p database.Provisioner, db string) database.Account {
+	t.Helper()
+	name, user := database.Names(engine, "t"+randomHex(t, 4), db)
+	acct := database.Account{Database: name, Username: user, Password: password(t)}
+	dropOnCleanup(t, p, acct)
+	return acct
+}
+
+func dropOnCleanup(t *testing.T, p database.Provisioner, acct database.Account) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := p.Drop(ctx, acct.Database, acct.Username); err != nil {
+			t.Errorf("dropping %q: %v", acct.Database, err)
+		}
+	})
+}
+
+func ensure(t *testing.T, ctx context.Context, p database.Provisioner, acct database.Account) {
+	t.Helper()
+	if err := p.Ensure(ctx, acct); err != nil {
+		t.Fatalf("Ensure(%q, %q): %v", acct.Database, acct.Username, err)
+	}
+}
+
+func mustUse(t *testing.T, ctx context.Context, s database.Server, acct database.Account) {
+	t.Helper()
+	if err := dbtest.CanUse(ctx, s, acct); err != nil {
+		t.Fatalf("login %q cannot use database %q: %v", acct.Username, acct.Database, err)
+	}
+}
+
+func mustNotConnect(t *testing.T, ctx context.Context, s database.Server, username, password, dbname string) {
+	t.Helper()
+	if err := dbtest.CanConnect(ctx, s, username, password, dbname); err == nil {
+		t.Fatalf("login %q reached database %q", username, dbname)
+	}
+}
+
+func TestProvisioner(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(string(engine), func(t *testing.T) {
+			t.Parallel()
+			inst := instance(t, engine)
+			s := inst.Server
+			p := open(t, s)
+
+			t.Run("ensure creates a database its login can use", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				acct := newAccount(t, engine, p, "orders")
+				ensure(t, ctx, p, acct)
+				mustUse(t, ctx, s, acct)
+			})
+
+			t.Run("ensure is idempotent", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				acct := newAccount(t, engine, p, "twice")
+				ensure(t, ctx, p, acct)
+				mustUse(t, ctx, s, acct)
+				ensure(t, ctx, p, acct)
+				mustUse(t, ctx, s, acct)
+			})
+
+			t.Run("concurrent ensures of one account all succeed", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				acct := newAccount(t, engine, p, "racy")
+				// Separate provisioners stand for separate Landlord replicas: nothing in the
+				// process can order their statements.
+				errs := make([]error, 4)
+				var wg sync.WaitGroup
+				for i := range errs {
+					replica := open(t, s)
+					wg.Go(func() { errs[i] = replica.Ensure(ctx, acct) })
+				}
+				wg.Wait()
+				for i, err := range errs {
+					if err != nil {
+						t.Errorf("replica %d: %v", i, err)
+					}
+				}
+				mustUse(t, ctx, s, acct)
+			})
+
+			t.Run("ensure converges a changed password", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				old := newAccount(t, engine, p, "converge")
+				ensure(t, ctx, p, old)
+				changed := old
+				changed.Password = password(t)
+				ensure(t, ctx, p, changed)
+				mustNotConnect(t, ctx, s, old.Username, old.Password, old.Database)
+				mustUse(t, ctx, s, changed)
+			})
+
+			t.Run("rotate replaces the password", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				acct := newAccount(t, engine, p, "rotate")
+				ensure(t, ctx, p, acct)
+				rotated := acct
+				rotated.Password = password(t)
+				if err := p.Rotate(ctx, acct.Username, rotated.Password); err != nil {
+					t.Fatal(err)
+				}
+				mustNotConnect(t, ctx, s, acct.Username, acct.Password, acct.Database)
+				mustUse(t, ctx, s, rotated)
+			})
+
+			t.Run("rotate of a missing login fails without a password in the server log", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				secret := "never-logged-" + randomHex(t, 8)
+				err := p.Rotate(ctx, "missing_"+randomHex(t, 4), secret)
+				if err == nil {
+					t.Fatal("Rotate of a missing login succeeded")
+				}
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error %q contains the password", err)
+				}
+				log, err := inst.Log()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(log, secret) {
+					t.Errorf("server log contains the password")
+				}
+			})
+
+			t.Run("one tenant's login cannot reach another tenant's database", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				a := newAccount(t, engine, p, "main")
+				b := newAccount(t, engine, p, "main")
+				ensure(t, ctx, p, a)
+				ensure(t, ctx, p, b)
+				mustUse(t, ctx, s, a)
+				mustUse(t, ctx, s, b)
+				mustNotConnect(t, ctx, s, a.Username, a.Password, b.Database)
+				mustNotConnect(t, ctx, s, b.Username, b.Password, a.Database)
+			})
+
+			t.Run("hostile names are created, used and dropped", func(t *testing.T) {
+				t.Parallel()
+				hostile := []struct {
+					name     string
+					acct     database.Account
+					password string
+				}{
+					{name: "single quotes", acct: database.Account{Database: "it's", Username: "o'brien"}},
+					{name: "double quotes", acct: database.Account{Database: `say "hi"`, Username: `the "user"`}},
+					{name: "backticks", acct: database.Account{Database: "back`tick", Username: "back`tick"}},
+					{name: "backslashes", acct: database.Account{Database: `back\slash`, Username: `back\slash`}},
+					{name: "a trailing backslash", acct: database.Account{Database: `ends\`, Username: `ends\`}},
+					{name: "wildcards", acct: database.Account{Database: "100%_off", Username: "50%_user"}},
+					{name: "statement separators", acct: database.Account{Database: "x; DROP DATABASE y; --", Username: "u; DROP USER z; --"}},
+					{name: "quotes that close a literal", acct: database.Account{Database: `'); DROP TABLE t; --`, Username: `' OR '1'='1`}},
+					{name: "spaces", acct: database.Account{Database: "with spaces", Username: "user with spaces"}},
+					{name: "non-ASCII letters", acct: database.Account{Database: "ünïcødé", Username: "ユーザー"}},
+					{name: "a password that needs quoting", acct: database.Account{Database: "pw_quoting", Username: "pw_quoting"},
+						password: `it's a \'back\\slash\' "?" ` + "`x`"},
+				}
+				for _, tc := range hostile {
+					t.Run(tc.name, func(t *testing.T) {
+						ctx := testContext(t)
+						acct := tc.acct
+						acct.Password = tc.password
+						if acct.Password == "" {
+							acct.Password = password(t)
+						}
+						dropOnCleanup(t, p, acct)
+						ensure(t, ctx, p, acct)
+						mustUse(t, ctx, s, acct)
+						if err := p.Drop(ctx, acct.Database, acct.Username); err != nil {
+							t.Fatal(err)
+						}
+						mustNotConnect(t, ctx, s, acct.Username, acct.Password, acct.Database)
+						mustNotConnect(t, ctx, s, s.AdminUser, s.AdminPassword, acct.Database)
+					})
+				}
+			})
+
+			t.Run("a grant on a name with wildcard characters covers no other database", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				prefix := "w" + randomHex(t, 4)
+				// Each grantee's name, read as a MySQL grant pattern without escaping, would
+				// also match the other database of its pair.
+				pairs := [][2]string{
+					{prefix + "a_b", prefix + "axb"},
+					{prefix + "p%", prefix + "pzz"},
+					{prefix + `c\d`, prefix + "cd"},
+				}
+				for i, pair := range pairs {
+					grantee := database.Account{Database: pair[0], Username: fmt.Sprintf("%s_g%d", prefix, i), Password: password(t)}
+					other := database.Account{Database: pair[1], Username: fmt.Sprintf("%s_o%d", prefix, i), Password: password(t)}
+					for _, acct := range []database.Account{grantee, other} {
+						dropOnCleanup(t, p, acct)
+						ensure(t, ctx, p, acct)
+					}
+					mustUse(t, ctx, s, grantee)
+					mustNotConnect(t, ctx, s, grantee.Username, grantee.Password, other.Database)
+				}
+			})
+
+			t.Run("drop removes the database and the login and may be repeated", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				acct := newAccount(t, engine, p, "dropped")
+				ensure(t, ctx, p, acct)
+				mustUse(t, ctx, s, acct)
+				for range 2 {
+					if err := p.Drop(ctx, acct.Database, acct.Username); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mustNotConnect(t, ctx, s, acct.Username, acct.Password, acct.Database)
+				mustNotConnect(t, ctx, s, s.AdminUser, s.AdminPassword, acct.Database)
+			})
+
+			t.Run("drop ends the tenant's open sessions", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				acct := newAccount(t, engine, p, "busy")
+				ensure(t, ctx, p, acct)
+				mustUse(t, ctx, s, acct)
+				db, err := dbtest.OpenDB(s, acct.Username, acct.Password, acct.Database)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				// An open transaction that has read a table holds its locks until it ends.
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = tx.Rollback() }()
+				var n int
+				if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM landlord_probe").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				dropCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+				defer cancel()
+				if err := p.Drop(dropCtx, acct.Database, acct.Username); err != nil {
+					t.Fatal(err)
+				}
+				mustNotConnect(t, ctx, s, s.AdminUser, s.AdminPassword, acct.Database)
+			})
+
+			t.Run("version reports the server's version", func(t *testing.T) {
+				t.Parallel()
+				v, err := p.Version(testContext(t))
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := map[database.Engine]string{database.Postgres: "15", database.MySQL: "MariaDB"}[engine]
+				if !strings.Contains(v, want) {
+					t.Errorf("version %q does not mention %q", v, want)
+				}
+			})
+
+			if engine == database.Postgres {
+				t.Run("an administrator with CREATEROLE and CREATEDB but not SUPERUSER can provision", func(t *testing.T) {
+					t.Parallel()
+					ctx := testContext(t)
+					limited := s
+					limited.AdminUser = "limited_" + randomHex(t, 4)
+					limited.AdminPassword = password(t)
+					admin, err := dbtest.OpenDB(s, s.AdminUser, s.AdminPassword, "postgres")
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer admin.Close()
+					if _, err := admin.ExecContext(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN CREATEROLE CREATEDB PASSWORD '%s'", limited.AdminUser, limited.AdminPassword)); err != nil {
+						t.Fatal(err)
+					}
+					lp := open(t, limited)
+					acct := newAccount(t, engine, lp, "limited")
+					ensure(t, ctx, lp, acct)
+					ensure(t, ctx, lp, acct)
+					mustUse(t, ctx, s, acct)
+					acct.Password = password(t)
+					if err := lp.Rotate(ctx, acct.Username, acct.Password); err != nil {
+						t.Fatal(err)
+					}
+					mustUse(t, ctx, s, acct)
+					if err := lp.Drop(ctx, acct.Database, acct.Username); err != nil {
+						t.Fatal(err)
+					}
+					mustNotConnect(t, ctx, s, s.AdminUser, s.AdminPassword, acct.Database)
+				})
+
+				t.Run("passwords with quotes and backslashes survive standard_conforming_strings off", func(t *testing.T) {
+					t.Parallel()
+					ctx := testContext(t)
+					legacy := s
+					legacy.AdminUser = "legacy_" + randomHex(t, 4)
+					legacy.AdminPassword = password(t)
+					admin, err := dbtest.OpenDB(s, s.AdminUser, s.AdminPassword, "postgres")
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer admin.Close()
+					for _, stmt := range []string{
+						fmt.Sprintf("CREATE ROLE %s LOGIN SUPERUSER PASSWORD '%s'", legacy.AdminUser, legacy.AdminPassword),
+						fmt.Sprintf("ALTER ROLE %s SET standard_conforming_strings = off", legacy.AdminUser),
+					} {
+						if _, err := admin.ExecContext(ctx, stmt); err != nil {
+							t.Fatal(err)
+						}
+					}
+					lp := open(t, legacy)
+					acct := newAccount(t, engine, lp, "legacy")
+					acct.Password = `a'b\c\\d''\'`
+					ensure(t, ctx, lp, acct)
+					mustUse(t, ctx, s, acct)
+				})
+			}
+		})
+	}
+}
+
+// TestOutage stops the servers, so it must not run alongside the tests above.
+func TestOutage(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(string(engine), func(t *testing.T) {
+			inst := instance(t, engine)
+			s := inst.Server
+			p := open(t, s)
+			ctx := testContext(t)
+			if _, err := p.Version(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			if err := inst.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = inst.Start() }) // harmless when already running
+
+			t.Run("an unreachable server fails promptly without revealing passwords", func(t *testing.T) {
+				acct := database.Account{Database: "outage", Username: "outage", Password: password(t)}
+				calls := map[string]func() error{
+					"version": func() error { _, err := p.Version(ctx); return err },
+					"ensure":  func() error { return p.Ensure(ctx, acct) },
+					"rotate":  func() error { return p.Rotate(ctx, acct.Username, acct.Password) },
+					"drop":    func() error { return p.Drop(ctx, acct.Database, acct.Username) },
+				}
+				for name, call := range calls {
+					start := time.Now()
+					err := call()
+					if err == nil {
+						t.Fatalf("%s succeeded against a stopped server", name)
+					}
+					if took := time.Since(start); took > 6*time.Second {
+						t.Errorf("%s took %s to fail, longer than the connect timeout", name, took)
+					}
+					for _, secret := range []string{s.AdminPassword, acct.Password} {
+						if strings.Contains(err.Error(), secret) {
+							t.Errorf("%s error %q contains a password", name, err)
+						}
+					}
+				}
+			})
+
+			t.Run("the same provisioner works again once the server is back", func(t *testing.T) {
+				if err := inst.Start(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := p.Version(ctx); err != nil {
+					t.Fatal(err)
+				}
+				acct := newAccount(t, engine, p, "after")
+				ensure(t, ctx, p, acct)
+				mustUse(t, ctx, s, acct)
+			})
+		})
+	}
+}

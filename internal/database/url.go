@@ -1,0 +1,52 @@
+package database
+
+import (
+	"net"
+	"net/url"
+	"strconv"
+)
+
+// URL returns the connection URL a tenant application uses to reach its database:
+// postgres://user:password@host:port/db?sslmode=MODE, or mysql://user:password@host:port/db with
+// ?tls=skip-verify or ?tls=true unless TLS is disabled. It returns "" for an unknown engine.
+func URL(s Server, acct Account) string {
+	u := url.URL{
+		User:    url.UserPassword(acct.Username, acct.Password),
+		Host:    net.JoinHostPort(s.Host, strconv.Itoa(int(s.Port))),
+		Path:    "/" + acct.Database,
+		RawPath: "/" + url.PathEscape(acct.Database),
+	}
+	switch s.Engine {
+	case Postgres:
+		u.Scheme = "postgres"
+		u.RawQuery = url.Values{"sslmode": {string(effectiveTLS(s.TLS))}}.Encode()
+	case MySQL:
+		u.Scheme = "mysql"
+		if tls := mysqlTLS(effectiveTLS(s.TLS)); tls != "false" {
+			u.RawQuery = url.Values{"tls": {tls}}.Encode()
+		}
+	default:
+		return ""
+	}
+	return u.String()
+}
+
+// effectiveTLS treats an unset mode as the strictest one, so that forgetting to choose never
+// sends passwords in clear text.
+func effectiveTLS(m TLSMode) TLSMode {
+	if m == "" {
+		return TLSVerifyFull
+	}
+	return m
+}
+
+// mysqlTLS is the go-sql-driver/mysql "tls" value for a mode, which the tenant's URL shares.
+func mysqlTLS(m TLSMode) string {
+	switch m {
+	case TLSDisable:
+		return "false"
+	case TLSRequire:
+		return "skip-verify"
+	}
+	return "true"
+}

@@ -1,0 +1,145 @@
+package resources
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/database"
+)
+
+// Keys of a database credentials Secret.
+const (
+	KeyHost     = "host"
+	KeyPort     = "port"
+	KeyDatabase = "database"
+	KeyUsername = "username"
+	KeyPassword = "password"
+	KeyURL      = "url"
+	KeyTLS      = "tls"
+	// KeyPgBouncerPoolSize carries spec.pgbouncer.defaultPoolSize to the tenant's pooler.
+	KeyPgBouncerPoolSize = "pgbouncer-default-pool-size"
+)
+
+// DatabaseCredentials are one tenant database's login and where it lives.
+type DatabaseCredentials struct {
+	Engine tenancyv1alpha1.DatabaseEngine
+	// Name is the database's name in the tenant spec.
+	Name string
+	// Server is the DatabaseServer holding it.
+	Server string
+	// Rotation is the rotation request the password answers.
+	Rotation string
+	Account  database.Account
+}
+
+// DatabaseSecretName is the Secret holding a tenant database's credentials, in the tenant
+// namespace and in the secret store alike.
+func DatabaseSecretName(name string) string { return "db-" + name }
+
+// CredentialsDigest is a short digest of a login and password. It travels on the credentials
+// Secret, which holds the password anyway, so it tells only whether the Secret was edited.
+func CredentialsDigest(acct database.Account) string {
+	sum := sha256.Sum256([]byte(acct.Database + "\x00" + acct.Username + "\x00" + acct.Password))
+	return hex.EncodeToString(sum[:12])
+}
+
+// StoredCredentials is the record of a tenant database kept in the secret store. It is written
+// before the database is created, so the store always knows every database a tenant may have,
+// where it is, and its password: a Purged tenant's databases are found from it, and an Archived
+// tenant brought back gets the same password.
+func StoredCredentials(namespace string, c DatabaseCredentials) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   namespace,
+			Name:        DatabaseSecretName(c.Name),
+			Labels:      map[string]string{tenancyv1alpha1.DatabaseEngineLabel: string(c.Engine)},
+			Annotations: map[string]string{tenancyv1alpha1.DatabaseServerAnnotation: c.Server, tenancyv1alpha1.RotationAnnotation: c.Rotation},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			KeyDatabase: []byte(c.Account.Database),
+			KeyUsername: []byte(c.Account.Username),
+			KeyPassword: []byte(c.Account.Password),
+		},
+	}
+}
+
+// ParseStoredCredentials reads a stored record back; ok is false for a stored secret that is not
+// a database record.
+func ParseStoredCredentials(s *corev1.Secret, name string) (c DatabaseCredentials, ok bool, err error) {
+	engine := s.Labels[tenancyv1alpha1.DatabaseEngineLabel]
+	if engine == "" {
+		return c, false, nil
+	}
+	c = DatabaseCredentials{
+		Engine:   tenancyv1alpha1.DatabaseEngine(engine),
+		Name:     name,
+		Server:   s.Annotations[tenancyv1alpha1.DatabaseServerAnnotation],
+		Rotation: s.Annotations[tenancyv1alpha1.RotationAnnotation],
+		Account: database.Account{
+			Database: string(s.Data[KeyDatabase]),
+			Username: string(s.Data[KeyUsername]),
+			Password: string(s.Data[KeyPassword]),
+		},
+	}
+	if c.Server == "" || c.Account.Database == "" || c.Account.Username == "" || c.Account.Password == "" {
+		return c, true, fmt.Errorf("stored credentials %s/%s are incomplete", s.Namespace, s.Name)
+	}
+	return c, true, nil
+}
+
+// DatabaseSecret is the credentials Secret in the tenant namespace: what the tenant's
+// application needs to connect, as separate keys and as one URL.
+func DatabaseSecret(t *tenancyv1alpha1.Tenant, namespace string, c DatabaseCredentials, srv database.Server) *corev1.Secret {
+	meta := objectMeta(t, namespace, DatabaseSecretName(c.Name))
+	meta.Labels[tenancyv1alpha1.DatabaseEngineLabel] = string(c.Engine)
+	meta.Annotations = map[string]string{
+		tenancyv1alpha1.DatabaseServerAnnotation:    c.Server,
+		tenancyv1alpha1.RotationAnnotation:          c.Rotation,
+		tenancyv1alpha1.CredentialsDigestAnnotation: CredentialsDigest(c.Account),
+	}
+	data := map[string][]byte{
+		KeyHost:     []byte(srv.Host),
+		KeyPort:     []byte(strconv.Itoa(int(srv.Port))),
+		KeyTLS:      []byte(srv.TLS),
+		KeyDatabase: []byte(c.Account.Database),
+		KeyUsername: []byte(c.Account.Username),
+		KeyPassword: []byte(c.Account.Password),
+		KeyURL:      []byte(database.URL(srv, c.Account)),
+	}
+	if c.Engine == tenancyv1alpha1.EnginePostgres && t.Spec.PgBouncer != nil && t.Spec.PgBouncer.DefaultPoolSize > 0 {
+		data[KeyPgBouncerPoolSize] = []byte(strconv.Itoa(int(t.Spec.PgBouncer.DefaultPoolSize)))
+	}
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: meta,
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+}
+
+// CredentialsFromSecret reads the credentials back from a tenant's credentials Secret. ok is
+// false unless the Secret is intact (its digest matches), so a Secret edited by hand is never
+// trusted as the source of a password.
+func CredentialsFromSecret(s *corev1.Secret, name string) (c DatabaseCredentials, ok bool) {
+	c = DatabaseCredentials{
+		Engine:   tenancyv1alpha1.DatabaseEngine(s.Labels[tenancyv1alpha1.DatabaseEngineLabel]),
+		Name:     name,
+		Server:   s.Annotations[tenancyv1alpha1.DatabaseServerAnnotation],
+		Rotation: s.Annotations[tenancyv1alpha1.RotationAnnotation],
+		Account: database.Account{
+			Database: string(s.Data[KeyDatabase]),
+			Username: string(s.Data[KeyUsername]),
+			Password: string(s.Data[KeyPassword]),
+		},
+	}
+	ok = c.Server != "" && c.Account.Password != "" &&
+		s.Annotations[tenancyv1alpha1.CredentialsDigestAnnotation] == CredentialsDigest(c.Account)
+	return c, ok
+}
