@@ -3,12 +3,13 @@ package v1alpha1
 // Condition types. Ready is always present; Reconciling and Stalled are present only while
 // true (kstatus); each of the others is owned by one phase of the reconcile.
 const (
-	ReadyCondition          = "Ready"
-	ReconcilingCondition    = "Reconciling"
-	StalledCondition        = "Stalled"
-	NamespaceReadyCondition = "NamespaceReady"
-	SecretsReadyCondition   = "SecretsReady"
-	DatabasesReadyCondition = "DatabasesReady"
+	ReadyCondition           = "Ready"
+	ReconcilingCondition     = "Reconciling"
+	StalledCondition         = "Stalled"
+	NamespaceReadyCondition  = "NamespaceReady"
+	SecretsReadyCondition    = "SecretsReady"
+	DatabasesReadyCondition  = "DatabasesReady"
+	ComponentsReadyCondition = "ComponentsReady"
 )
 
 // Condition reasons.
@@ -34,6 +35,13 @@ const (
 	ReasonDatabasesKept = "DatabasesKept"
 	// ReasonDatabasesDropped: a Purged tenant's databases and logins are dropped.
 	ReasonDatabasesDropped = "DatabasesDropped"
+
+	// ReasonTemplateNotFound: a pinned ComponentTemplate does not exist.
+	ReasonTemplateNotFound = "TemplateNotFound"
+	// ReasonRenderFailed: a template did not render, or rendered something not allowed.
+	ReasonRenderFailed = "RenderFailed"
+	// ReasonRollingOut: applied, waiting for workloads to roll out.
+	ReasonRollingOut = "RollingOut"
 
 	// DatabaseServer reasons.
 	ReasonReachable          = "Reachable"
@@ -75,6 +83,8 @@ const (
 	DatabaseEngineLabel         = "tenancy.landlord.dev/database-engine"
 	RotationAnnotation          = "tenancy.landlord.dev/rotation"
 	CredentialsDigestAnnotation = "tenancy.landlord.dev/credentials-digest"
+	// ComponentLabel names the component an object was rendered for.
+	ComponentLabel = "tenancy.landlord.dev/component"
 	// Finalizer makes tenant deletion orderly.
 	Finalizer = "tenancy.landlord.dev/finalizer"
 )

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -151,6 +152,55 @@ type TenantSpec struct {
 	// PgBouncer tunes the connection pooler in front of the tenant's PostgreSQL databases.
 	// +optional
 	PgBouncer *PgBouncer `json:"pgbouncer,omitempty"`
+
+	// Components are the application components the tenant runs, each pinned to a version.
+	// Keyed by name, so a rollout can change one entry with server-side apply.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Components []Component `json:"components,omitempty"`
+}
+
+// Component pins one application component to a version.
+type Component struct {
+	// Name of the component (its ComponentTemplates' spec.component).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a DNS label (lowercase letters, digits and '-')"
+	Name string `json:"name"`
+
+	// Version to run: the ComponentTemplate <name>-<version> renders it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	Version string `json:"version"`
+
+	// Values override the template's and the operator's default values.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+}
+
+// ComponentStatus is how one component of the tenant is doing.
+type ComponentStatus struct {
+	// Name of the component.
+	Name string `json:"name"`
+	// Version last applied.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Ready is true when every workload of the applied version has rolled out.
+	Ready bool `json:"ready"`
+	// Message says what the component is waiting for, or why it failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Inventory lists the objects applied for the component ("group/Kind/name"), so those that
+	// leave its manifests are pruned.
+	// +listType=atomic
+	// +optional
+	Inventory []string `json:"inventory,omitempty"`
 }
 
 // Databases lists a tenant's databases by engine. A name is used once across engines, because
@@ -241,8 +291,14 @@ type TenantStatus struct {
 	// +optional
 	Databases []DatabaseStatus `json:"databases,omitempty"`
 
+	// Components are the tenant's components as last applied.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Components []ComponentStatus `json:"components,omitempty"`
+
 	// Conditions: Ready (always), Reconciling and Stalled (only while true), and one condition
-	// per concern (NamespaceReady, SecretsReady, DatabasesReady).
+	// per concern (NamespaceReady, SecretsReady, DatabasesReady, ComponentsReady).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

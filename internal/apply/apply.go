@@ -128,6 +128,12 @@ func (a *Applier) checkClusterScopedName(ctx context.Context, desired, live clie
 }
 
 func (a *Applier) newLike(obj client.Object) (client.Object, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// Rendered component objects: the kind is data, not a Go type.
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(u.GroupVersionKind())
+		return live, nil
+	}
 	live, ok := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
 	if !ok {
 		return nil, fmt.Errorf("cannot make a %T", obj)

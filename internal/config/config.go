@@ -45,6 +45,16 @@ type Config struct {
 
 	// Databases configures how tenant databases are provisioned.
 	Databases Databases `json:"databases,omitempty"`
+
+	// Components configures how application components are rendered.
+	Components Components `json:"components,omitempty"`
+}
+
+// Components configures component rendering.
+type Components struct {
+	// DefaultValues are values per component name, between the template's defaults and the
+	// tenant's values (an image registry mirror, a log level for the whole fleet).
+	DefaultValues map[string]map[string]any `json:"defaultValues,omitempty"`
 }
 
 // Databases configures database provisioning.

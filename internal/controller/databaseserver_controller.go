@@ -118,12 +118,16 @@ func (r *DatabaseServerReconciler) serversUsingSecret(ctx context.Context, obj c
 	return out
 }
 
+// countDelay gathers the tenant moves onto or off a server into one status write: creating a
+// thousand tenants writes each server's count a few times, not a thousand.
+const countDelay = 5 * time.Second
+
 // tenantHandler re-counts the servers a tenant joined or left.
 func (r *DatabaseServerReconciler) tenantHandler() handler.EventHandler {
 	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], servers ...[]string) {
 		for _, list := range servers {
 			for _, name := range list {
-				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+				q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}, countDelay)
 			}
 		}
 	}

@@ -44,6 +44,8 @@ type TenantReconciler struct {
 	Secrets secret.TenantSecrets
 	// Databases reaches the DatabaseServers.
 	Databases *DatabaseConnections
+	// Kinds watches the kinds components render; set up by SetupWithManager.
+	Kinds *kindWatches
 
 	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
 	Resync <-chan event.GenericEvent
@@ -58,6 +60,14 @@ type TenantReconciler struct {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=databaseservers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=componenttemplates,verbs=get;list;watch
+// Components may render these kinds into tenant namespaces, and no others:
+// +kubebuilder:rbac:groups="",resources=configmaps;services;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the controller. Owned objects map back to their tenant through
@@ -76,11 +86,21 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Secret{}, r.templateSecretHandler()).
 		Watches(&tenancyv1alpha1.DatabaseServer{}, r.databaseServerHandler()).
+		Watches(&tenancyv1alpha1.ComponentTemplate{}, handler.EnqueueRequestsFromMapFunc(r.tenantsPinning)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Config.Controller.MaxConcurrentReconciles})
 	if r.Resync != nil {
 		b = b.WatchesRawSource(source.Channel(r.Resync, &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(r)
+	c, err := b.Build(r)
+	if err != nil {
+		return err
+	}
+	r.Kinds = &kindWatches{
+		ctrl:    c,
+		cache:   mgr.GetCache(),
+		handler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tenancyv1alpha1.Tenant{}, handler.OnlyControllerOwner()),
+	}
+	return nil
 }
 
 // Reconcile converges one tenant: fetch it, make sure deletion will be orderly, converge what
@@ -110,6 +130,8 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 	var results []phaseResult
 	databases := t.Status.Databases
+	// The namespace of an Archived or Purged tenant is gone, and its components with it.
+	var components []tenancyv1alpha1.ComponentStatus
 	switch t.Spec.State {
 	case tenancyv1alpha1.StateArchived:
 		results = []phaseResult{
@@ -127,20 +149,23 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	default:
 		ns := r.ensureNamespace(ctx, t)
-		secrets, dbs := waitingForNamespace(), waitingForNamespace()
+		secrets, dbs, comps := waitingForNamespace(), waitingForNamespace(), waitingForNamespace()
 		if ns.done {
 			secrets = r.copySharedSecrets(ctx, t)
 			dbs, databases = r.ensureDatabases(ctx, t)
+			comps, components = r.ensureComponents(ctx, t)
 		}
 		results = []phaseResult{
 			{tenancyv1alpha1.NamespaceReadyCondition, ns},
 			{tenancyv1alpha1.SecretsReadyCondition, secrets},
 			{tenancyv1alpha1.DatabasesReadyCondition, dbs},
+			{tenancyv1alpha1.ComponentsReadyCondition, comps},
 		}
 	}
 
 	status := computeStatus(t, r.Config.NamespaceName(t.Name), results)
 	status.Databases = databases
+	status.Components = components
 	if err := r.writeStatus(ctx, t, status); err != nil {
 		return ctrl.Result{}, err
 	}

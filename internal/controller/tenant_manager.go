@@ -108,3 +108,17 @@ func (r *TenantReconciler) databaseServerHandler() handler.EventHandler {
 		},
 	}
 }
+
+// tenantsPinning maps a ComponentTemplate to the tenants that pin its component version.
+func (r *TenantReconciler) tenantsPinning(ctx context.Context, obj client.Object) []reconcile.Request {
+	tenants := &tenancyv1alpha1.TenantList{}
+	if err := r.Client.List(ctx, tenants, client.MatchingFields{TenantComponentTemplateIndex: obj.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "listing tenants pinning a component template")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(tenants.Items))
+	for i := range tenants.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: tenants.Items[i].Name}})
+	}
+	return out
+}

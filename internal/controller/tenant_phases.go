@@ -75,6 +75,11 @@ func (r *TenantReconciler) applyFailed(t *tenancyv1alpha1.Tenant, obj client.Obj
 	case errors.As(err, &conflict):
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonOwnershipConflict, "Apply", "%s", msg)
 		return outcome{stalled: true, reason: tenancyv1alpha1.ReasonOwnershipConflict, message: msg}
+	case apierrors.IsForbidden(err):
+		// Landlord's own role does not allow the kind (a component rendered something outside
+		// what components may create): only a person can change that.
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonInvalidObject, "Apply", "%s", msg)
+		return outcome{stalled: true, reason: tenancyv1alpha1.ReasonInvalidObject, message: msg}
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonInvalidObject, "Apply", "%s", msg)
 		return outcome{stalled: true, reason: tenancyv1alpha1.ReasonInvalidObject, message: msg}

@@ -11,7 +11,7 @@ import (
 
 // phaseConditions are the conditions a phase may own; those of phases that did not run (the
 // secrets of an Archived tenant) are removed.
-var phaseConditions = []string{tenancyv1alpha1.NamespaceReadyCondition, tenancyv1alpha1.SecretsReadyCondition, tenancyv1alpha1.DatabasesReadyCondition}
+var phaseConditions = []string{tenancyv1alpha1.NamespaceReadyCondition, tenancyv1alpha1.SecretsReadyCondition, tenancyv1alpha1.DatabasesReadyCondition, tenancyv1alpha1.ComponentsReadyCondition}
 
 // computeStatus is the tenant's status after a reconcile whose phases observed results,
 // following kstatus: Ready always, the summary of the phases; Reconciling only while a phase is

@@ -109,8 +109,9 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			DefaultLabelSelector: managed,
 			DefaultTransform:     cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&tenancyv1alpha1.Tenant{}:         {Label: labels.Everything()},
-				&tenancyv1alpha1.DatabaseServer{}: {Label: labels.Everything()},
+				&tenancyv1alpha1.Tenant{}:            {Label: labels.Everything()},
+				&tenancyv1alpha1.DatabaseServer{}:    {Label: labels.Everything()},
+				&tenancyv1alpha1.ComponentTemplate{}: {Label: labels.Everything()},
 				// The template namespace is Landlord's own and is cached whole: its secrets are
 				// the sources of every tenant's shared secrets.
 				// So is the operator's own namespace, for the database servers' admin credentials.
@@ -124,6 +125,8 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			// bug, not a reason to start an informer on the whole cluster.
 			ReaderFailOnMissingInformer: true,
 		},
+		// Component objects are read as unstructured; they come from the cache like the rest.
+		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofAddr,
@@ -150,6 +153,10 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tenancyv1alpha1.Tenant{},
 		controller.TenantDatabaseServerIndex, controller.TenantDatabaseServers); err != nil {
+		return nil, err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tenancyv1alpha1.Tenant{},
+		controller.TenantComponentTemplateIndex, controller.TenantComponentTemplates); err != nil {
 		return nil, err
 	}
 	conns := &controller.DatabaseConnections{Client: mgr.GetClient(), Namespace: cfg.Databases.CredentialsNamespace}

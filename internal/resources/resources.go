@@ -48,3 +48,20 @@ func objectMeta(t *tenancyv1alpha1.Tenant, namespace, name string) metav1.Object
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(t, tenancyv1alpha1.GroupVersion.WithKind("Tenant"))},
 	}
 }
+
+// StampComponentObject makes a rendered component object the tenant's: in its namespace,
+// labeled as managed (so the operator's cache sees it) and with the component's name, and
+// controlled by the tenant (so a change to it re-triggers the tenant).
+func StampComponentObject(t *tenancyv1alpha1.Tenant, namespace, component string, obj metav1.Object) {
+	obj.SetNamespace(namespace)
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range Labels(t.Name) {
+		labels[k] = v
+	}
+	labels[tenancyv1alpha1.ComponentLabel] = component
+	obj.SetLabels(labels)
+	obj.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(t, tenancyv1alpha1.GroupVersion.WithKind("Tenant"))})
+}

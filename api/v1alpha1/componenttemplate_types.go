@@ -1,0 +1,82 @@
+package v1alpha1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ComponentTemplateSpec is one version of an application component's manifests. It is
+// immutable: a new version is a new ComponentTemplate, so a tenant pinned to a version always
+// renders the same thing.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: publish a new version as a new ComponentTemplate"
+type ComponentTemplateSpec struct {
+	// Component names the application component (web, api, worker).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a DNS label (lowercase letters, digits and '-')"
+	Component string `json:"component"`
+
+	// Version is the component version the manifests belong to: a tag or a commit.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	Version string `json:"version"`
+
+	// Image is the component's image repository; a tenant's instance runs Image:Version unless
+	// its manifests say otherwise.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Manifests is a Go text/template that renders multi-document YAML: the objects of one
+	// tenant's instance of the component. The sprig function library is available.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=262144
+	Manifests string `json:"manifests"`
+
+	// Values are the default values, overridden by the operator's defaults and then by the
+	// tenant's values.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// ValuesSchema is an OpenAPI v3 schema (as in a CRD) that the merged values must satisfy.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	ValuesSchema *apiextensionsv1.JSON `json:"valuesSchema,omitempty"`
+}
+
+// ComponentTemplate is one version of an application component, rendered into every tenant
+// that pins it. Its name is <component>-<version>.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=ct
+// +kubebuilder:printcolumn:name="Component",type=string,JSONPath=`.spec.component`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.component + '-' + self.spec.version",message="metadata.name must be <spec.component>-<spec.version>"
+type ComponentTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ComponentTemplateSpec `json:"spec"`
+}
+
+// ComponentTemplateList is a list of component templates.
+// +kubebuilder:object:root=true
+type ComponentTemplateList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ComponentTemplate `json:"items"`
+}
+
+// ComponentTemplateName is the name of the ComponentTemplate of a component version.
+func ComponentTemplateName(component, version string) string { return component + "-" + version }
+
+func init() {
+	SchemeBuilder.Register(&ComponentTemplate{}, &ComponentTemplateList{})
+}

@@ -1,0 +1,58 @@
+package component
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// ScaleToZero sets spec.replicas to 0 on the Deployments and StatefulSets among objs, in place,
+// so that a Frozen tenant keeps every object and its data but runs no pods. Other kinds are left
+// alone: scaling is all freezing needs, and a ConfigMap or Service costs nothing idle.
+func ScaleToZero(objs []*unstructured.Unstructured) {
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		if gvk.Group != "apps" || (gvk.Kind != "Deployment" && gvk.Kind != "StatefulSet") {
+			continue
+		}
+		// int64, as the API server returns it, so the frozen object compares equal to the live one.
+		_ = unstructured.SetNestedField(o.Object, int64(0), "spec", "replicas")
+	}
+}
+
+// Health is kstatus's verdict on a live object: ready when its status is Current (a Deployment
+// rolled out, a StatefulSet updated, a kind without status simply present), with kstatus's
+// message otherwise, such as "Ready: 1/3", for the tenant's status to show what is awaited.
+func Health(obj *unstructured.Unstructured) (ready bool, message string, err error) {
+	res, err := status.Compute(obj)
+	if err != nil {
+		return false, "", fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	if res.Status == status.CurrentStatus {
+		return true, res.Message, nil
+	}
+	msg := res.Message
+	if msg == "" {
+		msg = res.Status.String()
+	}
+	return false, msg, nil
+}
+
+// InventoryKey identifies an object of a component within the tenant namespace as
+// "group/Kind/name" ("/ConfigMap/x" for the core group). The version is left out on purpose: a
+// template moving a kind to a new API version still owns the same object, and must not prune it.
+func InventoryKey(obj *unstructured.Unstructured) string {
+	return obj.GroupVersionKind().Group + "/" + obj.GetKind() + "/" + obj.GetName()
+}
+
+// ParseInventoryKey reverses InventoryKey.
+func ParseInventoryKey(key string) (gk schema.GroupKind, name string, err error) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 3 || parts[1] == "" || parts[2] == "" {
+		return schema.GroupKind{}, "", fmt.Errorf("inventory entry %q is not group/Kind/name", key)
+	}
+	return schema.GroupKind{Group: parts[0], Kind: parts[1]}, parts[2], nil
+}

@@ -1,0 +1,136 @@
+package component_test
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/landlord-dev/landlord/internal/component"
+)
+
+func object(apiVersion, kind, name string, fields map[string]any) *unstructured.Unstructured {
+	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name, "generation": int64(2)}}
+	for k, v := range fields {
+		obj[k] = v
+	}
+	return &unstructured.Unstructured{Object: obj}
+}
+
+func TestScaleToZero(t *testing.T) {
+	replicas := func() map[string]any { return map[string]any{"spec": map[string]any{"replicas": int64(3)}} }
+	for _, tc := range []struct {
+		name string
+		obj  *unstructured.Unstructured
+		want int64
+	}{
+		{"a Deployment is scaled to zero", object("apps/v1", "Deployment", "web", replicas()), 0},
+		{"a StatefulSet is scaled to zero", object("apps/v1", "StatefulSet", "db", replicas()), 0},
+		{"a Deployment that sets no replicas is scaled to zero", object("apps/v1", "Deployment", "web", nil), 0},
+		{"a ConfigMap is left alone", object("v1", "ConfigMap", "settings", replicas()), 3},
+		{"a kind named Deployment outside the apps group is left alone", object("example.com/v1", "Deployment", "x", replicas()), 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			component.ScaleToZero([]*unstructured.Unstructured{tc.obj})
+			got, found, err := unstructured.NestedFieldNoCopy(tc.obj.Object, "spec", "replicas")
+			if err != nil || !found {
+				t.Fatalf("replicas not found: %v", err)
+			}
+			if got != tc.want {
+				t.Errorf("replicas = %#v, want int64 %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func deployment(status map[string]any) *unstructured.Unstructured {
+	return object("apps/v1", "Deployment", "web", map[string]any{
+		"spec":   map[string]any{"replicas": int64(3)},
+		"status": status,
+	})
+}
+
+func TestHealth(t *testing.T) {
+	rolledOut := map[string]any{
+		"observedGeneration": int64(2),
+		"replicas":           int64(3), "updatedReplicas": int64(3), "availableReplicas": int64(3), "readyReplicas": int64(3),
+		"conditions": []any{
+			map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable"},
+			map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"},
+		},
+	}
+	halfway := map[string]any{
+		"observedGeneration": int64(2),
+		"replicas":           int64(3), "updatedReplicas": int64(3), "availableReplicas": int64(1), "readyReplicas": int64(1),
+		"conditions": []any{
+			map[string]any{"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"},
+			map[string]any{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"},
+		},
+	}
+	stale := map[string]any{}
+	for k, v := range rolledOut {
+		stale[k] = v
+	}
+	stale["observedGeneration"] = int64(1)
+
+	for _, tc := range []struct {
+		name    string
+		obj     *unstructured.Unstructured
+		ready   bool
+		message string
+	}{
+		{"a Deployment that has rolled out is ready", deployment(rolledOut), true, "Deployment is available. Replicas: 3"},
+		{"a Deployment still rolling out is not ready, and says what it waits for", deployment(halfway), false, "Available: 1/3"},
+		{"a Deployment whose controller has not seen the latest spec is not ready", deployment(stale), false, "generation"},
+		{"a ConfigMap is ready once it exists", object("v1", "ConfigMap", "settings", map[string]any{"data": map[string]any{"a": "b"}}), true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ready, message, err := component.Health(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ready != tc.ready || !strings.Contains(message, tc.message) {
+				t.Errorf("ready=%v message=%q, want ready=%v message containing %q", ready, message, tc.ready, tc.message)
+			}
+		})
+	}
+}
+
+func TestInventoryKey(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		obj  *unstructured.Unstructured
+		key  string
+	}{
+		{"a core object has an empty group", object("v1", "ConfigMap", "settings", nil), "/ConfigMap/settings"},
+		{"a grouped object names its group but not its version", object("apps/v1", "Deployment", "web", nil), "apps/Deployment/web"},
+		{"a custom resource names its group", object("monitoring.coreos.com/v1", "ServiceMonitor", "web", nil), "monitoring.coreos.com/ServiceMonitor/web"},
+	} {
+		t.Run(tc.name+", and its key parses back", func(t *testing.T) {
+			key := component.InventoryKey(tc.obj)
+			if key != tc.key {
+				t.Fatalf("key %q, want %q", key, tc.key)
+			}
+			gk, name, err := component.ParseInventoryKey(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tc.obj.GroupVersionKind().GroupKind(); gk != want || name != tc.obj.GetName() {
+				t.Errorf("parsed %v %q, want %v %q", gk, name, want, tc.obj.GetName())
+			}
+		})
+	}
+	for _, key := range []string{"", "ConfigMap/x", "/ConfigMap/", "//x", "apps/Deployment/web/extra"} {
+		t.Run("a malformed entry "+strings.ReplaceAll(key, "/", "∕")+" is an error", func(t *testing.T) {
+			if gk, name, err := component.ParseInventoryKey(key); err == nil {
+				t.Errorf("parsed %q as %v %q", key, gk, name)
+			}
+		})
+	}
+	t.Run("the zero group kind is returned with an error", func(t *testing.T) {
+		if gk, _, _ := component.ParseInventoryKey("x"); gk != (schema.GroupKind{}) {
+			t.Errorf("got %v", gk)
+		}
+	})
+}

@@ -1,0 +1,315 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/component"
+	"github.com/landlord-dev/landlord/internal/resources"
+)
+
+// TenantComponentTemplateIndex indexes tenants by the ComponentTemplates they pin, so a
+// template published after the tenant pinned it re-triggers exactly those tenants.
+const TenantComponentTemplateIndex = "spec.components.template"
+
+// TenantComponentTemplates is the index function of TenantComponentTemplateIndex.
+func TenantComponentTemplates(obj client.Object) []string {
+	t, ok := obj.(*tenancyv1alpha1.Tenant)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(t.Spec.Components))
+	for _, c := range t.Spec.Components {
+		out = append(out, tenancyv1alpha1.ComponentTemplateName(c.Name, c.Version))
+	}
+	return out
+}
+
+// kindWatches starts, once per kind, an informer and a watch for the kinds components render,
+// so a rendered object that drifts or rolls out re-triggers its tenant. Kinds are known only
+// when a template renders them.
+type kindWatches struct {
+	mu       sync.Mutex
+	ctrl     controller.Controller
+	cache    cache.Cache
+	handler  handler.EventHandler
+	watching map[schema.GroupVersionKind]bool
+}
+
+func (w *kindWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watching[gvk] {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, u, w.handler)); err != nil {
+		return fmt.Errorf("watching %s: %w", gvk.Kind, err)
+	}
+	// The first read of the kind must see the cluster, not an empty cache.
+	if _, err := w.cache.GetInformer(ctx, u); err != nil {
+		return fmt.Errorf("starting the informer for %s: %w", gvk.Kind, err)
+	}
+	if w.watching == nil {
+		w.watching = map[schema.GroupVersionKind]bool{}
+	}
+	w.watching[gvk] = true
+	return nil
+}
+
+// ensureComponents renders each pinned component, applies what differs from the cache, prunes
+// what left its manifests (or the spec), and reports whether every workload has rolled out. A
+// component that cannot render keeps running what it ran before: nothing is pruned for it.
+func (r *TenantReconciler) ensureComponents(ctx context.Context, t *tenancyv1alpha1.Tenant) (outcome, []tenancyv1alpha1.ComponentStatus) {
+	nsName := r.Config.NamespaceName(t.Name)
+	prev := map[string]*tenancyv1alpha1.ComponentStatus{}
+	for i := range t.Status.Components {
+		prev[t.Status.Components[i].Name] = &t.Status.Components[i]
+	}
+
+	var (
+		statuses []tenancyv1alpha1.ComponentStatus
+		stalled  *outcome
+		errs     []error
+		waiting  []string
+	)
+	for _, c := range t.Spec.Components {
+		st, res := r.ensureComponent(ctx, t, nsName, c, prev[c.Name])
+		delete(prev, c.Name)
+		statuses = append(statuses, st)
+		switch {
+		case res.stalled:
+			if stalled == nil {
+				stalled = &res
+			}
+		case res.err != nil:
+			errs = append(errs, res.err)
+			waiting = append(waiting, res.message)
+		case !st.Ready:
+			waiting = append(waiting, fmt.Sprintf("component %s %s: %s", c.Name, c.Version, st.Message))
+		}
+	}
+	// Components removed from the spec: everything they applied goes.
+	for name, st := range prev {
+		if err := r.prune(ctx, t, nsName, st.Inventory, nil); err != nil {
+			statuses = append(statuses, *st)
+			errs = append(errs, err)
+			waiting = append(waiting, fmt.Sprintf("removing component %s: %v", name, err))
+			continue
+		}
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ComponentRemoved", "Prune", "component %s removed", name)
+	}
+	sort.Slice(statuses, func(i, j int) bool { return statuses[i].Name < statuses[j].Name })
+
+	switch {
+	case stalled != nil:
+		return *stalled, statuses
+	case len(waiting) > 0:
+		return outcome{reason: tenancyv1alpha1.ReasonRollingOut, message: strings.Join(waiting, "; "), err: errors.Join(errs...)}, statuses
+	}
+	return outcome{done: true, reason: tenancyv1alpha1.ReasonSucceeded, message: fmt.Sprintf("%d components rolled out", len(t.Spec.Components))}, statuses
+}
+
+// ensureComponent converges one component and returns its status entry.
+func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alpha1.Tenant, nsName string, c tenancyv1alpha1.Component, prev *tenancyv1alpha1.ComponentStatus) (tenancyv1alpha1.ComponentStatus, outcome) {
+	keep := func(res outcome) (tenancyv1alpha1.ComponentStatus, outcome) {
+		st := tenancyv1alpha1.ComponentStatus{Name: c.Name}
+		if prev != nil {
+			st = *prev.DeepCopy()
+		}
+		st.Ready = false
+		st.Message = res.message
+		return st, res
+	}
+	stall := func(reason, format string, args ...any) (tenancyv1alpha1.ComponentStatus, outcome) {
+		msg := fmt.Sprintf(format, args...)
+		if prefix := fmt.Sprintf("component %s version %s", c.Name, c.Version); !strings.HasPrefix(msg, prefix) {
+			msg = prefix + ": " + msg
+		}
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Render", "%s", msg)
+		return keep(outcome{stalled: true, reason: reason, message: msg})
+	}
+
+	tmpl := &tenancyv1alpha1.ComponentTemplate{}
+	tmplName := tenancyv1alpha1.ComponentTemplateName(c.Name, c.Version)
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: tmplName}, tmpl); err != nil {
+		if apierrors.IsNotFound(err) {
+			return stall(tenancyv1alpha1.ReasonTemplateNotFound, "ComponentTemplate %s not found", tmplName)
+		}
+		return keep(outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err})
+	}
+	if tmpl.Spec.Component != c.Name || tmpl.Spec.Version != c.Version {
+		return stall(tenancyv1alpha1.ReasonRenderFailed, "ComponentTemplate %s is for component %s version %s", tmplName, tmpl.Spec.Component, tmpl.Spec.Version)
+	}
+
+	objs, err := r.render(t, nsName, tmpl, c)
+	if err != nil {
+		return stall(tenancyv1alpha1.ReasonRenderFailed, "%v", err)
+	}
+	for _, obj := range objs {
+		if msg := r.checkScope(obj, nsName); msg != "" {
+			return stall(tenancyv1alpha1.ReasonRenderFailed, "%s", msg)
+		}
+	}
+
+	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader}
+	inventory := make([]string, 0, len(objs))
+	current := map[string]bool{}
+	for _, obj := range objs {
+		resources.StampComponentObject(t, nsName, c.Name, obj)
+		if t.Spec.State == tenancyv1alpha1.StateFrozen {
+			component.ScaleToZero([]*unstructured.Unstructured{obj})
+		}
+		if err := r.Kinds.ensure(ctx, obj.GroupVersionKind()); err != nil {
+			return keep(outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err})
+		}
+		if _, err := applier.Apply(ctx, obj); err != nil {
+			res := r.applyFailed(t, obj, err)
+			res.message = fmt.Sprintf("component %s version %s: %s", c.Name, c.Version, res.message)
+			return keep(res)
+		}
+		key := component.InventoryKey(obj)
+		inventory = append(inventory, key)
+		current[key] = true
+	}
+	sort.Strings(inventory)
+	if prev != nil {
+		if err := r.prune(ctx, t, nsName, prev.Inventory, current); err != nil {
+			return keep(outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err})
+		}
+	}
+
+	st := tenancyv1alpha1.ComponentStatus{Name: c.Name, Version: c.Version, Ready: true, Inventory: inventory}
+	if prev == nil || prev.Version != c.Version {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ComponentApplied", "Apply", "component %s version %s applied", c.Name, c.Version)
+	}
+	var notReady []string
+	for _, obj := range objs {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(obj.GroupVersionKind())
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+			// Just created: the cache has not seen it yet, and its arrival re-triggers us.
+			notReady = append(notReady, fmt.Sprintf("%s %s: waiting to be observed", obj.GetKind(), obj.GetName()))
+			continue
+		}
+		ready, msg, err := component.Health(live)
+		if err != nil {
+			msg = err.Error()
+		}
+		if !ready {
+			notReady = append(notReady, fmt.Sprintf("%s %s: %s", obj.GetKind(), obj.GetName(), msg))
+		}
+	}
+	if len(notReady) > 0 {
+		st.Ready = false
+		st.Message = strings.Join(notReady, "; ")
+	}
+	return st, outcome{done: st.Ready}
+}
+
+// render merges the values (template defaults < operator defaults < tenant values), checks them
+// against the template's schema, and renders the manifests.
+func (r *TenantReconciler) render(t *tenancyv1alpha1.Tenant, nsName string, tmpl *tenancyv1alpha1.ComponentTemplate, c tenancyv1alpha1.Component) ([]*unstructured.Unstructured, error) {
+	defaults, err := component.DecodeValues("template values", tmpl.Spec.Values)
+	if err != nil {
+		return nil, err
+	}
+	tenantValues, err := component.DecodeValues("spec.components["+c.Name+"].values", c.Values)
+	if err != nil {
+		return nil, err
+	}
+	var operatorDefaults map[string]any
+	if d := r.Config.Components.DefaultValues[c.Name]; d != nil {
+		// Through JSON, so whole numbers are int64 as in the other layers, not YAML's float64.
+		raw, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		if operatorDefaults, err = component.DecodeValues("components.defaultValues."+c.Name, &apiextensionsv1.JSON{Raw: raw}); err != nil {
+			return nil, err
+		}
+	}
+	values := component.MergeValues(defaults, operatorDefaults, tenantValues)
+	if err := component.ValidateValues(tmpl.Spec.ValuesSchema, values); err != nil {
+		return nil, err
+	}
+	return component.Render(tmpl, component.NewInput(t, nsName, tmpl), values)
+}
+
+// checkScope allows only namespaced kinds the API server knows, in the tenant's namespace: a
+// template must never reach outside the tenant.
+func (r *TenantReconciler) checkScope(obj *unstructured.Unstructured, nsName string) string {
+	gvk := obj.GroupVersionKind()
+	mapping, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Sprintf("%s %s: unknown kind: %v", gvk.Kind, obj.GetName(), err)
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return fmt.Sprintf("%s %s is cluster-scoped; a component may only create objects in the tenant namespace", gvk.Kind, obj.GetName())
+	}
+	if ns := obj.GetNamespace(); ns != "" && ns != nsName {
+		return fmt.Sprintf("%s %s is in namespace %s; a component may only create objects in the tenant namespace %s", gvk.Kind, obj.GetName(), ns, nsName)
+	}
+	return ""
+}
+
+// prune deletes the objects of an inventory that are not current, if the tenant controls them.
+func (r *TenantReconciler) prune(ctx context.Context, t *tenancyv1alpha1.Tenant, nsName string, inventory []string, current map[string]bool) error {
+	for _, key := range inventory {
+		if current[key] {
+			continue
+		}
+		gk, name, err := component.ParseInventoryKey(key)
+		if err != nil {
+			continue
+		}
+		mapping, err := r.Client.RESTMapper().RESTMapping(gk)
+		if err != nil {
+			if meta.IsNoMatchError(err) {
+				// The kind is gone from the cluster, and its objects with it.
+				continue
+			}
+			return err
+		}
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(mapping.GroupVersionKind)
+		if err := r.Kinds.ensure(ctx, mapping.GroupVersionKind); err != nil {
+			return err
+		}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: nsName, Name: name}, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if !metav1.IsControlledBy(obj, t) {
+			continue
+		}
+		uid := obj.GetUID()
+		if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("pruning %s %s: %w", gk.Kind, name, err)
+		}
+	}
+	return nil
+}
