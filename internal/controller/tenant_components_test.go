@@ -174,11 +174,7 @@ func TestComponents(t *testing.T) {
 	})
 
 	t.Run("an unchanged tenant with components costs no API requests", func(t *testing.T) {
-		waitIdle(t)
-		before := op.Requests.Snapshot()
-		resync(t, tenant.Name)
-		made := op.Requests.Snapshot().Sub(before)
-		NewWithT(t).Expect(made.Total()).To(BeZero(), "requests made by a no-op resync: %s", made)
+		expectNoRequestsOnResync(t, tenant.Name)
 	})
 
 	t.Run("a rendered object edited by hand is put back", func(t *testing.T) {

@@ -93,11 +93,7 @@ func TestTenantDatabases(t *testing.T) {
 	})
 
 	t.Run("an unchanged tenant with databases costs no API requests", func(t *testing.T) {
-		waitIdle(t)
-		before := op.Requests.Snapshot()
-		resync(t, tenant.Name)
-		made := op.Requests.Snapshot().Sub(before)
-		NewWithT(t).Expect(made.Total()).To(BeZero(), "requests made by a no-op resync: %s", made)
+		expectNoRequestsOnResync(t, tenant.Name)
 	})
 
 	t.Run("a credentials Secret edited by hand is restored", func(t *testing.T) {

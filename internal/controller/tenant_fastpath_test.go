@@ -39,3 +39,13 @@ func TestUnchangedTenantReconcileMakesNoRequests(t *testing.T) {
 	made := op.Requests.Snapshot().Sub(before)
 	g.Expect(made.Total()).To(BeZero(), "requests made by a no-op resync: %s", made)
 }
+
+// expectNoRequestsOnResync resyncs settled tenants and expects the operator to send nothing.
+func expectNoRequestsOnResync(t *testing.T, names ...string) {
+	t.Helper()
+	waitIdle(t)
+	before := op.Requests.Snapshot()
+	resync(t, names...)
+	made := op.Requests.Snapshot().Sub(before)
+	NewWithT(t).Expect(made.Total()).To(BeZero(), "requests made by a no-op resync: %s", made)
+}

@@ -77,17 +77,7 @@ func ParseStoredCredentials(s *corev1.Secret, name string) (c DatabaseCredential
 	if engine == "" {
 		return c, false, nil
 	}
-	c = DatabaseCredentials{
-		Engine:   tenancyv1alpha1.DatabaseEngine(engine),
-		Name:     name,
-		Server:   s.Annotations[tenancyv1alpha1.DatabaseServerAnnotation],
-		Rotation: s.Annotations[tenancyv1alpha1.RotationAnnotation],
-		Account: database.Account{
-			Database: string(s.Data[KeyDatabase]),
-			Username: string(s.Data[KeyUsername]),
-			Password: string(s.Data[KeyPassword]),
-		},
-	}
+	c = credentialsOf(s, name)
 	if c.Server == "" || c.Account.Database == "" || c.Account.Username == "" || c.Account.Password == "" {
 		return c, true, fmt.Errorf("stored credentials %s/%s are incomplete", s.Namespace, s.Name)
 	}
@@ -128,7 +118,15 @@ func DatabaseSecret(t *tenancyv1alpha1.Tenant, namespace string, c DatabaseCrede
 // false unless the Secret is intact (its digest matches), so a Secret edited by hand is never
 // trusted as the source of a password.
 func CredentialsFromSecret(s *corev1.Secret, name string) (c DatabaseCredentials, ok bool) {
-	c = DatabaseCredentials{
+	c = credentialsOf(s, name)
+	ok = c.Server != "" && c.Account.Password != "" &&
+		s.Annotations[tenancyv1alpha1.CredentialsDigestAnnotation] == CredentialsDigest(c.Account)
+	return c, ok
+}
+
+// credentialsOf reads the fields a stored record and a tenant's Secret have in common.
+func credentialsOf(s *corev1.Secret, name string) DatabaseCredentials {
+	return DatabaseCredentials{
 		Engine:   tenancyv1alpha1.DatabaseEngine(s.Labels[tenancyv1alpha1.DatabaseEngineLabel]),
 		Name:     name,
 		Server:   s.Annotations[tenancyv1alpha1.DatabaseServerAnnotation],
@@ -139,7 +137,4 @@ func CredentialsFromSecret(s *corev1.Secret, name string) (c DatabaseCredentials
 			Password: string(s.Data[KeyPassword]),
 		},
 	}
-	ok = c.Server != "" && c.Account.Password != "" &&
-		s.Annotations[tenancyv1alpha1.CredentialsDigestAnnotation] == CredentialsDigest(c.Account)
-	return c, ok
 }
