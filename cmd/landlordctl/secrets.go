@@ -27,6 +27,7 @@ import (
 
 type rootOptions struct {
 	configPath string
+	kubeconfig string
 	namespace  string
 	out        io.Writer
 }
@@ -35,12 +36,13 @@ func newRootCommand(out io.Writer) *cobra.Command {
 	o := &rootOptions{out: out}
 	root := &cobra.Command{
 		Use:           "landlordctl",
-		Short:         "Operate Landlord: the secret store and more.",
+		Short:         "Operate Landlord: the secret store, component rollouts and more.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&o.configPath, "config", os.Getenv("LANDLORD_CONFIG"), "Operator configuration file naming the secret store ($LANDLORD_CONFIG).")
-	root.AddCommand(newSecretsCommand(o))
+	root.PersistentFlags().StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
+	root.AddCommand(newSecretsCommand(o), newRolloutCommand(o))
 	return root
 }
 

@@ -201,7 +201,8 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 	}
 
 	st := tenancyv1alpha1.ComponentStatus{Name: c.Name, Version: c.Version, Ready: true, Inventory: inventory}
-	if prev == nil || prev.Version != c.Version {
+	// A version change is worth an event; a tenant's first apply is already in its history.
+	if prev != nil && prev.Version != c.Version {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ComponentApplied", "Apply", "component %s version %s applied", c.Name, c.Version)
 	}
 	var notReady []string

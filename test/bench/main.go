@@ -56,6 +56,8 @@ type report struct {
 	CPUs             int     `json:"cpus"`
 	// PostgresPerTenant is how many PostgreSQL databases each tenant has, on one real server.
 	PostgresPerTenant int `json:"postgresPerTenant"`
+	// Component is whether each tenant runs a component rendering a ConfigMap and a Service.
+	Component bool `json:"component"`
 }
 
 func main() {
@@ -64,15 +66,16 @@ func main() {
 	concurrency := flag.Int("concurrency", 0, "MaxConcurrentReconciles; the configured default when 0.")
 	jsonOut := flag.String("json", "", "Also write the report as JSON to this file.")
 	postgres := flag.Int("postgres", 0, "PostgreSQL databases per tenant, on a real server the benchmark starts.")
+	withComponent := flag.Bool("component", false, "Give each tenant a component rendering a ConfigMap and a Service.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	if err := run(*tenants, float32(*qps), *concurrency, *postgres, *jsonOut); err != nil {
+	if err := run(*tenants, float32(*qps), *concurrency, *postgres, *withComponent, *jsonOut); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, qps float32, concurrency, postgres int, jsonOut string) error {
+func run(n int, qps float32, concurrency, postgres int, withComponent bool, jsonOut string) error {
 	ctx := context.Background()
 	env, err := testenv.Start()
 	if err != nil {
@@ -126,6 +129,13 @@ func run(n int, qps float32, concurrency, postgres int, jsonOut string) error {
 	// Every tenant also gets one shared secret copied from the template namespace, and one
 	// credentials Secret per database.
 	rep.ObjectsPerTenant = len(resources.Build(sample, &cfg)) + 1 + postgres
+	rep.Component = withComponent
+	if withComponent {
+		rep.ObjectsPerTenant += 2
+		if err := c.Create(ctx, benchComponent()); err != nil {
+			return err
+		}
+	}
 	if err := putShared(ctx, store, cfg, "v1"); err != nil {
 		return err
 	}
@@ -162,7 +172,7 @@ func run(n int, qps float32, concurrency, postgres int, jsonOut string) error {
 
 	fmt.Fprintf(os.Stderr, "creating %d tenants...\n", n)
 	if err := measure("create N tenants until all Ready", func() error {
-		if err := createAll(ctx, c, names, postgres); err != nil {
+		if err := createAll(ctx, c, names, postgres, withComponent); err != nil {
 			return err
 		}
 		if err := waitAllReady(ctx, c, n); err != nil {
@@ -221,6 +231,35 @@ func run(n int, qps float32, concurrency, postgres int, jsonOut string) error {
 
 const sharedName = "bench-shared"
 
+// benchComponent renders objects that are Ready as soon as they exist, so the benchmark measures
+// Landlord rather than a workload controller the test control plane does not run.
+func benchComponent() *tenancyv1alpha1.ComponentTemplate {
+	return &tenancyv1alpha1.ComponentTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-web-1.0.0"},
+		Spec: tenancyv1alpha1.ComponentTemplateSpec{
+			Component: "bench-web", Version: "1.0.0",
+			Manifests: `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-settings
+data:
+  tenant: {{ .Tenant.Name | quote }}
+  version: {{ .Component.Version | quote }}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+    - port: 80
+      targetPort: 8080
+`,
+		},
+	}
+}
+
 // registerServer makes a started PostgreSQL server a DatabaseServer, Ready before the operator
 // starts placing tenants on it.
 func registerServer(ctx context.Context, c client.Client, cfg config.Config, pg *dbtest.Instance) error {
@@ -273,7 +312,7 @@ func waitAllCopies(ctx context.Context, c client.Client, n int, value string) er
 	return fmt.Errorf("shared secret not in all namespaces after 10 minutes")
 }
 
-func createAll(ctx context.Context, c client.Client, names []string, postgres int) error {
+func createAll(ctx context.Context, c client.Client, names []string, postgres int, withComponent bool) error {
 	work := make(chan string)
 	errs := make(chan error, len(names))
 	var wg sync.WaitGroup
@@ -285,6 +324,9 @@ func createAll(ctx context.Context, c client.Client, names []string, postgres in
 				t := &tenancyv1alpha1.Tenant{
 					ObjectMeta: metav1.ObjectMeta{Name: name},
 					Spec:       tenancyv1alpha1.TenantSpec{Organization: "Bench " + name, Email: "ops@" + name + ".example.com"},
+				}
+				if withComponent {
+					t.Spec.Components = []tenancyv1alpha1.Component{{Name: "bench-web", Version: "1.0.0"}}
 				}
 				for i := range postgres {
 					t.Spec.Databases.Postgres = append(t.Spec.Databases.Postgres, tenancyv1alpha1.Database{Name: fmt.Sprintf("db%d", i)})
@@ -339,8 +381,8 @@ func waitIdle(op *testenv.Operator) {
 }
 
 func printMarkdown(w *os.File, r report) {
-	fmt.Fprintf(w, "## Landlord benchmark: %d tenants (%d objects and %d PostgreSQL databases each), QPS %.0f, %d concurrent reconciles, %d CPUs\n\n",
-		r.Tenants, r.ObjectsPerTenant, r.PostgresPerTenant, r.QPS, r.Concurrency, r.CPUs)
+	fmt.Fprintf(w, "## Landlord benchmark: %d tenants (%d objects and %d PostgreSQL databases each, component: %v), QPS %.0f, %d concurrent reconciles, %d CPUs\n\n",
+		r.Tenants, r.ObjectsPerTenant, r.PostgresPerTenant, r.Component, r.QPS, r.Concurrency, r.CPUs)
 	fmt.Fprintln(w, "| phase | wall time | operator requests (API server count minus the benchmark's own) | operator requests per tenant | operator writes per tenant |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, p := range r.Phases {
