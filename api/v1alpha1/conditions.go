@@ -85,6 +85,17 @@ const (
 	CredentialsDigestAnnotation = "tenancy.landlord.dev/credentials-digest"
 	// ComponentLabel names the component an object was rendered for.
 	ComponentLabel = "tenancy.landlord.dev/component"
+	// PoolLabel names the TenantPool a tenant was created by. AllocatedLabel ("true") marks a
+	// tenant handed to a customer by a claim: the pool never touches it again. ClaimAnnotation
+	// names the claim ("namespace/name") and ClaimUIDLabel its UID, so a retried bind finds its
+	// own tenant. OrganizationAnnotation and EmailAnnotation carry the claim's customer, since
+	// Landlord never writes a tenant's spec.
+	PoolLabel              = "tenancy.landlord.dev/pool"
+	AllocatedLabel         = "tenancy.landlord.dev/allocated"
+	ClaimUIDLabel          = "tenancy.landlord.dev/claim-uid"
+	ClaimAnnotation        = "tenancy.landlord.dev/claim"
+	OrganizationAnnotation = "tenancy.landlord.dev/organization"
+	EmailAnnotation        = "tenancy.landlord.dev/email"
 	// Finalizer makes tenant deletion orderly.
 	Finalizer = "tenancy.landlord.dev/finalizer"
 )

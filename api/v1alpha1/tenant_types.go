@@ -338,3 +338,20 @@ type TenantList struct {
 func init() {
 	SchemeBuilder.Register(&Tenant{}, &TenantList{})
 }
+
+// OrganizationName is the customer's name: spec.organization, or for a spare handed out by a
+// pool, the claim's (kept in an annotation, because Landlord never writes a tenant's spec).
+func (t *Tenant) OrganizationName() string {
+	if t.Spec.Organization != "" {
+		return t.Spec.Organization
+	}
+	return t.Annotations[OrganizationAnnotation]
+}
+
+// ContactEmail is the customer's contact address, from the spec or the claim.
+func (t *Tenant) ContactEmail() string {
+	if t.Spec.Email != "" {
+		return t.Spec.Email
+	}
+	return t.Annotations[EmailAnnotation]
+}

@@ -69,8 +69,8 @@ func NewInput(t *tenancyv1alpha1.Tenant, namespace string, tmpl *tenancyv1alpha1
 		Tenant: Tenant{
 			Name:         t.Name,
 			Namespace:    namespace,
-			Organization: t.Spec.Organization,
-			Email:        t.Spec.Email,
+			Organization: t.OrganizationName(),
+			Email:        t.ContactEmail(),
 			// A copy, so that a template function that mutates maps cannot reach the tenant.
 			Labels: maps.Clone(t.Labels),
 		},

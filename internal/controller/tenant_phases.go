@@ -120,7 +120,9 @@ func (r *TenantReconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tena
 	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
 		return nil
 	}
-	if t.Spec.State == tenancyv1alpha1.StatePurged {
+	// A spare no customer has used holds no customer data: deleting it (scaling a pool down,
+	// deleting a pool) drops its databases, as Purged would.
+	if t.Spec.State == tenancyv1alpha1.StatePurged || IsUnallocatedSpare(t) {
 		if res := r.purgeDatabases(ctx, t); !res.done {
 			if res.err != nil {
 				return res.err

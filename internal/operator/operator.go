@@ -112,6 +112,8 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 				&tenancyv1alpha1.Tenant{}:            {Label: labels.Everything()},
 				&tenancyv1alpha1.DatabaseServer{}:    {Label: labels.Everything()},
 				&tenancyv1alpha1.ComponentTemplate{}: {Label: labels.Everything()},
+				&tenancyv1alpha1.TenantPool{}:        {Label: labels.Everything()},
+				&tenancyv1alpha1.TenantClaim{}:       {Label: labels.Everything()},
 				// The template namespace is Landlord's own and is cached whole: its secrets are
 				// the sources of every tenant's shared secrets.
 				// So is the operator's own namespace, for the database servers' admin credentials.
@@ -178,6 +180,17 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	}
 	if err := tenants.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant controller: %w", err)
+	}
+	pools := &controller.TenantPoolReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("landlord")}
+	if err := pools.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up tenant pool controller: %w", err)
+	}
+	claims := &controller.TenantClaimReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: &cfg,
+		Recorder: mgr.GetEventRecorder("landlord"), MaxConcurrentBinds: cfg.Controller.MaxConcurrentReconciles,
+	}
+	if err := claims.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up tenant claim controller: %w", err)
 	}
 	servers := &controller.DatabaseServerReconciler{Client: mgr.GetClient(), Config: &cfg, Connections: conns}
 	if err := servers.SetupWithManager(mgr); err != nil {

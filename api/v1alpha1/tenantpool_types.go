@@ -1,0 +1,176 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TenantTemplate is what every spare of a pool is created from.
+type TenantTemplate struct {
+	// Labels are put on every spare (and stay on it once allocated).
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Spec is the spares' Tenant spec. Organization and email come from the claim.
+	// +kubebuilder:validation:XValidation:rule="!has(self.state) || self.state == 'Active'",message="spares are Active"
+	Spec TenantSpec `json:"spec"`
+}
+
+// TenantPoolSpec is how many ready spares a pool keeps, and what they are.
+type TenantPoolSpec struct {
+	// Replicas is how many unallocated spares the pool keeps, Ready or on their way.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	Replicas int32 `json:"replicas"`
+
+	// MaxProvisioning caps how many spares may be provisioning at once, so refilling a large pool
+	// does not flood the database servers; unlimited when unset.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxProvisioning *int32 `json:"maxProvisioning,omitempty"`
+
+	// Template is what spares are created from.
+	Template TenantTemplate `json:"template"`
+}
+
+// TenantPoolStatus counts the pool's tenants.
+type TenantPoolStatus struct {
+	// ObservedGeneration is the generation last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration"`
+	// Ready spares can be claimed now.
+	// +optional
+	Ready int32 `json:"ready"`
+	// Provisioning spares are on their way to Ready.
+	// +optional
+	Provisioning int32 `json:"provisioning"`
+	// Allocated tenants were handed out by this pool; the pool never touches them again.
+	// +optional
+	Allocated int32 `json:"allocated"`
+	// Conditions: Ready (the pool holds replicas Ready spares), Reconciling while filling.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// TenantPool keeps fully provisioned, unallocated spare tenants, so a signup is one bind away
+// from a working instance.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=tp
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="Provisioning",type=integer,JSONPath=`.status.provisioning`
+// +kubebuilder:printcolumn:name="Allocated",type=integer,JSONPath=`.status.allocated`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters, so spare names fit"
+type TenantPool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec TenantPoolSpec `json:"spec"`
+
+	// +kubebuilder:default={"observedGeneration":-1}
+	// +optional
+	Status TenantPoolStatus `json:"status,omitempty"`
+}
+
+// TenantPoolList is a list of pools.
+// +kubebuilder:object:root=true
+type TenantPoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TenantPool `json:"items"`
+}
+
+// ClaimPhase is where a claim is.
+// +kubebuilder:validation:Enum=Pending;Bound;Failed
+type ClaimPhase string
+
+const (
+	ClaimPending ClaimPhase = "Pending"
+	ClaimBound   ClaimPhase = "Bound"
+	ClaimFailed  ClaimPhase = "Failed"
+)
+
+// TenantClaimSpec asks a pool for a tenant for one customer.
+// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a claim is made once"
+type TenantClaimSpec struct {
+	// Pool names the TenantPool to take a spare from.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	Pool string `json:"pool"`
+
+	// Organization is the customer's name.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Organization string `json:"organization,omitempty"`
+
+	// Email is the customer's contact address.
+	// +kubebuilder:validation:MaxLength=254
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[^@ ]+@[^@ ]+[.][^@ ]+$')",message="must be an email address such as ops@example.com"
+	// +optional
+	Email string `json:"email,omitempty"`
+
+	// Labels are added to the tenant (a plan, a region). Keys under tenancy.landlord.dev/ are
+	// Landlord's own and refused.
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('tenancy.landlord.dev/'))",message="label keys under tenancy.landlord.dev/ are reserved"
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// TenantClaimStatus is the outcome of a claim.
+type TenantClaimStatus struct {
+	// Phase is Pending until a spare is bound, then Bound; Failed when the claim cannot be met.
+	// +optional
+	Phase ClaimPhase `json:"phase,omitempty"`
+	// Tenant is the bound tenant's name.
+	// +optional
+	Tenant string `json:"tenant,omitempty"`
+	// Namespace is the bound tenant's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// BoundTime is when the tenant was bound.
+	// +optional
+	BoundTime *metav1.Time `json:"boundTime,omitempty"`
+	// Reason says why the claim is Pending or Failed.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// Message explains Reason.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// TenantClaim is a signup: it binds one Ready spare of a pool to a customer.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=tc
+// +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.pool`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.status.tenant`
+// +kubebuilder:printcolumn:name="Bound",type=date,JSONPath=`.status.boundTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type TenantClaim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec TenantClaimSpec `json:"spec"`
+
+	// +optional
+	Status TenantClaimStatus `json:"status,omitempty"`
+}
+
+// TenantClaimList is a list of claims.
+// +kubebuilder:object:root=true
+type TenantClaimList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TenantClaim `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&TenantPool{}, &TenantPoolList{}, &TenantClaim{}, &TenantClaimList{})
+}

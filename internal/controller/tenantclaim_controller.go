@@ -1,0 +1,199 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+)
+
+// Claim reasons.
+const (
+	ReasonPoolNotFound = "PoolNotFound"
+	ReasonNoReadySpare = "NoReadySpare"
+	ReasonBound        = "Bound"
+)
+
+// TenantClaimReconciler binds each claim to one Ready spare of its pool. The bind is a metadata
+// patch of the spare carrying its resourceVersion: of two claims racing for one spare, exactly
+// one write succeeds, and the other claim moves on to the next spare.
+type TenantClaimReconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Config    *config.Config
+	Recorder  events.EventRecorder
+	// MaxConcurrentBinds is how many claims are bound at once.
+	MaxConcurrentBinds int
+}
+
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantclaims/status,verbs=get;patch
+
+// SetupWithManager registers the controller: Pending claims of a pool are looked at again when
+// one of its spares changes (became Ready) or the pool itself does.
+func (r *TenantClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("tenantclaim").
+		For(&tenancyv1alpha1.TenantClaim{}).
+		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			t, ok := obj.(*tenancyv1alpha1.Tenant)
+			if !ok || !IsUnallocatedSpare(t) || !isSpareReady(t) {
+				return nil
+			}
+			return r.pendingClaims(ctx, t.Labels[tenancyv1alpha1.PoolLabel])
+		})).
+		Watches(&tenancyv1alpha1.TenantPool{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return r.pendingClaims(ctx, obj.GetName())
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentBinds, 1)}).
+		Complete(r)
+}
+
+func (r *TenantClaimReconciler) pendingClaims(ctx context.Context, pool string) []reconcile.Request {
+	claims := &tenancyv1alpha1.TenantClaimList{}
+	if err := r.Client.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "listing claims")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		if c.Spec.Pool == pool && c.Status.Phase != tenancyv1alpha1.ClaimBound && c.Status.Phase != tenancyv1alpha1.ClaimFailed {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+		}
+	}
+	return out
+}
+
+func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	claim := &tenancyv1alpha1.TenantClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if claim.Status.Phase == tenancyv1alpha1.ClaimBound || claim.Status.Phase == tenancyv1alpha1.ClaimFailed || !claim.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	// A bind whose status write was lost: the tenant carries the claim's UID. Asked of the API
+	// server, since the cache may not have seen the bind yet.
+	bound := &tenancyv1alpha1.TenantList{}
+	if err := r.APIReader.List(ctx, bound, client.MatchingLabels{tenancyv1alpha1.ClaimUIDLabel: string(claim.UID)}); err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(bound.Items) > 0 {
+		return ctrl.Result{}, r.setBound(ctx, claim, &bound.Items[0])
+	}
+
+	pool := &tenancyv1alpha1.TenantPool{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: claim.Spec.Pool}, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.setPending(ctx, claim, ReasonPoolNotFound, fmt.Sprintf("TenantPool %s does not exist", claim.Spec.Pool))
+		}
+		return ctrl.Result{}, err
+	}
+
+	spares := &tenancyv1alpha1.TenantList{}
+	if err := r.Client.List(ctx, spares, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	var candidates []*tenancyv1alpha1.Tenant
+	for i := range spares.Items {
+		if t := &spares.Items[i]; IsUnallocatedSpare(t) && isSpareReady(t) {
+			candidates = append(candidates, t)
+		}
+	}
+	sort.Slice(candidates, func(i, j int) bool { return candidates[i].Name < candidates[j].Name })
+	// Claims start at different spares, so concurrent binds rarely race for the same one.
+	start := 0
+	if n := len(candidates); n > 0 {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(claim.UID))
+		start = int(h.Sum32() % uint32(n))
+	}
+	for i := range candidates {
+		t := candidates[(start+i)%len(candidates)]
+		switch err := r.bind(ctx, claim, t); {
+		case err == nil:
+			return ctrl.Result{}, r.setBound(ctx, claim, t)
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			// Another claim got it first, or it is gone: try the next.
+			continue
+		default:
+			return ctrl.Result{}, err
+		}
+	}
+	// The pool refills, and a spare turning Ready re-triggers the pool's pending claims.
+	return ctrl.Result{}, r.setPending(ctx, claim, ReasonNoReadySpare,
+		fmt.Sprintf("no Ready spare in pool %s; waiting for one", pool.Name))
+}
+
+// bind hands a spare to the claim's customer: allocation labels, the claim's labels and the
+// customer in annotations, and no owner (so the pool, and its deletion, never touch it again).
+// The patch carries the spare's resourceVersion, which makes it the atomic step.
+func (r *TenantClaimReconciler) bind(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, spare *tenancyv1alpha1.Tenant) error {
+	t := spare.DeepCopy()
+	orig := spare.DeepCopy()
+	labels := t.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range claim.Spec.Labels {
+		labels[k] = v
+	}
+	labels[tenancyv1alpha1.AllocatedLabel] = "true"
+	labels[tenancyv1alpha1.ClaimUIDLabel] = string(claim.UID)
+	t.SetLabels(labels)
+	annotations := t.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[tenancyv1alpha1.ClaimAnnotation] = claim.Namespace + "/" + claim.Name
+	if claim.Spec.Organization != "" {
+		annotations[tenancyv1alpha1.OrganizationAnnotation] = claim.Spec.Organization
+	}
+	if claim.Spec.Email != "" {
+		annotations[tenancyv1alpha1.EmailAnnotation] = claim.Spec.Email
+	}
+	t.SetAnnotations(annotations)
+	t.SetOwnerReferences(nil)
+	return r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+func (r *TenantClaimReconciler) setBound(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, t *tenancyv1alpha1.Tenant) error {
+	now := metav1.Now()
+	orig := claim.DeepCopy()
+	claim.Status = tenancyv1alpha1.TenantClaimStatus{
+		Phase: tenancyv1alpha1.ClaimBound, Tenant: t.Name, Namespace: r.Config.NamespaceName(t.Name),
+		BoundTime: &now, Reason: ReasonBound, Message: fmt.Sprintf("bound to tenant %s", t.Name),
+	}
+	if err := r.Client.Status().Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	claimBindSeconds.WithLabelValues(claim.Spec.Pool).Observe(now.Sub(claim.CreationTimestamp.Time).Seconds())
+	r.Recorder.Eventf(claim, t, corev1.EventTypeNormal, ReasonBound, "Bind", "bound to tenant %s", t.Name)
+	return nil
+}
+
+func (r *TenantClaimReconciler) setPending(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, reason, msg string) error {
+	if claim.Status.Phase == tenancyv1alpha1.ClaimPending && claim.Status.Reason == reason && claim.Status.Message == msg {
+		return nil
+	}
+	orig := claim.DeepCopy()
+	claim.Status = tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: reason, Message: msg}
+	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, claim, client.MergeFrom(orig)))
+}

@@ -1,0 +1,253 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+func newPool(name string, replicas int32) *tenancyv1alpha1.TenantPool {
+	return &tenancyv1alpha1.TenantPool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.TenantPoolSpec{
+			Replicas: replicas,
+			Template: tenancyv1alpha1.TenantTemplate{Labels: map[string]string{"plan": "standard"}},
+		},
+	}
+}
+
+// createPool creates a pool and, when the test ends, deletes it and every tenant it made.
+func createPool(t *testing.T, pool *tenancyv1alpha1.TenantPool) {
+	t.Helper()
+	ctx := context.Background()
+	NewWithT(t).Expect(k8s.Create(ctx, pool)).To(Succeed())
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, pool)
+		tenants := &tenancyv1alpha1.TenantList{}
+		_ = k8s.List(ctx, tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool.Name})
+		for _, tenant := range tenants.Items {
+			deleteTenant(t, tenant.Name)
+		}
+		NewWithT(t).Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(pool), &tenancyv1alpha1.TenantPool{}))
+		}).WithTimeout(timeout).Should(BeTrue())
+	})
+}
+
+// poolTenants returns a pool's unallocated spares and its allocated tenants.
+func poolTenants(g Gomega, pool string) (spares, allocated []tenancyv1alpha1.Tenant) {
+	tenants := &tenancyv1alpha1.TenantList{}
+	g.Expect(k8s.List(context.Background(), tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool})).To(Succeed())
+	for _, t := range tenants.Items {
+		switch {
+		case t.Labels[tenancyv1alpha1.AllocatedLabel] == "true":
+			allocated = append(allocated, t)
+		case t.DeletionTimestamp.IsZero():
+			spares = append(spares, t)
+		}
+	}
+	return spares, allocated
+}
+
+// waitPool waits until the pool reports exactly ready Ready spares and allocated tenants.
+func waitPool(t *testing.T, name string, ready, allocated int32) *tenancyv1alpha1.TenantPool {
+	t.Helper()
+	pool := &tenancyv1alpha1.TenantPool{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, pool)).To(Succeed())
+		g.Expect(pool.Status.Ready).To(Equal(ready), "status: %+v", pool.Status)
+		g.Expect(pool.Status.Provisioning).To(BeZero(), "status: %+v", pool.Status)
+		g.Expect(pool.Status.Allocated).To(Equal(allocated), "status: %+v", pool.Status)
+		spares, _ := poolTenants(g, name)
+		g.Expect(spares).To(HaveLen(int(ready)))
+	}).WithTimeout(2 * timeout).Should(Succeed())
+	return pool
+}
+
+func newClaim(name, pool string) *tenancyv1alpha1.TenantClaim {
+	return &tenancyv1alpha1.TenantClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: tenancyv1alpha1.TenantClaimSpec{
+			Pool: pool, Organization: "Customer " + name, Email: "ops@" + name + ".example.com",
+			Labels: map[string]string{"region": "eu"},
+		},
+	}
+}
+
+func createClaim(t *testing.T, claim *tenancyv1alpha1.TenantClaim) {
+	t.Helper()
+	NewWithT(t).Expect(k8s.Create(context.Background(), claim)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), claim) })
+}
+
+func waitBound(t *testing.T, name string) *tenancyv1alpha1.TenantClaim {
+	t.Helper()
+	claim := &tenancyv1alpha1.TenantClaim{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, claim)).To(Succeed())
+		g.Expect(claim.Status.Phase).To(Equal(tenancyv1alpha1.ClaimBound), "status: %+v", claim.Status)
+	}).WithTimeout(timeout).Should(Succeed())
+	return claim
+}
+
+func TestTenantPool(t *testing.T) {
+	ctx := context.Background()
+	createPool(t, newPool("pool-a", 3))
+
+	t.Run("the pool fills with Ready spares made from its template", func(t *testing.T) {
+		pool := waitPool(t, "pool-a", 3, 0)
+		g := NewWithT(t)
+		g.Expect(meta.IsStatusConditionTrue(pool.Status.Conditions, tenancyv1alpha1.ReadyCondition)).To(BeTrue())
+		spares, _ := poolTenants(g, "pool-a")
+		for _, s := range spares {
+			g.Expect(s.Labels).To(HaveKeyWithValue("plan", "standard"))
+			g.Expect(metav1.IsControlledBy(&s, pool)).To(BeTrue())
+		}
+	})
+
+	var bound string
+	t.Run("a claim binds a Ready spare and stamps the customer on it without touching its spec", func(t *testing.T) {
+		createClaim(t, newClaim("acme-signup", "pool-a"))
+		claim := waitBound(t, "acme-signup")
+		bound = claim.Status.Tenant
+		g := NewWithT(t)
+		g.Expect(claim.Status.Namespace).To(Equal(opConfig.NamespaceName(bound)))
+		g.Expect(claim.Status.BoundTime).NotTo(BeNil())
+		tenant := &tenancyv1alpha1.Tenant{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: bound}, tenant)).To(Succeed())
+		g.Expect(tenant.Labels).To(HaveKeyWithValue(tenancyv1alpha1.AllocatedLabel, "true"))
+		g.Expect(tenant.Labels).To(HaveKeyWithValue("region", "eu"))
+		g.Expect(tenant.OrganizationName()).To(Equal("Customer acme-signup"))
+		g.Expect(tenant.ContactEmail()).To(Equal("ops@acme-signup.example.com"))
+		g.Expect(tenant.Spec.Organization).To(BeEmpty())
+		g.Expect(tenant.OwnerReferences).To(BeEmpty())
+	})
+
+	t.Run("the pool refills what was allocated", func(t *testing.T) {
+		waitPool(t, "pool-a", 3, 1)
+	})
+
+	t.Run("scaling down deletes only unallocated spares", func(t *testing.T) {
+		g := NewWithT(t)
+		pool := &tenancyv1alpha1.TenantPool{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "pool-a"}, pool)).To(Succeed())
+		patch := client.MergeFrom(pool.DeepCopy())
+		pool.Spec.Replicas = 1
+		g.Expect(k8s.Patch(ctx, pool, patch)).To(Succeed())
+		finishPoolTenantDeletions(t, "pool-a")
+		waitPool(t, "pool-a", 1, 1)
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: bound}, &tenancyv1alpha1.Tenant{})).To(Succeed())
+	})
+
+	t.Run("deleting the pool deletes its spares and keeps allocated tenants", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k8s.Delete(ctx, &tenancyv1alpha1.TenantPool{ObjectMeta: metav1.ObjectMeta{Name: "pool-a"}})).To(Succeed())
+		finishPoolTenantDeletions(t, "pool-a")
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "pool-a"}, &tenancyv1alpha1.TenantPool{}))
+		}).WithTimeout(timeout).Should(BeTrue())
+		spares, allocated := poolTenants(g, "pool-a")
+		g.Expect(spares).To(BeEmpty())
+		g.Expect(allocated).To(HaveLen(1))
+	})
+}
+
+// finishPoolTenantDeletions finishes the namespace deletions of a pool's deleted spares.
+func finishPoolTenantDeletions(t *testing.T, pool string) {
+	t.Helper()
+	ctx := context.Background()
+	NewWithT(t).Eventually(func(g Gomega) {
+		tenants := &tenancyv1alpha1.TenantList{}
+		g.Expect(k8s.List(ctx, tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool})).To(Succeed())
+		deleting := 0
+		for _, tenant := range tenants.Items {
+			if !tenant.DeletionTimestamp.IsZero() {
+				deleting++
+			}
+		}
+		g.Expect(deleting).To(BeZero())
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
+// Fifty signups at once against twenty Ready spares: exactly twenty bind, to twenty different
+// tenants, and the rest wait until the pool has refilled.
+func TestConcurrentClaimsNeverShareASpare(t *testing.T) {
+	ctx := context.Background()
+	const spares, claims = 20, 50
+	pool := newPool("pool-rush", spares)
+	createPool(t, pool)
+	waitPool(t, "pool-rush", spares, 0)
+
+	// New spares are made to wait: they pin a component version not yet published.
+	g := NewWithT(t)
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pool), pool)).To(Succeed())
+	patch := client.MergeFrom(pool.DeepCopy())
+	pool.Spec.Template.Spec.Components = []tenancyv1alpha1.Component{{Name: "rush", Version: "1.0.0"}}
+	g.Expect(k8s.Patch(ctx, pool, patch)).To(Succeed())
+
+	var wg sync.WaitGroup
+	for i := range claims {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			claim := newClaim(fmt.Sprintf("rush-%02d", i), "pool-rush")
+			if err := k8s.Create(ctx, claim); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		_ = k8s.DeleteAllOf(ctx, &tenancyv1alpha1.TenantClaim{}, client.InNamespace("default"))
+	})
+
+	phases := func(g Gomega) (bound map[string]string, pending int) {
+		list := &tenancyv1alpha1.TenantClaimList{}
+		g.Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
+		bound = map[string]string{}
+		for _, c := range list.Items {
+			switch c.Status.Phase {
+			case tenancyv1alpha1.ClaimBound:
+				g.Expect(bound).NotTo(HaveKey(c.Status.Tenant), "tenant %s bound twice", c.Status.Tenant)
+				bound[c.Status.Tenant] = c.Name
+			case tenancyv1alpha1.ClaimPending:
+				if c.Status.Reason != "" {
+					pending++
+				}
+			}
+		}
+		return bound, pending
+	}
+
+	t.Run("twenty claims bind twenty distinct spares and thirty wait", func(t *testing.T) {
+		NewWithT(t).Eventually(func(g Gomega) {
+			bound, pending := phases(g)
+			g.Expect(bound).To(HaveLen(spares))
+			g.Expect(pending).To(Equal(claims - spares))
+		}).WithTimeout(2 * timeout).Should(Succeed())
+		// And it stays that way while no new spare is Ready.
+		NewWithT(t).Consistently(func(g Gomega) {
+			bound, _ := phases(g)
+			g.Expect(bound).To(HaveLen(spares))
+		}).WithTimeout(2 * time.Second).Should(Succeed())
+	})
+
+	t.Run("the waiting claims bind as soon as the pool has refilled", func(t *testing.T) {
+		publish(t, "rush", "1.0.0", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rush\n", "")
+		NewWithT(t).Eventually(func(g Gomega) {
+			bound, pending := phases(g)
+			g.Expect(bound).To(HaveLen(claims))
+			g.Expect(pending).To(BeZero())
+		}).WithTimeout(4 * timeout).Should(Succeed())
+	})
+}
