@@ -15,6 +15,7 @@ GO_TEST_FLAGS ?= -timeout 30m
 BENCH_TENANTS ?= 200
 BENCH_POSTGRES ?= 1
 BENCH_COMPONENT ?= true
+BENCH_CLAIMS ?= 50
 IMG ?= landlord:dev
 
 .PHONY: all
@@ -64,7 +65,7 @@ test: manifests generate vet control-plane databases ## Run the whole test suite
 
 .PHONY: bench
 bench: control-plane databases ## Create BENCH_TENANTS tenants (BENCH_POSTGRES databases each) and report API requests, wall time and memory.
-	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT)
+	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -claims $(BENCH_CLAIMS)
 
 ##@ Build and run
 

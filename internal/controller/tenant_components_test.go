@@ -337,10 +337,24 @@ func TestComponentTemplatesAreImmutableAndNamedByVersion(t *testing.T) {
 
 // The shipped sample (a ComponentTemplate and a tenant pinning it) works as documented.
 func TestComponentSampleRenders(t *testing.T) {
+	g := NewWithT(t)
+	applySamples(t, "components", "web-1.0.0.yaml", "tenant.yaml")
+	g.Eventually(func(g Gomega) {
+		d := renderedDeployment(g, "pied-piper", "web")
+		g.Expect(*d.Spec.Replicas).To(Equal(int32(3)))
+		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/example/web:1.0.0"))
+	}).WithTimeout(timeout).Should(Succeed())
+	rollOut(g, "pied-piper", "web")
+	waitReady(t, "pied-piper")
+}
+
+// applySamples creates shipped sample objects (one per file) and deletes them when the test ends.
+func applySamples(t *testing.T, dir string, files ...string) {
+	t.Helper()
 	ctx := context.Background()
 	g := NewWithT(t)
-	for _, file := range []string{"web-1.0.0.yaml", "tenant.yaml"} {
-		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", "components", file))
+	for _, file := range files {
+		data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", dir, file))
 		g.Expect(err).NotTo(HaveOccurred())
 		u := &unstructured.Unstructured{}
 		g.Expect(yaml.Unmarshal(data, &u.Object)).To(Succeed())
@@ -353,11 +367,4 @@ func TestComponentSampleRenders(t *testing.T) {
 			_ = k8s.Delete(ctx, u)
 		})
 	}
-	g.Eventually(func(g Gomega) {
-		d := renderedDeployment(g, "pied-piper", "web")
-		g.Expect(*d.Spec.Replicas).To(Equal(int32(3)))
-		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/example/web:1.0.0"))
-	}).WithTimeout(timeout).Should(Succeed())
-	rollOut(g, "pied-piper", "web")
-	waitReady(t, "pied-piper")
 }

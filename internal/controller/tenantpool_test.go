@@ -251,3 +251,19 @@ func TestConcurrentClaimsNeverShareASpare(t *testing.T) {
 		}).WithTimeout(4 * timeout).Should(Succeed())
 	})
 }
+
+// The shipped pool sample fills, and its claim binds.
+func TestPoolSampleBindsItsClaim(t *testing.T) {
+	t.Cleanup(func() {
+		tenants := &tenancyv1alpha1.TenantList{}
+		_ = k8s.List(context.Background(), tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: "standard"})
+		for _, tenant := range tenants.Items {
+			deleteTenant(t, tenant.Name)
+		}
+	})
+	applySamples(t, "pool", "pool.yaml", "claim.yaml")
+	claim := waitBound(t, "initrode-signup")
+	waitPool(t, "standard", 3, 1)
+	got := waitReady(t, claim.Status.Tenant)
+	NewWithT(t).Expect(got.OrganizationName()).To(Equal("Initrode"))
+}

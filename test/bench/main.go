@@ -58,6 +58,16 @@ type report struct {
 	PostgresPerTenant int `json:"postgresPerTenant"`
 	// Component is whether each tenant runs a component rendering a ConfigMap and a Service.
 	Component bool `json:"component"`
+	// Claims is the signup latency: claim created → Bound, with Ready spares available.
+	Claims *claimLatency `json:"claims,omitempty"`
+}
+
+type claimLatency struct {
+	N       int     `json:"n"`
+	P50Ms   float64 `json:"p50Ms"`
+	P99Ms   float64 `json:"p99Ms"`
+	MaxMs   float64 `json:"maxMs"`
+	Seconds float64 `json:"fillSeconds"`
 }
 
 func main() {
@@ -67,15 +77,16 @@ func main() {
 	jsonOut := flag.String("json", "", "Also write the report as JSON to this file.")
 	postgres := flag.Int("postgres", 0, "PostgreSQL databases per tenant, on a real server the benchmark starts.")
 	withComponent := flag.Bool("component", false, "Give each tenant a component rendering a ConfigMap and a Service.")
+	claims := flag.Int("claims", 0, "Fill a pool with this many spares, then claim them all and report claim → Bound latency.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	if err := run(*tenants, float32(*qps), *concurrency, *postgres, *withComponent, *jsonOut); err != nil {
+	if err := run(*tenants, float32(*qps), *concurrency, *postgres, *withComponent, *claims, *jsonOut); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n int, qps float32, concurrency, postgres int, withComponent bool, jsonOut string) error {
+func run(n int, qps float32, concurrency, postgres int, withComponent bool, claims int, jsonOut string) error {
 	ctx := context.Background()
 	env, err := testenv.Start()
 	if err != nil {
@@ -214,6 +225,13 @@ func run(n int, qps float32, concurrency, postgres int, withComponent bool, json
 		return err
 	}
 
+	if claims > 0 {
+		fmt.Fprintf(os.Stderr, "filling a pool with %d spares and claiming them...\n", claims)
+		if rep.Claims, err = measureClaims(ctx, env, c, claims); err != nil {
+			return err
+		}
+	}
+
 	runtime.GC()
 	var mem runtime.MemStats
 	runtime.ReadMemStats(&mem)
@@ -230,6 +248,103 @@ func run(n int, qps float32, concurrency, postgres int, withComponent bool, json
 }
 
 const sharedName = "bench-shared"
+
+// measureClaims fills a pool with n spares, then claims all of them, 5 at a time, timing each
+// claim from its create call until a watch sees it Bound.
+func measureClaims(ctx context.Context, env *testenv.Env, c client.Client, n int) (*claimLatency, error) {
+	start := time.Now()
+	pool := &tenancyv1alpha1.TenantPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-pool"},
+		Spec:       tenancyv1alpha1.TenantPoolSpec{Replicas: int32(n)},
+	}
+	if err := c.Create(ctx, pool); err != nil {
+		return nil, err
+	}
+	for {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+			return nil, err
+		}
+		if int(pool.Status.Ready) >= n {
+			break
+		}
+		if time.Since(start) > 10*time.Minute {
+			return nil, fmt.Errorf("pool not filled after 10 minutes: %+v", pool.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res := &claimLatency{N: n, Seconds: time.Since(start).Seconds()}
+
+	wc, err := client.NewWithWatch(env.Admin, client.Options{Scheme: operator.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	w, err := wc.Watch(ctx, &tenancyv1alpha1.TenantClaimList{}, client.InNamespace("default"))
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	created := map[string]time.Time{}
+	bound := map[string]time.Duration{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			claim, ok := ev.Object.(*tenancyv1alpha1.TenantClaim)
+			if !ok || claim.Status.Phase != tenancyv1alpha1.ClaimBound {
+				continue
+			}
+			now := time.Now()
+			mu.Lock()
+			if at, ok := created[claim.Name]; ok {
+				if _, seen := bound[claim.Name]; !seen {
+					bound[claim.Name] = now.Sub(at)
+				}
+			}
+			finished := len(bound) == n
+			mu.Unlock()
+			if finished {
+				return
+			}
+		}
+	}()
+
+	sem := make(chan struct{}, 5)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			name := fmt.Sprintf("signup-%04d", i)
+			mu.Lock()
+			created[name] = time.Now()
+			mu.Unlock()
+			claim := &tenancyv1alpha1.TenantClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+				Spec:       tenancyv1alpha1.TenantClaimSpec{Pool: pool.Name, Organization: "Signup " + name},
+			}
+			if err := c.Create(ctx, claim); err != nil {
+				fmt.Fprintln(os.Stderr, "creating claim:", err)
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		return nil, fmt.Errorf("claims not all Bound after 5 minutes")
+	}
+	var ms []float64
+	for _, d := range bound {
+		ms = append(ms, float64(d.Microseconds())/1000)
+	}
+	sort.Float64s(ms)
+	res.P50Ms = ms[len(ms)/2]
+	res.P99Ms = ms[min(len(ms)-1, (len(ms)*99)/100)]
+	res.MaxMs = ms[len(ms)-1]
+	return res, nil
+}
 
 // benchComponent renders objects that are Ready as soon as they exist, so the benchmark measures
 // Landlord rather than a workload controller the test control plane does not run.
@@ -398,6 +513,10 @@ func printMarkdown(w *os.File, r report) {
 		}
 		fmt.Fprintf(w, "| %s | %.2fs | %s | %.2f | %.2f |\n", p.Name, p.Seconds, byVerb(opServer),
 			float64(opServer.Total())/float64(r.Tenants), float64(writes)/float64(r.Tenants))
+	}
+	if c := r.Claims; c != nil {
+		fmt.Fprintf(w, "\nSignup: a pool filled with %d Ready spares in %.1fs; %d claims, 5 at a time, claim created → Bound: p50 %.0f ms, p99 %.0f ms, max %.0f ms\n",
+			c.N, c.Seconds, c.N, c.P50Ms, c.P99Ms, c.MaxMs)
 	}
 	fmt.Fprintf(w, "\nProcess heap after GC (operator plus benchmark client): %.1f MiB\n", r.HeapAfterGCMiB)
 	fmt.Fprintln(w, "\nOperator requests as its own client counted them, by method and resource:")
