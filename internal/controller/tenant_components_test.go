@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -95,24 +96,28 @@ func pin(component, version, values string) func(*tenancyv1alpha1.Tenant) {
 }
 
 // rollOut stands in for the Deployment controller the test control plane does not run: it
-// reports the Deployment's current spec as fully rolled out.
+// reports the Deployment's current spec as fully rolled out, until that report sticks.
 func rollOut(g Gomega, tenant, name string) {
 	ctx := context.Background()
-	d := &appsv1.Deployment{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.NamespaceName(tenant), Name: name}, d)).To(Succeed())
-	replicas := int32(1)
-	if d.Spec.Replicas != nil {
-		replicas = *d.Spec.Replicas
-	}
-	d.Status = appsv1.DeploymentStatus{
-		ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas,
-		ReadyReplicas: replicas, AvailableReplicas: replicas,
-		Conditions: []appsv1.DeploymentCondition{
-			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-		},
-	}
-	g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.NamespaceName(tenant), Name: name}, d)).To(Succeed())
+		if d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedReplicas == ptr.Deref(d.Spec.Replicas, 1) {
+			return
+		}
+		replicas := ptr.Deref(d.Spec.Replicas, 1)
+		d.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas,
+			ReadyReplicas: replicas, AvailableReplicas: replicas,
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+			},
+		}
+		g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+	}).WithTimeout(timeout).Should(Succeed())
 }
 
 func renderedDeployment(g Gomega, tenant, name string) *appsv1.Deployment {
