@@ -1,6 +1,6 @@
 // Command landlordctl operates Landlord from a workstation or a pipeline: the secret store (put,
-// get, list, delete, and sync into the cluster's template namespace) and fleet rollouts of a
-// component version, batch by batch, across clusters.
+// get, list, delete, and sync into the cluster's template namespace), fleet rollouts of a
+// component version, batch by batch, across clusters, and claims of a pool's spare tenants.
 package main
 
 import (

@@ -36,13 +36,13 @@ func newRootCommand(out io.Writer) *cobra.Command {
 	o := &rootOptions{out: out}
 	root := &cobra.Command{
 		Use:           "landlordctl",
-		Short:         "Operate Landlord: the secret store, component rollouts and more.",
+		Short:         "Operate Landlord: the secret store, component rollouts, spare pool claims and more.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&o.configPath, "config", os.Getenv("LANDLORD_CONFIG"), "Operator configuration file naming the secret store ($LANDLORD_CONFIG).")
 	root.PersistentFlags().StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
-	root.AddCommand(newSecretsCommand(o), newRolloutCommand(o))
+	root.AddCommand(newSecretsCommand(o), newRolloutCommand(o), newClaimCommand(o))
 	return root
 }
 

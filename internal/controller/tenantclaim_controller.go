@@ -106,6 +106,10 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
+	if !pool.DeletionTimestamp.IsZero() {
+		// Its spares are being deleted: binding one now would hand out a tenant about to go.
+		return ctrl.Result{}, r.setPending(ctx, claim, ReasonPoolNotFound, fmt.Sprintf("TenantPool %s is being deleted", claim.Spec.Pool))
+	}
 
 	spares := &tenancyv1alpha1.TenantList{}
 	if err := r.Client.List(ctx, spares, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool.Name}); err != nil {
@@ -181,7 +185,12 @@ func (r *TenantClaimReconciler) setBound(ctx context.Context, claim *tenancyv1al
 		Phase: tenancyv1alpha1.ClaimBound, Tenant: t.Name, Namespace: r.Config.NamespaceName(t.Name),
 		BoundTime: &now, Reason: ReasonBound, Message: fmt.Sprintf("bound to tenant %s", t.Name),
 	}
-	if err := r.Client.Status().Patch(ctx, claim, client.MergeFrom(orig)); err != nil {
+	// Optimistic: a reconcile working from a stale copy of a claim already Bound must not bind
+	// it again (a second event, a second latency sample, a new boundTime).
+	if err := r.Client.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil
+		}
 		return client.IgnoreNotFound(err)
 	}
 	claimBindSeconds.WithLabelValues(claim.Spec.Pool).Observe(now.Sub(claim.CreationTimestamp.Time).Seconds())

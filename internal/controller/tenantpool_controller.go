@@ -138,9 +138,17 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		sort.Strings(provisioning)
 		sort.Strings(ready)
 		victims := append(append([]string{}, provisioning...), ready...)[:spares-replicas]
+		byName := map[string]*tenancyv1alpha1.Tenant{}
+		for i := range tenants.Items {
+			byName[tenants.Items[i].Name] = &tenants.Items[i]
+		}
 		for _, name := range victims {
-			t := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}
-			if err := r.Client.Delete(ctx, t); client.IgnoreNotFound(err) != nil {
+			t, ok := byName[name]
+			if !ok {
+				// Created moments ago and not yet in the cache: the next reconcile sees it.
+				continue
+			}
+			if err := r.deleteSpare(ctx, t); err != nil {
 				return ctrl.Result{}, err
 			}
 			r.expect(&r.deleting, pool.Name, name)
@@ -165,7 +173,7 @@ func (r *TenantPoolReconciler) finalize(ctx context.Context, pool *tenancyv1alph
 		}
 		remaining++
 		if t.DeletionTimestamp.IsZero() {
-			if err := r.Client.Delete(ctx, t); client.IgnoreNotFound(err) != nil {
+			if err := r.deleteSpare(ctx, t); err != nil {
 				return err
 			}
 		}
@@ -178,6 +186,18 @@ func (r *TenantPoolReconciler) finalize(ctx context.Context, pool *tenancyv1alph
 	controllerutil.RemoveFinalizer(pool, tenancyv1alpha1.Finalizer)
 	poolSparesReady.DeleteLabelValues(pool.Name)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, pool, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+}
+
+// deleteSpare deletes a spare only as the cache saw it: a claim may have bound it a moment ago,
+// and the bind changed its resourceVersion, so the precondition makes such a delete fail rather
+// than take a customer's tenant. The bind's event re-triggers the pool.
+func (r *TenantPoolReconciler) deleteSpare(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
+	uid, rv := t.UID, t.ResourceVersion
+	err := r.Client.Delete(ctx, t, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 func (r *TenantPoolReconciler) createSpare(ctx context.Context, pool *tenancyv1alpha1.TenantPool) (string, error) {

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -266,4 +267,56 @@ func TestPoolSampleBindsItsClaim(t *testing.T) {
 	waitPool(t, "standard", 3, 1)
 	got := waitReady(t, claim.Status.Tenant)
 	NewWithT(t).Expect(got.OrganizationName()).To(Equal("Initrode"))
+}
+
+// Claims racing a scale-down or a pool deletion: a claim that binds a spare keeps it, whatever
+// the pool does at the same moment.
+func TestABoundTenantSurvivesAPoolShrinkingAtTheSameMoment(t *testing.T) {
+	ctx := context.Background()
+	for _, shrink := range []string{"scale-to-zero", "delete"} {
+		t.Run("claims racing a pool "+shrink+" keep the tenants they bound", func(t *testing.T) {
+			name := "race-" + shrink[:5]
+			createPool(t, newPool(name, 6))
+			waitPool(t, name, 6, 0)
+
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pool := &tenancyv1alpha1.TenantPool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+				if shrink == "delete" {
+					_ = k8s.Delete(ctx, pool)
+					return
+				}
+				_ = k8s.Patch(ctx, pool, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`)))
+			}()
+			for i := range 6 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_ = k8s.Create(ctx, newClaim(fmt.Sprintf("%s-%d", name, i), name))
+				}()
+			}
+			wg.Wait()
+			t.Cleanup(func() {
+				for i := range 6 {
+					_ = k8s.Delete(ctx, newClaim(fmt.Sprintf("%s-%d", name, i), name))
+				}
+			})
+
+			g := NewWithT(t)
+			g.Consistently(func(g Gomega) {
+				list := &tenancyv1alpha1.TenantClaimList{}
+				g.Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
+				for _, c := range list.Items {
+					if c.Spec.Pool != name || c.Status.Phase != tenancyv1alpha1.ClaimBound {
+						continue
+					}
+					tenant := &tenancyv1alpha1.Tenant{}
+					g.Expect(k8s.Get(ctx, client.ObjectKey{Name: c.Status.Tenant}, tenant)).To(Succeed(), "claim %s is bound to a deleted tenant", c.Name)
+					g.Expect(tenant.DeletionTimestamp).To(BeNil(), "claim %s is bound to a tenant being deleted", c.Name)
+				}
+			}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		})
+	}
 }
