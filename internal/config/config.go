@@ -48,6 +48,28 @@ type Config struct {
 
 	// Components configures how application components are rendered.
 	Components Components `json:"components,omitempty"`
+
+	// Isolation configures what the admission policies allow tenants.
+	Isolation Isolation `json:"isolation,omitempty"`
+}
+
+// MaxBaseDomain keeps "<tenant name>.<base domain>" within the 253 characters of a DNS name:
+// tenant names are at most 50 characters.
+const MaxBaseDomain = 253 - 51
+
+// Isolation configures tenant isolation.
+type Isolation struct {
+	// BaseDomain, when set, lets every tenant serve "<tenant>.<baseDomain>" besides its
+	// spec.domains, so a tenant has a working hostname without anyone listing it.
+	BaseDomain string `json:"baseDomain,omitempty"`
+}
+
+// DefaultDomain is the domain every tenant may serve under the base domain, or "" without one.
+func (c *Config) DefaultDomain(tenant string) string {
+	if c.Isolation.BaseDomain == "" {
+		return ""
+	}
+	return tenant + "." + c.Isolation.BaseDomain
 }
 
 // Components configures component rendering.
@@ -234,7 +256,7 @@ func (c *Config) applyDefaults() {
 		c.Defaults.PodSecurity = tenancyv1alpha1.PodSecurityRestricted
 	}
 	if c.Defaults.PodSecurityVersion == "" {
-		c.Defaults.PodSecurityVersion = "latest"
+		c.Defaults.PodSecurityVersion = "v1.37"
 	}
 	if c.Network.PlatformNamespaceSelector == nil {
 		c.Network.PlatformNamespaceSelector = &metav1.LabelSelector{
@@ -310,6 +332,18 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("defaults.podSecurity: %q is not baseline or restricted", c.Defaults.PodSecurity))
 	}
+	// Pod Security Admission rejects a namespace whose version label it cannot parse, which
+	// would stop every tenant namespace from being written.
+	if !podSecurityVersion.MatchString(c.Defaults.PodSecurityVersion) {
+		errs = append(errs, fmt.Errorf("defaults.podSecurityVersion: %q is not latest or a version such as v1.37", c.Defaults.PodSecurityVersion))
+	}
+	if d := c.Isolation.BaseDomain; d != "" {
+		if msgs := validation.IsDNS1123Subdomain(d); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("isolation.baseDomain: %q is not a DNS name: %v", d, msgs))
+		} else if len(d) > MaxBaseDomain {
+			errs = append(errs, fmt.Errorf("isolation.baseDomain: %q is longer than %d characters", d, MaxBaseDomain))
+		}
+	}
 	for i, e := range c.Network.EgressCIDRs {
 		if msgs := validation.IsValidCIDR(nil, e.CIDR); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("network.egressCIDRs[%d].cidr: %q is not a CIDR", i, e.CIDR))
@@ -364,6 +398,8 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+var podSecurityVersion = regexp.MustCompile(`^(latest|v1\.(0|[1-9][0-9]*))$`)
 
 var kmsKeyName = regexp.MustCompile(`^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$`)
 

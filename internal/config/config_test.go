@@ -74,12 +74,51 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a sync interval under 1s":    {"secrets: {syncInterval: 10ms}", "secrets.syncInterval"},
 		"a bad credentials namespace": {"databases: {credentialsNamespace: Landlord}", "databases.credentialsNamespace"},
 		"a database timeout under 1s": {"databases: {timeout: 1ms}", "databases.timeout"},
+		"a pod security version typo": {"defaults: {podSecurityVersion: '137'}", "defaults.podSecurityVersion"},
+		"a wildcard base domain":      {"isolation: {baseDomain: '*.example.com'}", "isolation.baseDomain"},
+		"a base domain with capitals": {"isolation: {baseDomain: Example.com}", "isolation.baseDomain"},
+		"a base domain too long":      {"isolation: {baseDomain: " + strings.Repeat("a.", 110) + "com}", "isolation.baseDomain"},
 	}
 	for name, tc := range cases {
 		t.Run(name+" is rejected", func(t *testing.T) {
 			_, err := config.Parse([]byte(tc.doc))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTheBaseDomainGivesEveryTenantADefaultDomain(t *testing.T) {
+	cases := map[string]struct {
+		doc  string
+		want string
+	}{
+		"without a base domain, no default domain":       {"", ""},
+		"with a base domain, the tenant's name under it": {"isolation: {baseDomain: tenants.example.com}", "acme.tenants.example.com"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := config.Parse([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.DefaultDomain("acme"); got != tc.want {
+				t.Errorf("default domain = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPodSecurityVersionsArePinnable(t *testing.T) {
+	for _, v := range []string{"latest", "v1.36", "v1.37"} {
+		t.Run(v+" is accepted", func(t *testing.T) {
+			c, err := config.Parse([]byte("defaults: {podSecurityVersion: " + v + "}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Defaults.PodSecurityVersion != v {
+				t.Errorf("podSecurityVersion = %q", c.Defaults.PodSecurityVersion)
 			}
 		})
 	}

@@ -192,6 +192,9 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err := claims.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant claim controller: %w", err)
 	}
+	if err := (&controller.PolicyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up admission policy controller: %w", err)
+	}
 	servers := &controller.DatabaseServerReconciler{Client: mgr.GetClient(), Config: &cfg, Connections: conns}
 	if err := servers.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up database server controller: %w", err)

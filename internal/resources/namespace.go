@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +22,8 @@ const (
 )
 
 // Namespace is the tenant's namespace, labeled for Pod Security Admission and, when the tenant
-// has one, its node pool; its domains travel as an annotation for admission policies.
+// has one, its node pool; the domains it may serve travel as an annotation for admission
+// policies, which cannot read the Tenant.
 func Namespace(t *tenancyv1alpha1.Tenant, cfg *config.Config) *corev1.Namespace {
 	level := string(t.Spec.PodSecurity)
 	if level == "" {
@@ -42,12 +44,21 @@ func Namespace(t *tenancyv1alpha1.Tenant, cfg *config.Config) *corev1.Namespace 
 	if t.Spec.NodePool != "" {
 		ns.Labels[tenancyv1alpha1.NodePoolLabel] = t.Spec.NodePool
 	}
-	if len(t.Spec.Domains) > 0 {
-		domains := make([]string, len(t.Spec.Domains))
-		for i, d := range t.Spec.Domains {
-			domains[i] = string(d)
-		}
+	if domains := AllowedDomains(t, cfg); len(domains) > 0 {
 		ns.Annotations = map[string]string{tenancyv1alpha1.DomainsAnnotation: strings.Join(domains, ",")}
 	}
 	return ns
+}
+
+// AllowedDomains are the DNS names the tenant may serve: its spec.domains, then the default
+// domain under the operator's base domain when there is one.
+func AllowedDomains(t *tenancyv1alpha1.Tenant, cfg *config.Config) []string {
+	domains := make([]string, 0, len(t.Spec.Domains)+1)
+	for _, d := range t.Spec.Domains {
+		domains = append(domains, string(d))
+	}
+	if d := cfg.DefaultDomain(t.Name); d != "" && !slices.Contains(domains, d) {
+		domains = append(domains, d)
+	}
+	return domains
 }

@@ -34,10 +34,15 @@ func tenant(mutate ...func(*tenancyv1alpha1.Tenant)) *tenancyv1alpha1.Tenant {
 // The rendered objects are compared with reviewed files: a change to a builder shows up as a
 // readable diff. Regenerate with `go test ./internal/resources -update`.
 func TestBuildMatchesGoldenFiles(t *testing.T) {
-	cfg := config.Default()
-	cases := map[string]*tenancyv1alpha1.Tenant{
-		"defaults": tenant(),
-		"everything-set": tenant(func(t *tenancyv1alpha1.Tenant) {
+	withBaseDomain := config.Default()
+	withBaseDomain.Isolation.BaseDomain = "tenants.example.com"
+	defaults := config.Default()
+	cases := map[string]struct {
+		tenant *tenancyv1alpha1.Tenant
+		cfg    *config.Config
+	}{
+		"defaults": {tenant(), &defaults},
+		"everything-set": {tenant(func(t *tenancyv1alpha1.Tenant) {
 			t.Spec.Access = tenancyv1alpha1.Access{
 				Admins:    []tenancyv1alpha1.Subject{{Kind: "Group", Name: "oidc:acme.admins"}},
 				Operators: []tenancyv1alpha1.Subject{{Kind: "User", Name: "olga@acme.example.com"}},
@@ -48,12 +53,12 @@ func TestBuildMatchesGoldenFiles(t *testing.T) {
 			t.Spec.PodSecurity = tenancyv1alpha1.PodSecurityBaseline
 			t.Spec.NodePool = "pool-a"
 			t.Spec.Domains = []tenancyv1alpha1.Domain{"acme.example.com", "*.acme.example.com"}
-		}),
+		}), &withBaseDomain},
 	}
-	for name, tn := range cases {
+	for name, tc := range cases {
 		t.Run(name+" renders as reviewed", func(t *testing.T) {
 			var out bytes.Buffer
-			for _, obj := range resources.Build(tn, &cfg) {
+			for _, obj := range resources.Build(tc.tenant, tc.cfg) {
 				data, err := yaml.Marshal(obj)
 				if err != nil {
 					t.Fatal(err)
@@ -62,6 +67,51 @@ func TestBuildMatchesGoldenFiles(t *testing.T) {
 				out.Write(data)
 			}
 			golden.Assert(t, out.String(), name+".golden.yaml")
+		})
+	}
+}
+
+// Admission policies read the allowed domains from the namespace, never from the Tenant: the
+// annotation must hold every name the tenant may serve, and nothing else.
+func TestTheDomainsAnnotationListsEveryAllowedDomain(t *testing.T) {
+	cases := map[string]struct {
+		domains    []tenancyv1alpha1.Domain
+		baseDomain string
+		want       string
+	}{
+		"a tenant without domains and no base domain has no annotation": {nil, "", ""},
+		"a tenant's domains are listed in order":                        {[]tenancyv1alpha1.Domain{"acme.example.com", "*.acme.example.com"}, "", "acme.example.com,*.acme.example.com"},
+		"the base domain gives a tenant without domains its default":    {nil, "tenants.example.com", "acme.tenants.example.com"},
+		"the default follows the tenant's own domains":                  {[]tenancyv1alpha1.Domain{"acme.example.com"}, "tenants.example.com", "acme.example.com,acme.tenants.example.com"},
+		"a tenant listing its default domain has it once":               {[]tenancyv1alpha1.Domain{"acme.tenants.example.com"}, "tenants.example.com", "acme.tenants.example.com"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Isolation.BaseDomain = tc.baseDomain
+			ns := resources.Namespace(tenant(func(t *tenancyv1alpha1.Tenant) { t.Spec.Domains = tc.domains }), &cfg)
+			got, ok := ns.Annotations[tenancyv1alpha1.DomainsAnnotation]
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("domains annotation = %q (present %v), want %q", got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// Pod Security Admission evaluates every level at the configured version, so a cluster upgrade
+// does not change the rules under a tenant whose operator pins one.
+func TestPodSecurityVersionIsPinnedOnEveryMode(t *testing.T) {
+	cfg := config.Default()
+	cfg.Defaults.PodSecurityVersion = "v1.36"
+	labels := resources.Namespace(tenant(), &cfg).Labels
+	for _, mode := range []string{"enforce", "warn", "audit"} {
+		t.Run(mode+" is restricted at the pinned version", func(t *testing.T) {
+			if got := labels["pod-security.kubernetes.io/"+mode]; got != "restricted" {
+				t.Errorf("%s = %q", mode, got)
+			}
+			if got := labels["pod-security.kubernetes.io/"+mode+"-version"]; got != "v1.36" {
+				t.Errorf("%s-version = %q", mode, got)
+			}
 		})
 	}
 }

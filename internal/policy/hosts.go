@@ -1,0 +1,95 @@
+package policy
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// namespaceDomains are the DNS names the tenant may serve, from its namespace's annotation.
+var namespaceDomains = admissionregistrationv1.Variable{
+	Name: "domains",
+	Expression: `namespaceObject.metadata.?annotations[?'` + tenancyv1alpha1.DomainsAnnotation + `'].orValue('')` +
+		`.split(',').filter(d, d != '')`,
+}
+
+// allowedList names the allowed domains in a message.
+var allowedList = admissionregistrationv1.Variable{
+	Name:       "allowed",
+	Expression: `size(variables.domains) == 0 ? 'none' : variables.domains.join(', ')`,
+}
+
+// allowed splices the allowed domains into a single-quoted string of a message expression.
+const allowed = `' + variables.allowed + '`
+
+// hostAllowed is a CEL condition: host h equals an allowed domain, or an allowed wildcard
+// "*.x" covers it with exactly one more label. A wildcard host must itself be allowed: a
+// wildcard domain does not cover a wider or narrower wildcard.
+func hostAllowed(h string) string {
+	return `variables.domains.exists(d, d == ` + h + ` || (d.startsWith('*.') && !` + h + `.startsWith('*') && ` +
+		h + `.endsWith(d.substring(1)) && size(` + h + `) > size(d) - 1 && ` +
+		`!` + h + `.substring(0, size(` + h + `) - size(d) + 1).contains('.')))`
+}
+
+// refused lists the hosts of variables.hosts the namespace may not serve, once each.
+var refused = admissionregistrationv1.Variable{
+	Name:       "refused",
+	Expression: `variables.hosts.filter(host, !(` + hostAllowed("host") + `)).distinct()`,
+}
+
+// IngressHostsPolicy keeps a tenant's Ingresses to its own domains, so it can never take
+// another tenant's (or the platform's) traffic: every host in spec.rules and spec.tls must be
+// allowed, every rule must name a host, and no default backend may catch the rest.
+func IngressHostsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return validatingPolicy(IngressHosts, []admissionregistrationv1.NamedRuleWithOperations{rule("networking.k8s.io", []string{"v1"}, "ingresses")},
+		admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConditions: []admissionregistrationv1.MatchCondition{specChanged},
+			Variables: []admissionregistrationv1.Variable{
+				namespaceDomains,
+				allowedList,
+				{Name: "hosts", Expression: `object.spec.?rules.orValue([]).filter(r, r.?host.orValue('') != '').map(r, r.host) + ` +
+					`object.spec.?tls.orValue([]).map(t, t.?hosts.orValue([])).flatten()`},
+				refused,
+			},
+			Validations: []admissionregistrationv1.Validation{
+				deny(`size(variables.refused) == 0`,
+					"Ingress hosts in tenant namespaces must be among the tenant's domains",
+					`'Ingress hosts ' + variables.refused.join(', ') + ' are not among the domains of `+namespaceName+` (`+allowed+`): `+
+						`use one of those; the platform team adds domains to the Tenant'`),
+				deny(`object.spec.?rules.orValue([]).all(r, r.?host.orValue('') != '')`,
+					"every rule of an Ingress in a tenant namespace must name a host",
+					`'every rule of an Ingress in `+namespaceName+` must name a host, one of `+allowed+`: a rule without one would take traffic for any host'`),
+				deny(`!has(object.spec.defaultBackend)`,
+					"Ingresses in tenant namespaces may not set spec.defaultBackend",
+					`'Ingresses in `+namespaceName+` may not set spec.defaultBackend: it would take traffic for hosts the tenant does not own; `+
+						`route with rules for its domains (`+allowed+`) instead'`),
+			},
+		})
+}
+
+// RouteHostnamesPolicy does for Gateway API routes what IngressHostsPolicy does for Ingresses:
+// spec.hostnames must be listed and allowed, since a route without hostnames takes every host
+// its gateway listens on. It is installed whether or not the Gateway API is, so it is in force
+// from the moment the CRDs appear.
+func RouteHostnamesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return validatingPolicy(RouteHostnames, []admissionregistrationv1.NamedRuleWithOperations{
+		rule("gateway.networking.k8s.io", []string{"*"}, "httproutes", "grpcroutes", "tlsroutes"),
+	}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		MatchConditions: []admissionregistrationv1.MatchCondition{specChanged},
+		Variables: []admissionregistrationv1.Variable{
+			namespaceDomains,
+			allowedList,
+			{Name: "hosts", Expression: `object.spec.?hostnames.orValue([])`},
+			refused,
+		},
+		Validations: []admissionregistrationv1.Validation{
+			deny(`size(variables.refused) == 0`,
+				"route hostnames in tenant namespaces must be among the tenant's domains",
+				`'route hostnames ' + variables.refused.join(', ') + ' are not among the domains of `+namespaceName+` (`+allowed+`): `+
+					`use one of those; the platform team adds domains to the Tenant'`),
+			deny(`size(variables.hosts) > 0`,
+				"routes in tenant namespaces must list spec.hostnames",
+				`'routes in `+namespaceName+` must list spec.hostnames, from `+allowed+`: a route without hostnames would take traffic for every host of its gateway'`),
+		},
+	})
+}

@@ -1,0 +1,136 @@
+// Package policy builds Landlord's admission policies: MutatingAdmissionPolicies and
+// ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1, Kubernetes 1.36 and later) with
+// their bindings. The API server evaluates them itself, in CEL, so isolation does not depend on a
+// webhook server being up.
+//
+// Every policy reads what a tenant may do from its namespace (the node-pool label and the
+// domains annotation Landlord writes there), never from the Tenant, and every binding selects
+// tenant namespaces only: the policies fail closed for tenants and never touch the rest of the
+// cluster. The builders are pure; the operator applies their output at start-up and keeps it
+// converged, and config/policies ships the same objects as YAML.
+package policy
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// Policy names. Each binding has its policy's name.
+const (
+	NodePoolPlacement = "landlord-node-pool-placement"
+	NodePool          = "landlord-node-pool"
+	ServiceExposure   = "landlord-service-exposure"
+	IngressHosts      = "landlord-ingress-hosts"
+	RouteHostnames    = "landlord-route-hostnames"
+)
+
+// Objects returns every policy and binding, each policy before its bindings: a binding whose
+// policy does not exist yet is ignored by the API server, so this order never leaves a gap.
+func Objects() []client.Object {
+	return []client.Object{
+		NodePoolPlacementPolicy(), NodePoolPlacementBinding(),
+		NodePoolPolicy(), validatingBinding(NodePool),
+		ServiceExposurePolicy(), validatingBinding(ServiceExposure),
+		IngressHostsPolicy(), validatingBinding(IngressHosts),
+		RouteHostnamesPolicy(), validatingBinding(RouteHostnames),
+	}
+}
+
+// TenantNamespaces selects the namespaces of tenants: Landlord's, carrying a tenant's name. The
+// template namespace is Landlord's too but names no tenant, so it stays out of scope.
+func TenantNamespaces(more ...metav1.LabelSelectorRequirement) *metav1.LabelSelector {
+	return &metav1.LabelSelector{
+		MatchLabels: map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue},
+		MatchExpressions: append([]metav1.LabelSelectorRequirement{
+			{Key: tenancyv1alpha1.TenantLabel, Operator: metav1.LabelSelectorOpExists},
+		}, more...),
+	}
+}
+
+func objectMeta(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:   name,
+		Labels: map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue},
+	}
+}
+
+var (
+	validatingTypeMeta        = metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"}
+	validatingBindingTypeMeta = metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"}
+	mutatingTypeMeta          = metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicy"}
+	mutatingBindingTypeMeta   = metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingAdmissionPolicyBinding"}
+)
+
+// validatingPolicy is a policy over the given resources in tenant namespaces that fails closed.
+// A request the policy cannot evaluate is refused rather than let through: these policies are
+// the isolation boundary.
+func validatingPolicy(name string, rules []admissionregistrationv1.NamedRuleWithOperations, spec admissionregistrationv1.ValidatingAdmissionPolicySpec) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	spec.FailurePolicy = ptr.To(admissionregistrationv1.Fail)
+	spec.MatchConstraints = &admissionregistrationv1.MatchResources{
+		NamespaceSelector: TenantNamespaces(),
+		ResourceRules:     rules,
+	}
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   validatingTypeMeta,
+		ObjectMeta: objectMeta(name),
+		Spec:       spec,
+	}
+}
+
+// validatingBinding denies what the named policy refuses, in tenant namespaces. The policy's
+// own match constraints scope it the same way, so neither object alone can reach further.
+func validatingBinding(name string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   validatingBindingTypeMeta,
+		ObjectMeta: objectMeta(name),
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: TenantNamespaces(),
+			},
+		},
+	}
+}
+
+// rule matches creates and updates of resources in one API group.
+func rule(group string, versions []string, resources ...string) admissionregistrationv1.NamedRuleWithOperations {
+	return admissionregistrationv1.NamedRuleWithOperations{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups:   []string{group},
+				APIVersions: versions,
+				Resources:   resources,
+				Scope:       ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		},
+	}
+}
+
+// specChanged lets updates that leave the spec alone through unchecked: labels, annotations
+// and finalizers must stay editable on objects admitted before a namespace's allowances
+// changed, or they could never be deleted.
+var specChanged = admissionregistrationv1.MatchCondition{
+	Name:       "spec-changed",
+	Expression: `request.operation == 'CREATE' || object.spec != oldObject.spec`,
+}
+
+// namespaceName splices the namespace's name into a single-quoted string of a message
+// expression.
+const namespaceName = `' + namespaceObject.metadata.name + '`
+
+// deny is a validation that refuses with 403 Forbidden (the request is understood, and not
+// allowed) and a message saying what to do instead.
+func deny(expression, message, messageExpression string) admissionregistrationv1.Validation {
+	return admissionregistrationv1.Validation{
+		Expression:        expression,
+		Message:           message,
+		MessageExpression: messageExpression,
+		Reason:            ptr.To(metav1.StatusReasonForbidden),
+	}
+}

@@ -1,0 +1,123 @@
+package policy_test
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"gotest.tools/v3/golden"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/policy"
+)
+
+const shippedHeader = `# Landlord's admission policies (Kubernetes 1.36 or later), as the operator applies them at
+# start-up. Generated from internal/policy: regenerate with 'go test ./internal/policy -update'.
+`
+
+// config/policies ships what the operator applies, so a cluster can have the policies before
+// the operator first starts (or without it). The file must never drift from the builders.
+// Regenerate with `go test ./internal/policy -update`.
+func TestShippedPoliciesMatchTheBuilders(t *testing.T) {
+	var out bytes.Buffer
+	out.WriteString(shippedHeader)
+	for _, obj := range policy.Objects() {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(content, "status")
+		delete(content["metadata"].(map[string]any), "creationTimestamp")
+		data, err := yaml.Marshal(content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.WriteString("---\n")
+		out.Write(data)
+	}
+	path, err := filepath.Abs(filepath.Join("..", "..", "config", "policies", "policies.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Assert(t, out.String(), path)
+}
+
+func TestEveryPolicyIsLandlordsAndScopedToTenantNamespaces(t *testing.T) {
+	policies := map[string]bool{}
+	for _, obj := range policy.Objects() {
+		switch obj.(type) {
+		case *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicy:
+			policies[obj.GetObjectKind().GroupVersionKind().Kind+"/"+obj.GetName()] = true
+		}
+	}
+	for _, obj := range policy.Objects() {
+		kind := obj.GetObjectKind().GroupVersionKind().Kind
+		t.Run(kind+" "+obj.GetName()+" is labeled, named and confined to tenant namespaces", func(t *testing.T) {
+			if got := obj.GetLabels()[tenancyv1alpha1.ManagedByLabel]; got != tenancyv1alpha1.ManagedByValue {
+				t.Errorf("managed-by label = %q", got)
+			}
+			if !strings.HasPrefix(obj.GetName(), "landlord-") {
+				t.Errorf("name %q does not start with landlord-", obj.GetName())
+			}
+			var selectors []*metav1.LabelSelector
+			switch o := obj.(type) {
+			case *admissionregistrationv1.ValidatingAdmissionPolicy:
+				if o.Spec.FailurePolicy == nil || *o.Spec.FailurePolicy != admissionregistrationv1.Fail {
+					t.Error("a validating policy must fail closed")
+				}
+				for _, v := range o.Spec.Validations {
+					if v.MessageExpression == "" || v.Message == "" {
+						t.Errorf("validation %q says nothing about what to do", v.Expression)
+					}
+				}
+				selectors = append(selectors, o.Spec.MatchConstraints.NamespaceSelector)
+			case *admissionregistrationv1.MutatingAdmissionPolicy:
+				if o.Spec.FailurePolicy == nil || *o.Spec.FailurePolicy != admissionregistrationv1.Fail {
+					t.Error("a mutating policy must fail closed")
+				}
+				if o.Spec.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy {
+					t.Error("mutations must be reinvoked when another plugin changes the object")
+				}
+				selectors = append(selectors, o.Spec.MatchConstraints.NamespaceSelector)
+			case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+				if len(o.Spec.ValidationActions) != 1 || o.Spec.ValidationActions[0] != admissionregistrationv1.Deny {
+					t.Errorf("validation actions = %v, want [Deny]", o.Spec.ValidationActions)
+				}
+				if !policies["ValidatingAdmissionPolicy/"+o.Spec.PolicyName] {
+					t.Errorf("binds %q, which is not built", o.Spec.PolicyName)
+				}
+				selectors = append(selectors, o.Spec.MatchResources.NamespaceSelector)
+			case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+				if !policies["MutatingAdmissionPolicy/"+o.Spec.PolicyName] {
+					t.Errorf("binds %q, which is not built", o.Spec.PolicyName)
+				}
+				selectors = append(selectors, o.Spec.MatchResources.NamespaceSelector)
+			default:
+				t.Fatalf("unexpected %T", obj)
+			}
+			for _, sel := range selectors {
+				if !selectsTenantNamespacesOnly(sel) {
+					t.Errorf("namespace selector %v reaches beyond tenant namespaces", sel)
+				}
+			}
+		})
+	}
+}
+
+func selectsTenantNamespacesOnly(sel *metav1.LabelSelector) bool {
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false
+	}
+	tenant := map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue, tenancyv1alpha1.TenantLabel: "acme", tenancyv1alpha1.NodePoolLabel: "a"}
+	templates := map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue}
+	kubeSystem := map[string]string{"kubernetes.io/metadata.name": "kube-system"}
+	return s.Matches(labels.Set(tenant)) && !s.Matches(labels.Set(templates)) && !s.Matches(labels.Set(kubeSystem))
+}

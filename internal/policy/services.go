@@ -1,0 +1,26 @@
+package policy
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+)
+
+// ServiceExposurePolicy keeps tenants from exposing services outside the cluster's ingress:
+// NodePort and LoadBalancer Services open ports on every node or a cloud load balancer (the
+// quota already caps them at zero; this says why), and externalIPs would take traffic for
+// addresses the tenant does not own.
+func ServiceExposurePolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return validatingPolicy(ServiceExposure, []admissionregistrationv1.NamedRuleWithOperations{rule("", []string{"v1"}, "services")},
+		admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConditions: []admissionregistrationv1.MatchCondition{specChanged},
+			Validations: []admissionregistrationv1.Validation{
+				deny(`!(object.spec.?type.orValue('ClusterIP') in ['NodePort', 'LoadBalancer'])`,
+					"Services of type NodePort or LoadBalancer are not allowed in tenant namespaces",
+					`'Services of type ' + object.spec.type + ' are not allowed in `+namespaceName+`: use type ClusterIP and publish the service `+
+						`through an Ingress or HTTPRoute for one of the tenant domains'`),
+				deny(`object.spec.?externalIPs.orValue([]).size() == 0`,
+					"Services in tenant namespaces may not set spec.externalIPs",
+					`'Services in `+namespaceName+` may not set spec.externalIPs (' + object.spec.externalIPs.join(', ') + `+
+						`'): they would take traffic for addresses the tenant does not own; remove them'`),
+			},
+		})
+}
