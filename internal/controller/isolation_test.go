@@ -135,12 +135,12 @@ func TestTenantIsolationPolicies(t *testing.T) {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
 		}), `privileged (container "app" must not set securityContext.privileged=true)`},
 		{"a pod on the host network", restrictedPod(ns, "host-network", func(p *corev1.Pod) { p.Spec.HostNetwork = true }),
-			`violates PodSecurity "restricted:`+opConfig.Defaults.PodSecurityVersion+`": host namespaces (hostNetwork=true)`},
+			`violates PodSecurity "restricted:` + opConfig.Defaults.PodSecurityVersion + `": host namespaces (hostNetwork=true)`},
 		{"a pod in the host PID namespace", restrictedPod(ns, "host-pid", func(p *corev1.Pod) { p.Spec.HostPID = true }),
-			`violates PodSecurity "restricted:`+opConfig.Defaults.PodSecurityVersion+`": host namespaces (hostPID=true)`},
+			`violates PodSecurity "restricted:` + opConfig.Defaults.PodSecurityVersion + `": host namespaces (hostPID=true)`},
 		{"a pod mounting a host path", restrictedPod(ns, "host-path", func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
-		}), `violates PodSecurity "restricted:`+opConfig.Defaults.PodSecurityVersion+`": restricted volume types (volume "root" uses restricted volume type "hostPath")`},
+		}), `violates PodSecurity "restricted:` + opConfig.Defaults.PodSecurityVersion + `": restricted volume types (volume "root" uses restricted volume type "hostPath")`},
 		{"a pod running as root", restrictedPod(ns, "root", func(p *corev1.Pod) {
 			p.Spec.SecurityContext.RunAsNonRoot = nil
 			p.Spec.SecurityContext.RunAsUser = ptr.To[int64](0)
