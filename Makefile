@@ -11,7 +11,9 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBE_VERSION)
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 
-GO_TEST_FLAGS ?= -timeout 30m
+# One package at a time: each envtest package runs its own control plane (and database
+# servers), and on a 2-core machine running them side by side starves their watches.
+GO_TEST_FLAGS ?= -timeout 30m -p 1
 BENCH_TENANTS ?= 200
 BENCH_POSTGRES ?= 1
 BENCH_COMPONENT ?= true

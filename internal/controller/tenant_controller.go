@@ -34,6 +34,9 @@ import (
 // produce no event Landlord watches.
 const stalledRetry = 2 * time.Minute
 
+// rolloutRecheck is how often a tenant whose components are rolling out is looked at again.
+const rolloutRecheck = 10 * time.Second
+
 // TenantReconciler turns a Tenant into its namespace, RBAC, quota, limits and network policy.
 type TenantReconciler struct {
 	Client    client.Client
@@ -182,6 +185,13 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	if stalled {
 		return ctrl.Result{RequeueAfter: stalledRetry}, nil
+	}
+	for _, res := range results {
+		if res.condition == tenancyv1alpha1.ComponentsReadyCondition && !res.done {
+			// Workload status events re-trigger a rollout in progress; this look from the cache
+			// (no request) is the safety net should one be missed.
+			return ctrl.Result{RequeueAfter: rolloutRecheck}, nil
+		}
 	}
 	return ctrl.Result{}, nil
 }
