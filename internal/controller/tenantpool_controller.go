@@ -69,9 +69,13 @@ func isAllocated(t *tenancyv1alpha1.Tenant) bool {
 }
 
 // IsUnallocatedSpare is whether a tenant is a pool's spare no customer has used: its data may
-// be dropped when it is deleted.
+// be dropped when it is deleted. The pool label alone is not enough (anyone who may write a
+// tenant may set it): a spare is also controlled by its pool, until a bind removes that.
 func IsUnallocatedSpare(t *tenancyv1alpha1.Tenant) bool {
-	return t.Labels[tenancyv1alpha1.PoolLabel] != "" && !isAllocated(t)
+	pool := t.Labels[tenancyv1alpha1.PoolLabel]
+	owner := metav1.GetControllerOf(t)
+	return pool != "" && !isAllocated(t) && owner != nil && owner.Kind == "TenantPool" &&
+		owner.APIVersion == tenancyv1alpha1.GroupVersion.String() && owner.Name == pool
 }
 
 func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -106,6 +110,8 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		switch {
 		case isAllocated(t):
 			allocated++
+		case !IsUnallocatedSpare(t):
+			// Labeled with the pool by someone else: not the pool's to count or delete.
 		case !t.DeletionTimestamp.IsZero() || r.expected(r.deleting, pool.Name, t.Name):
 		case isSpareReady(t):
 			ready = append(ready, t.Name)

@@ -53,7 +53,7 @@ func poolTenants(g Gomega, pool string) (spares, allocated []tenancyv1alpha1.Ten
 		switch {
 		case t.Labels[tenancyv1alpha1.AllocatedLabel] == "true":
 			allocated = append(allocated, t)
-		case t.DeletionTimestamp.IsZero():
+		case t.DeletionTimestamp.IsZero() && metav1.GetControllerOf(&t) != nil:
 			spares = append(spares, t)
 		}
 	}
@@ -319,4 +319,28 @@ func TestABoundTenantSurvivesAPoolShrinkingAtTheSameMoment(t *testing.T) {
 			}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 		})
 	}
+}
+
+// A tenant someone labeled with a pool's name is not the pool's: it is neither counted as a
+// spare nor deleted when the pool shrinks.
+func TestAPoolLabelSetByHandDoesNotMakeASpare(t *testing.T) {
+	ctx := context.Background()
+	createTenant(t, newTenant("hand-labeled", func(t *tenancyv1alpha1.Tenant) {
+		t.Labels = map[string]string{tenancyv1alpha1.PoolLabel: "pool-hand"}
+	}))
+	createPool(t, newPool("pool-hand", 1))
+	waitPool(t, "pool-hand", 1, 0)
+
+	g := NewWithT(t)
+	pool := &tenancyv1alpha1.TenantPool{ObjectMeta: metav1.ObjectMeta{Name: "pool-hand"}}
+	g.Expect(k8s.Patch(ctx, pool, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pool), pool)).To(Succeed())
+		g.Expect(pool.Status.Ready).To(BeZero())
+	}).WithTimeout(timeout).Should(Succeed())
+	got := &tenancyv1alpha1.Tenant{}
+	g.Consistently(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "hand-labeled"}, got)).To(Succeed())
+		g.Expect(got.DeletionTimestamp).To(BeNil())
+	}).WithTimeout(2 * time.Second).Should(Succeed())
 }
