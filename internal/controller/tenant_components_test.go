@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -120,6 +122,28 @@ func rollOut(g Gomega, tenant, name string) {
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
+// rolledOut reports the tenant's Deployment as rolled out and waits until the tenant is Ready.
+// Each attempt also touches the Deployment, so the operator gets a fresh event with the whole
+// object should it have missed the status update.
+func rolledOut(t *testing.T, tenant, name string) *tenancyv1alpha1.Tenant {
+	t.Helper()
+	ctx := context.Background()
+	got := &tenancyv1alpha1.Tenant{}
+	poke := 0
+	NewWithT(t).Eventually(func(g Gomega) {
+		rollOut(g, tenant, name)
+		poke++
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: opConfig.NamespaceName(tenant), Name: name}}
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.landlord.dev/poke":"%d"}}}`, poke)
+		g.Expect(k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: tenant}, got)).To(Succeed())
+			g.Expect(kstatus(g, got).Status).To(Equal(status.CurrentStatus), "conditions: %+v", got.Status.Conditions)
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+	}).WithTimeout(2 * timeout).Should(Succeed())
+	return got
+}
+
 func renderedDeployment(g Gomega, tenant, name string) *appsv1.Deployment {
 	d := &appsv1.Deployment{}
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: opConfig.NamespaceName(tenant), Name: name}, d)).To(Succeed())
@@ -170,8 +194,7 @@ func TestComponents(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(condition(got, tenancyv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(kstatus(g, got).Status).To(Equal(status.InProgressStatus))
-		rollOut(g, tenant.Name, "web")
-		ready := waitReady(t, tenant.Name)
+		ready := rolledOut(t, tenant.Name, "web")
 		g.Expect(ready.Status.Components).To(HaveLen(1))
 		g.Expect(ready.Status.Components[0]).To(And(
 			HaveField("Version", "1.0.0"), HaveField("Ready", true),
@@ -200,15 +223,13 @@ func TestComponents(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			g.Expect(*renderedDeployment(g, tenant.Name, "web").Spec.Replicas).To(BeZero())
 		}).WithTimeout(timeout).Should(Succeed())
-		rollOut(g, tenant.Name, "web")
-		waitReady(t, tenant.Name)
+		rolledOut(t, tenant.Name, "web")
 
 		setState(t, tenant.Name, tenancyv1alpha1.StateActive)
 		g.Eventually(func(g Gomega) {
 			g.Expect(*renderedDeployment(g, tenant.Name, "web").Spec.Replicas).To(Equal(int32(3)))
 		}).WithTimeout(timeout).Should(Succeed())
-		rollOut(g, tenant.Name, "web")
-		waitReady(t, tenant.Name)
+		rolledOut(t, tenant.Name, "web")
 	})
 
 	t.Run("a new version is applied and what left the manifests is pruned", func(t *testing.T) {
@@ -223,8 +244,7 @@ func TestComponents(t *testing.T) {
 			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-settings"}, &corev1.ConfigMap{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the ConfigMap the new version no longer renders is still there")
 		}).WithTimeout(timeout).Should(Succeed())
-		rollOut(g, tenant.Name, "web")
-		ready := waitReady(t, tenant.Name)
+		ready := rolledOut(t, tenant.Name, "web")
 		g.Expect(ready.Status.Components[0].Version).To(Equal("1.1.0"))
 	})
 
@@ -349,8 +369,7 @@ func TestComponentSampleRenders(t *testing.T) {
 		g.Expect(*d.Spec.Replicas).To(Equal(int32(3)))
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/example/web:1.0.0"))
 	}).WithTimeout(timeout).Should(Succeed())
-	rollOut(g, "pied-piper", "web")
-	waitReady(t, "pied-piper")
+	rolledOut(t, "pied-piper", "web")
 }
 
 // applySamples creates shipped sample objects (one per file) and deletes them when the test ends.
