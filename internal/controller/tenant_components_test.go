@@ -141,6 +141,9 @@ func rolledOut(t *testing.T, tenant, name string) *tenancyv1alpha1.Tenant {
 			g.Expect(kstatus(g, got).Status).To(Equal(status.CurrentStatus), "conditions: %+v", got.Status.Conditions)
 		}).WithTimeout(5 * time.Second).Should(Succeed())
 	}).WithTimeout(2 * timeout).Should(Succeed())
+	if poke > 1 {
+		t.Logf("the tenant saw the rollout of %s only after %d attempts", name, poke)
+	}
 	return got
 }
 
