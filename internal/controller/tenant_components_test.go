@@ -123,8 +123,9 @@ func rollOut(g Gomega, tenant, name string) {
 }
 
 // rolledOut reports the tenant's Deployment as rolled out and waits until the tenant is Ready.
-// Each attempt also touches the Deployment, so the operator gets a fresh event with the whole
-// object should it have missed the status update.
+// The operator may write the Deployment again after a report (a newer generation the report
+// does not cover), so each attempt reports the generation there is now, and touches the
+// Deployment so that the tenant is looked at again.
 func rolledOut(t *testing.T, tenant, name string) *tenancyv1alpha1.Tenant {
 	t.Helper()
 	ctx := context.Background()
