@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,12 +34,14 @@ const (
 // patch of the spare carrying its resourceVersion: of two claims racing for one spare, exactly
 // one write succeeds, and the other claim moves on to the next spare.
 type TenantClaimReconciler struct {
-	Client    client.Client
-	APIReader client.Reader
-	Config    *config.Config
-	Recorder  events.EventRecorder
+	Client   client.Client
+	Config   *config.Config
+	Recorder events.EventRecorder
 	// MaxConcurrentBinds is how many claims are bound at once.
 	MaxConcurrentBinds int
+
+	// binds maps the UID of each claim this process bound to its tenant's name.
+	binds sync.Map
 }
 
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantclaims,verbs=get;list;watch
@@ -86,17 +89,19 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if claim.Status.Phase == tenancyv1alpha1.ClaimBound || claim.Status.Phase == tenancyv1alpha1.ClaimFailed || !claim.DeletionTimestamp.IsZero() {
+		// The status says it now; memory no longer has to.
+		r.binds.Delete(claim.UID)
 		return ctrl.Result{}, nil
 	}
 
-	// A bind whose status write was lost: the tenant carries the claim's UID. Asked of the API
-	// server, since the cache may not have seen the bind yet.
-	bound := &tenancyv1alpha1.TenantList{}
-	if err := r.APIReader.List(ctx, bound, client.MatchingLabels{tenancyv1alpha1.ClaimUIDLabel: string(claim.UID)}); err != nil {
-		return ctrl.Result{}, err
-	}
-	if len(bound.Items) > 0 {
-		return ctrl.Result{}, r.setBound(ctx, claim, &bound.Items[0])
+	// A bind whose status write was lost: this process remembers its own binds (the cache may
+	// not show them yet), and the tenant carries the claim's UID for binds made before a restart
+	// or by a previous leader, which the cache, synced before any reconcile, does show.
+	if t, err := r.boundBefore(ctx, claim); err != nil || t != nil {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.setBound(ctx, claim, t)
 	}
 
 	pool := &tenancyv1alpha1.TenantPool{}
@@ -133,6 +138,7 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		t := candidates[(start+i)%len(candidates)]
 		switch err := r.bind(ctx, claim, t); {
 		case err == nil:
+			r.binds.Store(claim.UID, t.Name)
 			return ctrl.Result{}, r.setBound(ctx, claim, t)
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 			// Another claim got it first, or it is gone: try the next.
@@ -144,6 +150,21 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// The pool refills, and a spare turning Ready re-triggers the pool's pending claims.
 	return ctrl.Result{}, r.setPending(ctx, claim, ReasonNoReadySpare,
 		fmt.Sprintf("no Ready spare in pool %s; waiting for one", pool.Name))
+}
+
+// boundBefore finds the tenant an earlier reconcile bound the claim to, from memory or the cache.
+func (r *TenantClaimReconciler) boundBefore(ctx context.Context, claim *tenancyv1alpha1.TenantClaim) (*tenancyv1alpha1.Tenant, error) {
+	if name, ok := r.binds.Load(claim.UID); ok {
+		return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name.(string)}}, nil
+	}
+	bound := &tenancyv1alpha1.TenantList{}
+	if err := r.Client.List(ctx, bound, client.MatchingLabels{tenancyv1alpha1.ClaimUIDLabel: string(claim.UID)}); err != nil {
+		return nil, err
+	}
+	if len(bound.Items) == 0 {
+		return nil, nil
+	}
+	return &bound.Items[0], nil
 }
 
 // bind hands a spare to the claim's customer: allocation labels, the claim's labels and the

@@ -186,7 +186,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		return nil, fmt.Errorf("setting up tenant pool controller: %w", err)
 	}
 	claims := &controller.TenantClaimReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: &cfg,
+		Client: mgr.GetClient(), Config: &cfg,
 		Recorder: mgr.GetEventRecorder("landlord"), MaxConcurrentBinds: cfg.Controller.MaxConcurrentReconciles,
 	}
 	if err := claims.SetupWithManager(mgr); err != nil {
