@@ -68,13 +68,20 @@ type Applier struct {
 // shared with the whole cluster, so Apply only writes one that is absent or already controlled
 // by that owner. Namespaced objects live in the tenant's own namespace and are applied as is.
 func (a *Applier) Apply(ctx context.Context, desired client.Object) (Result, error) {
+	result, _, err := a.ApplyLive(ctx, desired)
+	return result, err
+}
+
+// ApplyLive is Apply, and also returns the object as the API server answered the write (nil
+// when nothing was written): fresher than the cache, which sees the write only later.
+func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result, *unstructured.Unstructured, error) {
 	want, err := desiredContent(desired)
 	if err != nil {
-		return Unchanged, err
+		return Unchanged, nil, err
 	}
 	live, err := a.newLike(desired)
 	if err != nil {
-		return Unchanged, err
+		return Unchanged, nil, err
 	}
 	key := client.ObjectKeyFromObject(desired)
 	result := Updated
@@ -82,26 +89,26 @@ func (a *Applier) Apply(ctx context.Context, desired client.Object) (Result, err
 	case err == nil:
 		have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
 		if err != nil {
-			return Unchanged, err
+			return Unchanged, nil, err
 		}
 		if Contains(have, want) {
-			return Unchanged, nil
+			return Unchanged, nil, nil
 		}
 	case apierrors.IsNotFound(err):
 		result = Created
 		if desired.GetNamespace() == "" {
 			if result, err = a.checkClusterScopedName(ctx, desired, live); err != nil {
-				return Unchanged, err
+				return Unchanged, nil, err
 			}
 		}
 	default:
-		return Unchanged, err
+		return Unchanged, nil, err
 	}
 	u := &unstructured.Unstructured{Object: want}
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return Unchanged, err
+		return Unchanged, nil, err
 	}
-	return result, nil
+	return result, u, nil
 }
 
 // checkClusterScopedName reads a cluster-scoped object the cache does not hold (it may exist

@@ -176,6 +176,8 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader}
 	inventory := make([]string, 0, len(objs))
 	current := map[string]bool{}
+	// What the API server answered to this reconcile's writes: the cache sees them only later.
+	written := map[string]*unstructured.Unstructured{}
 	for _, obj := range objs {
 		resources.StampComponentObject(t, nsName, c.Name, obj)
 		if t.Spec.State == tenancyv1alpha1.StateFrozen {
@@ -184,12 +186,16 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 		if err := r.Kinds.ensure(ctx, obj.GroupVersionKind()); err != nil {
 			return keep(outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err})
 		}
-		if _, err := applier.Apply(ctx, obj); err != nil {
+		_, answer, err := applier.ApplyLive(ctx, obj)
+		if err != nil {
 			res := r.applyFailed(t, obj, err)
 			res.message = fmt.Sprintf("component %s version %s: %s", c.Name, c.Version, res.message)
 			return keep(res)
 		}
 		key := component.InventoryKey(obj)
+		if answer != nil {
+			written[key] = answer
+		}
 		inventory = append(inventory, key)
 		current[key] = true
 	}
@@ -207,12 +213,15 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 	}
 	var notReady []string
 	for _, obj := range objs {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(obj.GroupVersionKind())
-		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
-			// Just created: the cache has not seen it yet, and its arrival re-triggers us.
-			notReady = append(notReady, fmt.Sprintf("%s %s: waiting to be observed", obj.GetKind(), obj.GetName()))
-			continue
+		live, ok := written[component.InventoryKey(obj)]
+		if !ok {
+			live = &unstructured.Unstructured{}
+			live.SetGroupVersionKind(obj.GroupVersionKind())
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+				// Not in the cache yet; its arrival re-triggers us.
+				notReady = append(notReady, fmt.Sprintf("%s %s: waiting to be observed", obj.GetKind(), obj.GetName()))
+				continue
+			}
 		}
 		ready, msg, err := component.Health(live)
 		if err != nil {
