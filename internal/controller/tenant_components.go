@@ -173,7 +173,7 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 		}
 	}
 
-	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader}
+	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader, Memo: r.Applied}
 	inventory := make([]string, 0, len(objs))
 	current := map[string]bool{}
 	// What the API server answered to this reconcile's writes: the cache sees them only later.
@@ -241,6 +241,27 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 // render merges the values (template defaults < operator defaults < tenant values), checks them
 // against the template's schema, and renders the manifests.
 func (r *TenantReconciler) render(t *tenancyv1alpha1.Tenant, nsName string, tmpl *tenancyv1alpha1.ComponentTemplate, c tenancyv1alpha1.Component) ([]*unstructured.Unstructured, error) {
+	in := component.NewInput(t, nsName, tmpl)
+	inputs := renderInputs{Template: string(tmpl.UID), Input: in}
+	if c.Values != nil {
+		inputs.Values = c.Values.Raw
+	}
+	print, err := fingerprintRender(inputs)
+	if err != nil {
+		return nil, err
+	}
+	if objs, ok := r.rendered.get(nsName, c.Name, print); ok {
+		return objs, nil
+	}
+	objs, err := r.renderNow(tmpl, c, in)
+	if err != nil {
+		return nil, err
+	}
+	r.rendered.put(nsName, c.Name, print, objs)
+	return objs, nil
+}
+
+func (r *TenantReconciler) renderNow(tmpl *tenancyv1alpha1.ComponentTemplate, c tenancyv1alpha1.Component, in component.Input) ([]*unstructured.Unstructured, error) {
 	defaults, err := component.DecodeValues("template values", tmpl.Spec.Values)
 	if err != nil {
 		return nil, err
@@ -264,7 +285,7 @@ func (r *TenantReconciler) render(t *tenancyv1alpha1.Tenant, nsName string, tmpl
 	if err := component.ValidateValues(tmpl.Spec.ValuesSchema, values); err != nil {
 		return nil, err
 	}
-	return component.Render(tmpl, component.NewInput(t, nsName, tmpl), values)
+	return component.Render(tmpl, in, values)
 }
 
 // checkScope allows only namespaced kinds the API server knows, in the tenant's namespace: a

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/secret"
 )
@@ -49,6 +50,11 @@ type TenantReconciler struct {
 	Databases *DatabaseConnections
 	// Kinds watches the kinds components render; set up by SetupWithManager.
 	Kinds *kindWatches
+	// Applied remembers the owned objects found in place, so that an unchanged tenant costs
+	// neither requests nor the conversions a comparison takes; set up by SetupWithManager.
+	Applied *apply.Memo
+	// rendered remembers each component's last rendering.
+	rendered renderMemo
 
 	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
 	Resync <-chan event.GenericEvent
@@ -76,6 +82,9 @@ type TenantReconciler struct {
 // SetupWithManager registers the controller. Owned objects map back to their tenant through
 // the controller owner reference, so deleting or editing one re-converges it within seconds.
 func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Applied == nil {
+		r.Applied = apply.NewMemo()
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
 		// Labels select shared secrets, so a label change is a change to converge.

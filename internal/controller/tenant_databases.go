@@ -314,7 +314,7 @@ func (r *TenantReconciler) publishCredentials(ctx context.Context, t *tenancyv1a
 		return prev, r.serverFailed(t, e, c.Server, err)
 	}
 	s := resources.DatabaseSecret(t, nsName, c, Address(ds))
-	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader}
+	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader, Memo: r.Applied}
 	if _, err := applier.Apply(ctx, s); err != nil {
 		return prev, r.applyFailed(t, s, err)
 	}

@@ -47,7 +47,17 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, t *tenancyv1alph
 		return outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
 	}
 
-	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader}
+	// resources.Build is a pure function of these and of the configuration, which is fixed for
+	// the life of the process.
+	inputs, err := apply.FingerprintOf(struct {
+		Name, UID           string
+		Labels, Annotations map[string]string
+		Spec                tenancyv1alpha1.TenantSpec
+	}{t.Name, string(t.UID), t.Labels, t.Annotations, t.Spec})
+	if err != nil {
+		return outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
+	}
+	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader, Memo: r.Applied, Inputs: &inputs}
 	var repaired []string
 	for _, obj := range resources.Build(t, r.Config) {
 		result, err := applier.Apply(ctx, obj)
@@ -95,6 +105,7 @@ func (r *TenantReconciler) removeNamespace(ctx context.Context, t *tenancyv1alph
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: nsName}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.forget(nsName)
 			return outcome{done: true, reason: tenancyv1alpha1.ReasonNamespaceRemoved, message: fmt.Sprintf("namespace %s is removed while the tenant is %s", nsName, t.Spec.State)}
 		}
 		return outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
@@ -145,7 +156,17 @@ func (r *TenantReconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tena
 	}
 	orig := t.DeepCopy()
 	controllerutil.RemoveFinalizer(t, tenancyv1alpha1.Finalizer)
-	return r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if err := r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	r.forget(r.Config.NamespaceName(t.Name))
+	return nil
+}
+
+// forget drops what is remembered about a namespace that is gone.
+func (r *TenantReconciler) forget(nsName string) {
+	r.Applied.Forget(nsName)
+	r.rendered.forget(nsName)
 }
 
 func objectRef(obj client.Object) string {
@@ -182,7 +203,7 @@ func (r *TenantReconciler) copySharedSecrets(ctx context.Context, t *tenancyv1al
 		r.Recorder.Eventf(e.Source, t, corev1.EventTypeWarning, tenancyv1alpha1.ReasonInvalidObject, "Share", "%v", e.Err)
 	}
 
-	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader}
+	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader, Memo: r.Applied}
 	keep := make(map[string]bool, len(desired))
 	for _, s := range desired {
 		keep[s.Name] = true

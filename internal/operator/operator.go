@@ -107,7 +107,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			// Only what Landlord manages is cached, so memory follows the number of tenants and
 			// not the size of the cluster. Tenants themselves are cached whole.
 			DefaultLabelSelector: managed,
-			DefaultTransform:     cache.TransformStripManagedFields(),
+			DefaultTransform:     cacheTransform(),
 			ByObject: map[client.Object]cache.ByObject{
 				&tenancyv1alpha1.Tenant{}:            {Label: labels.Everything()},
 				&tenancyv1alpha1.DatabaseServer{}:    {Label: labels.Everything()},
@@ -127,6 +127,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			// bug, not a reason to start an informer on the whole cluster.
 			ReaderFailOnMissingInformer: true,
 		},
+		MapperProvider: newMapper,
 		// Component objects are read as unstructured; they come from the cache like the rest.
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                       metricsOptions(opts),

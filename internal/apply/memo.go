@@ -1,0 +1,131 @@
+package apply
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Memo remembers which live objects were found to carry everything desired of them, and at
+// which resourceVersion. Comparing a desired object with the live one means converting both to
+// maps; at thousands of tenants that conversion was most of a no-op reconcile's CPU. A live
+// object whose resourceVersion has not moved has not changed, so when the desired object has
+// not changed either (same fingerprint), the earlier comparison still holds.
+//
+// Entries are grouped by tenant namespace, so that Forget drops a tenant's in one step.
+type Memo struct {
+	mu     sync.Mutex
+	groups map[string]map[memoKey]memoEntry
+}
+
+type memoKey struct {
+	gvk  schema.GroupVersionKind
+	name string
+}
+
+type memoEntry struct {
+	print           fingerprint
+	resourceVersion string
+}
+
+// fingerprint is a digest of a desired object's encoding.
+type fingerprint = Fingerprint
+
+// Fingerprint is a digest of what desired objects are built from, or of one desired object.
+type Fingerprint [16]byte
+
+// FingerprintOf digests v's JSON encoding.
+func FingerprintOf(v any) (Fingerprint, error) {
+	h := fnv.New128a()
+	var f Fingerprint
+	if err := json.NewEncoder(h).Encode(v); err != nil {
+		return f, err
+	}
+	h.Sum(f[:0])
+	return f, nil
+}
+
+// NewMemo returns an empty memo.
+func NewMemo() *Memo { return &Memo{groups: map[string]map[memoKey]memoEntry{}} }
+
+// fingerprintOf encodes built-in kinds as protobuf, several times cheaper than JSON, and
+// rendered objects as JSON. The kind is part of the memo's key, not of the fingerprint.
+func fingerprintOf(obj client.Object) (fingerprint, error) {
+	h := fnv.New128a()
+	if m, ok := obj.(interface{ Marshal() ([]byte, error) }); ok {
+		raw, err := m.Marshal()
+		if err != nil {
+			return fingerprint{}, err
+		}
+		_, _ = h.Write(raw)
+	} else if err := json.NewEncoder(h).Encode(obj); err != nil {
+		return fingerprint{}, err
+	}
+	var f fingerprint
+	h.Sum(f[:0])
+	return f, nil
+}
+
+// group is the namespace of a namespaced object, and the name of a cluster-scoped one: a
+// tenant's Namespace is grouped with the objects inside it.
+func group(obj client.Object) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return ns
+	}
+	return obj.GetName()
+}
+
+func keyOf(obj client.Object) memoKey {
+	return memoKey{gvk: obj.GetObjectKind().GroupVersionKind(), name: obj.GetName()}
+}
+
+func (m *Memo) matched(desired client.Object, print fingerprint, resourceVersion string) bool {
+	if m == nil || resourceVersion == "" {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.groups[group(desired)][keyOf(desired)]
+	return ok && e.print == print && e.resourceVersion == resourceVersion
+}
+
+func (m *Memo) record(desired client.Object, print fingerprint, resourceVersion string) {
+	if m == nil || resourceVersion == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	g := m.groups[group(desired)]
+	if g == nil {
+		g = map[memoKey]memoEntry{}
+		m.groups[group(desired)] = g
+	}
+	g[keyOf(desired)] = memoEntry{print: print, resourceVersion: resourceVersion}
+}
+
+// Forget drops what is remembered about a namespace, its objects and the Namespace itself.
+func (m *Memo) Forget(namespace string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.groups, namespace)
+}
+
+// Len is the number of objects remembered.
+func (m *Memo) Len() int {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, g := range m.groups {
+		n += len(g)
+	}
+	return n
+}

@@ -1,0 +1,122 @@
+package apply
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func role(ns, verb string) *rbacv1.Role {
+	return &rbacv1.Role{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-admin", Labels: map[string]string{"a": "b"}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{verb}}},
+	}
+}
+
+func configMap(ns, value string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": ns, "name": "settings"},
+		"data":     map[string]any{"k": value},
+	}}
+	return u
+}
+
+func TestFingerprint(t *testing.T) {
+	cases := map[string]struct {
+		a, b client.Object
+		same bool
+	}{
+		"two equal typed objects have the same fingerprint":       {role("t", "get"), role("t", "get"), true},
+		"a changed field changes a typed object's fingerprint":    {role("t", "get"), role("t", "list"), false},
+		"two equal rendered objects have the same fingerprint":    {configMap("t", "1"), configMap("t", "1"), true},
+		"a changed value changes a rendered object's fingerprint": {configMap("t", "1"), configMap("t", "2"), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a, err := fingerprintOf(tc.a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := fingerprintOf(tc.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (a == b) != tc.same {
+				t.Errorf("same fingerprint = %v, want %v", a == b, tc.same)
+			}
+		})
+	}
+}
+
+func TestMemo(t *testing.T) {
+	desired := role("tenant-a", "get")
+	print, err := fingerprintOf(desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := fingerprintOf(role("tenant-a", "list"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("an object never compared is not matched", func(t *testing.T) {
+		if NewMemo().matched(desired, print, "7") {
+			t.Error("matched")
+		}
+	})
+	t.Run("a recorded object matches at the same resourceVersion and fingerprint only", func(t *testing.T) {
+		m := NewMemo()
+		m.record(desired, print, "7")
+		if !m.matched(desired, print, "7") {
+			t.Error("not matched at the recorded version")
+		}
+		if m.matched(desired, print, "8") {
+			t.Error("matched after the live object changed")
+		}
+		if m.matched(desired, other, "7") {
+			t.Error("matched after the desired object changed")
+		}
+		if m.matched(role("tenant-b", "get"), print, "7") {
+			t.Error("matched an object in another namespace")
+		}
+	})
+	t.Run("an empty resourceVersion is never recorded", func(t *testing.T) {
+		m := NewMemo()
+		m.record(desired, print, "")
+		if m.matched(desired, print, "") || m.Len() != 0 {
+			t.Error("recorded an object without a resourceVersion")
+		}
+	})
+	t.Run("forgetting a namespace drops its objects and the Namespace itself", func(t *testing.T) {
+		m := NewMemo()
+		ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"}}
+		nsPrint, err := fingerprintOf(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.record(desired, print, "7")
+		m.record(ns, nsPrint, "3")
+		m.record(role("tenant-b", "get"), print, "9")
+		m.Forget("tenant-a")
+		if m.matched(desired, print, "7") || m.matched(ns, nsPrint, "3") {
+			t.Error("still matched after Forget")
+		}
+		if m.Len() != 1 {
+			t.Errorf("Len = %d, want the other namespace's 1", m.Len())
+		}
+	})
+	t.Run("a nil memo remembers nothing and does not fail", func(t *testing.T) {
+		var m *Memo
+		m.record(desired, print, "7")
+		m.Forget("tenant-a")
+		if m.matched(desired, print, "7") {
+			t.Error("a nil memo matched")
+		}
+	})
+}
