@@ -27,6 +27,7 @@ func main() {
 		embeddedDir string
 		assetsDir   string
 		crdDir      string
+		overrides   config.Overrides
 		opts        operator.Options
 	)
 	flag.StringVar(&configPath, "config", "", "Operator configuration file (YAML); built-in defaults when empty.")
@@ -40,26 +41,29 @@ func main() {
 	flag.StringVar(&opts.PprofAddr, "pprof-bind-address", "", "pprof listen address; empty disables.")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader, so that only one replica reconciles.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (the pod's own when empty).")
+	flag.Float64Var(&overrides.QPS, "kube-api-qps", 0, "API requests per second per resource kind (client.qps in the configuration; 100 by default).")
+	flag.IntVar(&overrides.Burst, "kube-api-burst", 0, "API request burst per resource kind (client.burst; 500 by default).")
+	flag.IntVar(&overrides.Concurrent, "concurrent", 0, "Tenants reconciled at once (controller.maxConcurrentReconciles; 8 by default).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	ctx := ctrl.SetupSignalHandler()
-	if err := run(ctx, configPath, embedded, localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir}, opts); err != nil {
+	if err := run(ctx, configPath, overrides, embedded, localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir}, opts); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "landlord stopped")
 		os.Exit(1)
 	}
 }
 
 // run starts the operator and blocks until ctx ends.
-func run(ctx context.Context, configPath, embedded string, local localcluster.Options, opts operator.Options) error {
+func run(ctx context.Context, configPath string, overrides config.Overrides, embedded string, local localcluster.Options, opts operator.Options) error {
 	log := ctrl.Log.WithName("setup")
 	cfg, err := config.Load(configPath)
 	if err != nil {
 		return err
 	}
-	opts.Config = cfg
+	opts.Config = overrides.Apply(cfg)
 
 	restCfg, err := clusterConfig(embedded)
 	if err != nil {

@@ -31,7 +31,7 @@ func TestRunWithoutAClusterStartsAnEmbeddedControlPlane(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, filepath.Join(root, "config", "manager", "landlord.yaml"), "always",
+		done <- run(ctx, filepath.Join(root, "config", "manager", "landlord.yaml"), config.Overrides{}, "always",
 			localcluster.Options{AssetsDir: assets, DataDir: dataDir, CRDDir: filepath.Join(root, "config", "crd", "bases")},
 			operator.Options{MetricsAddr: "0", ProbeAddr: "0"})
 	}()

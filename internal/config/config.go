@@ -167,10 +167,34 @@ type EgressCIDR struct {
 	Except []string `json:"except,omitempty"`
 }
 
-// Client configures the operator's API client.
+// Client configures the operator's API client. The client keeps one token bucket per resource
+// kind (controller-runtime builds a REST client per kind), so QPS and Burst bound each kind's
+// requests; the API server's priority and fairness bounds the total.
 type Client struct {
 	QPS   float32 `json:"qps,omitempty"`
 	Burst int     `json:"burst,omitempty"`
+}
+
+// Overrides are command-line settings that take precedence over the configuration file; zero
+// leaves the file's value.
+type Overrides struct {
+	QPS        float64
+	Burst      int
+	Concurrent int
+}
+
+// Apply returns c with the overrides set.
+func (o Overrides) Apply(c Config) Config {
+	if o.QPS > 0 {
+		c.Client.QPS = float32(o.QPS)
+	}
+	if o.Burst > 0 {
+		c.Client.Burst = o.Burst
+	}
+	if o.Concurrent > 0 {
+		c.Controller.MaxConcurrentReconciles = o.Concurrent
+	}
+	return c
 }
 
 // Controller configures reconcile concurrency.
@@ -280,14 +304,18 @@ func (c *Config) applyDefaults() {
 			{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10"}},
 		}
 	}
+	// One shared-secret change writes a copy into every tenant namespace at once: a burst of
+	// 500 and 100 per second after it put 1,000 copies in place in about 5 seconds.
 	if c.Client.QPS == 0 {
-		c.Client.QPS = 50
+		c.Client.QPS = 100
 	}
 	if c.Client.Burst == 0 {
-		c.Client.Burst = 100
+		c.Client.Burst = 500
 	}
 	if c.Controller.MaxConcurrentReconciles == 0 {
-		c.Controller.MaxConcurrentReconciles = 4
+		// A reconcile mostly waits on API round trips: at 4 workers, creating tenants took 2.4
+		// times as long as at 16 on the benchmark's control plane.
+		c.Controller.MaxConcurrentReconciles = 8
 	}
 	if c.Databases.CredentialsNamespace == "" {
 		c.Databases.CredentialsNamespace = "landlord-system"

@@ -17,7 +17,7 @@ func TestAnEmptyFileGivesTheDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.NamespacePrefix != "tenant-" || c.Controller.MaxConcurrentReconciles != 4 || c.Defaults.PodSecurity != "restricted" {
+	if c.NamespacePrefix != "tenant-" || c.Controller.MaxConcurrentReconciles != 8 || c.Defaults.PodSecurity != "restricted" {
 		t.Errorf("unexpected defaults: %+v", c)
 	}
 	if c.NamespaceName("acme") != "tenant-acme" {
@@ -141,5 +141,27 @@ func TestTheShippedConfigFilesLoad(t *testing.T) {
 func TestAMissingFileIsAnError(t *testing.T) {
 	if _, err := config.Load(filepath.Join(t.TempDir(), "nope.yaml")); err == nil {
 		t.Fatal("expected an error")
+	}
+}
+
+func TestCommandLineOverridesTakePrecedence(t *testing.T) {
+	base := config.Default()
+	cases := map[string]struct {
+		overrides         config.Overrides
+		qps               float32
+		burst, concurrent int
+	}{
+		"no override keeps the configuration":          {config.Overrides{}, base.Client.QPS, base.Client.Burst, base.Controller.MaxConcurrentReconciles},
+		"each set override replaces its setting":       {config.Overrides{QPS: 200, Burst: 400, Concurrent: 8}, 200, 400, 8},
+		"an override of one setting leaves the others": {config.Overrides{Concurrent: 16}, base.Client.QPS, base.Client.Burst, 16},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := tc.overrides.Apply(base)
+			if got.Client.QPS != tc.qps || got.Client.Burst != tc.burst || got.Controller.MaxConcurrentReconciles != tc.concurrent {
+				t.Errorf("got qps %v burst %d concurrent %d, want %v %d %d", got.Client.QPS, got.Client.Burst,
+					got.Controller.MaxConcurrentReconciles, tc.qps, tc.burst, tc.concurrent)
+			}
+		})
 	}
 }
