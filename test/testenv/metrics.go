@@ -12,6 +12,12 @@ func metricSum(name string, labels map[string]string) float64 {
 	if err != nil {
 		return 0
 	}
+	return SumMetric(families, name, labels)
+}
+
+// SumMetric adds up the counter, gauge and histogram-sum samples of a metric whose labels
+// include the given ones.
+func SumMetric(families []*dto.MetricFamily, name string, labels map[string]string) float64 {
 	sum := 0.0
 	for _, f := range families {
 		if f.GetName() != name {
@@ -26,6 +32,8 @@ func metricSum(name string, labels map[string]string) float64 {
 				sum += m.Counter.GetValue()
 			case m.Gauge != nil:
 				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += m.Histogram.GetSampleSum()
 			}
 		}
 	}
