@@ -14,10 +14,12 @@ export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 # One package at a time: each envtest package runs its own control plane (and database
 # servers), and on a 2-core machine running them side by side starves their watches.
 GO_TEST_FLAGS ?= -timeout 30m -p 1
-BENCH_TENANTS ?= 200
+BENCH_TENANTS ?= 1000
 BENCH_POSTGRES ?= 1
 BENCH_COMPONENT ?= true
 BENCH_CLAIMS ?= 50
+# Extra flags, e.g. BENCH_FLAGS="-profile bin/bench-profiles -concurrency 16".
+BENCH_FLAGS ?=
 IMG ?= landlord:dev
 
 .PHONY: all
@@ -66,8 +68,9 @@ test: manifests generate vet control-plane databases ## Run the whole test suite
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: control-plane databases ## Create BENCH_TENANTS tenants (BENCH_POSTGRES databases each) and report API requests, wall time and memory.
-	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -claims $(BENCH_CLAIMS)
+bench: control-plane databases ## Create, resync, restart and fan a secret out to BENCH_TENANTS tenants; report requests, time, CPU and memory (docs/benchmarks.md).
+	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -claims $(BENCH_CLAIMS) \
+		-json $(BIN)/bench-$(BENCH_TENANTS).json $(BENCH_FLAGS)
 
 ##@ Build and run
 

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -107,6 +108,7 @@ type phase struct {
 	OperatorClient testenv.Counts `json:"operatorClientRequests"`
 	Writes         int            `json:"operatorWrites"`
 	Reads          int            `json:"operatorReads"`
+	Watches        int            `json:"operatorWatches"`
 	Reconciles     int            `json:"reconciles"`
 	CPUSeconds     float64        `json:"operatorCPUSeconds"`
 	RSSMiB         float64        `json:"operatorRSSMiB"`
@@ -228,6 +230,17 @@ func run(p params) error {
 	benchCfg := *env.Admin
 	benchCfg.QPS, benchCfg.Burst = 1000, 2000
 	benchCfg.Wrap(benchRequests.Wrap)
+	// The request counter leaves watches out; the server counts them, so the benchmark's own
+	// (its cache's, re-opened from time to time) are counted here to be taken out.
+	benchWatches := testenv.NewRequestCounter()
+	benchCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.URL.Query().Get("watch") == "true" {
+				benchWatches.Add("WATCH " + testenv.ResourceOf(req.URL.Path))
+			}
+			return rt.RoundTrip(req)
+		})
+	})
 	c, err := client.New(&benchCfg, client.Options{Scheme: operator.Scheme()})
 	if err != nil {
 		return err
@@ -303,7 +316,7 @@ func run(p params) error {
 		if err != nil {
 			return nil, err
 		}
-		bench0 := benchRequests.Snapshot()
+		bench0, watches0 := benchRequests.Snapshot(), benchWatches.Snapshot()
 		proc0 := op
 		client0, err := op.clientRequests()
 		if err != nil {
@@ -338,6 +351,9 @@ func run(p params) error {
 			s0 = sample{}
 		}
 		bench := benchRequests.Snapshot().Sub(bench0)
+		for k, v := range benchWatches.Snapshot().Sub(watches0) {
+			bench[k] += v
+		}
 		// The benchmark's client counts HTTP methods; map them onto the server's verbs first.
 		opCounts, controlPlane := splitControlPlane(server1.Sub(server0).Sub(serverVerbs(bench)))
 		opClient, err := op.clientRequests()
@@ -353,7 +369,7 @@ func run(p params) error {
 			RSSMiB: s1.rssBytes / (1 << 20), PeakRSSMiB: op.peakRSS() / (1 << 20), HeapInuseMiB: s1.heapInuseBytes / (1 << 20),
 			APIServerCPUSeconds: apiserver1 - apiserver0, EtcdCPUSeconds: etcd1 - etcd0,
 		}
-		ph.Writes, ph.Reads = writesAndReads(opCounts)
+		ph.Writes, ph.Reads, ph.Watches = writesAndReads(opCounts)
 		ph.WritesPerTenant = float64(ph.Writes) / float64(p.tenants)
 		rep.Phases = append(rep.Phases, ph)
 		fmt.Fprintf(os.Stderr, "  %.2fs, operator writes %d, reads %d, reconciles %d, CPU %.2fs (apiserver %.1fs, etcd %.1fs), RSS %.0f MiB (peak %.0f)\n",
@@ -839,18 +855,24 @@ func splitControlPlane(c testenv.Counts) (operator, controlPlane testenv.Counts)
 	return operator, controlPlane
 }
 
-// writesAndReads splits server counts by verb into writes and reads (GET and LIST).
-func writesAndReads(c testenv.Counts) (writes, reads int) {
+// writesAndReads splits server counts by verb into writes, reads (GET and LIST) and watches.
+func writesAndReads(c testenv.Counts) (writes, reads, watches int) {
 	for k, v := range c {
 		switch strings.SplitN(k, " ", 2)[0] {
 		case "GET", "LIST":
 			reads += v
+		case "WATCH":
+			watches += v
 		default:
 			writes += v
 		}
 	}
-	return writes, reads
+	return writes, reads, watches
 }
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // serverVerbs maps "METHOD resource" counts (as a client sees them) to the API server's verbs.
 func serverVerbs(c testenv.Counts) testenv.Counts {

@@ -10,7 +10,8 @@ import (
 )
 
 // APIServerRequests reads apiserver_request_total from the API server's own metrics, summed by
-// "VERB resource[/subresource]". These are the server's counts, independent of any client.
+// "VERB resource[/subresource]", watches included (an informer's initial list is a WATCH when
+// the client streams it). These are the server's counts, independent of any client.
 func (e *Env) APIServerRequests(ctx context.Context) (Counts, error) {
 	raw, err := e.Clientset.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -31,7 +32,7 @@ func (e *Env) APIServerRequests(ctx context.Context) (Counts, error) {
 		for _, l := range m.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
-		if labels["resource"] == "" || labels["verb"] == "WATCH" {
+		if labels["resource"] == "" {
 			continue
 		}
 		key := labels["verb"] + " " + labels["resource"]

@@ -23,11 +23,18 @@ func (c *RequestCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		if req.URL.Query().Get("watch") != "true" {
 			c.mu.Lock()
-			c.counts[req.Method+" "+resourceOf(req.URL.Path)]++
+			c.counts[req.Method+" "+ResourceOf(req.URL.Path)]++
 			c.mu.Unlock()
 		}
 		return rt.RoundTrip(req)
 	})
+}
+
+// Add counts one request under key ("METHOD resource").
+func (c *RequestCounter) Add(key string) {
+	c.mu.Lock()
+	c.counts[key]++
+	c.mu.Unlock()
 }
 
 // Snapshot returns the counts so far.
@@ -77,9 +84,9 @@ func (c Counts) String() string {
 	return "{" + strings.Join(parts, " ") + "}"
 }
 
-// resourceOf reduces an API path to its resource ("/api/v1/namespaces/x/roles/y" → "roles"),
+// ResourceOf reduces an API path to its resource ("/api/v1/namespaces/x/roles/y" → "roles"),
 // so the counts do not grow with object names.
-func resourceOf(path string) string {
+func ResourceOf(path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	// /api/v1/... or /apis/group/version/...
 	switch {

@@ -64,6 +64,9 @@ func Start() (*Env, error) {
 	// envtest's default service range is a /24: about 250 Services, fewer than the benchmark's
 	// tenants have. A /16 holds 65,000.
 	e.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
+	// etcd's default 2 GB backend quota is within reach of a 10,000-tenant benchmark.
+	e.env.ControlPlane.Etcd = &envtest.Etcd{}
+	e.env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", "8589934592")
 	cfg, err := e.env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting control plane: %w", err)
