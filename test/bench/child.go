@@ -38,6 +38,9 @@ type childFlags struct {
 	// profile, when set, is where the process writes a CPU profile from its start until
 	// /profile/stop: how the benchmark profiles a restart.
 	profile string
+	// memLimit, when set, is the operator process's GOMEMLIMIT (only its own: the control
+	// plane the benchmark starts inherits the benchmark's environment).
+	memLimit string
 }
 
 func (c *childFlags) bind(fs *flag.FlagSet) {

@@ -63,6 +63,7 @@ type params struct {
 	noopRounds  int
 	jsonOut     string
 	profileDir  string
+	memLimit    string
 }
 
 func main() {
@@ -79,6 +80,7 @@ func main() {
 	flag.IntVar(&p.noopRounds, "noop-reconciles", 20000, "No-op reconciles (whole resync rounds, at least one) over which CPU per reconcile is measured.")
 	flag.StringVar(&p.jsonOut, "json", "", "Also write the report as JSON to this file.")
 	flag.StringVar(&p.profileDir, "profile", "", "Write the operator's CPU profile of each phase, and a heap profile at the end, to this directory.")
+	flag.StringVar(&p.memLimit, "operator-gomemlimit", "", "GOMEMLIMIT of the operator process (e.g. 900MiB), as the shipped Deployment sets it.")
 	child.bind(flag.CommandLine)
 	flag.Parse()
 	child.qps, child.concurrency = p.qps, p.concurrency
@@ -147,6 +149,8 @@ type report struct {
 	QPS              float32 `json:"qps"`
 	Burst            int     `json:"burst"`
 	Concurrency      int     `json:"maxConcurrentReconciles"`
+	// GOMEMLIMIT is the operator process's soft memory limit, when one was set.
+	GOMEMLIMIT string `json:"gomemlimit,omitempty"`
 	// PostgresPerTenant is how many PostgreSQL databases each tenant has, on one real server.
 	PostgresPerTenant int `json:"postgresPerTenant"`
 	// Component is whether each tenant runs a component rendering a ConfigMap and a Service.
@@ -215,7 +219,7 @@ func run(p params) error {
 		}
 	}
 
-	child := childFlags{storeDir: storeDir, qps: p.qps, concurrency: p.concurrency, kubeconfig: filepath.Join(work, "operator.kubeconfig")}
+	child := childFlags{storeDir: storeDir, qps: p.qps, concurrency: p.concurrency, kubeconfig: filepath.Join(work, "operator.kubeconfig"), memLimit: p.memLimit}
 	if err := writeOperatorKubeconfig(env, child.kubeconfig); err != nil {
 		return err
 	}
@@ -255,6 +259,7 @@ func run(p params) error {
 	rep := report{
 		Machine: readMachine(), Tenants: p.tenants, SharedSecrets: p.shared, QPS: cfg.Client.QPS, Burst: cfg.Client.Burst,
 		Concurrency: cfg.Controller.MaxConcurrentReconciles, PostgresPerTenant: p.postgres, Component: p.component,
+		GOMEMLIMIT: p.memLimit,
 	}
 	sampleTenant := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
 	// Besides what resources.Build returns, every tenant holds a copy of each shared secret and

@@ -40,6 +40,9 @@ func startOperator(f childFlags) (*operatorProcess, error) {
 	}
 	cmd := exec.Command(self, f.args()...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if f.memLimit != "" {
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+f.memLimit)
+	}
 	// The operator dies with the benchmark, however the benchmark ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p := &operatorProcess{flags: f, cmd: cmd, exited: make(chan error, 1), http: &http.Client{Timeout: time.Minute}}
