@@ -89,7 +89,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 	if err != nil {
 		return Unchanged, nil, err
 	}
-	var print fingerprint
+	var print Fingerprint
 	switch {
 	case a.Memo == nil:
 	case a.Inputs != nil:

@@ -27,12 +27,9 @@ type memoKey struct {
 }
 
 type memoEntry struct {
-	print           fingerprint
+	print           Fingerprint
 	resourceVersion string
 }
-
-// fingerprint is a digest of a desired object's encoding.
-type fingerprint = Fingerprint
 
 // Fingerprint is a digest of what desired objects are built from, or of one desired object.
 type Fingerprint [16]byte
@@ -53,18 +50,18 @@ func NewMemo() *Memo { return &Memo{groups: map[string]map[memoKey]memoEntry{}} 
 
 // fingerprintOf encodes built-in kinds as protobuf, several times cheaper than JSON, and
 // rendered objects as JSON. The kind is part of the memo's key, not of the fingerprint.
-func fingerprintOf(obj client.Object) (fingerprint, error) {
-	h := fnv.New128a()
-	if m, ok := obj.(interface{ Marshal() ([]byte, error) }); ok {
-		raw, err := m.Marshal()
-		if err != nil {
-			return fingerprint{}, err
-		}
-		_, _ = h.Write(raw)
-	} else if err := json.NewEncoder(h).Encode(obj); err != nil {
-		return fingerprint{}, err
+func fingerprintOf(obj client.Object) (Fingerprint, error) {
+	m, ok := obj.(interface{ Marshal() ([]byte, error) })
+	if !ok {
+		return FingerprintOf(obj)
 	}
-	var f fingerprint
+	raw, err := m.Marshal()
+	if err != nil {
+		return Fingerprint{}, err
+	}
+	var f Fingerprint
+	h := fnv.New128a()
+	_, _ = h.Write(raw)
 	h.Sum(f[:0])
 	return f, nil
 }
@@ -82,7 +79,7 @@ func keyOf(obj client.Object) memoKey {
 	return memoKey{gvk: obj.GetObjectKind().GroupVersionKind(), name: obj.GetName()}
 }
 
-func (m *Memo) matched(desired client.Object, print fingerprint, resourceVersion string) bool {
+func (m *Memo) matched(desired client.Object, print Fingerprint, resourceVersion string) bool {
 	if m == nil || resourceVersion == "" {
 		return false
 	}
@@ -92,7 +89,7 @@ func (m *Memo) matched(desired client.Object, print fingerprint, resourceVersion
 	return ok && e.print == print && e.resourceVersion == resourceVersion
 }
 
-func (m *Memo) record(desired client.Object, print fingerprint, resourceVersion string) {
+func (m *Memo) record(desired client.Object, print Fingerprint, resourceVersion string) {
 	if m == nil || resourceVersion == "" {
 		return
 	}

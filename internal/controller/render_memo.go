@@ -2,10 +2,11 @@ package controller
 
 import (
 	"encoding/json"
-	"hash/fnv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/landlord-dev/landlord/internal/apply"
 )
 
 // renderMemo remembers each tenant component's last rendering and a fingerprint of what it was
@@ -19,7 +20,7 @@ type renderMemo struct {
 }
 
 type rendering struct {
-	print [16]byte
+	print apply.Fingerprint
 	objs  []*unstructured.Unstructured
 }
 
@@ -31,18 +32,8 @@ type renderInputs struct {
 	Input    any
 }
 
-func fingerprintRender(in renderInputs) ([16]byte, error) {
-	h := fnv.New128a()
-	var out [16]byte
-	if err := json.NewEncoder(h).Encode(in); err != nil {
-		return out, err
-	}
-	h.Sum(out[:0])
-	return out, nil
-}
-
 // get returns a copy of the remembered rendering, which the caller may change.
-func (m *renderMemo) get(namespace, component string, print [16]byte) ([]*unstructured.Unstructured, bool) {
+func (m *renderMemo) get(namespace, component string, print apply.Fingerprint) ([]*unstructured.Unstructured, bool) {
 	m.mu.Lock()
 	e, ok := m.byNamespace[namespace][component]
 	m.mu.Unlock()
@@ -57,7 +48,7 @@ func (m *renderMemo) get(namespace, component string, print [16]byte) ([]*unstru
 }
 
 // put remembers a copy of a rendering.
-func (m *renderMemo) put(namespace, component string, print [16]byte, objs []*unstructured.Unstructured) {
+func (m *renderMemo) put(namespace, component string, print apply.Fingerprint, objs []*unstructured.Unstructured) {
 	kept := make([]*unstructured.Unstructured, len(objs))
 	for i, obj := range objs {
 		kept[i] = obj.DeepCopy()

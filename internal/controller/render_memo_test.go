@@ -4,15 +4,17 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/landlord-dev/landlord/internal/apply"
 )
 
 func TestRenderMemo(t *testing.T) {
 	obj := &unstructured.Unstructured{Object: map[string]any{"kind": "ConfigMap", "data": map[string]any{"k": "v"}}}
-	print, err := fingerprintRender(renderInputs{Template: "uid-1", Input: map[string]string{"tenant": "a"}})
+	print, err := apply.FingerprintOf(renderInputs{Template: "uid-1", Input: map[string]string{"tenant": "a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := fingerprintRender(renderInputs{Template: "uid-1", Input: map[string]string{"tenant": "b"}})
+	other, err := apply.FingerprintOf(renderInputs{Template: "uid-1", Input: map[string]string{"tenant": "b"}})
 	if err != nil {
 		t.Fatal(err)
 	}

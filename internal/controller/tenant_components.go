@@ -153,7 +153,9 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 
 	tmpl := &tenancyv1alpha1.ComponentTemplate{}
 	tmplName := tenancyv1alpha1.ComponentTemplateName(c.Name, c.Version)
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: tmplName}, tmpl); err != nil {
+	// Read without the cache's deep copy: the template is only read, and its manifests are
+	// the largest part of it.
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: tmplName}, tmpl, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return stall(tenancyv1alpha1.ReasonTemplateNotFound, "ComponentTemplate %s not found", tmplName)
 		}
@@ -217,7 +219,8 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 		if !ok {
 			live = &unstructured.Unstructured{}
 			live.SetGroupVersionKind(obj.GroupVersionKind())
-			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+			// component.Health only reads: no need for the cache's deep copy.
+			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), live, client.UnsafeDisableDeepCopy); err != nil {
 				// Not in the cache yet; its arrival re-triggers us.
 				notReady = append(notReady, fmt.Sprintf("%s %s: waiting to be observed", obj.GetKind(), obj.GetName()))
 				continue
@@ -246,7 +249,7 @@ func (r *TenantReconciler) render(t *tenancyv1alpha1.Tenant, nsName string, tmpl
 	if c.Values != nil {
 		inputs.Values = c.Values.Raw
 	}
-	print, err := fingerprintRender(inputs)
+	print, err := apply.FingerprintOf(inputs)
 	if err != nil {
 		return nil, err
 	}

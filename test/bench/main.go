@@ -376,10 +376,17 @@ func run(p params) error {
 		}
 		ph.Writes, ph.Reads, ph.Watches = writesAndReads(opCounts)
 		ph.WritesPerTenant = float64(ph.Writes) / float64(p.tenants)
-		rep.Phases = append(rep.Phases, ph)
 		fmt.Fprintf(os.Stderr, "  %.2fs, operator writes %d, reads %d, reconciles %d, CPU %.2fs (apiserver %.1fs, etcd %.1fs), RSS %.0f MiB (peak %.0f)\n",
 			ph.Seconds, ph.Writes, ph.Reads, ph.Reconciles, ph.CPUSeconds, ph.APIServerCPUSeconds, ph.EtcdCPUSeconds, ph.RSSMiB, ph.PeakRSSMiB)
-		return &rep.Phases[len(rep.Phases)-1], nil
+		return &ph, nil
+	}
+	// record measures one phase of the report.
+	record := func(name string, work func() error) error {
+		ph, err := measure(name, work)
+		if err == nil {
+			rep.Phases = append(rep.Phases, *ph)
+		}
+		return err
 	}
 
 	names := make([]string, p.tenants)
@@ -388,7 +395,7 @@ func run(p params) error {
 	}
 
 	fmt.Fprintf(os.Stderr, "creating %d tenants...\n", p.tenants)
-	if _, err := measure(phaseCreate, func() error {
+	if err := record(phaseCreate, func() error {
 		if err := createAll(ctx, c, names, p.postgres, p.component); err != nil {
 			return err
 		}
@@ -401,7 +408,7 @@ func run(p params) error {
 	}
 
 	fmt.Fprintf(os.Stderr, "forcing a resync of %d unchanged tenants...\n", p.tenants)
-	if _, err := measure(phaseResync, func() error { return resyncAll(ctx, op, p.tenants, timeout, false, 50*time.Millisecond) }); err != nil {
+	if err := record(phaseResync, func() error { return resyncAll(ctx, op, p.tenants, timeout, false, 50*time.Millisecond) }); err != nil {
 		return err
 	}
 
@@ -420,14 +427,13 @@ func run(p params) error {
 	if err != nil {
 		return err
 	}
-	rep.Phases = rep.Phases[:len(rep.Phases)-1]
 	rep.NoOp = noop{Reconciles: ph.Reconciles, CPUSeconds: ph.CPUSeconds, Writes: ph.Writes, Reads: ph.Reads}
 	if ph.Reconciles > 0 {
 		rep.NoOp.CPUPerReconcileUs = ph.CPUSeconds / float64(ph.Reconciles) * 1e6
 	}
 
 	fmt.Fprintf(os.Stderr, "restarting the operator with %d tenants...\n", p.tenants)
-	if _, err := measure(phaseRestart, func() error {
+	if err := record(phaseRestart, func() error {
 		if err := op.stop(); err != nil {
 			return fmt.Errorf("stopping: %w", err)
 		}
@@ -460,7 +466,7 @@ func run(p params) error {
 	}
 
 	fmt.Fprintf(os.Stderr, "changing one shared secret...\n")
-	if _, err := measure(phaseShared, func() error {
+	if err := record(phaseShared, func() error {
 		if err := putShared(ctx, store, cfg, sharedName(0), "v2"); err != nil {
 			return err
 		}
