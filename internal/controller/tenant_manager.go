@@ -32,7 +32,7 @@ func (r *TenantReconciler) templateSecretHandler() handler.EventHandler {
 			return
 		}
 		tenants := &tenancyv1alpha1.TenantList{}
-		if err := r.Client.List(ctx, tenants); err != nil {
+		if err := r.Client.List(ctx, tenants, client.UnsafeDisableDeepCopy); err != nil {
 			log.FromContext(ctx).Error(err, "listing tenants for a template secret change")
 			return
 		}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -27,8 +26,7 @@ const expectationTTL = time.Minute
 
 // TenantPoolReconciler keeps each pool's count of unallocated spares at its replicas.
 type TenantPoolReconciler struct {
-	Client   client.Client
-	Recorder events.EventRecorder
+	Client client.Client
 
 	// Spares created or deleted but not yet seen so by the cache: without them, a reconcile
 	// right after a create would see too few spares and create more.
@@ -129,8 +127,8 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	switch {
 	case spares < replicas:
 		n := replicas - spares
-		if max := pool.Spec.MaxProvisioning; max != nil {
-			n = min(n, int(*max)-len(provisioning))
+		if limit := pool.Spec.MaxProvisioning; limit != nil {
+			n = min(n, int(*limit)-len(provisioning))
 		}
 		for range max(n, 0) {
 			name, err := r.createSpare(ctx, pool)

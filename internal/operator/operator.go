@@ -182,7 +182,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err := tenants.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant controller: %w", err)
 	}
-	pools := &controller.TenantPoolReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("landlord")}
+	pools := &controller.TenantPoolReconciler{Client: mgr.GetClient()}
 	if err := pools.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant pool controller: %w", err)
 	}
