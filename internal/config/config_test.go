@@ -152,7 +152,7 @@ func TestCommandLineOverridesTakePrecedence(t *testing.T) {
 		burst, concurrent int
 	}{
 		"no override keeps the configuration":          {config.Overrides{}, base.Client.QPS, base.Client.Burst, base.Controller.MaxConcurrentReconciles},
-		"each set override replaces its setting":       {config.Overrides{QPS: 200, Burst: 400, Concurrent: 8}, 200, 400, 8},
+		"each set override replaces its setting":       {config.Overrides{QPS: 200, Burst: 400, Concurrent: 3}, 200, 400, 3},
 		"an override of one setting leaves the others": {config.Overrides{Concurrent: 16}, base.Client.QPS, base.Client.Burst, 16},
 	}
 	for name, tc := range cases {

@@ -145,15 +145,17 @@ func TestTenantPool(t *testing.T) {
 		patch := client.MergeFrom(pool.DeepCopy())
 		pool.Spec.Replicas = 1
 		g.Expect(k8s.Patch(ctx, pool, patch)).To(Succeed())
-		finishPoolTenantDeletions(t, "pool-a")
+		waitPoolTenants(t, "pool-a", 1, 1)
 		waitPool(t, "pool-a", 1, 1)
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: bound}, &tenancyv1alpha1.Tenant{})).To(Succeed())
+		tenant := &tenancyv1alpha1.Tenant{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: bound}, tenant)).To(Succeed())
+		g.Expect(tenant.DeletionTimestamp).To(BeNil())
 	})
 
 	t.Run("deleting the pool deletes its spares and keeps allocated tenants", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(k8s.Delete(ctx, &tenancyv1alpha1.TenantPool{ObjectMeta: metav1.ObjectMeta{Name: "pool-a"}})).To(Succeed())
-		finishPoolTenantDeletions(t, "pool-a")
+		waitPoolTenants(t, "pool-a", 0, 1)
 		g.Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: "pool-a"}, &tenancyv1alpha1.TenantPool{}))
 		}).WithTimeout(timeout).Should(BeTrue())
@@ -163,20 +165,25 @@ func TestTenantPool(t *testing.T) {
 	})
 }
 
-// finishPoolTenantDeletions finishes the namespace deletions of a pool's deleted spares.
-func finishPoolTenantDeletions(t *testing.T, pool string) {
+// waitPoolTenants waits until exactly spares unallocated and allocated allocated tenants carry
+// the pool's label, none of them being deleted: a spare the pool deleted must be gone for good,
+// not merely on its way out.
+func waitPoolTenants(t *testing.T, pool string, spares, allocated int) {
 	t.Helper()
-	ctx := context.Background()
 	NewWithT(t).Eventually(func(g Gomega) {
 		tenants := &tenancyv1alpha1.TenantList{}
-		g.Expect(k8s.List(ctx, tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool})).To(Succeed())
-		deleting := 0
+		g.Expect(k8s.List(context.Background(), tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool})).To(Succeed())
+		var free, taken int
 		for _, tenant := range tenants.Items {
-			if !tenant.DeletionTimestamp.IsZero() {
-				deleting++
+			g.Expect(tenant.DeletionTimestamp).To(BeNil(), "tenant %s is being deleted", tenant.Name)
+			if tenant.Labels[tenancyv1alpha1.AllocatedLabel] == "true" {
+				taken++
+			} else {
+				free++
 			}
 		}
-		g.Expect(deleting).To(BeZero())
+		g.Expect(free).To(Equal(spares), "unallocated tenants")
+		g.Expect(taken).To(Equal(allocated), "allocated tenants")
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
@@ -284,17 +291,23 @@ func TestABoundTenantSurvivesAPoolShrinkingAtTheSameMoment(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				pool := &tenancyv1alpha1.TenantPool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+				var err error
 				if shrink == "delete" {
-					_ = k8s.Delete(ctx, pool)
-					return
+					err = k8s.Delete(ctx, pool)
+				} else {
+					err = k8s.Patch(ctx, pool, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`)))
 				}
-				_ = k8s.Patch(ctx, pool, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`)))
+				if err != nil {
+					t.Errorf("shrinking the pool: %v", err)
+				}
 			}()
 			for i := range 6 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_ = k8s.Create(ctx, newClaim(fmt.Sprintf("%s-%d", name, i), name))
+					if err := k8s.Create(ctx, newClaim(fmt.Sprintf("%s-%d", name, i), name)); err != nil {
+						t.Errorf("creating a claim: %v", err)
+					}
 				}()
 			}
 			wg.Wait()
@@ -304,7 +317,27 @@ func TestABoundTenantSurvivesAPoolShrinkingAtTheSameMoment(t *testing.T) {
 				}
 			})
 
+			// Every claim first settles, bound or told why not, so that the check below has
+			// something to look at.
 			g := NewWithT(t)
+			g.Eventually(func(g Gomega) {
+				list := &tenancyv1alpha1.TenantClaimList{}
+				g.Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
+				settled, bound := 0, 0
+				for _, c := range list.Items {
+					if c.Spec.Pool != name {
+						continue
+					}
+					if c.Status.Phase == tenancyv1alpha1.ClaimBound {
+						bound++
+					}
+					if c.Status.Phase == tenancyv1alpha1.ClaimBound || c.Status.Reason != "" {
+						settled++
+					}
+				}
+				g.Expect(settled).To(Equal(6))
+				t.Logf("%d of 6 claims bound before the pool shrank", bound)
+			}).WithTimeout(timeout).Should(Succeed())
 			g.Consistently(func(g Gomega) {
 				list := &tenancyv1alpha1.TenantClaimList{}
 				g.Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
