@@ -85,13 +85,22 @@ type TenantPoolList struct {
 }
 
 // ClaimPhase is where a claim is.
-// +kubebuilder:validation:Enum=Pending;Bound;Failed
+// +kubebuilder:validation:Enum=Pending;Bound
 type ClaimPhase string
 
 const (
 	ClaimPending ClaimPhase = "Pending"
 	ClaimBound   ClaimPhase = "Bound"
-	ClaimFailed  ClaimPhase = "Failed"
+)
+
+// Claim reasons.
+const (
+	// ReasonPoolNotFound: the claim's pool does not exist, or is being deleted.
+	ReasonPoolNotFound = "PoolNotFound"
+	// ReasonNoReadySpare: the pool has no Ready spare; the claim binds when one is.
+	ReasonNoReadySpare = "NoReadySpare"
+	// ReasonBound: the claim is bound to a tenant.
+	ReasonBound = "Bound"
 )
 
 // TenantClaimSpec asks a pool for a tenant for one customer.
@@ -123,7 +132,8 @@ type TenantClaimSpec struct {
 
 // TenantClaimStatus is the outcome of a claim.
 type TenantClaimStatus struct {
-	// Phase is Pending until a spare is bound, then Bound; Failed when the claim cannot be met.
+	// Phase is Pending until a spare is bound, then Bound. A claim never fails: a missing pool
+	// may yet be created, and an empty one refills.
 	// +optional
 	Phase ClaimPhase `json:"phase,omitempty"`
 	// Tenant is the bound tenant's name.

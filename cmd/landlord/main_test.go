@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/localcluster"
 	"github.com/landlord-dev/landlord/internal/operator"
@@ -72,7 +73,7 @@ func waitForClient(t *testing.T, path string, done <-chan error) client.Client {
 		default:
 		}
 		if restCfg, err := clientcmd.BuildConfigFromFlags("", path); err == nil {
-			if c, err := client.New(restCfg, client.Options{Scheme: operator.Scheme()}); err == nil {
+			if c, err := client.New(restCfg, client.Options{Scheme: tenancyv1alpha1.Scheme()}); err == nil {
 				return c
 			}
 		}

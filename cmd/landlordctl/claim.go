@@ -212,11 +212,8 @@ func waitBound(parent context.Context, c client.Client, created *tenancyv1alpha1
 			// Kept trying until the time is up: the API server may be briefly unreachable.
 			readErr = err
 		default:
-			switch claim.Status.Phase {
-			case tenancyv1alpha1.ClaimBound:
+			if claim.Status.Phase == tenancyv1alpha1.ClaimBound {
 				return claim, nil
-			case tenancyv1alpha1.ClaimFailed:
-				return nil, fmt.Errorf("claim %s failed: %s", name, claimStatus(claim))
 			}
 			if claim.Status.Reason != "" && (last == nil || last.Status.Reason != claim.Status.Reason || last.Status.Message != claim.Status.Message) {
 				fmt.Fprintf(progress, "claim %s: %s\n", name, claimStatus(claim))

@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/operator"
 )
 
 // pollInterval is how often a batch's tenants are read while waiting for them: often enough that
@@ -373,7 +372,7 @@ func clusters(kubeconfig string, contexts []string) ([]cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("context %s: %w", name, err)
 		}
-		c, err := client.New(restCfg, client.Options{Scheme: operator.Scheme()})
+		c, err := client.New(restCfg, client.Options{Scheme: tenancyv1alpha1.Scheme()})
 		if err != nil {
 			return nil, fmt.Errorf("context %s: %w", name, err)
 		}

@@ -32,7 +32,6 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
-	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
@@ -285,7 +284,7 @@ func TestABatchNotReadyInTimeFailsWithTheReadyMessage(t *testing.T) {
 				Message: "web: Deployment web has 1/3 updated replicas", ObservedGeneration: 4}},
 		},
 	}
-	c := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(rolling).Build()
+	c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).WithObjects(rolling).Build()
 	var out bytes.Buffer
 	r := &rollout{o: &rolloutOptions{component: "web", version: "1.1.0", timeout: 300 * time.Millisecond}, out: &out}
 	rep := &report{}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +20,8 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
-	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/internal/secret"
+	"github.com/landlord-dev/landlord/internal/templatesync"
 )
 
 type rootOptions struct {
@@ -248,12 +247,11 @@ func newSyncCommand(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("loading kubeconfig: %w", err)
 			}
-			c, err := client.New(restCfg, client.Options{Scheme: operator.Scheme()})
+			c, err := client.New(restCfg, client.Options{Scheme: tenancyv1alpha1.Scheme()})
 			if err != nil {
 				return err
 			}
-			sync := secret.NewTemplateSync(c, c, store, cfg.Secrets.TemplateNamespace, cfg.Secrets.SyncInterval.Duration, logr.Discard())
-			if err := sync.SyncOnce(cmd.Context()); err != nil {
+			if err := templatesync.Mirror(cmd.Context(), c, store, cfg.Secrets.TemplateNamespace); err != nil {
 				return err
 			}
 			fmt.Fprintf(o.out, "namespace %s is in line with the store\n", cfg.Secrets.TemplateNamespace)

@@ -22,7 +22,6 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	landlordconfig "github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
-	"github.com/landlord-dev/landlord/internal/operator"
 )
 
 func main() {
@@ -46,7 +45,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("no cluster (start `make run` first): %w", err)
 	}
-	c, err := client.New(restCfg, client.Options{Scheme: operator.Scheme()})
+	c, err := client.New(restCfg, client.Options{Scheme: tenancyv1alpha1.Scheme()})
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,10 @@ type Applier struct {
 	// APIReader reads from the API server. It is used only when a cluster-scoped object is
 	// missing from the cache, to check that the name is not taken before writing it.
 	APIReader client.Reader
+	// ReservedNames says the names of the desired cluster-scoped objects are Landlord's own,
+	// with no owner object to check: one missing from the cache (it lost the label the cache
+	// selects on) is taken back without reading it, never reported as someone else's.
+	ReservedNames bool
 	// Memo, when set, spares the comparison of objects already found to match at their
 	// current resourceVersion.
 	Memo *Memo
@@ -71,7 +75,8 @@ type Applier struct {
 }
 
 // Apply makes the live object carry every field of desired. desired must have its TypeMeta set
-// and, for a cluster-scoped object, a controller owner reference: a cluster-scoped name is
+// and, for a cluster-scoped object, a controller owner reference (see ReservedNames for the
+// exception): a cluster-scoped name is
 // shared with the whole cluster, so Apply only writes one that is absent or already controlled
 // by that owner. Namespaced objects live in the tenant's own namespace and are applied as is.
 func (a *Applier) Apply(ctx context.Context, desired client.Object) (Result, error) {
@@ -127,7 +132,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 		}
 	case apierrors.IsNotFound(err):
 		result = Created
-		if desired.GetNamespace() == "" {
+		if desired.GetNamespace() == "" && !a.ReservedNames {
 			if result, err = a.checkClusterScopedName(ctx, desired, live); err != nil {
 				return Unchanged, nil, err
 			}

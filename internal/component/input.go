@@ -23,7 +23,6 @@ import (
 	"maps"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/resources"
 )
 
 // Input is what a template can read besides its values.
@@ -88,10 +87,10 @@ func NewInput(t *tenancyv1alpha1.Tenant, namespace string, tmpl *tenancyv1alpha1
 		in.Component.ImageRef = tmpl.Spec.Image + ":" + tmpl.Spec.Version
 	}
 	for _, db := range t.Spec.Databases.Postgres {
-		in.Databases[db.Name] = Database{Engine: string(tenancyv1alpha1.EnginePostgres), SecretName: resources.DatabaseSecretName(db.Name)}
+		in.Databases[db.Name] = Database{Engine: string(tenancyv1alpha1.EnginePostgres), SecretName: tenancyv1alpha1.DatabaseSecretName(db.Name)}
 	}
 	for _, db := range t.Spec.Databases.MySQL {
-		in.Databases[db.Name] = Database{Engine: string(tenancyv1alpha1.EngineMySQL), SecretName: resources.DatabaseSecretName(db.Name)}
+		in.Databases[db.Name] = Database{Engine: string(tenancyv1alpha1.EngineMySQL), SecretName: tenancyv1alpha1.DatabaseSecretName(db.Name)}
 	}
 	if t.Spec.PgBouncer != nil {
 		in.PgBouncer.DefaultPoolSize = t.Spec.PgBouncer.DefaultPoolSize

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -21,6 +20,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/database"
 )
 
 // DatabaseServerReconciler reports whether each DatabaseServer can be logged in to, its
@@ -28,7 +28,7 @@ import (
 type DatabaseServerReconciler struct {
 	Client      client.Client
 	Config      *config.Config
-	Connections *DatabaseConnections
+	Connections *database.Connections
 }
 
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=databaseservers,verbs=get;list;watch
@@ -61,39 +61,28 @@ func (r *DatabaseServerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	s := *ds.Status.DeepCopy()
 	s.ObservedGeneration = ds.Generation
 	s.Tenants = tenants
-	set := func(typ string, status metav1.ConditionStatus, reason, message string) {
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: ds.Generation,
-		})
-	}
+	c := conditions{list: &s.Conditions, generation: ds.Generation}
 	interval := r.Config.Databases.CheckInterval.Duration
 	version, err := r.Connections.Check(ctx, ds.Name, interval, r.Config.Databases.Timeout.Duration)
 	result := ctrl.Result{RequeueAfter: interval}
 	switch {
-	case errors.Is(err, errServerConfig):
+	case errors.Is(err, database.ErrServerUnusable):
 		s.Reachable = false
-		set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonCredentialsMissing, err.Error())
-		set(tenancyv1alpha1.StalledCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonCredentialsMissing, err.Error())
+		c.stalled(tenancyv1alpha1.ReasonCredentialsMissing, err.Error())
 	case err != nil:
+		// Not stalled: an outage ends by itself, and the server is looked at again soon.
 		s.Reachable = false
-		set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonUnreachable, err.Error())
-		meta.RemoveStatusCondition(&s.Conditions, tenancyv1alpha1.StalledCondition)
+		c.set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonUnreachable, err.Error())
+		c.remove(tenancyv1alpha1.StalledCondition, tenancyv1alpha1.ReconcilingCondition)
 		// An unreachable server is looked at sooner than a healthy one.
 		result.RequeueAfter = min(interval, 10*time.Second)
 	default:
 		s.Reachable = true
 		s.ServerVersion = version
-		set(tenancyv1alpha1.ReadyCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonReachable, "logged in as the administrator; server version "+version)
-		meta.RemoveStatusCondition(&s.Conditions, tenancyv1alpha1.StalledCondition)
+		c.ready(tenancyv1alpha1.ReasonReachable, "logged in as the administrator; server version "+version)
 	}
-	meta.RemoveStatusCondition(&s.Conditions, tenancyv1alpha1.ReconcilingCondition)
-
-	if !equality.Semantic.DeepEqual(ds.Status, s) {
-		orig := ds.DeepCopy()
-		ds.Status = s
-		if err := r.Client.Status().Patch(ctx, ds, client.MergeFrom(orig)); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
+	if err := patchStatus(ctx, r.Client, ds, &ds.Status, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	return result, nil
 }

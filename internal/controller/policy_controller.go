@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -56,7 +55,9 @@ func (r *PolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile applies every policy and binding that differs from what Landlord builds.
 func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	applier := &apply.Applier{Client: r.Client, APIReader: reservedNames{}}
+	// Landlord's policy names are its own and have no owner object: a policy that lost its
+	// managed label (and with it its place in the cache) is taken back.
+	applier := &apply.Applier{Client: r.Client, ReservedNames: true}
 	var errs []error
 	for _, obj := range policy.Objects() {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
@@ -115,18 +116,4 @@ func (r *PolicyReconciler) replaceEditedSpec(ctx context.Context, desired client
 		return false, err
 	}
 	return true, r.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(apply.FieldOwner))
-}
-
-// reservedNames answers the applier's ownership check for a policy missing from the cache.
-// Landlord's policy names are its own and have no owner object, so a policy that lost its
-// managed label (and with it its place in the cache) is taken back, never reported as
-// belonging to someone else.
-type reservedNames struct{}
-
-func (reservedNames) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
-	return apierrors.NewNotFound(admissionregistrationv1.Resource("policies"), key.Name)
-}
-
-func (reservedNames) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return errors.New("policy names are not listed")
 }

@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -13,7 +15,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -79,10 +80,11 @@ func (w *kindWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind) e
 }
 
 // ensureComponents renders each pinned component, applies what differs from the cache, prunes
-// what left its manifests (or the spec), and reports whether every workload has rolled out. A
-// component that cannot render keeps running what it ran before: nothing is pruned for it.
-func (r *TenantReconciler) ensureComponents(ctx context.Context, t *tenancyv1alpha1.Tenant) (outcome, []tenancyv1alpha1.ComponentStatus) {
-	nsName := r.Config.NamespaceName(t.Name)
+// what left its manifests (or the spec), records each component in the status draft, and
+// reports whether every workload has rolled out. A component that cannot render keeps running
+// what it ran before: nothing is pruned for it.
+func (r *TenantReconciler) ensureComponents(ctx context.Context, s *tenantScope) outcome {
+	t := s.tenant
 	prev := map[string]*tenancyv1alpha1.ComponentStatus{}
 	for i := range t.Status.Components {
 		prev[t.Status.Components[i].Name] = &t.Status.Components[i]
@@ -90,18 +92,18 @@ func (r *TenantReconciler) ensureComponents(ctx context.Context, t *tenancyv1alp
 
 	var (
 		statuses []tenancyv1alpha1.ComponentStatus
-		stalled  *outcome
+		stall    *outcome
 		errs     []error
 		waiting  []string
 	)
 	for _, c := range t.Spec.Components {
-		st, res := r.ensureComponent(ctx, t, nsName, c, prev[c.Name])
+		st, res := r.ensureComponent(ctx, s, c, prev[c.Name])
 		delete(prev, c.Name)
 		statuses = append(statuses, st)
 		switch {
 		case res.stalled:
-			if stalled == nil {
-				stalled = &res
+			if stall == nil {
+				stall = &res
 			}
 		case res.err != nil:
 			errs = append(errs, res.err)
@@ -112,7 +114,7 @@ func (r *TenantReconciler) ensureComponents(ctx context.Context, t *tenancyv1alp
 	}
 	// Components removed from the spec: everything they applied goes.
 	for name, st := range prev {
-		if err := r.prune(ctx, t, nsName, st.Inventory, nil); err != nil {
+		if err := r.prune(ctx, s, st.Inventory, nil); err != nil {
 			statuses = append(statuses, *st)
 			errs = append(errs, err)
 			waiting = append(waiting, fmt.Sprintf("removing component %s: %v", name, err))
@@ -120,19 +122,21 @@ func (r *TenantReconciler) ensureComponents(ctx context.Context, t *tenancyv1alp
 		}
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ComponentRemoved", "Prune", "component %s removed", name)
 	}
-	sort.Slice(statuses, func(i, j int) bool { return statuses[i].Name < statuses[j].Name })
+	slices.SortFunc(statuses, func(a, b tenancyv1alpha1.ComponentStatus) int { return cmp.Compare(a.Name, b.Name) })
+	s.status.Components = statuses
 
 	switch {
-	case stalled != nil:
-		return *stalled, statuses
+	case stall != nil:
+		return *stall
 	case len(waiting) > 0:
-		return outcome{reason: tenancyv1alpha1.ReasonRollingOut, message: strings.Join(waiting, "; "), err: errors.Join(errs...)}, statuses
+		return outcome{reason: tenancyv1alpha1.ReasonRollingOut, message: strings.Join(waiting, "; "), err: errors.Join(errs...)}
 	}
-	return outcome{done: true, reason: tenancyv1alpha1.ReasonSucceeded, message: fmt.Sprintf("%d components rolled out", len(t.Spec.Components))}, statuses
+	return done(tenancyv1alpha1.ReasonSucceeded, "%d components rolled out", len(t.Spec.Components))
 }
 
 // ensureComponent converges one component and returns its status entry.
-func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alpha1.Tenant, nsName string, c tenancyv1alpha1.Component, prev *tenancyv1alpha1.ComponentStatus) (tenancyv1alpha1.ComponentStatus, outcome) {
+func (r *TenantReconciler) ensureComponent(ctx context.Context, s *tenantScope, c tenancyv1alpha1.Component, prev *tenancyv1alpha1.ComponentStatus) (tenancyv1alpha1.ComponentStatus, outcome) {
+	t, nsName := s.tenant, s.namespace
 	keep := func(res outcome) (tenancyv1alpha1.ComponentStatus, outcome) {
 		st := tenancyv1alpha1.ComponentStatus{Name: c.Name}
 		if prev != nil {
@@ -148,7 +152,7 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 			msg = prefix + ": " + msg
 		}
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Render", "%s", msg)
-		return keep(outcome{stalled: true, reason: reason, message: msg})
+		return keep(stalled(reason, "%s", msg))
 	}
 
 	tmpl := &tenancyv1alpha1.ComponentTemplate{}
@@ -159,7 +163,7 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 		if apierrors.IsNotFound(err) {
 			return stall(tenancyv1alpha1.ReasonTemplateNotFound, "ComponentTemplate %s not found", tmplName)
 		}
-		return keep(outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err})
+		return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
 	}
 	if tmpl.Spec.Component != c.Name || tmpl.Spec.Version != c.Version {
 		return stall(tenancyv1alpha1.ReasonRenderFailed, "ComponentTemplate %s is for component %s version %s", tmplName, tmpl.Spec.Component, tmpl.Spec.Version)
@@ -175,7 +179,7 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 		}
 	}
 
-	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader, Memo: r.Applied}
+	applier := r.applier()
 	inventory := make([]string, 0, len(objs))
 	current := map[string]bool{}
 	// What the API server answered to this reconcile's writes: the cache sees them only later.
@@ -186,7 +190,7 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 			component.ScaleToZero([]*unstructured.Unstructured{obj})
 		}
 		if err := r.Kinds.ensure(ctx, obj.GroupVersionKind()); err != nil {
-			return keep(outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err})
+			return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
 		}
 		_, answer, err := applier.ApplyLive(ctx, obj)
 		if err != nil {
@@ -203,8 +207,8 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, t *tenancyv1alph
 	}
 	sort.Strings(inventory)
 	if prev != nil {
-		if err := r.prune(ctx, t, nsName, prev.Inventory, current); err != nil {
-			return keep(outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err})
+		if err := r.prune(ctx, s, prev.Inventory, current); err != nil {
+			return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
 		}
 	}
 
@@ -309,7 +313,7 @@ func (r *TenantReconciler) checkScope(obj *unstructured.Unstructured, nsName str
 }
 
 // prune deletes the objects of an inventory that are not current, if the tenant controls them.
-func (r *TenantReconciler) prune(ctx context.Context, t *tenancyv1alpha1.Tenant, nsName string, inventory []string, current map[string]bool) error {
+func (r *TenantReconciler) prune(ctx context.Context, s *tenantScope, inventory []string, current map[string]bool) error {
 	for _, key := range inventory {
 		if current[key] {
 			continue
@@ -331,17 +335,13 @@ func (r *TenantReconciler) prune(ctx context.Context, t *tenancyv1alpha1.Tenant,
 		if err := r.Kinds.ensure(ctx, mapping.GroupVersionKind); err != nil {
 			return err
 		}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: nsName, Name: name}, obj); err != nil {
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
 			return err
 		}
-		if !metav1.IsControlledBy(obj, t) {
-			continue
-		}
-		uid := obj.GetUID()
-		if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		if _, err := deleteIfControlled(ctx, r.Client, obj, s.tenant); err != nil {
 			return fmt.Errorf("pruning %s %s: %w", gk.Kind, name, err)
 		}
 	}

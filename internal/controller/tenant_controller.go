@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +26,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/secret"
 )
 
@@ -38,7 +38,10 @@ const stalledRetry = 2 * time.Minute
 // rolloutRecheck is how often a tenant whose components are rolling out is looked at again.
 const rolloutRecheck = 10 * time.Second
 
-// TenantReconciler turns a Tenant into its namespace, RBAC, quota, limits and network policy.
+// TenantReconciler turns a Tenant into what its lifecycle state asks for: its namespace with
+// RBAC, quota, limits and network policy, shared secrets, databases and components while Active
+// or Frozen; the namespace removed and the data kept while Archived; everything dropped when
+// Purged.
 type TenantReconciler struct {
 	Client    client.Client
 	APIReader client.Reader
@@ -47,7 +50,7 @@ type TenantReconciler struct {
 	// Secrets keeps generated credentials in the secret store.
 	Secrets secret.TenantSecrets
 	// Databases reaches the DatabaseServers.
-	Databases *DatabaseConnections
+	Databases *database.Connections
 	// Kinds watches the kinds components render; set up by SetupWithManager.
 	Kinds *kindWatches
 	// Applied remembers the owned objects found in place, so that an unchanged tenant costs
@@ -115,112 +118,65 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// Reconcile converges one tenant: fetch it, make sure deletion will be orderly, converge what
-// its lifecycle state asks for, and report. Status is written only when it changed, so an
-// unchanged tenant costs no API request at all.
+// Reconcile converges one tenant: fetch it, make deletion orderly (finalize a deleted tenant;
+// add the finalizer to a new one), run the phases its lifecycle state lists (tenant_phases.go),
+// and write the status they add up to, only when it changed: an unchanged tenant costs no API
+// request at all.
 func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &tenancyv1alpha1.Tenant{}
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !t.DeletionTimestamp.IsZero() {
-		err := r.finalize(ctx, t)
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: time.Second}, nil
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return retryConflict(r.finalize(ctx, t))
 	}
 	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
 		if err := r.addFinalizer(ctx, t); err != nil {
-			if apierrors.IsConflict(err) {
-				// Someone wrote the tenant since the cache saw it; look again shortly.
-				return ctrl.Result{RequeueAfter: time.Second}, nil
-			}
-			return ctrl.Result{}, err
+			return retryConflict(err)
 		}
 	}
 
-	var results []phaseResult
-	databases := t.Status.Databases
-	// The namespace of an Archived or Purged tenant is gone, and its components with it.
-	var components []tenancyv1alpha1.ComponentStatus
-	switch t.Spec.State {
-	case tenancyv1alpha1.StateArchived:
-		results = []phaseResult{
-			{tenancyv1alpha1.NamespaceReadyCondition, r.removeNamespace(ctx, t)},
-			{tenancyv1alpha1.DatabasesReadyCondition, keptDatabases(t)},
-		}
-	case tenancyv1alpha1.StatePurged:
-		dbs := r.purgeDatabases(ctx, t)
-		if dbs.done {
-			databases = nil
-		}
-		results = []phaseResult{
-			{tenancyv1alpha1.NamespaceReadyCondition, r.removeNamespace(ctx, t)},
-			{tenancyv1alpha1.DatabasesReadyCondition, dbs},
-		}
-	default:
-		ns := r.ensureNamespace(ctx, t)
-		secrets, dbs, comps := waitingForNamespace(), waitingForNamespace(), waitingForNamespace()
-		if ns.done {
-			secrets = r.copySharedSecrets(ctx, t)
-			dbs, databases = r.ensureDatabases(ctx, t)
-			comps, components = r.ensureComponents(ctx, t)
-		}
-		results = []phaseResult{
-			{tenancyv1alpha1.NamespaceReadyCondition, ns},
-			{tenancyv1alpha1.SecretsReadyCondition, secrets},
-			{tenancyv1alpha1.DatabasesReadyCondition, dbs},
-			{tenancyv1alpha1.ComponentsReadyCondition, comps},
-		}
-	}
-
-	status := computeStatus(t, r.Config.NamespaceName(t.Name), results)
-	status.Databases = databases
-	status.Components = components
-	if err := r.writeStatus(ctx, t, status); err != nil {
+	s := newTenantScope(t, r.Config.NamespaceName(t.Name))
+	phases := phasesFor(t.Spec.State)
+	results := r.runPhases(ctx, s, phases)
+	if err := patchStatus(ctx, r.Client, t, &t.Status, computeStatus(t, s.namespace, s.status, results)); err != nil {
 		return ctrl.Result{}, err
 	}
+	return requeueAfter(phases, results)
+}
+
+// requeueAfter turns the phases' outcomes into the reconcile's result: errors are retried with
+// backoff, a stall is looked at again after stalledRetry, and a phase still under way after its
+// recheck.
+func requeueAfter(phases []tenantPhase, results []phaseResult) (ctrl.Result, error) {
 	var errs []error
-	stalled := false
+	isStalled := false
 	for _, res := range results {
 		if res.err != nil {
 			errs = append(errs, res.err)
 		}
-		stalled = stalled || res.stalled
+		isStalled = isStalled || res.stalled
 	}
 	if err := errors.Join(errs...); err != nil {
 		return ctrl.Result{}, err
 	}
-	if stalled {
+	if isStalled {
 		return ctrl.Result{RequeueAfter: stalledRetry}, nil
 	}
-	for _, res := range results {
-		if res.condition == tenancyv1alpha1.ComponentsReadyCondition && !res.done {
-			// Workload status events re-trigger a rollout in progress; this look from the cache
-			// (no request) is the safety net should one be missed.
-			return ctrl.Result{RequeueAfter: rolloutRecheck}, nil
+	var after time.Duration
+	for i, res := range results {
+		if p := phases[i]; !res.done && p.recheck > 0 && (after == 0 || p.recheck < after) {
+			after = p.recheck
 		}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
-func (r *TenantReconciler) addFinalizer(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
-	orig := t.DeepCopy()
-	controllerutil.AddFinalizer(t, tenancyv1alpha1.Finalizer)
-	return r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-}
-
-// writeStatus patches status only when it differs from what the tenant carries.
-func (r *TenantReconciler) writeStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, status tenancyv1alpha1.TenantStatus) error {
-	if equality.Semantic.DeepEqual(t.Status, status) {
-		return nil
+// retryConflict looks again shortly at a tenant someone wrote since the cache saw it, rather
+// than logging the optimistic-lock conflict as an error; a tenant gone meanwhile is done.
+func retryConflict(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	orig := t.DeepCopy()
-	t.Status = status
-	err := r.Client.Status().Patch(ctx, t, client.MergeFrom(orig))
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return ctrl.Result{}, client.IgnoreNotFound(err)
 }

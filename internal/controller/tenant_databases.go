@@ -1,10 +1,11 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -65,13 +65,13 @@ type dbKey struct {
 	name   string
 }
 
-// ensureDatabases converges the tenant's databases and returns the status entries of those in
-// place. A database whose credentials Secret is intact and whose status records it in place
+// ensureDatabases converges the tenant's databases and records those in place in the status
+// draft. A database whose credentials Secret is intact and whose status records it in place
 // costs nothing but a cache-compared apply: no store read, no login to its server. Everything
 // else takes the slow path: credentials from the store (created there first for a new
 // database), the database ensured on its server, then the Secret written.
-func (r *TenantReconciler) ensureDatabases(ctx context.Context, t *tenancyv1alpha1.Tenant) (outcome, []tenancyv1alpha1.DatabaseStatus) {
-	nsName := r.Config.NamespaceName(t.Name)
+func (r *TenantReconciler) ensureDatabases(ctx context.Context, s *tenantScope) outcome {
+	t := s.tenant
 	prev := map[dbKey]*tenancyv1alpha1.DatabaseStatus{}
 	for i := range t.Status.Databases {
 		d := &t.Status.Databases[i]
@@ -80,41 +80,39 @@ func (r *TenantReconciler) ensureDatabases(ctx context.Context, t *tenancyv1alph
 
 	var (
 		statuses []tenancyv1alpha1.DatabaseStatus
-		failed   []outcome
+		failures []outcome
 	)
 	desired := desiredDatabases(t)
 	for _, e := range desired {
 		key := dbKey{e.engine, e.Name}
-		st, res := r.ensureDatabase(ctx, t, nsName, e, prev[key])
+		st, res := r.ensureDatabase(ctx, s, e, prev[key])
 		delete(prev, key)
 		if st != nil {
 			statuses = append(statuses, *st)
 		}
 		if !res.done {
-			failed = append(failed, res)
+			failures = append(failures, res)
 		}
 	}
 	// What is left in prev was removed from the spec: its Secret goes, its data stays.
 	for _, st := range prev {
-		if err := r.releaseDatabase(ctx, t, nsName, st); err != nil {
+		if err := r.releaseDatabase(ctx, s, st); err != nil {
 			statuses = append(statuses, *st)
-			failed = append(failed, outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err})
+			failures = append(failures, failed(tenancyv1alpha1.ReasonApplyFailed, err))
 		}
 	}
-	sort.Slice(statuses, func(i, j int) bool {
-		if statuses[i].Engine != statuses[j].Engine {
-			return statuses[i].Engine < statuses[j].Engine
-		}
-		return statuses[i].Name < statuses[j].Name
+	slices.SortFunc(statuses, func(a, b tenancyv1alpha1.DatabaseStatus) int {
+		return cmp.Or(cmp.Compare(a.Engine, b.Engine), cmp.Compare(a.Name, b.Name))
 	})
+	s.status.Databases = statuses
 
-	if len(failed) == 0 {
-		return outcome{done: true, reason: tenancyv1alpha1.ReasonSucceeded, message: fmt.Sprintf("%d databases ready", len(desired))}, statuses
+	if len(failures) == 0 {
+		return done(tenancyv1alpha1.ReasonSucceeded, "%d databases ready", len(desired))
 	}
 	// A stall is reported ahead of progress, and every error is retried.
-	res := failed[0]
+	res := failures[0]
 	var errs []error
-	for _, f := range failed {
+	for _, f := range failures {
 		if f.stalled && !res.stalled {
 			res = f
 		}
@@ -125,32 +123,33 @@ func (r *TenantReconciler) ensureDatabases(ctx context.Context, t *tenancyv1alph
 		// Another database may be waiting on a retry; the stall's own requeue covers it.
 		res.err = nil
 	}
-	return res, statuses
+	return res
 }
 
 // ensureDatabase converges one database and returns its status entry (the previous one when it
 // could not be brought in place, so a placement is never forgotten).
-func (r *TenantReconciler) ensureDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, nsName string, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (*tenancyv1alpha1.DatabaseStatus, outcome) {
+func (r *TenantReconciler) ensureDatabase(ctx context.Context, s *tenantScope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (*tenancyv1alpha1.DatabaseStatus, outcome) {
+	t := s.tenant
 	if prev != nil && e.Server != "" && e.Server != prev.Server {
-		return prev, outcome{stalled: true, reason: tenancyv1alpha1.ReasonDatabaseServerConflict,
-			message: fmt.Sprintf("%s is on DatabaseServer %s, not %s: databases are never moved", e, prev.Server, e.Server)}
+		return prev, stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
+			"%s is on DatabaseServer %s, not %s: databases are never moved", e, prev.Server, e.Server)
 	}
 	if prev != nil && (e.Rotation == "" || e.Rotation == prev.Rotation) {
 		existing := &corev1.Secret{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: nsName, Name: resources.DatabaseSecretName(e.Name)}, existing)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: tenancyv1alpha1.DatabaseSecretName(e.Name)}, existing)
 		switch {
 		case err == nil && metav1.IsControlledBy(existing, t):
 			c, ok := resources.CredentialsFromSecret(existing, e.Name)
 			if ok && c.Engine == e.engine && c.Server == prev.Server &&
 				c.Account.Database == prev.Database && c.Account.Username == prev.Username {
-				return r.publishCredentials(ctx, t, nsName, c, prev)
+				return r.publishCredentials(ctx, s, c, prev)
 			}
 		case err != nil && !apierrors.IsNotFound(err):
-			return prev, outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
+			return prev, failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 	}
 
-	c, rotated, res := r.credentials(ctx, t, nsName, e, prev)
+	c, rotated, res := r.credentials(ctx, s, e, prev)
 	if !res.done {
 		return prev, res
 	}
@@ -170,40 +169,40 @@ func (r *TenantReconciler) ensureDatabase(ctx context.Context, t *tenancyv1alpha
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Provisioned", "Provision",
 			"%s is in place on DatabaseServer %s as %s", e, c.Server, c.Account.Database)
 	}
-	return r.publishCredentials(ctx, t, nsName, c, prev)
+	return r.publishCredentials(ctx, s, c, prev)
 }
 
 // credentials returns a database's credentials from the store, creating them there for a new
 // database (after choosing its server) and replacing the password when a rotation is requested.
 // The store is written before the server, so no database ever exists that the store does not
 // know about.
-func (r *TenantReconciler) credentials(ctx context.Context, t *tenancyv1alpha1.Tenant, nsName string, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, outcome) {
+func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, outcome) {
 	ok := outcome{done: true}
-	name := resources.DatabaseSecretName(e.Name)
-	stored, err := r.Secrets.Load(ctx, nsName, name)
+	name := tenancyv1alpha1.DatabaseSecretName(e.Name)
+	stored, err := r.Secrets.Load(ctx, s.namespace, name)
 	switch {
 	case err == nil:
 		c, isDB, err := resources.ParseStoredCredentials(stored, e.Name)
 		switch {
 		case !isDB || err != nil:
-			return c, false, outcome{stalled: true, reason: tenancyv1alpha1.ReasonInvalidObject,
-				message: fmt.Sprintf("the secret store holds %s/%s but not as complete database credentials", nsName, name)}
+			return c, false, stalled(tenancyv1alpha1.ReasonInvalidObject,
+				"the secret store holds %s/%s but not as complete database credentials", s.namespace, name)
 		case c.Engine != e.engine:
-			return c, false, outcome{stalled: true, reason: tenancyv1alpha1.ReasonDatabaseServerConflict,
-				message: fmt.Sprintf("database %s already exists as a %s database; a database cannot change engine", e.Name, c.Engine)}
+			return c, false, stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
+				"database %s already exists as a %s database; a database cannot change engine", e.Name, c.Engine)
 		case e.Server != "" && e.Server != c.Server:
-			return c, false, outcome{stalled: true, reason: tenancyv1alpha1.ReasonDatabaseServerConflict,
-				message: fmt.Sprintf("%s is on DatabaseServer %s, not %s: databases are never moved", e, c.Server, e.Server)}
+			return c, false, stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
+				"%s is on DatabaseServer %s, not %s: databases are never moved", e, c.Server, e.Server)
 		}
 		if e.Rotation == "" || e.Rotation == c.Rotation {
 			return c, false, ok
 		}
 		password, err := database.GeneratePassword()
 		if err != nil {
-			return c, false, outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
+			return c, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 		c.Account.Password, c.Rotation = password, e.Rotation
-		if err := r.Secrets.Save(ctx, resources.StoredCredentials(nsName, c)); err != nil {
+		if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.namespace, c)); err != nil {
 			return c, false, storeFailed(e, err)
 		}
 		return c, true, ok
@@ -218,45 +217,45 @@ func (r *TenantReconciler) credentials(ctx context.Context, t *tenancyv1alpha1.T
 	}
 	if server == "" {
 		var res outcome
-		if server, res = r.placeDatabase(ctx, t, e); !res.done {
+		if server, res = r.placeDatabase(ctx, s.tenant, e); !res.done {
 			return resources.DatabaseCredentials{}, false, res
 		}
 	}
-	dbName, user := database.Names(database.Engine(e.engine), t.Name, e.Name)
+	dbName, user := database.Names(database.Engine(e.engine), s.tenant.Name, e.Name)
 	password, err := database.GeneratePassword()
 	if err != nil {
-		return resources.DatabaseCredentials{}, false, outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
+		return resources.DatabaseCredentials{}, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	c := resources.DatabaseCredentials{
 		Engine: e.engine, Name: e.Name, Server: server, Rotation: e.Rotation,
 		Account: database.Account{Database: dbName, Username: user, Password: password},
 	}
-	if err := r.Secrets.Save(ctx, resources.StoredCredentials(nsName, c)); err != nil {
+	if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.namespace, c)); err != nil {
 		return c, false, storeFailed(e, err)
 	}
 	return c, false, ok
 }
 
 func storeFailed(e dbEntry, err error) outcome {
-	msg := fmt.Sprintf("%s: secret store: %v", e, err)
-	return outcome{reason: tenancyv1alpha1.ReasonStoreUnavailable, message: msg, err: errors.New(msg)}
+	return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "%s: secret store: %w", e, err)
 }
 
-// serverFailed reports a server that is down or refused. The drivers' errors name the server
-// and the statement's failure, never a password.
+// serverFailed reports a server that is down or refused, as an event and an outcome: a server
+// that cannot be used as configured stalls, anything else is retried. The drivers' errors name
+// the server and the statement's failure, never a password.
 func (r *TenantReconciler) serverFailed(t *tenancyv1alpha1.Tenant, e dbEntry, server string, err error) outcome {
-	msg := fmt.Sprintf("%s on DatabaseServer %s: %v", e, server, err)
-	if errors.Is(err, errServerConfig) {
-		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonDatabaseUnavailable, "Provision", "%s", msg)
-		return outcome{stalled: true, reason: tenancyv1alpha1.ReasonDatabaseUnavailable, message: msg}
+	res := failedf(tenancyv1alpha1.ReasonDatabaseUnavailable, "%s on DatabaseServer %s: %w", e, server, err)
+	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, res.reason, "Provision", "%s", res.message)
+	if errors.Is(err, database.ErrServerUnusable) {
+		res.stalled, res.err = true, nil
 	}
-	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonDatabaseUnavailable, "Provision", "%s", msg)
-	return outcome{reason: tenancyv1alpha1.ReasonDatabaseUnavailable, message: msg, err: errors.New(msg)}
+	return res
 }
 
-// placeDatabase chooses a server for a new database: one already holding the tenant's databases
-// of the engine if any, else the Ready server of the engine with the fewest tenants and room
-// for one more. Nothing is placed when none qualifies; a server becoming Ready re-triggers.
+// placeDatabase is where a tenant's new database of an engine goes: the server already holding
+// the tenant's databases of that engine if any (no request, and no look at the servers), else
+// the least loaded server (see leastLoadedServer) by the servers and tenant counts in the cache.
+// Nothing is placed when none qualifies; a server becoming Ready re-triggers the tenant.
 func (r *TenantReconciler) placeDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry) (string, outcome) {
 	for _, d := range t.Status.Databases {
 		if d.Engine == e.engine {
@@ -265,19 +264,37 @@ func (r *TenantReconciler) placeDatabase(ctx context.Context, t *tenancyv1alpha1
 	}
 	servers := &tenancyv1alpha1.DatabaseServerList{}
 	if err := r.Client.List(ctx, servers); err != nil {
-		return "", outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
+		return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
-	best, bestCount := "", int32(-1)
+	counts := map[string]int32{}
 	for i := range servers.Items {
-		ds := &servers.Items[i]
-		if ds.Spec.Engine != e.engine || !ds.DeletionTimestamp.IsZero() ||
+		if ds := &servers.Items[i]; ds.Spec.Engine == e.engine {
+			n, err := countTenantsOn(ctx, r.Client, ds.Name)
+			if err != nil {
+				return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
+			}
+			counts[ds.Name] = n
+		}
+	}
+	if server := leastLoadedServer(e.engine, servers.Items, counts); server != "" {
+		return server, outcome{done: true}
+	}
+	return "", progressing(tenancyv1alpha1.ReasonNoDatabaseServer,
+		"%s: no Ready %s DatabaseServer has room for another tenant", e, e.engine)
+}
+
+// leastLoadedServer is the Ready, not deleted server of the engine with the fewest tenants
+// (by tenants, a count per server name) and room for one more; ties go to the first name. It is
+// "" when none qualifies.
+func leastLoadedServer(engine tenancyv1alpha1.DatabaseEngine, servers []tenancyv1alpha1.DatabaseServer, tenants map[string]int32) string {
+	best, bestCount := "", int32(-1)
+	for i := range servers {
+		ds := &servers[i]
+		if ds.Spec.Engine != engine || !ds.DeletionTimestamp.IsZero() ||
 			!meta.IsStatusConditionTrue(ds.Status.Conditions, tenancyv1alpha1.ReadyCondition) {
 			continue
 		}
-		n, err := r.tenantsOn(ctx, ds.Name)
-		if err != nil {
-			return "", outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: err.Error(), err: err}
-		}
+		n := tenants[ds.Name]
 		if ds.Spec.MaxTenants != nil && n >= *ds.Spec.MaxTenants {
 			continue
 		}
@@ -285,18 +302,10 @@ func (r *TenantReconciler) placeDatabase(ctx context.Context, t *tenancyv1alpha1
 			best, bestCount = ds.Name, n
 		}
 	}
-	if best == "" {
-		return "", progressing(tenancyv1alpha1.ReasonNoDatabaseServer,
-			"%s: no Ready %s DatabaseServer has room for another tenant", e, e.engine)
-	}
-	return best, outcome{done: true}
+	return best
 }
 
-// tenantsOn counts the tenants with databases on a server, from the cache index.
-func (r *TenantReconciler) tenantsOn(ctx context.Context, server string) (int32, error) {
-	return countTenantsOn(ctx, r.Client, server)
-}
-
+// countTenantsOn counts the tenants with databases on a server, from the cache index.
 func countTenantsOn(ctx context.Context, c client.Reader, server string) (int32, error) {
 	list := &tenancyv1alpha1.TenantList{}
 	if err := c.List(ctx, list, client.MatchingFields{TenantDatabaseServerIndex: server}, client.UnsafeDisableDeepCopy); err != nil {
@@ -307,35 +316,36 @@ func countTenantsOn(ctx context.Context, c client.Reader, server string) (int32,
 
 // publishCredentials writes the credentials Secret into the tenant namespace (when it differs
 // from the cached one) and returns the database's status entry.
-func (r *TenantReconciler) publishCredentials(ctx context.Context, t *tenancyv1alpha1.Tenant, nsName string, c resources.DatabaseCredentials, prev *tenancyv1alpha1.DatabaseStatus) (*tenancyv1alpha1.DatabaseStatus, outcome) {
+func (r *TenantReconciler) publishCredentials(ctx context.Context, s *tenantScope, c resources.DatabaseCredentials, prev *tenancyv1alpha1.DatabaseStatus) (*tenancyv1alpha1.DatabaseStatus, outcome) {
+	t := s.tenant
 	ds, err := r.Databases.Server(ctx, c.Server)
 	if err != nil {
 		e := dbEntry{engine: c.Engine, Database: tenancyv1alpha1.Database{Name: c.Name}}
 		return prev, r.serverFailed(t, e, c.Server, err)
 	}
-	s := resources.DatabaseSecret(t, nsName, c, Address(ds))
-	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader, Memo: r.Applied}
-	if _, err := applier.Apply(ctx, s); err != nil {
-		return prev, r.applyFailed(t, s, err)
+	sec := resources.DatabaseSecret(t, s.namespace, c, database.Address(ds))
+	if _, err := r.applier().Apply(ctx, sec); err != nil {
+		return prev, r.applyFailed(t, sec, err)
 	}
 	return &tenancyv1alpha1.DatabaseStatus{
 		Engine: c.Engine, Name: c.Name, Server: c.Server,
 		Database: c.Account.Database, Username: c.Account.Username,
-		SecretName: s.Name, Rotation: c.Rotation,
+		SecretName: sec.Name, Rotation: c.Rotation,
 	}, outcome{done: true}
 }
 
 // releaseDatabase handles a database removed from the spec: the tenant loses its Secret, the
 // data stays on the server (and its credentials in the store) until the tenant is Purged.
-func (r *TenantReconciler) releaseDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, nsName string, st *tenancyv1alpha1.DatabaseStatus) error {
-	s := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: nsName, Name: st.SecretName}, s)
+func (r *TenantReconciler) releaseDatabase(ctx context.Context, s *tenantScope, st *tenancyv1alpha1.DatabaseStatus) error {
+	t := s.tenant
+	sec := &corev1.Secret{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: st.SecretName}, sec)
 	switch {
-	case err == nil && metav1.IsControlledBy(s, t):
-		if err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("removing secret %s/%s: %w", nsName, s.Name, err)
+	case err == nil:
+		if _, err := deleteIfControlled(ctx, r.Client, sec, t); err != nil {
+			return fmt.Errorf("removing secret %s/%s: %w", s.namespace, sec.Name, err)
 		}
-	case err != nil && !apierrors.IsNotFound(err):
+	case !apierrors.IsNotFound(err):
 		return err
 	}
 	r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonDatabasesKept, "Release",
@@ -344,37 +354,38 @@ func (r *TenantReconciler) releaseDatabase(ctx context.Context, t *tenancyv1alph
 	return nil
 }
 
-// keptDatabases reports an Archived tenant's databases, which are kept untouched.
-func keptDatabases(t *tenancyv1alpha1.Tenant) outcome {
-	return outcome{done: true, reason: tenancyv1alpha1.ReasonDatabasesKept,
-		message: fmt.Sprintf("%d databases and their credentials are kept while the tenant is %s", len(t.Status.Databases), t.Spec.State)}
+// keepDatabases reports an Archived tenant's databases, which are kept untouched, as are their
+// status entries.
+func (r *TenantReconciler) keepDatabases(_ context.Context, s *tenantScope) outcome {
+	return done(tenancyv1alpha1.ReasonDatabasesKept,
+		"%d databases and their credentials are kept while the tenant is %s", len(s.tenant.Status.Databases), s.tenant.Spec.State)
 }
 
 // purgeDatabases drops every database the store knows the tenant had (the store is written
 // before any database is created, so it knows them all), then forgets the tenant's stored
-// secrets. Only a Purged tenant gets here.
-func (r *TenantReconciler) purgeDatabases(ctx context.Context, t *tenancyv1alpha1.Tenant) outcome {
+// secrets, and the status entries with them. Only a Purged tenant, or an unused spare being
+// deleted, gets here.
+func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) outcome {
+	t := s.tenant
 	if c := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.DatabasesReadyCondition); c != nil &&
 		c.Status == metav1.ConditionTrue && c.Reason == tenancyv1alpha1.ReasonDatabasesDropped && c.ObservedGeneration == t.Generation {
-		return outcome{done: true, reason: c.Reason, message: c.Message}
+		s.status.Databases = nil
+		return done(c.Reason, "%s", c.Message)
 	}
-	nsName := r.Config.NamespaceName(t.Name)
-	stored, err := r.Secrets.LoadAll(ctx, nsName)
+	stored, err := r.Secrets.LoadAll(ctx, s.namespace)
 	if err != nil {
-		msg := fmt.Sprintf("listing stored credentials: %v", err)
-		return outcome{reason: tenancyv1alpha1.ReasonStoreUnavailable, message: msg, err: errors.New(msg)}
+		return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "listing stored credentials: %w", err)
 	}
 	var dropped []string
-	for _, s := range stored {
-		name := strings.TrimPrefix(s.Name, "db-")
-		c, isDB, err := resources.ParseStoredCredentials(s, name)
+	for _, sec := range stored {
+		name := strings.TrimPrefix(sec.Name, "db-")
+		c, isDB, err := resources.ParseStoredCredentials(sec, name)
 		if !isDB {
 			continue
 		}
 		e := dbEntry{engine: c.Engine, Database: tenancyv1alpha1.Database{Name: name}}
 		if err != nil {
-			return outcome{stalled: true, reason: tenancyv1alpha1.ReasonInvalidObject,
-				message: fmt.Sprintf("%s: %v; drop it by hand and delete it from the store", e, err)}
+			return stalled(tenancyv1alpha1.ReasonInvalidObject, "%s: %v; drop it by hand and delete it from the store", e, err)
 		}
 		prov, err := r.Databases.Provisioner(ctx, c.Server)
 		if err != nil {
@@ -390,15 +401,15 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, t *tenancyv1alpha
 			"dropped %s (database %s) on DatabaseServer %s", e, c.Account.Database, c.Server)
 		dropped = append(dropped, e.String())
 	}
-	if err := r.Secrets.Forget(ctx, nsName); err != nil {
-		msg := fmt.Sprintf("deleting stored credentials: %v", err)
-		return outcome{reason: tenancyv1alpha1.ReasonStoreUnavailable, message: msg, err: errors.New(msg)}
+	if err := r.Secrets.Forget(ctx, s.namespace); err != nil {
+		return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
 	}
+	s.status.Databases = nil
 	msg := "the tenant is Purged: its databases, logins and stored credentials are deleted"
 	if len(dropped) > 0 {
 		msg += " (" + strings.Join(dropped, ", ") + ")"
 	}
-	return outcome{done: true, reason: tenancyv1alpha1.ReasonDatabasesDropped, message: msg}
+	return done(tenancyv1alpha1.ReasonDatabasesDropped, "%s", msg)
 }
 
 // reportKeptDatabases records, on deletion of a tenant that is not Purged, that its databases

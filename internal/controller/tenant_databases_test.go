@@ -15,7 +15,6 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
-	"github.com/landlord-dev/landlord/internal/resources"
 )
 
 // withDatabases gives a tenant a PostgreSQL database "app" and a MySQL database "legacy".
@@ -28,16 +27,16 @@ func withDatabases(t *tenancyv1alpha1.Tenant) {
 func credentials(g Gomega, tenant, name string) *corev1.Secret {
 	s := &corev1.Secret{}
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{
-		Namespace: opConfig.NamespaceName(tenant), Name: resources.DatabaseSecretName(name),
+		Namespace: opConfig.NamespaceName(tenant), Name: tenancyv1alpha1.DatabaseSecretName(name),
 	}, s)).To(Succeed())
 	return s
 }
 
 func account(s *corev1.Secret) database.Account {
 	return database.Account{
-		Database: string(s.Data[resources.KeyDatabase]),
-		Username: string(s.Data[resources.KeyUsername]),
-		Password: string(s.Data[resources.KeyPassword]),
+		Database: string(s.Data[tenancyv1alpha1.CredentialsKeyDatabase]),
+		Username: string(s.Data[tenancyv1alpha1.CredentialsKeyUsername]),
+		Password: string(s.Data[tenancyv1alpha1.CredentialsKeyPassword]),
 	}
 }
 
@@ -64,7 +63,7 @@ func TestTenantDatabases(t *testing.T) {
 				want = mariaServer
 			}
 			g.Expect(d.Server).To(Equal(want), "%s database %s", d.Engine, d.Name)
-			g.Expect(d.SecretName).To(Equal(resources.DatabaseSecretName(d.Name)))
+			g.Expect(d.SecretName).To(Equal(tenancyv1alpha1.DatabaseSecretName(d.Name)))
 		}
 	})
 
@@ -73,23 +72,23 @@ func TestTenantDatabases(t *testing.T) {
 		for _, d := range tenant.Status.Databases {
 			s := credentials(g, tenant.Name, d.Name)
 			inst := instanceFor(d.Engine)
-			g.Expect(string(s.Data[resources.KeyHost])).To(Equal(inst.Server.Host))
-			g.Expect(string(s.Data[resources.KeyURL])).To(HavePrefix(string(d.Engine) + "://"))
+			g.Expect(string(s.Data[tenancyv1alpha1.CredentialsKeyHost])).To(Equal(inst.Server.Host))
+			g.Expect(string(s.Data[tenancyv1alpha1.CredentialsKeyURL])).To(HavePrefix(string(d.Engine) + "://"))
 			g.Expect(dbtest.CanUse(ctx, inst.Server, account(s))).To(Succeed(), "%s database %s", d.Engine, d.Name)
 		}
 	})
 
 	t.Run("the PostgreSQL credentials carry the pgbouncer pool size", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(credentials(g, tenant.Name, "app").Data).To(HaveKeyWithValue(resources.KeyPgBouncerPoolSize, []byte("20")))
-		g.Expect(credentials(g, tenant.Name, "legacy").Data).NotTo(HaveKey(resources.KeyPgBouncerPoolSize))
+		g.Expect(credentials(g, tenant.Name, "app").Data).To(HaveKeyWithValue(tenancyv1alpha1.CredentialsKeyPgBouncerPoolSize, []byte("20")))
+		g.Expect(credentials(g, tenant.Name, "legacy").Data).NotTo(HaveKey(tenancyv1alpha1.CredentialsKeyPgBouncerPoolSize))
 	})
 
 	t.Run("the credentials are kept in the secret store", func(t *testing.T) {
 		g := NewWithT(t)
 		stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(stored.Data[resources.KeyPassword]).To(Equal(credentials(g, tenant.Name, "app").Data[resources.KeyPassword]))
+		g.Expect(stored.Data[tenancyv1alpha1.CredentialsKeyPassword]).To(Equal(credentials(g, tenant.Name, "app").Data[tenancyv1alpha1.CredentialsKeyPassword]))
 	})
 
 	t.Run("an unchanged tenant with databases costs no API requests", func(t *testing.T) {
@@ -99,12 +98,12 @@ func TestTenantDatabases(t *testing.T) {
 	t.Run("a credentials Secret edited by hand is restored", func(t *testing.T) {
 		g := NewWithT(t)
 		s := credentials(g, tenant.Name, "app")
-		want := s.Data[resources.KeyPassword]
+		want := s.Data[tenancyv1alpha1.CredentialsKeyPassword]
 		patch := client.MergeFrom(s.DeepCopy())
-		s.Data[resources.KeyPassword] = []byte("guessed")
+		s.Data[tenancyv1alpha1.CredentialsKeyPassword] = []byte("guessed")
 		g.Expect(k8s.Patch(ctx, s, patch)).To(Succeed())
 		g.Eventually(func(g Gomega) {
-			g.Expect(credentials(g, tenant.Name, "app").Data[resources.KeyPassword]).To(Equal(want))
+			g.Expect(credentials(g, tenant.Name, "app").Data[tenancyv1alpha1.CredentialsKeyPassword]).To(Equal(want))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
@@ -125,7 +124,7 @@ func TestTenantDatabases(t *testing.T) {
 		g.Expect(dbtest.CanConnect(ctx, pg.Server, old.Username, old.Password, old.Database)).NotTo(Succeed(), "the old password still works")
 		stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(string(stored.Data[resources.KeyPassword])).To(Equal(rotated.Password))
+		g.Expect(string(stored.Data[tenancyv1alpha1.CredentialsKeyPassword])).To(Equal(rotated.Password))
 	})
 
 	t.Run("a database removed from the spec loses its Secret but keeps its data", func(t *testing.T) {
@@ -217,7 +216,7 @@ func TestDeletingATenantThatIsNotPurgedKeepsItsData(t *testing.T) {
 	g.Expect(dbtest.CanUse(ctx, pg.Server, app)).To(Succeed())
 	stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(stored.Data[resources.KeyPassword])).To(Equal(app.Password))
+	g.Expect(string(stored.Data[tenancyv1alpha1.CredentialsKeyPassword])).To(Equal(app.Password))
 }
 
 func TestDatabaseServerOutage(t *testing.T) {

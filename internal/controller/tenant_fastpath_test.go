@@ -32,7 +32,7 @@ func TestUnchangedTenantReconcileMakesNoRequests(t *testing.T) {
 	before := op.Requests.Snapshot()
 	reconcilesBefore := op.Reconciles()
 	// A sync of an unchanged store and a resync of every tenant, shared secret included.
-	g.Expect(op.TemplateSync.SyncOnce(context.Background())).To(Succeed())
+	g.Expect(op.TemplateSync.Sync(context.Background())).To(Succeed())
 	resync(t, names...)
 
 	g.Expect(op.Reconciles() - reconcilesBefore).To(BeNumerically(">=", len(names)))

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
@@ -117,7 +116,7 @@ func TestTenantUsersCannotEditTheirIsolation(t *testing.T) {
 
 func impersonate(t *testing.T, user string, groups ...string) client.Client {
 	t.Helper()
-	c, err := client.New(env.As(user, groups...), client.Options{Scheme: operator.Scheme()})
+	c, err := client.New(env.As(user, groups...), client.Options{Scheme: tenancyv1alpha1.Scheme()})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	return c
 }

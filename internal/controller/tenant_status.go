@@ -3,7 +3,6 @@ package controller
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -13,21 +12,20 @@ import (
 // secrets of an Archived tenant) are removed.
 var phaseConditions = []string{tenancyv1alpha1.NamespaceReadyCondition, tenancyv1alpha1.SecretsReadyCondition, tenancyv1alpha1.DatabasesReadyCondition, tenancyv1alpha1.ComponentsReadyCondition}
 
-// computeStatus is the tenant's status after a reconcile whose phases observed results,
-// following kstatus: Ready always, the summary of the phases; Reconciling only while a phase is
-// in progress; Stalled only while a phase cannot converge without a person. observedGeneration
-// moves on only when every phase reached a verdict (done or stalled) for the current generation.
-func computeStatus(t *tenancyv1alpha1.Tenant, namespace string, results []phaseResult) tenancyv1alpha1.TenantStatus {
-	s := *t.Status.DeepCopy()
+// computeStatus is the tenant's status after a reconcile: the draft the phases filled in, with
+// the conditions their results add up to, following kstatus. Ready is always present, the
+// summary of the phases; Reconciling only while a phase is in progress; Stalled only while a
+// phase cannot converge without a person, and a stall is reported ahead of progress.
+// observedGeneration moves on only when every phase reached a verdict (done or stalled) for the
+// current generation.
+func computeStatus(t *tenancyv1alpha1.Tenant, namespace string, draft tenancyv1alpha1.TenantStatus, results []phaseResult) tenancyv1alpha1.TenantStatus {
+	s := draft
+	s.Conditions = append([]metav1.Condition(nil), draft.Conditions...)
 	gen := t.Generation
-	set := func(typ string, status metav1.ConditionStatus, reason, message string) {
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: gen,
-		})
-	}
+	conds := conditions{list: &s.Conditions, generation: gen}
 
 	ran := map[string]bool{}
-	var stalled, progressing *phaseResult
+	var stalledBy, progressingBy *phaseResult
 	for i := range results {
 		res := &results[i]
 		ran[res.condition] = true
@@ -35,34 +33,28 @@ func computeStatus(t *tenancyv1alpha1.Tenant, namespace string, results []phaseR
 		if res.done {
 			status = metav1.ConditionTrue
 		}
-		set(res.condition, status, res.reason, res.message)
+		conds.set(res.condition, status, res.reason, res.message)
 		switch {
-		case res.stalled && stalled == nil:
-			stalled = res
-		case !res.done && !res.stalled && progressing == nil:
-			progressing = res
+		case res.stalled && stalledBy == nil:
+			stalledBy = res
+		case !res.done && !res.stalled && progressingBy == nil:
+			progressingBy = res
 		}
 	}
 	for _, c := range phaseConditions {
 		if !ran[c] {
-			meta.RemoveStatusCondition(&s.Conditions, c)
+			conds.remove(c)
 		}
 	}
 
 	switch {
-	case stalled != nil:
-		set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, stalled.reason, stalled.message)
-		set(tenancyv1alpha1.StalledCondition, metav1.ConditionTrue, stalled.reason, stalled.message)
-		meta.RemoveStatusCondition(&s.Conditions, tenancyv1alpha1.ReconcilingCondition)
+	case stalledBy != nil:
+		conds.stalled(stalledBy.reason, stalledBy.message)
 		s.ObservedGeneration = gen
-	case progressing != nil:
-		set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, progressing.reason, progressing.message)
-		set(tenancyv1alpha1.ReconcilingCondition, metav1.ConditionTrue, progressing.reason, progressing.message)
-		meta.RemoveStatusCondition(&s.Conditions, tenancyv1alpha1.StalledCondition)
+	case progressingBy != nil:
+		conds.reconciling(progressingBy.reason, progressingBy.message)
 	default:
-		set(tenancyv1alpha1.ReadyCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonSucceeded, readyMessage(t, namespace))
-		meta.RemoveStatusCondition(&s.Conditions, tenancyv1alpha1.ReconcilingCondition)
-		meta.RemoveStatusCondition(&s.Conditions, tenancyv1alpha1.StalledCondition)
+		conds.ready(tenancyv1alpha1.ReasonSucceeded, readyMessage(t, namespace))
 		s.ObservedGeneration = gen
 	}
 
@@ -70,7 +62,7 @@ func computeStatus(t *tenancyv1alpha1.Tenant, namespace string, results []phaseR
 	switch {
 	case !removed:
 		s.Namespace = namespace
-	case stalled == nil && progressing == nil:
+	case stalledBy == nil && progressingBy == nil:
 		s.Namespace = ""
 	}
 	return s

@@ -23,13 +23,6 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 )
 
-// Claim reasons.
-const (
-	ReasonPoolNotFound = "PoolNotFound"
-	ReasonNoReadySpare = "NoReadySpare"
-	ReasonBound        = "Bound"
-)
-
 // TenantClaimReconciler binds each claim to one Ready spare of its pool. The bind is a metadata
 // patch of the spare carrying its resourceVersion: of two claims racing for one spare, exactly
 // one write succeeds, and the other claim moves on to the next spare.
@@ -55,7 +48,7 @@ func (r *TenantClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&tenancyv1alpha1.TenantClaim{}).
 		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 			t, ok := obj.(*tenancyv1alpha1.Tenant)
-			if !ok || !IsUnallocatedSpare(t) || !isSpareReady(t) {
+			if !ok || !t.IsUnallocatedSpare() || !t.IsReadySpare() {
 				return nil
 			}
 			return r.pendingClaims(ctx, t.Labels[tenancyv1alpha1.PoolLabel])
@@ -76,7 +69,7 @@ func (r *TenantClaimReconciler) pendingClaims(ctx context.Context, pool string) 
 	var out []reconcile.Request
 	for i := range claims.Items {
 		c := &claims.Items[i]
-		if c.Spec.Pool == pool && c.Status.Phase != tenancyv1alpha1.ClaimBound && c.Status.Phase != tenancyv1alpha1.ClaimFailed {
+		if c.Spec.Pool == pool && c.Status.Phase != tenancyv1alpha1.ClaimBound {
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
 		}
 	}
@@ -88,7 +81,7 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if claim.Status.Phase == tenancyv1alpha1.ClaimBound || claim.Status.Phase == tenancyv1alpha1.ClaimFailed || !claim.DeletionTimestamp.IsZero() {
+	if claim.Status.Phase == tenancyv1alpha1.ClaimBound || !claim.DeletionTimestamp.IsZero() {
 		// The status says it now; memory no longer has to.
 		r.binds.Delete(claim.UID)
 		return ctrl.Result{}, nil
@@ -107,13 +100,13 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	pool := &tenancyv1alpha1.TenantPool{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: claim.Spec.Pool}, pool); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{}, r.setPending(ctx, claim, ReasonPoolNotFound, fmt.Sprintf("TenantPool %s does not exist", claim.Spec.Pool))
+			return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonPoolNotFound, fmt.Sprintf("TenantPool %s does not exist", claim.Spec.Pool))
 		}
 		return ctrl.Result{}, err
 	}
 	if !pool.DeletionTimestamp.IsZero() {
 		// Its spares are being deleted: binding one now would hand out a tenant about to go.
-		return ctrl.Result{}, r.setPending(ctx, claim, ReasonPoolNotFound, fmt.Sprintf("TenantPool %s is being deleted", claim.Spec.Pool))
+		return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonPoolNotFound, fmt.Sprintf("TenantPool %s is being deleted", claim.Spec.Pool))
 	}
 
 	spares := &tenancyv1alpha1.TenantList{}
@@ -122,7 +115,7 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	var candidates []*tenancyv1alpha1.Tenant
 	for i := range spares.Items {
-		if t := &spares.Items[i]; IsUnallocatedSpare(t) && isSpareReady(t) {
+		if t := &spares.Items[i]; t.IsUnallocatedSpare() && t.IsReadySpare() {
 			candidates = append(candidates, t)
 		}
 	}
@@ -148,7 +141,7 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	// The pool refills, and a spare turning Ready re-triggers the pool's pending claims.
-	return ctrl.Result{}, r.setPending(ctx, claim, ReasonNoReadySpare,
+	return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonNoReadySpare,
 		fmt.Sprintf("no Ready spare in pool %s; waiting for one", pool.Name))
 }
 
@@ -204,7 +197,7 @@ func (r *TenantClaimReconciler) setBound(ctx context.Context, claim *tenancyv1al
 	orig := claim.DeepCopy()
 	claim.Status = tenancyv1alpha1.TenantClaimStatus{
 		Phase: tenancyv1alpha1.ClaimBound, Tenant: t.Name, Namespace: r.Config.NamespaceName(t.Name),
-		BoundTime: &now, Reason: ReasonBound, Message: fmt.Sprintf("bound to tenant %s", t.Name),
+		BoundTime: &now, Reason: tenancyv1alpha1.ReasonBound, Message: fmt.Sprintf("bound to tenant %s", t.Name),
 	}
 	// Optimistic: a reconcile working from a stale copy of a claim already Bound must not bind
 	// it again (a second event, a second latency sample, a new boundTime).
@@ -215,15 +208,11 @@ func (r *TenantClaimReconciler) setBound(ctx context.Context, claim *tenancyv1al
 		return client.IgnoreNotFound(err)
 	}
 	claimBindSeconds.WithLabelValues(claim.Spec.Pool).Observe(now.Sub(claim.CreationTimestamp.Time).Seconds())
-	r.Recorder.Eventf(claim, t, corev1.EventTypeNormal, ReasonBound, "Bind", "bound to tenant %s", t.Name)
+	r.Recorder.Eventf(claim, t, corev1.EventTypeNormal, tenancyv1alpha1.ReasonBound, "Bind", "bound to tenant %s", t.Name)
 	return nil
 }
 
 func (r *TenantClaimReconciler) setPending(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, reason, msg string) error {
-	if claim.Status.Phase == tenancyv1alpha1.ClaimPending && claim.Status.Reason == reason && claim.Status.Message == msg {
-		return nil
-	}
-	orig := claim.DeepCopy()
-	claim.Status = tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: reason, Message: msg}
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, claim, client.MergeFrom(orig)))
+	return patchStatus(ctx, r.Client, claim, &claim.Status,
+		tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: reason, Message: msg})
 }

@@ -3,13 +3,12 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -55,27 +54,6 @@ func (r *TenantPoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// isSpareReady is whether a spare can be handed out now.
-func isSpareReady(t *tenancyv1alpha1.Tenant) bool {
-	return t.DeletionTimestamp.IsZero() && t.Status.ObservedGeneration == t.Generation &&
-		meta.IsStatusConditionTrue(t.Status.Conditions, tenancyv1alpha1.ReadyCondition)
-}
-
-// isAllocated is whether a pool tenant belongs to a customer.
-func isAllocated(t *tenancyv1alpha1.Tenant) bool {
-	return t.Labels[tenancyv1alpha1.AllocatedLabel] == "true" || t.Annotations[tenancyv1alpha1.ClaimAnnotation] != ""
-}
-
-// IsUnallocatedSpare is whether a tenant is a pool's spare no customer has used: its data may
-// be dropped when it is deleted. The pool label alone is not enough (anyone who may write a
-// tenant may set it): a spare is also controlled by its pool, until a bind removes that.
-func IsUnallocatedSpare(t *tenancyv1alpha1.Tenant) bool {
-	pool := t.Labels[tenancyv1alpha1.PoolLabel]
-	owner := metav1.GetControllerOf(t)
-	return pool != "" && !isAllocated(t) && owner != nil && owner.Kind == "TenantPool" &&
-		owner.APIVersion == tenancyv1alpha1.GroupVersion.String() && owner.Name == pool
-}
-
 func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pool := &tenancyv1alpha1.TenantPool{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
@@ -106,12 +84,12 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		t := &tenants.Items[i]
 		seen[t.Name] = true
 		switch {
-		case isAllocated(t):
+		case t.IsAllocated():
 			allocated++
-		case !IsUnallocatedSpare(t):
+		case !t.IsUnallocatedSpare():
 			// Labeled with the pool by someone else: not the pool's to count or delete.
 		case !t.DeletionTimestamp.IsZero() || r.expected(r.deleting, pool.Name, t.Name):
-		case isSpareReady(t):
+		case t.IsReadySpare():
 			ready = append(ready, t.Name)
 		default:
 			provisioning = append(provisioning, t.Name)
@@ -122,31 +100,20 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		provisioning = append(provisioning, name)
 	}
 
-	replicas := int(pool.Spec.Replicas)
-	spares := len(ready) + len(provisioning)
-	switch {
-	case spares < replicas:
-		n := replicas - spares
-		if limit := pool.Spec.MaxProvisioning; limit != nil {
-			n = min(n, int(*limit)-len(provisioning))
+	plan := planPool(pool.Spec, ready, provisioning)
+	for range plan.create {
+		name, err := r.createSpare(ctx, pool)
+		if err != nil {
+			return ctrl.Result{}, err
 		}
-		for range max(n, 0) {
-			name, err := r.createSpare(ctx, pool)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			provisioning = append(provisioning, name)
-		}
-	case spares > replicas:
-		// Provisioning spares go first: they cost least to replace.
-		sort.Strings(provisioning)
-		sort.Strings(ready)
-		victims := append(append([]string{}, provisioning...), ready...)[:spares-replicas]
+		provisioning = append(provisioning, name)
+	}
+	if len(plan.remove) > 0 {
 		byName := map[string]*tenancyv1alpha1.Tenant{}
 		for i := range tenants.Items {
 			byName[tenants.Items[i].Name] = &tenants.Items[i]
 		}
-		for _, name := range victims {
+		for _, name := range plan.remove {
 			t, ok := byName[name]
 			if !ok {
 				// Created moments ago and not yet in the cache: the next reconcile sees it.
@@ -157,11 +124,39 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			}
 			r.expect(&r.deleting, pool.Name, name)
 		}
-		ready, provisioning = without(ready, victims), without(provisioning, victims)
+		ready, provisioning = without(ready, plan.remove), without(provisioning, plan.remove)
 	}
 
 	poolSparesReady.WithLabelValues(pool.Name).Set(float64(len(ready)))
-	return ctrl.Result{}, r.writeStatus(ctx, pool, int32(len(ready)), int32(len(provisioning)), allocated)
+	return ctrl.Result{}, patchStatus(ctx, r.Client, pool, &pool.Status,
+		poolStatus(pool, int32(len(ready)), int32(len(provisioning)), allocated))
+}
+
+// poolPlan is what one reconcile of a pool does to its spares.
+type poolPlan struct {
+	create int      // how many spares to create
+	remove []string // which spares to delete
+}
+
+// planPool brings a pool's unallocated spares (ready and provisioning, by name) to its replicas:
+// it creates no more than maxProvisioning may be provisioning at once, and when shrinking
+// removes provisioning spares first (they cost least to replace), then ready ones, each in
+// name order so that concurrent reconciles choose the same.
+func planPool(spec tenancyv1alpha1.TenantPoolSpec, ready, provisioning []string) poolPlan {
+	replicas := int(spec.Replicas)
+	spares := len(ready) + len(provisioning)
+	switch {
+	case spares < replicas:
+		n := replicas - spares
+		if limit := spec.MaxProvisioning; limit != nil {
+			n = min(n, int(*limit)-len(provisioning))
+		}
+		return poolPlan{create: max(n, 0)}
+	case spares > replicas:
+		victims := append(slices.Sorted(slices.Values(provisioning)), slices.Sorted(slices.Values(ready))...)
+		return poolPlan{remove: victims[:spares-replicas]}
+	}
+	return poolPlan{}
 }
 
 // finalize deletes a deleted pool's unallocated spares (their databases are dropped, as they
@@ -172,7 +167,7 @@ func (r *TenantPoolReconciler) finalize(ctx context.Context, pool *tenancyv1alph
 	remaining := 0
 	for i := range tenants {
 		t := &tenants[i]
-		if !IsUnallocatedSpare(t) {
+		if !t.IsUnallocatedSpare() {
 			continue
 		}
 		remaining++
@@ -205,9 +200,9 @@ func (r *TenantPoolReconciler) deleteSpare(ctx context.Context, t *tenancyv1alph
 }
 
 func (r *TenantPoolReconciler) createSpare(ctx context.Context, pool *tenancyv1alpha1.TenantPool) (string, error) {
-	labels := map[string]string{}
-	for k, v := range pool.Spec.Template.Labels {
-		labels[k] = v
+	labels := maps.Clone(pool.Spec.Template.Labels)
+	if labels == nil {
+		labels = map[string]string{}
 	}
 	labels[tenancyv1alpha1.PoolLabel] = pool.Name
 	t := &tenancyv1alpha1.Tenant{
@@ -226,27 +221,19 @@ func (r *TenantPoolReconciler) createSpare(ctx context.Context, pool *tenancyv1a
 	return t.Name, nil
 }
 
-func (r *TenantPoolReconciler) writeStatus(ctx context.Context, pool *tenancyv1alpha1.TenantPool, ready, provisioning, allocated int32) error {
+// poolStatus is the status of a pool with these counts of spares and allocated tenants.
+func poolStatus(pool *tenancyv1alpha1.TenantPool, ready, provisioning, allocated int32) tenancyv1alpha1.TenantPoolStatus {
 	s := *pool.Status.DeepCopy()
 	s.ObservedGeneration = pool.Generation
 	s.Ready, s.Provisioning, s.Allocated = ready, provisioning, allocated
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: pool.Generation})
-	}
+	c := conditions{list: &s.Conditions, generation: pool.Generation}
 	if ready >= pool.Spec.Replicas {
-		set(tenancyv1alpha1.ReadyCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonSucceeded, fmt.Sprintf("%d spares ready", ready))
-		meta.RemoveStatusCondition(&s.Conditions, tenancyv1alpha1.ReconcilingCondition)
+		c.ready(tenancyv1alpha1.ReasonSucceeded, fmt.Sprintf("%d spares ready", ready))
 	} else {
-		msg := fmt.Sprintf("%d of %d spares ready, %d provisioning", ready, pool.Spec.Replicas, provisioning)
-		set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonProgressing, msg)
-		set(tenancyv1alpha1.ReconcilingCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonProgressing, msg)
+		c.reconciling(tenancyv1alpha1.ReasonProgressing,
+			fmt.Sprintf("%d of %d spares ready, %d provisioning", ready, pool.Spec.Replicas, provisioning))
 	}
-	if equality.Semantic.DeepEqual(pool.Status, s) {
-		return nil
-	}
-	orig := pool.DeepCopy()
-	pool.Status = s
-	return client.IgnoreNotFound(r.Client.Status().Patch(ctx, pool, client.MergeFrom(orig)))
+	return s
 }
 
 func (r *TenantPoolReconciler) expect(set *map[string]map[string]time.Time, pool, name string) {

@@ -10,9 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,16 +25,9 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/secret"
 )
-
-// Scheme knows the built-in kinds and Landlord's own.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(tenancyv1alpha1.AddToScheme(s))
-	return s
-}
 
 // Options are the process-level settings; everything about tenants is in Config.
 type Options struct {
@@ -68,7 +58,7 @@ type Options struct {
 type Operator struct {
 	manager.Manager
 	// TemplateSync mirrors the secret store into the template namespace; Trigger syncs now.
-	TemplateSync *secret.TemplateSync
+	TemplateSync *controller.TemplateSyncReconciler
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -102,7 +92,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	restCfg.UserAgent = "landlord"
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
-		Scheme: Scheme(),
+		Scheme: tenancyv1alpha1.Scheme(),
 		Cache: cache.Options{
 			// Only what Landlord manages is cached, so memory follows the number of tenants and
 			// not the size of the cluster. Tenants themselves are cached whole.
@@ -162,7 +152,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		controller.TenantComponentTemplateIndex, controller.TenantComponentTemplates); err != nil {
 		return nil, err
 	}
-	conns := &controller.DatabaseConnections{Client: mgr.GetClient(), Namespace: cfg.Databases.CredentialsNamespace}
+	conns := &database.Connections{Client: mgr.GetClient(), Namespace: cfg.Databases.CredentialsNamespace}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
 		conns.Close()
@@ -207,10 +197,12 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			return nil, err
 		}
 	}
-	sync := secret.NewTemplateSync(mgr.GetClient(), mgr.GetAPIReader(), store, cfg.Secrets.TemplateNamespace,
-		cfg.Secrets.SyncInterval.Duration, ctrl.Log.WithName("template-sync"))
-	if err := mgr.Add(sync); err != nil {
-		return nil, err
+	sync := &controller.TemplateSyncReconciler{
+		Client: mgr.GetClient(), Store: store,
+		Namespace: cfg.Secrets.TemplateNamespace, Interval: cfg.Secrets.SyncInterval.Duration,
+	}
+	if err := sync.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up template namespace sync: %w", err)
 	}
 	return &Operator{Manager: mgr, TemplateSync: sync}, nil
 }

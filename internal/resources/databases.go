@@ -13,19 +13,6 @@ import (
 	"github.com/landlord-dev/landlord/internal/database"
 )
 
-// Keys of a database credentials Secret.
-const (
-	KeyHost     = "host"
-	KeyPort     = "port"
-	KeyDatabase = "database"
-	KeyUsername = "username"
-	KeyPassword = "password"
-	KeyURL      = "url"
-	KeyTLS      = "tls"
-	// KeyPgBouncerPoolSize carries spec.pgbouncer.defaultPoolSize to the tenant's pooler.
-	KeyPgBouncerPoolSize = "pgbouncer-default-pool-size"
-)
-
 // DatabaseCredentials are one tenant database's login and where it lives.
 type DatabaseCredentials struct {
 	Engine tenancyv1alpha1.DatabaseEngine
@@ -37,10 +24,6 @@ type DatabaseCredentials struct {
 	Rotation string
 	Account  database.Account
 }
-
-// DatabaseSecretName is the Secret holding a tenant database's credentials, in the tenant
-// namespace and in the secret store alike.
-func DatabaseSecretName(name string) string { return "db-" + name }
 
 // CredentialsDigest is a short digest of a login and password. It travels on the credentials
 // Secret, which holds the password anyway, so it tells only whether the Secret was edited.
@@ -57,15 +40,15 @@ func StoredCredentials(namespace string, c DatabaseCredentials) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   namespace,
-			Name:        DatabaseSecretName(c.Name),
+			Name:        tenancyv1alpha1.DatabaseSecretName(c.Name),
 			Labels:      map[string]string{tenancyv1alpha1.DatabaseEngineLabel: string(c.Engine)},
 			Annotations: map[string]string{tenancyv1alpha1.DatabaseServerAnnotation: c.Server, tenancyv1alpha1.RotationAnnotation: c.Rotation},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
-			KeyDatabase: []byte(c.Account.Database),
-			KeyUsername: []byte(c.Account.Username),
-			KeyPassword: []byte(c.Account.Password),
+			tenancyv1alpha1.CredentialsKeyDatabase: []byte(c.Account.Database),
+			tenancyv1alpha1.CredentialsKeyUsername: []byte(c.Account.Username),
+			tenancyv1alpha1.CredentialsKeyPassword: []byte(c.Account.Password),
 		},
 	}
 }
@@ -87,7 +70,7 @@ func ParseStoredCredentials(s *corev1.Secret, name string) (c DatabaseCredential
 // DatabaseSecret is the credentials Secret in the tenant namespace: what the tenant's
 // application needs to connect, as separate keys and as one URL.
 func DatabaseSecret(t *tenancyv1alpha1.Tenant, namespace string, c DatabaseCredentials, srv database.Server) *corev1.Secret {
-	meta := objectMeta(t, namespace, DatabaseSecretName(c.Name))
+	meta := objectMeta(t, namespace, tenancyv1alpha1.DatabaseSecretName(c.Name))
 	meta.Labels[tenancyv1alpha1.DatabaseEngineLabel] = string(c.Engine)
 	meta.Annotations = map[string]string{
 		tenancyv1alpha1.DatabaseServerAnnotation:    c.Server,
@@ -95,16 +78,16 @@ func DatabaseSecret(t *tenancyv1alpha1.Tenant, namespace string, c DatabaseCrede
 		tenancyv1alpha1.CredentialsDigestAnnotation: CredentialsDigest(c.Account),
 	}
 	data := map[string][]byte{
-		KeyHost:     []byte(srv.Host),
-		KeyPort:     []byte(strconv.Itoa(int(srv.Port))),
-		KeyTLS:      []byte(srv.TLS),
-		KeyDatabase: []byte(c.Account.Database),
-		KeyUsername: []byte(c.Account.Username),
-		KeyPassword: []byte(c.Account.Password),
-		KeyURL:      []byte(database.URL(srv, c.Account)),
+		tenancyv1alpha1.CredentialsKeyHost:     []byte(srv.Host),
+		tenancyv1alpha1.CredentialsKeyPort:     []byte(strconv.Itoa(int(srv.Port))),
+		tenancyv1alpha1.CredentialsKeyTLS:      []byte(srv.TLS),
+		tenancyv1alpha1.CredentialsKeyDatabase: []byte(c.Account.Database),
+		tenancyv1alpha1.CredentialsKeyUsername: []byte(c.Account.Username),
+		tenancyv1alpha1.CredentialsKeyPassword: []byte(c.Account.Password),
+		tenancyv1alpha1.CredentialsKeyURL:      []byte(database.URL(srv, c.Account)),
 	}
 	if c.Engine == tenancyv1alpha1.EnginePostgres && t.Spec.PgBouncer != nil && t.Spec.PgBouncer.DefaultPoolSize > 0 {
-		data[KeyPgBouncerPoolSize] = []byte(strconv.Itoa(int(t.Spec.PgBouncer.DefaultPoolSize)))
+		data[tenancyv1alpha1.CredentialsKeyPgBouncerPoolSize] = []byte(strconv.Itoa(int(t.Spec.PgBouncer.DefaultPoolSize)))
 	}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -132,9 +115,9 @@ func credentialsOf(s *corev1.Secret, name string) DatabaseCredentials {
 		Server:   s.Annotations[tenancyv1alpha1.DatabaseServerAnnotation],
 		Rotation: s.Annotations[tenancyv1alpha1.RotationAnnotation],
 		Account: database.Account{
-			Database: string(s.Data[KeyDatabase]),
-			Username: string(s.Data[KeyUsername]),
-			Password: string(s.Data[KeyPassword]),
+			Database: string(s.Data[tenancyv1alpha1.CredentialsKeyDatabase]),
+			Username: string(s.Data[tenancyv1alpha1.CredentialsKeyUsername]),
+			Password: string(s.Data[tenancyv1alpha1.CredentialsKeyPassword]),
 		},
 	}
 }

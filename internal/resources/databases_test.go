@@ -38,7 +38,7 @@ func TestStoredSecretsThatAreNotCredentials(t *testing.T) {
 	})
 	t.Run("a record without a password is an error", func(t *testing.T) {
 		s := resources.StoredCredentials("tenant-acme", testCredentials())
-		delete(s.Data, resources.KeyPassword)
+		delete(s.Data, tenancyv1alpha1.CredentialsKeyPassword)
 		if _, _, err := resources.ParseStoredCredentials(s, "app"); err == nil {
 			t.Error("want an error")
 		}
@@ -53,9 +53,9 @@ func TestDatabaseSecret(t *testing.T) {
 
 	t.Run("it holds everything an application needs to connect", func(t *testing.T) {
 		for k, want := range map[string]string{
-			resources.KeyHost: "pg.example.com", resources.KeyPort: "5432", resources.KeyTLS: "require",
-			resources.KeyDatabase: "acme_app", resources.KeyUsername: "acme_app", resources.KeyPassword: "s3cret",
-			resources.KeyPgBouncerPoolSize: "25",
+			tenancyv1alpha1.CredentialsKeyHost: "pg.example.com", tenancyv1alpha1.CredentialsKeyPort: "5432", tenancyv1alpha1.CredentialsKeyTLS: "require",
+			tenancyv1alpha1.CredentialsKeyDatabase: "acme_app", tenancyv1alpha1.CredentialsKeyUsername: "acme_app", tenancyv1alpha1.CredentialsKeyPassword: "s3cret",
+			tenancyv1alpha1.CredentialsKeyPgBouncerPoolSize: "25",
 		} {
 			if got := string(s.Data[k]); got != want {
 				t.Errorf("%s = %q, want %q", k, got, want)
@@ -73,7 +73,7 @@ func TestDatabaseSecret(t *testing.T) {
 	})
 	t.Run("a secret whose password was edited is not trusted", func(t *testing.T) {
 		edited := s.DeepCopy()
-		edited.Data[resources.KeyPassword] = []byte("guessed")
+		edited.Data[tenancyv1alpha1.CredentialsKeyPassword] = []byte("guessed")
 		if _, ok := resources.CredentialsFromSecret(edited, "app"); ok {
 			t.Error("an edited secret was trusted")
 		}
@@ -82,7 +82,7 @@ func TestDatabaseSecret(t *testing.T) {
 		c := testCredentials()
 		c.Engine = tenancyv1alpha1.EngineMySQL
 		m := resources.DatabaseSecret(tenant, "tenant-acme", c, database.Server{Engine: database.MySQL, Host: "db", Port: 3306})
-		if _, ok := m.Data[resources.KeyPgBouncerPoolSize]; ok {
+		if _, ok := m.Data[tenancyv1alpha1.CredentialsKeyPgBouncerPoolSize]; ok {
 			t.Error("mysql secret has a pgbouncer key")
 		}
 	})

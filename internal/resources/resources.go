@@ -31,7 +31,9 @@ func appendObjects[T client.Object](objs []client.Object, more ...T) []client.Ob
 }
 
 // Labels are the labels every object of the tenant carries. The manager's cache selects on
-// ManagedByLabel, and watches map events back to the tenant through TenantLabel.
+// ManagedByLabel; TenantLabel lets people, and the admission policies, tell which tenant an
+// object belongs to. (Watches map events back to the tenant through the controller owner
+// reference, not through a label.)
 func Labels(tenant string) map[string]string {
 	return map[string]string{
 		tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue,

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,4 +92,21 @@ func SecretHash(s *corev1.Secret) string {
 		h.Write(s.Data[k])
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// TemplateSecret is a secret of the store as it sits in the template namespace: labeled as
+// managed by Landlord and as coming from the store, so that it is removed when it leaves it.
+func TemplateSecret(namespace string, stored *corev1.Secret) *corev1.Secret {
+	labels := maps.Clone(stored.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[tenancyv1alpha1.ManagedByLabel] = tenancyv1alpha1.ManagedByValue
+	labels[tenancyv1alpha1.FromStoreLabel] = "true"
+	return &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: stored.Name, Labels: labels, Annotations: stored.Annotations},
+		Type:       stored.Type,
+		Data:       stored.Data,
+	}
 }

@@ -1,7 +1,7 @@
 // Package secret keeps secrets outside the cluster, encrypted, and brings them in: a Store
 // (Google Cloud Storage with Cloud KMS, or a local directory with a local key) holds shared and
-// per-tenant secrets; TemplateSync mirrors the shared ones into the template namespace, from
-// where the tenant controller copies them into every tenant.
+// per-tenant secrets. The shared ones are mirrored into the template namespace (package
+// templatesync), from where the tenant controller copies them into every tenant.
 package secret
 
 import (

@@ -46,7 +46,6 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
-	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/test/testenv"
@@ -245,7 +244,7 @@ func run(p params) error {
 			return rt.RoundTrip(req)
 		})
 	})
-	c, err := client.New(&benchCfg, client.Options{Scheme: operator.Scheme()})
+	c, err := client.New(&benchCfg, client.Options{Scheme: tenancyv1alpha1.Scheme()})
 	if err != nil {
 		return err
 	}
@@ -529,7 +528,7 @@ type benchCache struct{ cache.Cache }
 
 func startBenchCache(ctx context.Context, cfg *rest.Config) (*benchCache, error) {
 	c, err := cache.New(cfg, cache.Options{
-		Scheme:           operator.Scheme(),
+		Scheme:           tenancyv1alpha1.Scheme(),
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{tenancyv1alpha1.SharedCopyLabel: "true"})},
@@ -657,7 +656,7 @@ func measureClaims(ctx context.Context, env *testenv.Env, c client.Client, n int
 	}
 	res := &claimLatency{N: n, Seconds: time.Since(start).Seconds()}
 
-	wc, err := client.NewWithWatch(env.Admin, client.Options{Scheme: operator.Scheme()})
+	wc, err := client.NewWithWatch(env.Admin, client.Options{Scheme: tenancyv1alpha1.Scheme()})
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/yaml"
 
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -72,7 +73,7 @@ func Start() (*Env, error) {
 		return nil, fmt.Errorf("starting control plane: %w", err)
 	}
 	e.Admin = cfg
-	if e.AdminClient, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
+	if e.AdminClient, err = client.New(cfg, client.Options{Scheme: tenancyv1alpha1.Scheme()}); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
 	if e.Clientset, err = kubernetes.NewForConfig(cfg); err != nil {

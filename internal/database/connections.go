@@ -1,4 +1,4 @@
-package controller
+package database
 
 import (
 	"context"
@@ -12,20 +12,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/database"
 )
 
-// errServerConfig is a DatabaseServer that cannot be logged in to as it stands: it or its admin
-// credentials are missing or incomplete. A person has to fix it.
-var errServerConfig = errors.New("database server is not usable")
+// ErrServerUnusable is a DatabaseServer that cannot be logged in to as it stands: it or its
+// admin credentials are missing or incomplete. A person has to fix it.
+var ErrServerUnusable = errors.New("database server is not usable")
 
-// DatabaseConnections keeps one administrator connection pool per DatabaseServer, shared by
-// every reconcile, and reopens it when the server's spec or its admin credentials change.
-type DatabaseConnections struct {
+// Connections keeps one administrator connection pool per DatabaseServer, shared by every
+// reconcile, and reopens it when the server's spec or its admin credentials change. Servers and
+// credentials are read through Client (the operator's cache).
+type Connections struct {
 	Client    client.Client
 	Namespace string
-	// Open connects to a server; database.Open unless a test substitutes it.
-	Open func(database.Server) (database.Provisioner, error)
+	// Open connects to a server; Open (the function) unless a test substitutes it.
+	Open func(Server) (Provisioner, error)
 
 	mu    sync.Mutex
 	conns map[string]*dbConn
@@ -33,7 +33,7 @@ type DatabaseConnections struct {
 
 type dbConn struct {
 	key     string
-	prov    database.Provisioner
+	prov    Provisioner
 	checked time.Time
 	version string
 	err     error
@@ -41,31 +41,31 @@ type dbConn struct {
 
 // Address is where tenants reach a server: its engine, host, port and TLS mode, without the
 // administrator's login.
-func Address(ds *tenancyv1alpha1.DatabaseServer) database.Server {
-	s := database.Server{
-		Engine: database.Engine(ds.Spec.Engine),
+func Address(ds *tenancyv1alpha1.DatabaseServer) Server {
+	s := Server{
+		Engine: Engine(ds.Spec.Engine),
 		Host:   ds.Spec.Host,
 		Port:   ds.Spec.Port,
-		TLS:    database.TLSMode(ds.Spec.TLS),
+		TLS:    TLSMode(ds.Spec.TLS),
 	}
 	if s.Port == 0 {
 		s.Port = 5432
-		if s.Engine == database.MySQL {
+		if s.Engine == MySQL {
 			s.Port = 3306
 		}
 	}
 	if s.TLS == "" {
-		s.TLS = database.TLSVerifyFull
+		s.TLS = TLSVerifyFull
 	}
 	return s
 }
 
 // Server returns the DatabaseServer object from the cache.
-func (c *DatabaseConnections) Server(ctx context.Context, name string) (*tenancyv1alpha1.DatabaseServer, error) {
+func (c *Connections) Server(ctx context.Context, name string) (*tenancyv1alpha1.DatabaseServer, error) {
 	ds := &tenancyv1alpha1.DatabaseServer{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, ds); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: DatabaseServer %s not found", errServerConfig, name)
+			return nil, fmt.Errorf("%w: DatabaseServer %s not found", ErrServerUnusable, name)
 		}
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (c *DatabaseConnections) Server(ctx context.Context, name string) (*tenancy
 }
 
 // Provisioner returns the administrator connection to the named server.
-func (c *DatabaseConnections) Provisioner(ctx context.Context, name string) (database.Provisioner, error) {
+func (c *Connections) Provisioner(ctx context.Context, name string) (Provisioner, error) {
 	conn, err := c.conn(ctx, name)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func (c *DatabaseConnections) Provisioner(ctx context.Context, name string) (dat
 	return conn.prov, nil
 }
 
-func (c *DatabaseConnections) conn(ctx context.Context, name string) (*dbConn, error) {
+func (c *Connections) conn(ctx context.Context, name string) (*dbConn, error) {
 	ds, err := c.Server(ctx, name)
 	if err != nil {
 		return nil, err
@@ -90,13 +90,13 @@ func (c *DatabaseConnections) conn(ctx context.Context, name string) (*dbConn, e
 	creds := &corev1.Secret{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref}, creds); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: admin credentials Secret %s/%s not found", errServerConfig, c.Namespace, ref)
+			return nil, fmt.Errorf("%w: admin credentials Secret %s/%s not found", ErrServerUnusable, c.Namespace, ref)
 		}
 		return nil, err
 	}
 	user, password := string(creds.Data["username"]), string(creds.Data["password"])
 	if user == "" || password == "" {
-		return nil, fmt.Errorf("%w: admin credentials Secret %s/%s needs the keys username and password", errServerConfig, c.Namespace, ref)
+		return nil, fmt.Errorf("%w: admin credentials Secret %s/%s needs the keys username and password", ErrServerUnusable, c.Namespace, ref)
 	}
 	key := fmt.Sprintf("%s/%d/%s/%s", ds.UID, ds.Generation, creds.UID, creds.ResourceVersion)
 
@@ -113,11 +113,11 @@ func (c *DatabaseConnections) conn(ctx context.Context, name string) (*dbConn, e
 	s.AdminUser, s.AdminPassword = user, password
 	open := c.Open
 	if open == nil {
-		open = database.Open
+		open = Open
 	}
 	prov, err := open(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errServerConfig, err)
+		return nil, fmt.Errorf("%w: %v", ErrServerUnusable, err)
 	}
 	if c.conns == nil {
 		c.conns = map[string]*dbConn{}
@@ -129,7 +129,7 @@ func (c *DatabaseConnections) conn(ctx context.Context, name string) (*dbConn, e
 
 // Check logs in to the server and returns its version. A result younger than maxAge is reused,
 // so the many events that touch a server (tenants placed on it) cost no extra logins.
-func (c *DatabaseConnections) Check(ctx context.Context, name string, maxAge, timeout time.Duration) (string, error) {
+func (c *Connections) Check(ctx context.Context, name string, maxAge, timeout time.Duration) (string, error) {
 	conn, err := c.conn(ctx, name)
 	if err != nil {
 		return "", err
@@ -153,7 +153,7 @@ func (c *DatabaseConnections) Check(ctx context.Context, name string, maxAge, ti
 }
 
 // Invalidate forgets the last check of a server, so the next Check logs in again.
-func (c *DatabaseConnections) Invalidate(name string) {
+func (c *Connections) Invalidate(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if conn, ok := c.conns[name]; ok {
@@ -162,7 +162,7 @@ func (c *DatabaseConnections) Invalidate(name string) {
 }
 
 // Forget closes the connection to a server that is gone.
-func (c *DatabaseConnections) Forget(name string) {
+func (c *Connections) Forget(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if conn, ok := c.conns[name]; ok {
@@ -172,7 +172,7 @@ func (c *DatabaseConnections) Forget(name string) {
 }
 
 // Close closes every connection.
-func (c *DatabaseConnections) Close() {
+func (c *Connections) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name, conn := range c.conns {

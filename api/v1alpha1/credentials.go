@@ -1,0 +1,20 @@
+package v1alpha1
+
+// Keys of a database credentials Secret in a tenant namespace. The stored record of the same
+// database (in the secret store) carries database, username and password.
+const (
+	CredentialsKeyHost     = "host"
+	CredentialsKeyPort     = "port"
+	CredentialsKeyDatabase = "database"
+	CredentialsKeyUsername = "username"
+	CredentialsKeyPassword = "password"
+	CredentialsKeyURL      = "url"
+	CredentialsKeyTLS      = "tls"
+	// CredentialsKeyPgBouncerPoolSize carries spec.pgbouncer.defaultPoolSize to the tenant's
+	// pooler.
+	CredentialsKeyPgBouncerPoolSize = "pgbouncer-default-pool-size"
+)
+
+// DatabaseSecretName is the Secret holding a tenant database's credentials, in the tenant
+// namespace and in the secret store alike; components read it by this name.
+func DatabaseSecretName(database string) string { return "db-" + database }

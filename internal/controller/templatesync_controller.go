@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/landlord-dev/landlord/internal/secret"
+	"github.com/landlord-dev/landlord/internal/templatesync"
+)
+
+var (
+	templateSyncUp = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "landlord_secret_store_sync_up",
+		Help: "1 when the last sync of the template namespace from the secret store succeeded, 0 when it failed.",
+	})
+	templateSyncLastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "landlord_secret_store_last_sync_success_timestamp_seconds",
+		Help: "When the template namespace last matched the secret store.",
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(templateSyncUp, templateSyncLastSuccess)
+}
+
+// templateSyncRequest is the one request the controller works on: the whole namespace.
+var templateSyncRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "template-namespace"}}
+
+// TemplateSyncReconciler mirrors the secret store's shared secrets into the template namespace
+// (package templatesync) at start-up, every Interval, and when Trigger asks. A failed sync is
+// retried with a backoff that starts at a second and grows to the interval; tenants keep the
+// secrets they have meanwhile.
+type TemplateSyncReconciler struct {
+	// Client reads through the cache (the template namespace is cached whole) and writes.
+	Client    client.Client
+	Store     secret.Store
+	Namespace string
+	Interval  time.Duration
+
+	triggerOnce sync.Once
+	trigger     chan struct{}
+}
+
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
+
+// SetupWithManager registers the controller: one request at start-up, requeued after every
+// sync, and added again by Trigger.
+func (r *TemplateSyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("templatesync").
+		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			q.Add(templateSyncRequest)
+			go func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-r.triggers():
+						q.Add(templateSyncRequest)
+					}
+				}
+			}()
+			return nil
+		})).
+		WithOptions(controller.Options{
+			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, max(r.Interval, time.Second)),
+		}).
+		Complete(r)
+}
+
+// Trigger asks for a sync now. Triggers sent while one waits are one sync.
+func (r *TemplateSyncReconciler) Trigger() {
+	select {
+	case r.triggers() <- struct{}{}:
+	default:
+	}
+}
+
+func (r *TemplateSyncReconciler) triggers() chan struct{} {
+	r.triggerOnce.Do(func() { r.trigger = make(chan struct{}, 1) })
+	return r.trigger
+}
+
+func (r *TemplateSyncReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	if err := r.Sync(ctx); err != nil {
+		return ctrl.Result{}, fmt.Errorf("syncing the template namespace from the secret store; tenants keep the secrets they have: %w", err)
+	}
+	return ctrl.Result{RequeueAfter: r.Interval}, nil
+}
+
+// Sync brings the template namespace in line with the store now, and reports it in the sync
+// metrics.
+func (r *TemplateSyncReconciler) Sync(ctx context.Context) error {
+	if err := templatesync.Mirror(ctx, r.Client, r.Store, r.Namespace); err != nil {
+		templateSyncUp.Set(0)
+		return err
+	}
+	templateSyncUp.Set(1)
+	templateSyncLastSuccess.SetToCurrentTime()
+	return nil
+}

@@ -1,0 +1,70 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// addFinalizer makes the tenant's deletion wait for finalize. The patch carries the tenant's
+// resourceVersion, so a tenant written since the cache saw it is looked at again first.
+func (r *TenantReconciler) addFinalizer(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
+	orig := t.DeepCopy()
+	controllerutil.AddFinalizer(t, tenancyv1alpha1.Finalizer)
+	return r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+// finalize runs when a tenant is deleted: its namespace goes with it. Data outside the cluster
+// is dropped only for a Purged tenant, and then before the tenant goes; any other tenant's
+// databases are left in place, and an event says so.
+func (r *TenantReconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
+	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
+		return nil
+	}
+	s := newTenantScope(t, r.Config.NamespaceName(t.Name))
+	// A spare no customer has used holds no customer data: deleting it (scaling a pool down,
+	// deleting a pool) drops its databases, as Purged would.
+	if t.Spec.State == tenancyv1alpha1.StatePurged || t.IsUnallocatedSpare() {
+		if res := r.purgeDatabases(ctx, s); !res.done {
+			if res.err != nil {
+				return res.err
+			}
+			return fmt.Errorf("purging databases: %s", res.message)
+		}
+	} else {
+		r.reportKeptDatabases(t)
+	}
+	ns := &corev1.Namespace{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns); {
+	case err == nil && ns.DeletionTimestamp.IsZero():
+		deleted, err := deleteIfControlled(ctx, r.Client, ns, t)
+		if err != nil {
+			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+		}
+		if deleted {
+			log.FromContext(ctx).Info("deleted tenant namespace", "namespace", ns.Name)
+		}
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	}
+	orig := t.DeepCopy()
+	controllerutil.RemoveFinalizer(t, tenancyv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	r.forget(s.namespace)
+	return nil
+}
+
+// forget drops what is remembered about a namespace that is gone.
+func (r *TenantReconciler) forget(nsName string) {
+	r.Applied.Forget(nsName)
+	r.rendered.forget(nsName)
+}

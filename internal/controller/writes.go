@@ -1,0 +1,35 @@
+package controller
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// patchStatus sets *field, obj's status, to status and patches it, only when it differs: a
+// reconcile that changed nothing writes nothing. An object deleted meanwhile is no error.
+func patchStatus[S any](ctx context.Context, c client.Client, obj client.Object, field *S, status S, opts ...client.MergeFromOption) error {
+	if equality.Semantic.DeepEqual(*field, status) {
+		return nil
+	}
+	orig, _ := obj.DeepCopyObject().(client.Object)
+	*field = status
+	return client.IgnoreNotFound(c.Status().Patch(ctx, obj, client.MergeFromWithOptions(orig, opts...)))
+}
+
+// deleteIfControlled deletes obj, as read, when owner controls it, and reports whether it sent
+// the delete. The UID precondition means an object re-created under the same name since it was
+// read (by someone else, for something else) is never deleted in its place; one already gone is
+// no error.
+func deleteIfControlled(ctx context.Context, c client.Client, obj client.Object, owner metav1.Object) (bool, error) {
+	if !metav1.IsControlledBy(obj, owner) {
+		return false, nil
+	}
+	uid := obj.GetUID()
+	if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return false, err
+	}
+	return true, nil
+}
