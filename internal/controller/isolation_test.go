@@ -1,8 +1,12 @@
 package controller_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
-	"reflect"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +17,13 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
@@ -270,9 +274,10 @@ func TestIsolationPoliciesLeaveOtherNamespacesAlone(t *testing.T) {
 }
 
 // The operator owns its policies outright: whoever deletes one, edits one or strips its label,
-// it is back as built within seconds, and in force again.
+// it is back as shipped in config/policies within seconds, and in force again.
 func TestIsolationPoliciesHealThemselves(t *testing.T) {
 	ctx := context.Background()
+	shipped := shippedPolicies(t)
 	createTenant(t, newTenant("iso-heal", func(t *tenancyv1alpha1.Tenant) {
 		t.Spec.NodePool = "pool-heal"
 		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "heal-admin"}}
@@ -286,43 +291,52 @@ func TestIsolationPoliciesHealThemselves(t *testing.T) {
 		name   string
 		obj    client.Object
 		damage func(obj client.Object) error
+		// changesSpec is whether the damage leaves a spec that differs from the shipped one.
+		changesSpec bool
 	}{
 		{"a deleted validating policy",
 			named(&admissionregistrationv1.ValidatingAdmissionPolicy{}, "", policy.ServiceExposure),
-			func(obj client.Object) error { return k8s.Delete(ctx, obj) }},
+			func(obj client.Object) error { return k8s.Delete(ctx, obj) }, false},
 		{"a validating policy stripped of its managed label",
 			named(&admissionregistrationv1.ValidatingAdmissionPolicy{}, "", policy.IngressHosts),
 			func(obj client.Object) error {
 				return k8s.Patch(ctx, obj, mergePatch(`{"metadata":{"labels":{"`+tenancyv1alpha1.ManagedByLabel+`":null}}}`))
-			}},
+			}, false},
 		{"a validating policy given a match condition that switches it off",
 			named(&admissionregistrationv1.ValidatingAdmissionPolicy{}, "", policy.NodePool),
 			func(obj client.Object) error {
 				p := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
 				p.Spec.MatchConditions = append(p.Spec.MatchConditions, admissionregistrationv1.MatchCondition{Name: "never", Expression: "false"})
 				return k8s.Update(ctx, p)
-			}},
+			}, true},
 		{"a validating binding switched to warn only",
 			named(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, "", policy.ServiceExposure),
 			func(obj client.Object) error {
 				return k8s.Patch(ctx, obj, mergePatch(`{"spec":{"validationActions":["Warn"]}}`))
-			}},
+			}, true},
 		{"a deleted mutating binding",
 			named(&admissionregistrationv1.MutatingAdmissionPolicyBinding{}, "", policy.NodePoolPlacement),
-			func(obj client.Object) error { return k8s.Delete(ctx, obj) }},
+			func(obj client.Object) error { return k8s.Delete(ctx, obj) }, false},
 		{"a mutating policy left with one of its mutations",
 			named(&admissionregistrationv1.MutatingAdmissionPolicy{}, "", policy.NodePoolPlacement),
 			func(obj client.Object) error {
 				p := obj.(*admissionregistrationv1.MutatingAdmissionPolicy)
 				p.Spec.Mutations = p.Spec.Mutations[:1]
 				return k8s.Update(ctx, p)
-			}},
+			}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+" is restored and in force again", func(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tc.obj), tc.obj)).To(Succeed())
+			want, have := enforcedSpecs(g, shipped, tc.obj)
+			g.Expect(have).To(BeComparableTo(want), "%T %s is not as shipped before the damage", tc.obj, tc.obj.GetName())
 			g.Expect(tc.damage(tc.obj)).To(Succeed())
+			if tc.changesSpec {
+				// The write's answer is the damaged object, whatever the operator does next.
+				want, have := enforcedSpecs(g, shipped, tc.obj)
+				g.Expect(have).NotTo(BeComparableTo(want), "the damage left %T %s as shipped", tc.obj, tc.obj.GetName())
+			}
 			// An update or patch leaves the damaged version in tc.obj, a delete the last one
 			// before it: either way a repair is a newer version.
 			damaged := tc.obj.GetResourceVersion()
@@ -331,7 +345,8 @@ func TestIsolationPoliciesHealThemselves(t *testing.T) {
 				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tc.obj), live)).To(Succeed())
 				g.Expect(live.GetResourceVersion()).NotTo(Equal(damaged))
 				g.Expect(live.GetLabels()).To(HaveKeyWithValue(tenancyv1alpha1.ManagedByLabel, tenancyv1alpha1.ManagedByValue))
-				expectAsBuilt(g, live)
+				want, have := enforcedSpecs(g, shipped, live)
+				g.Expect(have).To(BeComparableTo(want), "%T %s is not as shipped", live, live.GetName())
 			}).WithTimeout(timeout).Should(Succeed())
 			waitForPolicies(t, admin, ns)
 		})
@@ -358,21 +373,112 @@ func TestIsolationPoliciesHealThemselves(t *testing.T) {
 	})
 }
 
-// expectAsBuilt expects a live policy or binding to carry everything Landlord builds for it,
-// and no list entry more.
-func expectAsBuilt(g Gomega, live client.Object) {
-	for _, built := range policy.Objects() {
-		if reflect.TypeOf(built) != reflect.TypeOf(live) || built.GetName() != live.GetName() {
-			continue
-		}
-		want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(built)
-		g.Expect(err).NotTo(HaveOccurred())
-		have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(apply.Contains(have["spec"], want["spec"])).To(BeTrue(), "spec is not as built: %v", have["spec"])
-		return
+// shippedPolicies reads the policies and bindings config/policies ships: the reviewed file of
+// what a cluster must enforce, and what the operator keeps in place.
+func shippedPolicies(t *testing.T) map[string]client.Object {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "policies", "policies.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	g.Expect(live.GetName()).To(BeEmpty(), "Landlord builds no such policy")
+	shipped := map[string]client.Object{}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := reader.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var typeMeta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &typeMeta); err != nil {
+			t.Fatal(err)
+		}
+		var obj client.Object
+		switch typeMeta.Kind {
+		case "":
+			continue // the header comment
+		case "ValidatingAdmissionPolicy":
+			obj = &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		case "ValidatingAdmissionPolicyBinding":
+			obj = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+		case "MutatingAdmissionPolicy":
+			obj = &admissionregistrationv1.MutatingAdmissionPolicy{}
+		case "MutatingAdmissionPolicyBinding":
+			obj = &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+		default:
+			t.Fatalf("config/policies ships a %s", typeMeta.Kind)
+		}
+		if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+			t.Fatal(err)
+		}
+		shipped[typeMeta.Kind+"/"+obj.GetName()] = obj
+	}
+	if len(shipped) != 10 {
+		t.Fatalf("config/policies ships %d policies and bindings, want 5 of each", len(shipped))
+	}
+	return shipped
+}
+
+// enforcedSpecs returns the spec of the shipped object of live's kind and name, and live's own
+// spec, each with the API server's defaults where the shipped file leaves a field unset.
+// Everything in a spec decides what the API server enforces, so the whole of it must match.
+func enforcedSpecs(g Gomega, shipped map[string]client.Object, live client.Object) (want, have any) {
+	var kind string
+	switch live.(type) {
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		kind = "ValidatingAdmissionPolicy"
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		kind = "ValidatingAdmissionPolicyBinding"
+	case *admissionregistrationv1.MutatingAdmissionPolicy:
+		kind = "MutatingAdmissionPolicy"
+	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+		kind = "MutatingAdmissionPolicyBinding"
+	}
+	golden, ok := shipped[kind+"/"+live.GetName()]
+	g.Expect(ok).To(BeTrue(), "Landlord ships no %T %s", live, live.GetName())
+	return enforcedSpec(golden), enforcedSpec(live)
+}
+
+func enforcedSpec(obj client.Object) any {
+	switch o := obj.(type) {
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		s := o.Spec.DeepCopy()
+		s.MatchConstraints = withServerDefaults(s.MatchConstraints)
+		return *s
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		s := o.Spec.DeepCopy()
+		s.MatchResources = withServerDefaults(s.MatchResources)
+		return *s
+	case *admissionregistrationv1.MutatingAdmissionPolicy:
+		s := o.Spec.DeepCopy()
+		s.MatchConstraints = withServerDefaults(s.MatchConstraints)
+		return *s
+	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
+		s := o.Spec.DeepCopy()
+		s.MatchResources = withServerDefaults(s.MatchResources)
+		return *s
+	}
+	return nil
+}
+
+// withServerDefaults fills in what the API server sets on match resources left unset: every
+// namespace, every object, equivalent versions of the matched resources.
+func withServerDefaults(m *admissionregistrationv1.MatchResources) *admissionregistrationv1.MatchResources {
+	if m == nil {
+		return nil
+	}
+	if m.NamespaceSelector == nil {
+		m.NamespaceSelector = &metav1.LabelSelector{}
+	}
+	if m.ObjectSelector == nil {
+		m.ObjectSelector = &metav1.LabelSelector{}
+	}
+	if m.MatchPolicy == nil {
+		m.MatchPolicy = ptr.To(admissionregistrationv1.Equivalent)
+	}
+	return m
 }
 
 // waitForPolicies waits until every policy is in force in the namespace: the API server takes a

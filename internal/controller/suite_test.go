@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -50,7 +51,8 @@ const (
 const timeout = 30 * time.Second
 
 func TestMain(m *testing.M) {
-	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	printed := zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel()))
+	logf.SetLogger(logr.New(newCountingSink(printed.GetSink(), tenantReconciles)))
 	os.Exit(run(m))
 }
 
@@ -227,14 +229,22 @@ func waitIdle(t *testing.T) {
 	NewWithT(t).Eventually(op.Idle).WithTimeout(timeout).Should(BeTrue())
 }
 
-// resync enqueues tenants as a global event would, and waits until each was reconciled.
+// resync enqueues tenants as a global event would, and waits until each of them was
+// reconciled after it was enqueued, and the operator is idle.
 func resync(t *testing.T, names ...string) {
 	t.Helper()
-	before := op.Reconciles()
+	before := make(map[string]int, len(names))
+	for _, n := range names {
+		before[n] = tenantReconciles.of(n)
+	}
 	for _, n := range names {
 		op.Resync <- event.GenericEvent{Object: &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: n}}}
 	}
-	NewWithT(t).Eventually(func() int { return op.Reconciles() - before }).WithTimeout(timeout).Should(BeNumerically(">=", len(names)))
+	NewWithT(t).Eventually(func(g Gomega) {
+		for _, n := range names {
+			g.Expect(tenantReconciles.of(n)).To(BeNumerically(">", before[n]), "tenant %s was not reconciled", n)
+		}
+	}).WithTimeout(timeout).Should(Succeed())
 	waitIdle(t)
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller"
 )
 
 func newPool(name string, replicas int32) *tenancyv1alpha1.TenantPool {
@@ -277,7 +278,7 @@ func TestPoolSampleBindsItsClaim(t *testing.T) {
 }
 
 // Claims racing a scale-down or a pool deletion: a claim that binds a spare keeps it, whatever
-// the pool does at the same moment.
+// the pool does at the same moment, and one that finds no spare waits and says why.
 func TestABoundTenantSurvivesAPoolShrinkingAtTheSameMoment(t *testing.T) {
 	ctx := context.Background()
 	for _, shrink := range []string{"scale-to-zero", "delete"} {
@@ -285,6 +286,13 @@ func TestABoundTenantSurvivesAPoolShrinkingAtTheSameMoment(t *testing.T) {
 			name := "race-" + shrink[:5]
 			createPool(t, newPool(name, 6))
 			waitPool(t, name, 6, 0)
+
+			// One claim binds before the race, and the pool refills: whichever of the shrink and
+			// the racing claims comes first, there is a bound tenant for the shrink to spare.
+			first := newClaim(name+"-first", name)
+			createClaim(t, first)
+			firstTenant := waitBound(t, first.Name).Status.Tenant
+			waitPool(t, name, 6, 1)
 
 			var wg sync.WaitGroup
 			wg.Add(1)
@@ -317,41 +325,60 @@ func TestABoundTenantSurvivesAPoolShrinkingAtTheSameMoment(t *testing.T) {
 				}
 			})
 
-			// Every claim first settles, bound or told why not, so that the check below has
-			// something to look at.
+			// Every claim settles, Bound or Pending with a reason, and then stays as it is.
 			g := NewWithT(t)
+			var settled map[string]string
 			g.Eventually(func(g Gomega) {
-				list := &tenancyv1alpha1.TenantClaimList{}
-				g.Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
-				settled, bound := 0, 0
-				for _, c := range list.Items {
-					if c.Spec.Pool != name {
-						continue
-					}
-					if c.Status.Phase == tenancyv1alpha1.ClaimBound {
-						bound++
-					}
-					if c.Status.Phase == tenancyv1alpha1.ClaimBound || c.Status.Reason != "" {
-						settled++
-					}
-				}
-				g.Expect(settled).To(Equal(6))
-				t.Logf("%d of 6 claims bound before the pool shrank", bound)
+				settled = claimOutcomes(g, name, 7)
 			}).WithTimeout(timeout).Should(Succeed())
-			g.Consistently(func(g Gomega) {
-				list := &tenancyv1alpha1.TenantClaimList{}
-				g.Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
-				for _, c := range list.Items {
-					if c.Spec.Pool != name || c.Status.Phase != tenancyv1alpha1.ClaimBound {
-						continue
-					}
-					tenant := &tenancyv1alpha1.Tenant{}
-					g.Expect(k8s.Get(ctx, client.ObjectKey{Name: c.Status.Tenant}, tenant)).To(Succeed(), "claim %s is bound to a deleted tenant", c.Name)
-					g.Expect(tenant.DeletionTimestamp).To(BeNil(), "claim %s is bound to a tenant being deleted", c.Name)
+			g.Expect(settled).To(HaveKeyWithValue(first.Name, firstTenant), "the claim bound before the race lost its tenant")
+			racersBound := 0
+			for claim, tenant := range settled {
+				if claim != first.Name && tenant != "" {
+					racersBound++
 				}
+			}
+			t.Logf("%d of 6 racing claims bound before the pool shrank", racersBound)
+			g.Consistently(func(g Gomega) {
+				g.Expect(claimOutcomes(g, name, 7)).To(Equal(settled))
 			}).WithTimeout(5 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 		})
 	}
+}
+
+// claimOutcomes expects the given number of claims on the pool, every one settled: Bound to a
+// live tenant allocated to it and to no other claim, or Pending with the reason it found no
+// spare. It returns each claim's tenant, empty for a Pending claim.
+func claimOutcomes(g Gomega, pool string, claims int) map[string]string {
+	ctx := context.Background()
+	list := &tenancyv1alpha1.TenantClaimList{}
+	g.Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
+	outcomes := map[string]string{}
+	boundTo := map[string]string{}
+	for _, c := range list.Items {
+		if c.Spec.Pool != pool {
+			continue
+		}
+		switch c.Status.Phase {
+		case tenancyv1alpha1.ClaimBound:
+			g.Expect(c.Status.Tenant).NotTo(BeEmpty(), "claim %s is Bound to no tenant", c.Name)
+			g.Expect(boundTo).NotTo(HaveKey(c.Status.Tenant), "tenant %s is bound to two claims", c.Status.Tenant)
+			boundTo[c.Status.Tenant] = c.Name
+			tenant := &tenancyv1alpha1.Tenant{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: c.Status.Tenant}, tenant)).To(Succeed(), "claim %s is bound to a deleted tenant", c.Name)
+			g.Expect(tenant.DeletionTimestamp).To(BeNil(), "claim %s is bound to a tenant being deleted", c.Name)
+			g.Expect(tenant.Labels).To(HaveKeyWithValue(tenancyv1alpha1.AllocatedLabel, "true"), "tenant %s of claim %s", tenant.Name, c.Name)
+			g.Expect(tenant.Labels).To(HaveKeyWithValue(tenancyv1alpha1.ClaimUIDLabel, string(c.UID)), "tenant %s is not allocated to claim %s", tenant.Name, c.Name)
+		case tenancyv1alpha1.ClaimPending:
+			g.Expect(c.Status.Tenant).To(BeEmpty(), "claim %s is Pending with a tenant", c.Name)
+			g.Expect(c.Status.Reason).To(BeElementOf(controller.ReasonNoReadySpare, controller.ReasonPoolNotFound), "claim %s", c.Name)
+		default:
+			g.Expect(c.Status.Phase).To(BeElementOf(tenancyv1alpha1.ClaimBound, tenancyv1alpha1.ClaimPending), "claim %s has not settled", c.Name)
+		}
+		outcomes[c.Name] = c.Status.Tenant
+	}
+	g.Expect(outcomes).To(HaveLen(claims), "claims on pool %s", pool)
+	return outcomes
 }
 
 // A tenant someone labeled with a pool's name is not the pool's: it is neither counted as a
