@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/controller"
 )
 
 func newPool(name string, replicas int32) *tenancyv1alpha1.TenantPool {
@@ -371,7 +370,7 @@ func claimOutcomes(g Gomega, pool string, claims int) map[string]string {
 			g.Expect(tenant.Labels).To(HaveKeyWithValue(tenancyv1alpha1.ClaimUIDLabel, string(c.UID)), "tenant %s is not allocated to claim %s", tenant.Name, c.Name)
 		case tenancyv1alpha1.ClaimPending:
 			g.Expect(c.Status.Tenant).To(BeEmpty(), "claim %s is Pending with a tenant", c.Name)
-			g.Expect(c.Status.Reason).To(BeElementOf(controller.ReasonNoReadySpare, controller.ReasonPoolNotFound), "claim %s", c.Name)
+			g.Expect(c.Status.Reason).To(BeElementOf(tenancyv1alpha1.ReasonNoReadySpare, tenancyv1alpha1.ReasonPoolNotFound), "claim %s", c.Name)
 		default:
 			g.Expect(c.Status.Phase).To(BeElementOf(tenancyv1alpha1.ClaimBound, tenancyv1alpha1.ClaimPending), "claim %s has not settled", c.Name)
 		}
