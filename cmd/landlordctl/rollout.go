@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
@@ -180,40 +182,18 @@ func versionOwners(t *tenancyv1alpha1.Tenant, component string) []string {
 			owners = append(owners, mf.Manager)
 		}
 	}
-	sort.Strings(owners)
+	slices.Sort(owners)
 	return owners
 }
 
+// ownsVersion is whether a manager's managed fields (FieldsV1) hold the version of the
+// component's entry in spec.components, a list keyed by name.
 func ownsVersion(fieldsV1 []byte, component string) bool {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(fieldsV1, &fields) != nil {
+	var owned fieldpath.Set
+	if owned.FromJSON(bytes.NewReader(fieldsV1)) != nil {
 		return false
 	}
-	var spec, components map[string]json.RawMessage
-	if json.Unmarshal(fields["f:spec"], &spec) != nil || json.Unmarshal(spec["f:components"], &components) != nil {
-		return false
-	}
-	for key, entry := range components {
-		// Map-list entries are keyed by their key fields as JSON; decode rather than compare the
-		// text, which would depend on how the server spelled it.
-		k, ok := strings.CutPrefix(key, "k:")
-		if !ok {
-			continue
-		}
-		var id struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal([]byte(k), &id) != nil || id.Name != component {
-			continue
-		}
-		var item map[string]json.RawMessage
-		if json.Unmarshal(entry, &item) != nil {
-			return false
-		}
-		_, owned := item["f:version"]
-		return owned
-	}
-	return false
+	return owned.Has(fieldpath.MakePathOrDie("spec", "components", fieldpath.KeyByFields("name", component), "version"))
 }
 
 // outcome is a tenant and what happened to it, or why nothing did.
@@ -633,42 +613,26 @@ func (r *rollout) apply(ctx context.Context, c client.Client, name string) (int6
 	}
 	applied := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := c.Patch(ctx, applied, client.RawPatch(types.ApplyPatchType, patch), opts...); err != nil {
-		if managers := conflictManagers(err); len(managers) > 0 {
-			return 0, verdict{actionRefuse, managedByMessage(r.o.component, managers)}, nil
+		if apierrors.IsConflict(err) {
+			// Another manager took the version between the read and the apply: name it, from
+			// the tenant's managed fields as they are now.
+			if managers, readErr := r.versionOwnersNow(ctx, c, name); readErr == nil && len(managers) > 0 {
+				return 0, verdict{actionRefuse, managedByMessage(r.o.component, managers)}, nil
+			}
 		}
 		return 0, verdict{}, fmt.Errorf("applying: %w", err)
 	}
 	return applied.Generation, verdict{actionChange, ""}, nil
 }
 
-// conflictManagers are the managers named by a server-side apply conflict: another manager took
-// the version between the plan and the apply.
-func conflictManagers(err error) []string {
-	var status apierrors.APIStatus
-	if !apierrors.IsConflict(err) || !errors.As(err, &status) || status.Status().Details == nil {
-		return nil
+// versionOwnersNow reads the tenant again and returns the managers other than the rollout's
+// that own the component's version.
+func (r *rollout) versionOwnersNow(ctx context.Context, c client.Client, name string) ([]string, error) {
+	live := &tenancyv1alpha1.Tenant{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, live); err != nil {
+		return nil, err
 	}
-	var managers []string
-	for _, cause := range status.Status().Details.Causes {
-		if cause.Type != metav1.CauseTypeFieldManagerConflict {
-			continue
-		}
-		// The API server writes `conflict with "manager"`, followed by " using <apiVersion>"
-		// for a manager that wrote with an update rather than an apply.
-		rest, ok := strings.CutPrefix(cause.Message, "conflict with ")
-		if !ok {
-			continue
-		}
-		quoted, err := strconv.QuotedPrefix(rest)
-		if err != nil {
-			continue
-		}
-		if m, err := strconv.Unquote(quoted); err == nil && !slices.Contains(managers, m) {
-			managers = append(managers, m)
-		}
-	}
-	sort.Strings(managers)
-	return managers
+	return versionOwners(live, r.o.component), nil
 }
 
 // wait polls the batch's tenants until each is ready or failed, or the batch's time is up.

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -166,7 +167,7 @@ func newGetCommand(o *rootOptions) *cobra.Command {
 				fmt.Fprintf(o.out, "shared:    %s\n", sel)
 			}
 			fmt.Fprintln(o.out, "data:")
-			for _, k := range sortedKeys(s.Data) {
+			for _, k := range slices.Sorted(maps.Keys(s.Data)) {
 				if show {
 					fmt.Fprintf(o.out, "  %s: %s\n", k, s.Data[k])
 				} else {
@@ -204,7 +205,7 @@ func newListCommand(o *rootOptions) *cobra.Command {
 						shared = sel
 					}
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", s.Name, s.Type, strings.Join(sortedKeys(s.Data), ","), shared)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", s.Name, s.Type, strings.Join(slices.Sorted(maps.Keys(s.Data)), ","), shared)
 			}
 			return w.Flush()
 		},
@@ -260,13 +261,4 @@ func newSyncCommand(o *rootOptions) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
 	return cmd
-}
-
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -11,6 +11,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -56,7 +57,9 @@ func jsonKind(v any) string {
 // MergeValues deep-merges layers of values, later layers winning: maps merge key by key, and any
 // other value (a list, a scalar, null) replaces what was there, so a tenant overrides a list as a
 // whole rather than appending to it. Nil layers are skipped. The result shares nothing with the
-// layers, so rendering can never alter a template's or the operator's defaults.
+// layers, so rendering can never alter a template's or the operator's defaults. Values are JSON
+// values, as DecodeValues returns them (int64, not int): anything else panics, as it does in an
+// unstructured object.
 func MergeValues(layers ...map[string]any) map[string]any {
 	out := map[string]any{}
 	for _, layer := range layers {
@@ -73,26 +76,7 @@ func mergeInto(dst, src map[string]any) {
 				continue
 			}
 		}
-		dst[k] = deepCopy(v)
-	}
-}
-
-func deepCopy(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = deepCopy(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = deepCopy(e)
-		}
-		return out
-	default:
-		return v
+		dst[k] = runtime.DeepCopyJSONValue(v)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"sort"
 	"sync"
 
@@ -170,9 +171,7 @@ func (r *TenantClaimReconciler) bind(ctx context.Context, claim *tenancyv1alpha1
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for k, v := range claim.Spec.Labels {
-		labels[k] = v
-	}
+	maps.Copy(labels, claim.Spec.Labels)
 	labels[tenancyv1alpha1.AllocatedLabel] = "true"
 	labels[tenancyv1alpha1.ClaimUIDLabel] = string(claim.UID)
 	t.SetLabels(labels)

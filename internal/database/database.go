@@ -57,8 +57,6 @@ type Provisioner interface {
 	// Ensure creates the database and its login when missing, sets the login's password to
 	// acct.Password, and grants the login every privilege on its database and nothing else.
 	Ensure(ctx context.Context, acct Account) error
-	// Rotate sets an existing login's password.
-	Rotate(ctx context.Context, username, password string) error
 	// Drop removes the database and its login, ending the login's open sessions; missing ones
 	// are not an error.
 	Drop(ctx context.Context, database, username string) error

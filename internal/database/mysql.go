@@ -3,6 +3,7 @@ package database
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net"
@@ -19,6 +20,9 @@ const (
 	myDatabaseExists  = 1007
 	myOperationFailed = 1396 // CREATE USER for an existing user, ALTER/DROP USER for a missing one
 	myUnknownThread   = 1094
+	// mySpecificAccessDenied: the statement needs a privilege (SUPER, for SET sql_log_off) the
+	// administrator lacks.
+	mySpecificAccessDenied = 1227
 )
 
 // myStatementTimeout bounds a hung server; it is generous because dropping a large database
@@ -74,13 +78,19 @@ func (m *mysqlServer) Ensure(ctx context.Context, acct Account) error {
 	if _, err := m.db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteMySQLIdent(acct.Database)+" CHARACTER SET utf8mb4"); !myIs(err, myDatabaseExists) {
 		return m.wrap(err, "creating database %q", acct.Database)
 	}
-	// IDENTIFIED BY belongs in CREATE USER too: a user created without it could log in with an
-	// empty password until the ALTER USER below.
-	if _, err := m.db.ExecContext(ctx, "CREATE USER IF NOT EXISTS ?@'%' IDENTIFIED BY ?", acct.Username, acct.Password); !myIs(err, myOperationFailed) {
-		return m.wrap(err, "creating user %q", acct.Username)
-	}
-	if _, err := m.db.ExecContext(ctx, "ALTER USER ?@'%' IDENTIFIED BY ?", acct.Username, acct.Password); err != nil {
-		return m.wrap(err, "setting the password of user %q", acct.Username)
+	err := m.unlogged(ctx, func(conn *sql.Conn) error {
+		// IDENTIFIED BY belongs in CREATE USER too: a user created without it could log in with
+		// an empty password until the ALTER USER below.
+		if _, err := conn.ExecContext(ctx, "CREATE USER IF NOT EXISTS ?@'%' IDENTIFIED BY ?", acct.Username, acct.Password); !myIs(err, myOperationFailed) {
+			return m.wrap(err, "creating user %q", acct.Username)
+		}
+		if _, err := conn.ExecContext(ctx, "ALTER USER ?@'%' IDENTIFIED BY ?", acct.Username, acct.Password); err != nil {
+			return m.wrap(err, "setting the password of user %q", acct.Username)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if _, err := m.db.ExecContext(ctx, "GRANT ALL PRIVILEGES ON "+grantPattern(acct.Database)+".* TO ?@'%'", acct.Username); err != nil {
 		return m.wrap(err, "granting user %q access to database %q", acct.Username, acct.Database)
@@ -88,12 +98,29 @@ func (m *mysqlServer) Ensure(ctx context.Context, acct Account) error {
 	return nil
 }
 
-func (m *mysqlServer) Rotate(ctx context.Context, username, password string) error {
-	if err := checkPassword(password); err != nil {
-		return err
+// unlogged runs fn on one connection whose statements the general query log does not record:
+// account statements carry the password as a literal (they cannot be prepared), and MariaDB's
+// general log, when an administrator turns it on, records statement text as sent. Turning it
+// off takes SUPER; an administrator without it gets the server's own logging. The connection
+// is reset before it goes back to the pool, or discarded when that fails.
+func (m *mysqlServer) unlogged(ctx context.Context, fn func(*sql.Conn) error) error {
+	conn, err := m.db.Conn(ctx)
+	if err != nil {
+		return m.wrap(err, "connecting")
 	}
-	_, err := m.db.ExecContext(ctx, "ALTER USER ?@'%' IDENTIFIED BY ?", username, password)
-	return m.wrap(err, "setting the password of user %q", username)
+	defer func() { _ = conn.Close() }()
+	_, err = conn.ExecContext(ctx, "SET SESSION sql_log_off = ON")
+	quiet := err == nil
+	if !quiet && !myIs(err, mySpecificAccessDenied) {
+		return m.wrap(err, "turning off the query log for the session")
+	}
+	err = fn(conn)
+	if quiet {
+		if _, resetErr := conn.ExecContext(context.WithoutCancel(ctx), "SET SESSION sql_log_off = OFF"); resetErr != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}
+	return err
 }
 
 func (m *mysqlServer) Drop(ctx context.Context, database, username string) error {

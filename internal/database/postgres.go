@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,14 +26,6 @@ const (
 	maxAdminConns = 4
 	// unlockTimeout bounds releasing advisory locks after the caller's context has ended.
 	unlockTimeout = 5 * time.Second
-)
-
-// SQLSTATEs that mean another call, or an earlier one, already did the work.
-const (
-	pgDuplicateObject       = "42710"
-	pgDuplicateDatabase     = "42P04"
-	pgUniqueViolation       = "23505"
-	pgInsufficientPrivilege = "42501"
 )
 
 type postgres struct {
@@ -85,10 +78,10 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 	role := pgx.Identifier{acct.Username}.Sanitize()
 	db := pgx.Identifier{acct.Database}.Sanitize()
 	return p.locked(ctx, []string{"database/" + acct.Database, "role/" + acct.Username}, func(conn *pgx.Conn) error {
-		if _, err := conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); !pgIs(err, pgDuplicateObject, pgUniqueViolation) {
+		if _, err := conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); !pgIs(err, pgerrcode.DuplicateObject, pgerrcode.UniqueViolation) {
 			return p.wrap(err, "creating role %q", acct.Username)
 		}
-		if err := setPassword(ctx, conn, role, acct.Password, true); err != nil {
+		if err := setPassword(ctx, conn, role, acct.Password); err != nil {
 			return p.wrap(err, "setting the password of role %q", acct.Username)
 		}
 
@@ -104,7 +97,7 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 			}
 		}
 
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role); !pgIs(err, pgDuplicateDatabase, pgUniqueViolation) {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role); !pgIs(err, pgerrcode.DuplicateDatabase, pgerrcode.UniqueViolation) {
 			return p.wrap(err, "creating database %q", acct.Database)
 		}
 		var owner string
@@ -122,16 +115,6 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 			return p.wrap(err, "revoking public access to database %q", acct.Database)
 		}
 		return nil
-	})
-}
-
-func (p *postgres) Rotate(ctx context.Context, username, password string) error {
-	if err := checkPassword(password); err != nil {
-		return err
-	}
-	role := pgx.Identifier{username}.Sanitize()
-	return p.locked(ctx, []string{"role/" + username}, func(conn *pgx.Conn) error {
-		return p.wrap(setPassword(ctx, conn, role, password, false), "setting the password of role %q", username)
 	})
 }
 
@@ -200,7 +183,7 @@ func advisoryKey(name string) int64 {
 // setPassword sets a role's password in a transaction that keeps the statement out of the
 // server's log. Utility statements take no bind parameters, so the password is a literal in the
 // statement text, and by default PostgreSQL logs the text of any statement that fails.
-func setPassword(ctx context.Context, conn *pgx.Conn, role, password string, login bool) error {
+func setPassword(ctx context.Context, conn *pgx.Conn, role, password string) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return err
@@ -209,11 +192,7 @@ func setPassword(ctx context.Context, conn *pgx.Conn, role, password string, log
 	if err := quietStatementLog(ctx, tx); err != nil {
 		return err
 	}
-	stmt := "ALTER ROLE " + role + " WITH "
-	if login {
-		stmt += "LOGIN "
-	}
-	stmt += "PASSWORD " + quoteLiteral(password)
+	stmt := "ALTER ROLE " + role + " WITH LOGIN PASSWORD " + quoteLiteral(password)
 	// The simple protocol leaves no prepared statement, and so no copy of the password, behind.
 	if _, err := tx.Exec(ctx, stmt, pgx.QueryExecModeSimpleProtocol); err != nil {
 		return err
@@ -235,7 +214,7 @@ func quietStatementLog(ctx context.Context, tx pgx.Tx) error {
 	if err == nil {
 		return sp.Commit(ctx)
 	}
-	if pgIs(err, pgInsufficientPrivilege) {
+	if pgIs(err, pgerrcode.InsufficientPrivilege) {
 		return sp.Rollback(ctx)
 	}
 	return err
@@ -268,7 +247,8 @@ func checkPassword(password string) error {
 	return nil
 }
 
-// pgIs reports whether err is nil or a server error with one of codes.
+// pgIs reports whether err is nil or a server error with one of codes (SQLSTATEs); creating
+// what already exists (duplicate, or a unique violation when two calls race) is the work done.
 func pgIs(err error, codes ...string) bool {
 	if err == nil {
 		return true

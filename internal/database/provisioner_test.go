@@ -201,37 +201,28 @@ func TestProvisioner(t *testing.T) {
 				mustUse(t, ctx, s, changed)
 			})
 
-			t.Run("rotate replaces the password", func(t *testing.T) {
+			t.Run("no password reaches the server log, which holds the statements", func(t *testing.T) {
 				t.Parallel()
 				ctx := testContext(t)
-				acct := newAccount(t, engine, p, "rotate")
+				acct := newAccount(t, engine, p, "logged")
+				acct.Password = "never-logged-" + randomHex(t, 8)
 				ensure(t, ctx, p, acct)
-				rotated := acct
-				rotated.Password = password(t)
-				if err := p.Rotate(ctx, acct.Username, rotated.Password); err != nil {
-					t.Fatal(err)
-				}
-				mustNotConnect(t, ctx, s, acct.Username, acct.Password, acct.Database)
-				mustUse(t, ctx, s, rotated)
-			})
-
-			t.Run("rotate of a missing login fails without a password in the server log", func(t *testing.T) {
-				t.Parallel()
-				ctx := testContext(t)
-				secret := "never-logged-" + randomHex(t, 8)
-				err := p.Rotate(ctx, "missing_"+randomHex(t, 4), secret)
-				if err == nil {
-					t.Fatal("Rotate of a missing login succeeded")
-				}
-				if strings.Contains(err.Error(), secret) {
-					t.Errorf("error %q contains the password", err)
-				}
+				changed := acct
+				changed.Password = "never-logged-" + randomHex(t, 8)
+				ensure(t, ctx, p, changed)
 				log, err := inst.Log()
 				if err != nil {
 					t.Fatal(err)
 				}
-				if strings.Contains(log, secret) {
-					t.Errorf("server log contains the password")
+				// The server logs every statement (dbtest turns that on), so the check below
+				// can fail: the login's statements are in the log, its passwords are not.
+				if !strings.Contains(log, acct.Username) {
+					t.Fatalf("the server log does not hold the statements that created login %s", acct.Username)
+				}
+				for _, secret := range []string{acct.Password, changed.Password} {
+					if strings.Contains(log, secret) {
+						t.Errorf("the server log contains a password")
+					}
 				}
 			})
 
@@ -388,9 +379,7 @@ func TestProvisioner(t *testing.T) {
 					ensure(t, ctx, lp, acct)
 					mustUse(t, ctx, s, acct)
 					acct.Password = password(t)
-					if err := lp.Rotate(ctx, acct.Username, acct.Password); err != nil {
-						t.Fatal(err)
-					}
+					ensure(t, ctx, lp, acct)
 					mustUse(t, ctx, s, acct)
 					if err := lp.Drop(ctx, acct.Database, acct.Username); err != nil {
 						t.Fatal(err)
@@ -450,7 +439,6 @@ func TestOutage(t *testing.T) {
 				calls := map[string]func() error{
 					"version": func() error { _, err := p.Version(ctx); return err },
 					"ensure":  func() error { return p.Ensure(ctx, acct) },
-					"rotate":  func() error { return p.Rotate(ctx, acct.Username, acct.Password) },
 					"drop":    func() error { return p.Drop(ctx, acct.Database, acct.Username) },
 				}
 				for name, call := range calls {

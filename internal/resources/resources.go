@@ -4,6 +4,8 @@
 package resources
 
 import (
+	"maps"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,9 +62,7 @@ func StampComponentObject(t *tenancyv1alpha1.Tenant, namespace, component string
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for k, v := range Labels(t.Name) {
-		labels[k] = v
-	}
+	maps.Copy(labels, Labels(t.Name))
 	labels[tenancyv1alpha1.ComponentLabel] = component
 	obj.SetLabels(labels)
 	obj.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(t, tenancyv1alpha1.GroupVersion.WithKind("Tenant"))})

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,14 +81,9 @@ func SharedSecrets(t *tenancyv1alpha1.Tenant, namespace string, templates []core
 // SecretHash is a digest of a secret's type and data. It travels on copies, which hold the data
 // anyway, so it reveals nothing to anyone who cannot already read them.
 func SecretHash(s *corev1.Secret) string {
-	keys := make([]string, 0, len(s.Data))
-	for k := range s.Data {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00", s.Type)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(s.Data)) {
 		fmt.Fprintf(h, "%s\x00%d\x00", k, len(s.Data[k]))
 		h.Write(s.Data[k])
 	}

@@ -21,10 +21,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -904,13 +906,8 @@ func byVerb(c testenv.Counts) string {
 	for k, v := range c {
 		verbs[strings.SplitN(k, " ", 2)[0]] += v
 	}
-	keys := make([]string, 0, len(verbs))
-	for k := range verbs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
+	parts := make([]string, 0, len(verbs))
+	for _, k := range slices.Sorted(maps.Keys(verbs)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, verbs[k]))
 	}
 	if len(parts) == 0 {

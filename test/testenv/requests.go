@@ -2,8 +2,9 @@ package testenv
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -41,11 +42,7 @@ func (c *RequestCounter) Add(key string) {
 func (c *RequestCounter) Snapshot() Counts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make(Counts, len(c.counts))
-	for k, v := range c.counts {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.counts)
 }
 
 // Counts maps "METHOD resource" to a number of requests.
@@ -72,11 +69,7 @@ func (c Counts) Total() int {
 }
 
 func (c Counts) String() string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(c))
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s=%d", k, c[k])

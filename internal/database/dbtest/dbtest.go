@@ -51,9 +51,11 @@ type Instance struct {
 
 	dir     string
 	logPath string
-	bin     string
-	args    []string
-	cred    *syscall.Credential
+	// queryLogPath, when set, is a log of every statement the server ran, kept apart from logPath.
+	queryLogPath string
+	bin          string
+	args         []string
+	cred         *syscall.Credential
 	// stopSignal asks the server to shut down cleanly; deathSignal ends it if this process dies.
 	stopSignal  syscall.Signal
 	deathSignal syscall.Signal
@@ -129,6 +131,8 @@ func StartPostgres() (*Instance, error) {
 			"-c", "full_page_writes=off",
 			"-c", "shared_buffers=32MB",
 			"-c", "max_connections=100",
+			// Every statement is logged, so that tests can prove what never reaches a log.
+			"-c", "log_statement=all",
 		}
 	})
 	if err != nil {
@@ -153,6 +157,8 @@ func StartMariaDB() (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	// MariaDB logs statements to a file of their own, the general query log.
+	inst.queryLogPath = filepath.Join(inst.dir, "queries.log")
 	started := false
 	defer func() {
 		if !started {
@@ -226,6 +232,9 @@ func StartMariaDB() (*Instance, error) {
 			"--pid-file=" + filepath.Join(inst.dir, "mariadbd.pid"),
 			"--tmpdir=" + tmp,
 			"--skip-log-bin",
+			// Every statement is logged, so that tests can prove what never reaches a log.
+			"--general-log=1",
+			"--general-log-file=" + inst.queryLogPath,
 			"--innodb-flush-log-at-trx-commit=0",
 			"--innodb-doublewrite=0",
 		}, innodb...)
@@ -407,10 +416,18 @@ func (i *Instance) Close() error {
 	return errors.Join(i.Stop(), os.RemoveAll(i.dir))
 }
 
-// Log returns everything the server has written to its log so far.
+// Log returns everything the server has written to its logs so far, every statement it ran
+// included.
 func (i *Instance) Log() (string, error) {
 	b, err := os.ReadFile(i.logPath)
-	return string(b), err
+	if err != nil || i.queryLogPath == "" {
+		return string(b), err
+	}
+	q, err := os.ReadFile(i.queryLogPath)
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
+	}
+	return string(b) + string(q), err
 }
 
 func (i *Instance) running() bool {
