@@ -53,9 +53,10 @@ vet: ## go vet.
 	go vet ./...
 
 .PHONY: control-plane
-control-plane: $(ENVTEST_ASSETS)/kube-apiserver ## Build kube-apiserver, etcd and kubectl from source into bin/k8s (once).
+control-plane: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/kwok ## Build the local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok) from source into bin/k8s (once).
 
-$(ENVTEST_ASSETS)/kube-apiserver:
+# The script builds whatever is missing, so each target is the same call.
+$(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/kwok:
 	KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-control-plane.sh
 
 .PHONY: databases
@@ -63,7 +64,7 @@ databases: ## Install PostgreSQL and MariaDB (Debian packages) when missing; tes
 	hack/install-databases.sh
 
 .PHONY: test
-test: manifests generate vet control-plane databases ## Run the whole test suite against a real API server and real database servers.
+test: manifests generate vet control-plane databases ## Run the whole test suite on a real local cluster and real database servers.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go test $(GO_TEST_FLAGS) ./...
 
@@ -83,7 +84,7 @@ build: ## Build the manager binary.
 	CGO_ENABLED=0 go build -o $(BIN)/landlord ./cmd/landlord
 
 .PHONY: run
-run: control-plane ## Run the operator against the current kubeconfig, or an embedded control plane when there is none.
+run: control-plane ## Run the operator against the current kubeconfig, or a whole local cluster when there is none.
 	go run ./cmd/landlord --config config/manager/landlord.yaml --metrics-bind-address :8080 --metrics-insecure --embedded-dir $(BIN)/embedded
 
 .PHONY: docker-build

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Builds the envtest control plane (kube-apiserver and etcd, plus a matching kubectl) from source through the Go module
-# proxy into bin/k8s/<version>/. Prebuilt binaries are never downloaded: the module proxy is the
+# Builds a whole local cluster from source through the Go module proxy into bin/k8s/<version>/:
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a matching kubectl from
+# k8s.io/kubernetes, and kwok (sigs.k8s.io/kwok), which simulates nodes and the lifecycle of
+# their pods. Prebuilt binaries are never downloaded: the module proxy is the
 # only source. Each binary is built in a throwaway module whose replace lines pin the staging
 # modules that the upstream go.mod points at with relative paths. Reuses existing binaries.
 #
 # Usage: hack/build-control-plane.sh            prints the asset directory on stdout
-# Env:   KUBE_VERSION (default 1.37.2), ETCD_VERSION (default 3.7.3), LANDLORD_BIN (default ./bin)
+# Env:   KUBE_VERSION (default 1.37.2), ETCD_VERSION (default 3.7.3), KWOK_VERSION (default 0.8.0),
+#        LANDLORD_BIN (default ./bin)
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-3.7.3}
+KWOK_VERSION=${KWOK_VERSION:-0.8.0}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${LANDLORD_BIN:-$root/bin}
 out=$bin/k8s/$KUBE_VERSION
@@ -39,13 +43,14 @@ build_kubernetes() {
     done
     echo ")"
   } >"$work/go.mod"
-  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >"$work/tools.go"
+  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n' >"$work/tools.go"
   local ldflags="-s -w"
   local pkg=k8s.io/component-base/version
   ldflags+=" -X $pkg.gitVersion=v$KUBE_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$(echo "$KUBE_VERSION" | cut -d. -f2)"
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
   (cd "$work" && GOFLAGS=-mod=mod go mod tidy >&2 &&
-    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl)
+    CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/" k8s.io/kubernetes/cmd/kube-apiserver \
+      k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl)
 }
 
 build_etcd() {
@@ -71,12 +76,25 @@ MOD
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/etcd" go.etcd.io/etcd/server/v3)
 }
 
+build_kwok() {
+  # kwok's own go.mod pins what it needs; go install builds it as its release does.
+  GOBIN="$out" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
+}
+
 if [ ! -x "$out/etcd" ]; then
   log "building etcd v$ETCD_VERSION (once; reused afterwards)"
   build_etcd
 fi
-if [ ! -x "$out/kube-apiserver" ] || [ ! -x "$out/kubectl" ]; then
-  log "building kube-apiserver and kubectl v$KUBE_VERSION (once, about 10 minutes; reused afterwards)"
+missing=false
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  [ -x "$out/$b" ] || missing=true
+done
+if $missing; then
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler and kubectl v$KUBE_VERSION (once; reused afterwards)"
   build_kubernetes
+fi
+if [ ! -x "$out/kwok" ]; then
+  log "building kwok v$KWOK_VERSION (once; reused afterwards)"
+  build_kwok
 fi
 echo "$out"

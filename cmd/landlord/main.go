@@ -1,5 +1,6 @@
-// Command landlord runs the Landlord operator. With no cluster configured it starts an embedded
-// control plane, so one command gives a working operator on a bare machine.
+// Command landlord runs the Landlord operator. With no cluster configured it starts a whole local
+// cluster (internal/localcluster), so one command gives a working operator, with workloads that
+// really roll out, on a bare machine.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,10 +33,10 @@ func main() {
 		opts        operator.Options
 	)
 	flag.StringVar(&configPath, "config", "", "Operator configuration file (YAML); built-in defaults when empty.")
-	flag.StringVar(&embedded, "embedded", "auto", "Embedded control plane: auto (only when no cluster is configured), always, or never.")
-	flag.StringVar(&embeddedDir, "embedded-dir", "bin/embedded", "Where the embedded control plane keeps its data and writes its kubeconfig.")
-	flag.StringVar(&assetsDir, "control-plane-assets", envOr("KUBEBUILDER_ASSETS", "bin/k8s/1.37.2"), "Directory with the etcd and kube-apiserver binaries for the embedded control plane.")
-	flag.StringVar(&crdDir, "crd-dir", "config/crd/bases", "CRDs installed into the embedded control plane.")
+	flag.StringVar(&embedded, "embedded", "auto", "Embedded local cluster: auto (only when no cluster is configured), always, or never.")
+	flag.StringVar(&embeddedDir, "embedded-dir", "bin/embedded", "Where the embedded local cluster keeps its data and logs and writes its kubeconfig.")
+	flag.StringVar(&assetsDir, "control-plane-assets", envOr("KUBEBUILDER_ASSETS", "bin/k8s/1.37.2"), "Directory with the local cluster's binaries (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok).")
+	flag.StringVar(&crdDir, "crd-dir", "config/crd/bases", "CRDs installed into the embedded local cluster.")
 	flag.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8443", "Metrics listen address; 0 disables.")
 	flag.BoolVar(&opts.MetricsInsecure, "metrics-insecure", false, "Serve metrics over HTTP without authentication (local use only).")
 	flag.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "Health probe listen address; 0 disables.")
@@ -70,7 +72,7 @@ func run(ctx context.Context, configPath string, overrides config.Overrides, emb
 		return err
 	}
 	if restCfg == nil {
-		// An embedded control plane keeps its secrets next to its etcd data, unless told otherwise.
+		// A local cluster keeps its secrets next to its etcd data, unless told otherwise.
 		if st := &opts.Config.Secrets.Store; st.Backend == config.StoreBackendFile && st.File.Dir == config.Default().Secrets.Store.File.Dir {
 			st.File.Dir = filepath.Join(local.DataDir, "secrets")
 			st.File.KeyFile = filepath.Join(st.File.Dir, "key.json")
@@ -84,14 +86,16 @@ func run(ctx context.Context, configPath string, overrides config.Overrides, emb
 		abs, _ := filepath.Abs(cluster.KubeconfigPath)
 		assets, _ := filepath.Abs(local.AssetsDir)
 		fmt.Fprintf(os.Stderr, `
-Landlord is running against an embedded control plane (no cluster was configured).
+Landlord is running on a local cluster (no cluster was configured): etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler, and kwok playing the nodes %s. Logs: %s.
 Use it from another shell:
 
   export KUBECONFIG=%s PATH=%s:$PATH
   kubectl apply -k config/samples
-  kubectl get tenants
+  kubectl wait --for=condition=Ready tenants --all --timeout=2m
+  kubectl get pods -A -o wide
 
-`, abs, assets)
+`, nodeNames(local.Nodes), cluster.LogDir, abs, assets)
 	}
 
 	mgr, err := operator.New(restCfg, opts)
@@ -102,8 +106,23 @@ Use it from another shell:
 	return mgr.Start(ctx)
 }
 
+func nodeNames(nodes []localcluster.Node) string {
+	if nodes == nil {
+		nodes = localcluster.DefaultNodes()
+	}
+	var names []string
+	for _, n := range nodes {
+		if n.Pool != "" {
+			names = append(names, n.Name+" (node pool "+n.Pool+")")
+		} else {
+			names = append(names, n.Name)
+		}
+	}
+	return strings.Join(names, " and ")
+}
+
 // clusterConfig returns the configured cluster's client configuration, or nil when the
-// embedded control plane should be used instead.
+// local cluster should be used instead.
 func clusterConfig(embedded string) (*rest.Config, error) {
 	switch embedded {
 	case "always":

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,9 +20,10 @@ import (
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
-// On a machine with no cluster, the operator brings up its own control plane, writes a
-// kubeconfig for people, and turns the shipped samples into tenant namespaces.
-func TestRunWithoutAClusterStartsAnEmbeddedControlPlane(t *testing.T) {
+// On a machine with no cluster, the operator brings up a whole local cluster, writes a
+// kubeconfig for people, and the README's quick start works as written: the samples, the
+// component sample included, become Ready, and the component's pods run on its node pool.
+func TestRunWithoutAClusterStartsALocalCluster(t *testing.T) {
 	root := testenv.RepoRoot()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
@@ -43,25 +44,40 @@ func TestRunWithoutAClusterStartsAnEmbeddedControlPlane(t *testing.T) {
 		}
 	})
 
-	c := waitForClient(t, filepath.Join(dataDir, "kubeconfig"), done)
-	names := applySamples(t, c, filepath.Join(root, "config", "samples", "tenancy_v1alpha1_tenant.yaml"))
+	kubeconfig := filepath.Join(dataDir, "kubeconfig")
+	c := waitForClient(t, kubeconfig, done)
+	// What the README tells a new user to type, with the kubectl it puts on their PATH.
+	kubectl := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(assets, "kubectl"), args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	kubectl("apply", "-k", "config/samples")
+	kubectl("apply", "-k", "config/samples/components")
+	kubectl("wait", "--for=condition=Ready", "tenants", "--all", "--timeout=2m")
+
 	cfg := config.Default()
-	for _, name := range names {
-		deadline := time.Now().Add(time.Minute)
-		for {
-			err := c.Get(ctx, client.ObjectKey{Name: cfg.NamespaceName(name)}, &corev1.Namespace{})
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("sample tenant %s got no namespace: %v", name, err)
-			}
-			time.Sleep(200 * time.Millisecond)
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(cfg.NamespaceName("pied-piper"))); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 3 {
+		t.Fatalf("the component sample has %d pods, want 3", len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != "pool-a-0" {
+			t.Errorf("pod %s is %s on %q, want Running on pool-a-0, the node of its pool", p.Name, p.Status.Phase, p.Spec.NodeName)
 		}
 	}
 }
 
-// waitForClient polls for the kubeconfig the embedded control plane writes: a person's shell
+// waitForClient polls for the kubeconfig the local cluster writes: a person's shell
 // has no event to wait on either.
 func waitForClient(t *testing.T, path string, done <-chan error) client.Client {
 	t.Helper()
@@ -82,32 +98,4 @@ func waitForClient(t *testing.T, path string, done <-chan error) client.Client {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-func applySamples(t *testing.T, c client.Client, path string) []string {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	decoder := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	var names []string
-	for {
-		u := &unstructured.Unstructured{}
-		if err := decoder.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := c.Create(context.Background(), u); err != nil {
-			t.Fatalf("creating sample %s: %v", u.GetName(), err)
-		}
-		names = append(names, u.GetName())
-	}
-	if len(names) == 0 {
-		t.Fatal("no samples found")
-	}
-	return names
 }

@@ -1,58 +1,128 @@
-// Package localcluster runs an embedded Kubernetes control plane (etcd and kube-apiserver,
-// built by hack/build-control-plane.sh) so Landlord can run on a machine with no cluster. Its
-// etcd data is kept between runs, so tenants survive a restart of the operator.
+// Package localcluster runs a whole Kubernetes cluster on one machine, from the binaries
+// hack/build-control-plane.sh builds: etcd and kube-apiserver (through envtest's control plane),
+// kube-controller-manager (namespaces, garbage collection, quotas, workloads, service accounts,
+// volumes), kube-scheduler, and kwok, which simulates nodes and the lifecycle of the pods
+// scheduled on them. Landlord runs on it when no cluster is configured, and the tests run on it.
+//
+// Every process is started and stopped by PID and writes its log next to the data
+// (<DataDir>/logs/<name>.log); start-up waits until each is healthy, never for a fixed time.
 package localcluster
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
-// Options say where the binaries, the CRDs and the state live.
+// Options say where the binaries, the CRDs and the state live, and what runs.
 type Options struct {
-	// AssetsDir holds kube-apiserver and etcd.
+	// AssetsDir holds the binaries.
 	AssetsDir string
-	// DataDir keeps etcd's data and the written kubeconfig.
+	// DataDir keeps etcd's data, the logs and the written kubeconfig. etcd's data is kept
+	// between runs, so what was created survives a restart.
 	DataDir string
-	// CRDDir holds the CRDs to install.
+	// CRDDir, when set, holds CRDs to install.
 	CRDDir string
+	// APIServerOnly runs etcd and kube-apiserver alone: for callers that measure one client's
+	// cost to the API server and want nothing else on the machine's cores.
+	APIServerOnly bool
+	// Nodes are the simulated nodes; nil means DefaultNodes.
+	Nodes []Node
+	// ConfigureAPIServer, when set, may change kube-apiserver's flags before it starts.
+	ConfigureAPIServer func(*envtest.APIServer)
+	// ConfigureEtcd, when set, may change etcd's flags before it starts.
+	ConfigureEtcd func(*envtest.Etcd)
 }
 
-// Cluster is a running embedded control plane.
+// Cluster is a running local cluster.
 type Cluster struct {
-	env *envtest.Environment
+	env       *envtest.Environment
+	processes []*process
 	// Config is an administrator's client configuration.
 	Config *rest.Config
-	// KubeconfigPath is the kubeconfig file written for people and kubectl.
+	// KubeconfigPath is the administrator kubeconfig written for people and kubectl.
 	KubeconfigPath string
+	// LogDir holds each process's log.
+	LogDir string
 }
 
-// Start brings up the control plane, installs the CRDs and writes an administrator kubeconfig.
+// startTimeout bounds how long each process may take to become healthy.
+const startTimeout = 2 * time.Minute
+
+// Start brings up the cluster, installs the CRDs and writes an administrator kubeconfig.
 func Start(opts Options) (*Cluster, error) {
-	for _, bin := range []string{"etcd", "kube-apiserver"} {
+	bins := []string{"etcd", "kube-apiserver"}
+	if !opts.APIServerOnly {
+		bins = append(bins, "kube-controller-manager", "kube-scheduler", "kwok")
+	}
+	for _, bin := range bins {
 		if _, err := os.Stat(filepath.Join(opts.AssetsDir, bin)); err != nil {
-			return nil, fmt.Errorf("control-plane binary %s not found in %s (run 'make control-plane'): %w", bin, opts.AssetsDir, err)
+			return nil, fmt.Errorf("cluster binary %s not found in %s (run 'make control-plane'): %w", bin, opts.AssetsDir, err)
 		}
 	}
+	c := &Cluster{
+		KubeconfigPath: filepath.Join(opts.DataDir, "kubeconfig"),
+		LogDir:         filepath.Join(opts.DataDir, "logs"),
+	}
 	etcdDir := filepath.Join(opts.DataDir, "etcd")
-	if err := os.MkdirAll(etcdDir, 0o700); err != nil {
+	for _, dir := range []string{etcdDir, c.LogDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.startControlPlane(opts, etcdDir); err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: opts.AssetsDir,
-		CRDDirectoryPaths:     []string{opts.CRDDir},
-		ErrorIfCRDPathMissing: true,
+	if opts.APIServerOnly {
+		return c, nil
 	}
-	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir}
+	if err := c.startNodeComponents(opts); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	return c, nil
+}
+
+// startControlPlane starts etcd and kube-apiserver through envtest, and writes the kubeconfig.
+func (c *Cluster) startControlPlane(opts Options, etcdDir string) error {
+	env := &envtest.Environment{BinaryAssetsDirectory: opts.AssetsDir}
+	if opts.CRDDir != "" {
+		env.CRDDirectoryPaths = []string{opts.CRDDir}
+		env.ErrorIfCRDPathMissing = true
+	}
+	etcdLog, err := c.logFile("etcd")
+	if err != nil {
+		return err
+	}
+	apiLog, err := c.logFile("kube-apiserver")
+	if err != nil {
+		return err
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir, Out: etcdLog, Err: etcdLog}
+	// etcd's default 2 GB backend quota is within reach of a 10,000-tenant benchmark.
+	env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", "8589934592")
+	api := env.ControlPlane.GetAPIServer()
+	api.Out, api.Err = apiLog, apiLog
+	// envtest's default service range is a /24: about 250 Services, fewer than a benchmark's
+	// tenants have. A /16 holds 65,000.
+	api.Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
+	if opts.ConfigureEtcd != nil {
+		opts.ConfigureEtcd(env.ControlPlane.Etcd)
+	}
+	if opts.ConfigureAPIServer != nil {
+		opts.ConfigureAPIServer(api)
+	}
 	cfg, err := env.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting embedded control plane: %w", err)
+		return fmt.Errorf("starting kube-apiserver and etcd (logs in %s): %w", c.LogDir, err)
 	}
-	c := &Cluster{env: env, Config: cfg, KubeconfigPath: filepath.Join(opts.DataDir, "kubeconfig")}
+	c.env, c.Config = env, cfg
 	user, err := env.AddUser(envtest.User{Name: "landlord-admin", Groups: []string{"system:masters"}}, nil)
 	if err == nil {
 		var kubeconfig []byte
@@ -61,11 +131,64 @@ func Start(opts Options) (*Cluster, error) {
 		}
 	}
 	if err != nil {
-		_ = env.Stop()
-		return nil, fmt.Errorf("writing kubeconfig: %w", err)
+		return errors.Join(fmt.Errorf("writing kubeconfig: %w", err), env.Stop())
 	}
-	return c, nil
+	return nil
 }
 
-// Stop stops the control plane; the etcd data stays.
-func (c *Cluster) Stop() error { return c.env.Stop() }
+// startNodeComponents starts kube-controller-manager, kube-scheduler and kwok, and creates the
+// simulated nodes; it returns once the controller-manager and scheduler are healthy and every
+// node is Ready.
+func (c *Cluster) startNodeComponents(opts Options) error {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	certDir := c.env.ControlPlane.APIServer.CertDir
+	caFile := filepath.Join(opts.DataDir, "ca.crt")
+	if err := os.WriteFile(caFile, c.env.ControlPlane.APIServer.SecureServing.CA, 0o600); err != nil {
+		return err
+	}
+	stages := filepath.Join(opts.DataDir, "kwok-stages.yaml")
+	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
+		return err
+	}
+	for _, spec := range []processSpec{
+		controllerManager(opts.AssetsDir, c.KubeconfigPath, filepath.Join(certDir, "sa-signer.key"), caFile),
+		scheduler(opts.AssetsDir, c.KubeconfigPath),
+		kwok(opts.AssetsDir, c.KubeconfigPath, stages),
+	} {
+		p, err := startProcess(ctx, spec, c.LogDir)
+		if err != nil {
+			return err
+		}
+		c.processes = append(c.processes, p)
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	nodes := opts.Nodes
+	if nodes == nil {
+		nodes = DefaultNodes()
+	}
+	if err := createNodes(ctx, cs, nodes); err != nil {
+		return err
+	}
+	return waitNodesReady(ctx, cs, nodes, c.processes[len(c.processes)-1])
+}
+
+func (c *Cluster) logFile(name string) (*os.File, error) {
+	return os.OpenFile(filepath.Join(c.LogDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+}
+
+// Stop stops every process, the simulated ones first; etcd's data stays.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for i := len(c.processes) - 1; i >= 0; i-- {
+		errs = append(errs, c.processes[i].stop())
+	}
+	c.processes = nil
+	if c.env != nil {
+		errs = append(errs, c.env.Stop())
+	}
+	return errors.Join(errs...)
+}

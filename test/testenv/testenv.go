@@ -1,4 +1,5 @@
-// Package testenv starts a real control plane (etcd and kube-apiserver built from source into
+// Package testenv starts a whole local cluster (internal/localcluster: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok's simulated nodes, built from source into
 // bin/k8s) for Landlord's tests and benchmark, and runs the operator in it the way it runs in a
 // cluster: under its own generated RBAC, through the production manager wiring.
 package testenv
@@ -16,12 +17,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/localcluster"
 	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/internal/secret"
 )
@@ -34,7 +35,8 @@ const OperatorUser = "system:serviceaccount:landlord-system:landlord-controller-
 
 // Env is a running control plane.
 type Env struct {
-	env *envtest.Environment
+	cluster *localcluster.Cluster
+	dataDir string
 	// Admin is a cluster administrator's configuration and client.
 	Admin       *rest.Config
 	AdminClient client.Client
@@ -47,36 +49,40 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// Start starts etcd and kube-apiserver and installs Landlord's CRDs and its operator RBAC.
-func Start() (*Env, error) {
+// Options say what the environment runs.
+type Options struct {
+	// APIServerOnly runs etcd and kube-apiserver alone, without the controller-manager,
+	// scheduler and simulated nodes.
+	APIServerOnly bool
+}
+
+// Start starts a whole local cluster (internal/localcluster) and installs Landlord's CRDs and
+// its operator RBAC.
+func Start() (*Env, error) { return StartWith(Options{}) }
+
+// StartWith is Start with options.
+func StartWith(opts Options) (*Env, error) {
 	root := RepoRoot()
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		assets = filepath.Join(root, "bin", "k8s", KubeVersion)
 	}
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
-		return nil, fmt.Errorf("no kube-apiserver in %s: run 'make control-plane' (or 'make test')", assets)
-	}
-	e := &Env{env: &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}}
-	// envtest's default service range is a /24: about 250 Services, fewer than the benchmark's
-	// tenants have. A /16 holds 65,000.
-	e.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
-	// etcd's default 2 GB backend quota is within reach of a 10,000-tenant benchmark.
-	e.env.ControlPlane.Etcd = &envtest.Etcd{}
-	e.env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", "8589934592")
-	cfg, err := e.env.Start()
+	dataDir, err := os.MkdirTemp("", "landlord-cluster-")
 	if err != nil {
-		return nil, fmt.Errorf("starting control plane: %w", err)
+		return nil, err
 	}
-	e.Admin = cfg
-	if e.AdminClient, err = client.New(cfg, client.Options{Scheme: tenancyv1alpha1.Scheme()}); err != nil {
+	cluster, err := localcluster.Start(localcluster.Options{
+		AssetsDir: assets, DataDir: dataDir, APIServerOnly: opts.APIServerOnly,
+		CRDDir: filepath.Join(root, "config", "crd", "bases"),
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("%w (run 'make control-plane' or 'make test' to build the cluster's binaries)", err), os.RemoveAll(dataDir))
+	}
+	e := &Env{cluster: cluster, dataDir: dataDir, Admin: cluster.Config}
+	if e.AdminClient, err = client.New(e.Admin, client.Options{Scheme: tenancyv1alpha1.Scheme()}); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
-	if e.Clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+	if e.Clientset, err = kubernetes.NewForConfig(e.Admin); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
 	if err := e.installOperatorRBAC(context.Background()); err != nil {
@@ -85,8 +91,8 @@ func Start() (*Env, error) {
 	return e, nil
 }
 
-// Stop stops the control plane.
-func (e *Env) Stop() error { return e.env.Stop() }
+// Stop stops the cluster and removes its data and logs.
+func (e *Env) Stop() error { return errors.Join(e.cluster.Stop(), os.RemoveAll(e.dataDir)) }
 
 // installOperatorRBAC binds the generated config/rbac/role.yaml to OperatorUser, so that a
 // missing permission fails the tests as it would fail in a cluster.
