@@ -42,6 +42,9 @@ const (
 	ReasonRenderFailed = "RenderFailed"
 	// ReasonRollingOut: applied, waiting for workloads to roll out.
 	ReasonRollingOut = "RollingOut"
+	// ReasonRolloutFailed: a component's workload will not roll out without a change (its
+	// Deployment is past its progress deadline); the message is the workload's own.
+	ReasonRolloutFailed = "RolloutFailed"
 
 	// DatabaseServer reasons.
 	ReasonReachable          = "Reachable"

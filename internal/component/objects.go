@@ -23,22 +23,38 @@ func ScaleToZero(objs []*unstructured.Unstructured) {
 	}
 }
 
-// Health is kstatus's verdict on a live object: ready when its status is Current (a Deployment
-// rolled out, a StatefulSet updated, a kind without status simply present), with kstatus's
-// message otherwise, such as "Ready: 1/3", for the tenant's status to show what is awaited.
-func Health(obj *unstructured.Unstructured) (ready bool, message string, err error) {
+// Health is kstatus's verdict on a live object.
+type Health struct {
+	// Ready: its status is Current (a Deployment rolled out, a StatefulSet updated, a kind
+	// without status simply present).
+	Ready bool
+	// Failed: it will not get there without a change, such as a Deployment past its progress
+	// deadline (an image that cannot be pulled, pods that never pass readiness).
+	Failed bool
+	// Message says what is awaited ("Available: 1/3") or what failed, with the object's own
+	// words where it has them.
+	Message string
+}
+
+// HealthOf is kstatus's verdict on a live object.
+func HealthOf(obj *unstructured.Unstructured) (Health, error) {
 	res, err := status.Compute(obj)
 	if err != nil {
-		return false, "", fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+		return Health{}, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
-	if res.Status == status.CurrentStatus {
-		return true, res.Message, nil
+	h := Health{Ready: res.Status == status.CurrentStatus, Failed: res.Status == status.FailedStatus, Message: res.Message}
+	if h.Failed {
+		// kstatus says what failed in its own words; the object's condition says why.
+		for _, c := range res.Conditions {
+			if c.Type == status.ConditionStalled && c.Message != "" {
+				h.Message += ": " + c.Message
+			}
+		}
 	}
-	msg := res.Message
-	if msg == "" {
-		msg = res.Status.String()
+	if !h.Ready && h.Message == "" {
+		h.Message = res.Status.String()
 	}
-	return false, msg, nil
+	return h, nil
 }
 
 // InventoryKey identifies an object of a component within the tenant namespace as

@@ -68,6 +68,15 @@ func TestHealth(t *testing.T) {
 			map[string]any{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"},
 		},
 	}
+	pastDeadline := map[string]any{
+		"observedGeneration": int64(2),
+		"replicas":           int64(3), "updatedReplicas": int64(3), "availableReplicas": int64(0), "readyReplicas": int64(0),
+		"conditions": []any{
+			map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+				"message": `ReplicaSet "web-5d4f" has timed out progressing.`},
+			map[string]any{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"},
+		},
+	}
 	stale := map[string]any{}
 	for k, v := range rolledOut {
 		stale[k] = v
@@ -78,20 +87,22 @@ func TestHealth(t *testing.T) {
 		name    string
 		obj     *unstructured.Unstructured
 		ready   bool
+		failed  bool
 		message string
 	}{
-		{"a Deployment that has rolled out is ready", deployment(rolledOut), true, "Deployment is available. Replicas: 3"},
-		{"a Deployment still rolling out is not ready, and says what it waits for", deployment(halfway), false, "Available: 1/3"},
-		{"a Deployment whose controller has not seen the latest spec is not ready", deployment(stale), false, "generation"},
-		{"a ConfigMap is ready once it exists", object("v1", "ConfigMap", "settings", map[string]any{"data": map[string]any{"a": "b"}}), true, ""},
+		{"a Deployment that has rolled out is ready", deployment(rolledOut), true, false, "Deployment is available. Replicas: 3"},
+		{"a Deployment still rolling out is not ready, and says what it waits for", deployment(halfway), false, false, "Available: 1/3"},
+		{"a Deployment whose controller has not seen the latest spec is not ready", deployment(stale), false, false, "generation"},
+		{"a Deployment past its progress deadline has failed, in its own words", deployment(pastDeadline), false, true, `Progress deadline exceeded: ReplicaSet "web-5d4f" has timed out progressing.`},
+		{"a ConfigMap is ready once it exists", object("v1", "ConfigMap", "settings", map[string]any{"data": map[string]any{"a": "b"}}), true, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ready, message, err := component.Health(tc.obj)
+			h, err := component.HealthOf(tc.obj)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ready != tc.ready || !strings.Contains(message, tc.message) {
-				t.Errorf("ready=%v message=%q, want ready=%v message containing %q", ready, message, tc.ready, tc.message)
+			if h.Ready != tc.ready || h.Failed != tc.failed || !strings.Contains(h.Message, tc.message) {
+				t.Errorf("health = %+v, want ready=%v failed=%v message containing %q", h, tc.ready, tc.failed, tc.message)
 			}
 		})
 	}

@@ -250,7 +250,7 @@ func TestIsolationPoliciesLeaveOtherNamespacesAlone(t *testing.T) {
 	g.Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	t.Cleanup(func() {
 		_ = k8s.Delete(ctx, named(&corev1.Namespace{}, "", ns))
-		finishNamespaceDeletion(t, ns)
+		waitNamespaceGone(t, ns)
 	})
 
 	t.Run("a NodePort Service is admitted", func(t *testing.T) {

@@ -217,30 +217,39 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, s *tenantScope, 
 	if prev != nil && prev.Version != c.Version {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ComponentApplied", "Apply", "component %s version %s applied", c.Name, c.Version)
 	}
-	var notReady []string
+	var notReady, failures []string
 	for _, obj := range objs {
 		live, ok := written[component.InventoryKey(obj)]
 		if !ok {
 			live = &unstructured.Unstructured{}
 			live.SetGroupVersionKind(obj.GroupVersionKind())
-			// component.Health only reads: no need for the cache's deep copy.
+			// component.HealthOf only reads: no need for the cache's deep copy.
 			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), live, client.UnsafeDisableDeepCopy); err != nil {
 				// Not in the cache yet; its arrival re-triggers us.
 				notReady = append(notReady, fmt.Sprintf("%s %s: waiting to be observed", obj.GetKind(), obj.GetName()))
 				continue
 			}
 		}
-		ready, msg, err := component.Health(live)
+		h, err := component.HealthOf(live)
 		if err != nil {
-			msg = err.Error()
+			h.Message = err.Error()
 		}
-		if !ready {
-			notReady = append(notReady, fmt.Sprintf("%s %s: %s", obj.GetKind(), obj.GetName(), msg))
+		line := fmt.Sprintf("%s %s: %s", obj.GetKind(), obj.GetName(), h.Message)
+		switch {
+		case h.Failed:
+			failures = append(failures, line)
+		case !h.Ready:
+			notReady = append(notReady, line)
 		}
 	}
-	if len(notReady) > 0 {
+	if all := append(failures, notReady...); len(all) > 0 {
 		st.Ready = false
-		st.Message = strings.Join(notReady, "; ")
+		st.Message = strings.Join(all, "; ")
+	}
+	if len(failures) > 0 {
+		// A rollout that failed waits for a new version or values (or for its workload to
+		// recover, whose status change re-triggers the tenant).
+		return st, stalled(tenancyv1alpha1.ReasonRolloutFailed, "%s: %s", c.Name, strings.Join(failures, "; "))
 	}
 	return st, outcome{done: st.Ready}
 }

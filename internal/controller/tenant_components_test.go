@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
@@ -16,17 +16,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/localcluster"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
-// webManifests is a realistic component: a Deployment running the component's image, a Service
-// in front of it and a ConfigMap of settings, all from values and built-ins.
+// webManifests is a realistic component: a Deployment running the component's image (as the
+// tenant namespace's restricted Pod Security level requires), a Service in front of it and a
+// ConfigMap of settings, all from values and built-ins.
 const webManifests = `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -39,9 +40,11 @@ spec:
     metadata:
       labels: {app: web}
     spec:
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
       containers:
         - name: web
           image: {{ .Component.ImageRef }}
+          securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
           env:
             - name: TENANT
               value: {{ .Tenant.Name | quote }}
@@ -97,55 +100,33 @@ func pin(component, version, values string) func(*tenancyv1alpha1.Tenant) {
 	}
 }
 
-// rollOut stands in for the Deployment controller the test control plane does not run: it
-// reports the Deployment's current spec as fully rolled out, until that report sticks.
-func rollOut(g Gomega, tenant, name string) {
-	ctx := context.Background()
-	g.Eventually(func(g Gomega) {
-		d := &appsv1.Deployment{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.NamespaceName(tenant), Name: name}, d)).To(Succeed())
-		if d.Status.ObservedGeneration == d.Generation && d.Status.UpdatedReplicas == ptr.Deref(d.Spec.Replicas, 1) {
-			return
-		}
-		replicas := ptr.Deref(d.Spec.Replicas, 1)
-		d.Status = appsv1.DeploymentStatus{
-			ObservedGeneration: d.Generation, Replicas: replicas, UpdatedReplicas: replicas,
-			ReadyReplicas: replicas, AvailableReplicas: replicas,
-			Conditions: []appsv1.DeploymentCondition{
-				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-			},
-		}
-		g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
-	}).WithTimeout(timeout).Should(Succeed())
-}
-
-// rolledOut reports the tenant's Deployment as rolled out and waits until the tenant is Ready.
-// The operator may write the Deployment again after a report (a newer generation the report
-// does not cover), so each attempt reports the generation there is now, and touches the
-// Deployment so that the tenant is looked at again.
+// rolledOut waits until the tenant's Deployment has rolled out (the Deployment controller
+// created its pods, the scheduler placed them and kwok ran them) and the tenant is Ready.
 func rolledOut(t *testing.T, tenant, name string) *tenancyv1alpha1.Tenant {
 	t.Helper()
-	ctx := context.Background()
 	got := &tenancyv1alpha1.Tenant{}
-	poke := 0
 	NewWithT(t).Eventually(func(g Gomega) {
-		rollOut(g, tenant, name)
-		poke++
-		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: opConfig.NamespaceName(tenant), Name: name}}
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.landlord.dev/poke":"%d"}}}`, poke)
-		g.Expect(k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
-		g.Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: tenant}, got)).To(Succeed())
-			g.Expect(kstatus(g, got).Status).To(Equal(status.CurrentStatus), "conditions: %+v", got.Status.Conditions)
-		}).WithTimeout(5 * time.Second).Should(Succeed())
+		d := renderedDeployment(g, tenant, name)
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+		g.Expect(d.Status.UpdatedReplicas).To(Equal(ptr.Deref(d.Spec.Replicas, 1)), "deployment %s: %s", name, workloadEvents(g, d.Namespace))
+		g.Expect(d.Status.AvailableReplicas).To(Equal(ptr.Deref(d.Spec.Replicas, 1)), "deployment %s: %s", name, workloadEvents(g, d.Namespace))
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: tenant}, got)).To(Succeed())
+		g.Expect(kstatus(g, got).Status).To(Equal(status.CurrentStatus), "conditions: %+v", got.Status.Conditions)
 	}).WithTimeout(2 * timeout).Should(Succeed())
-	if poke > 1 {
-		t.Logf("the tenant saw the rollout of %s only after %d attempts", name, poke)
-	}
 	return got
+}
+
+// workloadEvents are the namespace's warning events: why pods are not created or not running.
+func workloadEvents(g Gomega, namespace string) string {
+	events := &corev1.EventList{}
+	g.Expect(k8s.List(context.Background(), events, client.InNamespace(namespace))).To(Succeed())
+	var out []string
+	for _, e := range events.Items {
+		if e.Type == corev1.EventTypeWarning {
+			out = append(out, e.InvolvedObject.Kind+" "+e.InvolvedObject.Name+": "+e.Message)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 func renderedDeployment(g Gomega, tenant, name string) *appsv1.Deployment {
@@ -193,11 +174,8 @@ func TestComponents(t *testing.T) {
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
-	t.Run("the tenant is not Ready until the workloads have rolled out", func(t *testing.T) {
-		got := waitComponents(t, tenant.Name, tenancyv1alpha1.ReasonRollingOut)
+	t.Run("the tenant is Ready once its workloads have rolled out, and lists what it applied", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(condition(got, tenancyv1alpha1.ReadyCondition).Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(kstatus(g, got).Status).To(Equal(status.InProgressStatus))
 		ready := rolledOut(t, tenant.Name, "web")
 		g.Expect(ready.Status.Components).To(HaveLen(1))
 		g.Expect(ready.Status.Components[0]).To(And(
@@ -228,12 +206,23 @@ func TestComponents(t *testing.T) {
 			g.Expect(*renderedDeployment(g, tenant.Name, "web").Spec.Replicas).To(BeZero())
 		}).WithTimeout(timeout).Should(Succeed())
 		rolledOut(t, tenant.Name, "web")
+		g.Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty(), "a frozen tenant still has pods")
+		}).WithTimeout(timeout).Should(Succeed())
 
 		setState(t, tenant.Name, tenancyv1alpha1.StateActive)
 		g.Eventually(func(g Gomega) {
 			g.Expect(*renderedDeployment(g, tenant.Name, "web").Spec.Replicas).To(Equal(int32(3)))
 		}).WithTimeout(timeout).Should(Succeed())
 		rolledOut(t, tenant.Name, "web")
+		pods := &corev1.PodList{}
+		g.Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(3))
+		for _, p := range pods.Items {
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
+		}
 	})
 
 	t.Run("a new version is applied and what left the manifests is pruned", func(t *testing.T) {
@@ -364,6 +353,68 @@ func TestComponentTemplatesAreImmutableAndNamedByVersion(t *testing.T) {
 	})
 }
 
+// stuckManifests is a Deployment that never rolls out, for one of two reasons kwok plays: its
+// pods run but never pass readiness, or its image cannot be pulled. Its progress deadline is
+// short, so the Deployment controller gives up on it within the test.
+const stuckManifests = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: worker
+spec:
+  replicas: 1
+  progressDeadlineSeconds: 3
+  selector:
+    matchLabels: {app: worker}
+  template:
+    metadata:
+      labels: {app: worker}
+      annotations: {{ .Values.podAnnotations | toJson }}
+    spec:
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+      containers:
+        - name: worker
+          image: {{ .Values.image | default .Component.ImageRef }}
+          securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+`
+
+// A workload that never becomes Ready holds the tenant in Reconciling, and once its Deployment
+// is past the progress deadline, Stalled with the Deployment's own message; a version that
+// fixes it makes the tenant Ready.
+func TestAComponentThatNeverRollsOutStallsTheTenant(t *testing.T) {
+	publish(t, "worker", "1.0.0", stuckManifests, `{"podAnnotations": {}}`)
+	for _, tc := range []struct {
+		name, tenant, values string
+		message              string
+	}{
+		{"pods that never pass readiness", "stuck-unready", `{"podAnnotations": {"` + localcluster.NeverReadyAnnotation + `": "true"}}`, "has timed out progressing"},
+		{"an image that cannot be pulled", "stuck-image", `{"image": "` + localcluster.UnpullableImage + `"}`, "has timed out progressing"},
+	} {
+		t.Run(tc.name+" leave the tenant Reconciling, then Stalled, until a fixed version", func(t *testing.T) {
+			ctx := context.Background()
+			g := NewWithT(t)
+			tenant := newTenant(tc.tenant, pin("worker", "1.0.0", tc.values))
+			g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+			t.Cleanup(func() { deleteTenant(t, tenant.Name) })
+
+			reconciling := waitComponents(t, tenant.Name, tenancyv1alpha1.ReasonRollingOut)
+			g.Expect(kstatus(g, reconciling).Status).To(Equal(status.InProgressStatus))
+
+			stuck := waitComponents(t, tenant.Name, tenancyv1alpha1.ReasonRolloutFailed)
+			g.Expect(kstatus(g, stuck).Status).To(Equal(status.FailedStatus))
+			g.Expect(condition(stuck, tenancyv1alpha1.StalledCondition).Message).To(And(
+				ContainSubstring("worker: Deployment worker: Progress deadline exceeded"), ContainSubstring(tc.message)))
+			g.Expect(stuck.Status.Components).To(ConsistOf(And(HaveField("Ready", false), HaveField("Version", "1.0.0"))))
+
+			got := &tenancyv1alpha1.Tenant{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: tenant.Name}, got)).To(Succeed())
+			patch := client.MergeFrom(got.DeepCopy())
+			got.Spec.Components[0].Values = nil
+			g.Expect(k8s.Patch(ctx, got, patch)).To(Succeed())
+			rolledOut(t, tenant.Name, "worker")
+		})
+	}
+}
+
 // The shipped sample (a ComponentTemplate and a tenant pinning it) works as documented.
 func TestComponentSampleRenders(t *testing.T) {
 	g := NewWithT(t)
@@ -374,6 +425,10 @@ func TestComponentSampleRenders(t *testing.T) {
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/example/web:1.0.0"))
 	}).WithTimeout(timeout).Should(Succeed())
 	rolledOut(t, "pied-piper", "web")
+	// The sample's tenant runs on node pool pool-a: its pods are on that pool's node.
+	for _, p := range waitPodsRunning(t, opConfig.NamespaceName("pied-piper"), 3) {
+		g.Expect(p.Spec.NodeName).To(Equal("pool-a-0"), "pod %s", p.Name)
+	}
 }
 
 // applySamples creates shipped sample objects (one per file) and deletes them when the test ends.

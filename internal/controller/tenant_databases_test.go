@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -171,7 +172,7 @@ func TestArchivedTenantKeepsItsDatabasesAndGetsThemBack(t *testing.T) {
 	}
 
 	setState(t, tenant.Name, tenancyv1alpha1.StateArchived)
-	finishNamespaceDeletion(t, opConfig.NamespaceName(tenant.Name))
+	waitNamespaceGone(t, opConfig.NamespaceName(tenant.Name))
 	archived := waitReady(t, tenant.Name)
 	g.Expect(condition(archived, tenancyv1alpha1.DatabasesReadyCondition).Reason).To(Equal(tenancyv1alpha1.ReasonDatabasesKept))
 	g.Expect(dbtest.CanUse(ctx, pg.Server, before["app"])).To(Succeed(), "an Archived tenant's database must be kept")
@@ -194,7 +195,7 @@ func TestPurgedTenantDropsItsDatabases(t *testing.T) {
 	tenant.Spec.State = tenancyv1alpha1.StatePurged
 	tenant.Spec.PurgeConfirmation = tenant.Name
 	g.Expect(k8s.Patch(ctx, tenant, patch)).To(Succeed())
-	finishNamespaceDeletion(t, opConfig.NamespaceName(tenant.Name))
+	waitNamespaceGone(t, opConfig.NamespaceName(tenant.Name))
 	purged := waitReady(t, tenant.Name)
 
 	g.Expect(condition(purged, tenancyv1alpha1.DatabasesReadyCondition).Reason).To(Equal(tenancyv1alpha1.ReasonDatabasesDropped))
@@ -206,17 +207,30 @@ func TestPurgedTenantDropsItsDatabases(t *testing.T) {
 	g.Expect(stored).To(BeEmpty())
 }
 
+// Deleting a tenant removes what its finalizer decides and nothing more: the garbage collector
+// follows the tenant's owner references too, whichever way the deletion propagates, and must not
+// take its data with it. The namespace goes; the database, its login and the stored credentials
+// stay.
 func TestDeletingATenantThatIsNotPurgedKeepsItsData(t *testing.T) {
-	ctx := context.Background()
-	g := NewWithT(t)
-	tenant := createTenant(t, newTenant("db-delete", withDatabases))
-	app := account(credentials(g, tenant.Name, "app"))
+	for _, policy := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground} {
+		t.Run("deleted with "+string(policy)+" propagation", func(t *testing.T) {
+			ctx := context.Background()
+			g := NewWithT(t)
+			tenant := createTenant(t, newTenant("db-delete-"+strings.ToLower(string(policy)), withDatabases))
+			app := account(credentials(g, tenant.Name, "app"))
 
-	deleteTenant(t, tenant.Name)
-	g.Expect(dbtest.CanUse(ctx, pg.Server, app)).To(Succeed())
-	stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(stored.Data[tenancyv1alpha1.CredentialsKeyPassword])).To(Equal(app.Password))
+			g.Expect(k8s.Delete(ctx, tenant, client.PropagationPolicy(policy))).To(Succeed())
+			g.Eventually(func() bool {
+				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(tenant), &tenancyv1alpha1.Tenant{}))
+			}).WithTimeout(timeout).Should(BeTrue())
+			waitNamespaceGone(t, opConfig.NamespaceName(tenant.Name))
+
+			g.Expect(dbtest.CanUse(ctx, pg.Server, app)).To(Succeed())
+			stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(string(stored.Data[tenancyv1alpha1.CredentialsKeyPassword])).To(Equal(app.Password))
+		})
+	}
 }
 
 func TestDatabaseServerOutage(t *testing.T) {

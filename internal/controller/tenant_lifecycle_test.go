@@ -6,7 +6,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,8 +43,12 @@ func TestTenantLifecycle(t *testing.T) {
 		namespace(t, name)
 	})
 
-	t.Run("an Archived tenant's namespace is deleted, and it is Ready once the namespace is gone", func(t *testing.T) {
+	t.Run("an Archived tenant's namespace is emptied and removed, and it is Ready once the namespace is gone", func(t *testing.T) {
 		g := NewWithT(t)
+		// An object whose finalizer the test holds keeps the namespace terminating until the test
+		// lets go, so the tenant is seen waiting for it.
+		held := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{"test.landlord.dev/hold"}}}
+		g.Expect(k8s.Create(ctx, held)).To(Succeed())
 		setState(t, name, tenancyv1alpha1.StateArchived)
 		g.Eventually(func(g Gomega) {
 			tenant := &tenancyv1alpha1.Tenant{}
@@ -51,10 +57,20 @@ func TestTenantLifecycle(t *testing.T) {
 			g.Expect(condition(tenant, tenancyv1alpha1.ReconcilingCondition).Reason).To(Equal(tenancyv1alpha1.ReasonNamespaceTerminating))
 			g.Expect(kstatus(g, tenant).Status).To(Equal(status.InProgressStatus))
 		}).WithTimeout(timeout).Should(Succeed())
-		finishNamespaceDeletion(t, ns)
+
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(held), held)).To(Succeed())
+			held.Finalizers = nil
+			g.Expect(k8s.Update(ctx, held)).To(Succeed())
+		}).WithTimeout(timeout).Should(Succeed())
+		waitNamespaceGone(t, ns)
 		tenant := waitReady(t, name)
 		g.Expect(tenant.Status.Namespace).To(BeEmpty())
 		g.Expect(condition(tenant, tenancyv1alpha1.NamespaceReadyCondition).Reason).To(Equal(tenancyv1alpha1.ReasonNamespaceRemoved))
+		for _, list := range []client.ObjectList{&corev1.ConfigMapList{}, &corev1.SecretList{}, &rbacv1.RoleList{}, &corev1.ResourceQuotaList{}} {
+			g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			g.Expect(meta.LenList(list)).To(BeZero(), "%T left in the removed namespace", list)
+		}
 	})
 
 	t.Run("an Archived tenant made Active again gets its namespace back", func(t *testing.T) {
@@ -70,7 +86,7 @@ func TestTenantLifecycle(t *testing.T) {
 		g.Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: name}, &tenancyv1alpha1.Tenant{}))
 		}).WithTimeout(timeout).Should(BeTrue())
-		finishNamespaceDeletion(t, ns)
+		waitNamespaceGone(t, ns)
 	})
 }
 
@@ -78,7 +94,7 @@ func TestPurgedTenantRemovesItsNamespace(t *testing.T) {
 	const name = "purged"
 	createTenant(t, newTenant(name))
 	setState(t, name, tenancyv1alpha1.StatePurged)
-	finishNamespaceDeletion(t, "tenant-"+name)
+	waitNamespaceGone(t, "tenant-"+name)
 	tenant := waitReady(t, name)
 	NewWithT(t).Expect(tenant.Status.Namespace).To(BeEmpty())
 }
@@ -90,7 +106,7 @@ func TestTenantStallsOnANamespaceItDoesNotOwn(t *testing.T) {
 	g := NewWithT(t)
 	foreign := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-squatted", Labels: map[string]string{"team": "payments"}}}
 	g.Expect(k8s.Create(ctx, foreign)).To(Succeed())
-	t.Cleanup(func() { finishNamespaceDeletionOf(t, foreign) })
+	t.Cleanup(func() { deleteNamespace(t, foreign) })
 
 	tenant := newTenant("squatted")
 	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
@@ -115,12 +131,13 @@ func TestTenantStallsOnANamespaceItDoesNotOwn(t *testing.T) {
 	g.Expect(live.OwnerReferences).To(BeEmpty())
 }
 
-func finishNamespaceDeletionOf(t *testing.T, ns *corev1.Namespace) {
+// deleteNamespace deletes a namespace and waits until it is gone.
+func deleteNamespace(t *testing.T, ns *corev1.Namespace) {
 	t.Helper()
 	if err := k8s.Delete(context.Background(), ns); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
-	finishNamespaceDeletion(t, ns.Name)
+	waitNamespaceGone(t, ns.Name)
 }
 
 // An object the API server rejects will not fix itself: the tenant stalls with the server's

@@ -34,15 +34,22 @@ func createPool(t *testing.T, pool *tenancyv1alpha1.TenantPool) {
 	NewWithT(t).Expect(k8s.Create(ctx, pool)).To(Succeed())
 	t.Cleanup(func() {
 		_ = k8s.Delete(ctx, pool)
-		tenants := &tenancyv1alpha1.TenantList{}
-		_ = k8s.List(ctx, tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool.Name})
-		for _, tenant := range tenants.Items {
-			deleteTenant(t, tenant.Name)
-		}
+		deleteTenants(t, poolTenantNames(pool.Name)...)
 		NewWithT(t).Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(pool), &tenancyv1alpha1.TenantPool{}))
 		}).WithTimeout(timeout).Should(BeTrue())
 	})
+}
+
+// poolTenantNames are the names of every tenant a pool made, spare or allocated.
+func poolTenantNames(pool string) []string {
+	tenants := &tenancyv1alpha1.TenantList{}
+	_ = k8s.List(context.Background(), tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool})
+	names := make([]string, 0, len(tenants.Items))
+	for _, tenant := range tenants.Items {
+		names = append(names, tenant.Name)
+	}
+	return names
 }
 
 // poolTenants returns a pool's unallocated spares and its allocated tenants.
@@ -263,11 +270,7 @@ func TestConcurrentClaimsNeverShareASpare(t *testing.T) {
 // The shipped pool sample fills, and its claim binds.
 func TestPoolSampleBindsItsClaim(t *testing.T) {
 	t.Cleanup(func() {
-		tenants := &tenancyv1alpha1.TenantList{}
-		_ = k8s.List(context.Background(), tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: "standard"})
-		for _, tenant := range tenants.Items {
-			deleteTenant(t, tenant.Name)
-		}
+		deleteTenants(t, poolTenantNames("standard")...)
 	})
 	applySamples(t, "pool", "pool.yaml", "claim.yaml")
 	claim := waitBound(t, "initrode-signup")

@@ -1,0 +1,366 @@
+// Package e2e installs Landlord as a user does and walks a tenant through its life, asserting
+// on what the user sees with kubectl. The cluster is the whole local cluster (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok's simulated nodes); the
+// operator is the landlord binary, built from this tree and run as the shipped ServiceAccount
+// (impersonated, so that it holds exactly the shipped RBAC).
+package e2e_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/landlord-dev/landlord/internal/localcluster"
+	"github.com/landlord-dev/landlord/test/testenv"
+)
+
+// serviceAccount is the identity config/rbac binds the shipped roles to.
+const serviceAccount = "system:serviceaccount:landlord-system:landlord-controller-manager"
+
+// timeout bounds each wait: a step of a tenant's life on a local cluster takes seconds.
+const timeout = 2 * time.Minute
+
+// suite is the cluster and what the steps share.
+type suite struct {
+	t          *testing.T
+	root       string
+	assets     string
+	dir        string
+	kubeconfig string
+}
+
+func TestLandlordAsAUserInstallsAndUsesIt(t *testing.T) {
+	s := &suite{t: t, root: testenv.RepoRoot(), dir: t.TempDir()}
+	s.assets = os.Getenv("KUBEBUILDER_ASSETS")
+	if s.assets == "" {
+		s.assets = filepath.Join(s.root, "bin", "k8s", testenv.KubeVersion)
+	}
+	cluster, err := localcluster.Start(localcluster.Options{AssetsDir: s.assets, DataDir: filepath.Join(s.dir, "cluster")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	s.kubeconfig = cluster.KubeconfigPath
+
+	t.Run("config/default installs with server-side apply and its Deployment rolls out", func(t *testing.T) {
+		s.kubectl(t, "apply", "--server-side", "-k", "config/default")
+		s.kubectl(t, "wait", "--for=condition=Established", "crd", "--all", "--timeout=1m")
+		s.kubectl(t, "-n", "landlord-system", "rollout", "status", "deployment/landlord-controller-manager", "--timeout=2m")
+	})
+	if t.Failed() {
+		return
+	}
+	s.startOperator(t)
+
+	t.Run("a tenant with a component becomes Ready and its pods run on its node pool", func(t *testing.T) {
+		s.kubectl(t, "apply", "-k", "config/samples/components")
+		s.waitTenantReady(t, "pied-piper")
+		s.expectPods(t, "tenant-pied-piper", 3, "pool-a-0")
+	})
+	t.Run("a shared secret reaches the tenant, and so does its change", func(t *testing.T) {
+		for _, color := range []string{"blue", "green"} {
+			s.apply(t, fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: brand
+  namespace: landlord-templates
+  labels: {tenancy.landlord.dev/shared: "true"}
+stringData: {color: %s}
+`, color))
+			s.eventually(t, "the tenant's copy of brand is "+color, func() bool {
+				out, err := s.kubectlErr("-n", "tenant-pied-piper", "get", "secret", "brand", "-o", "jsonpath={.data.color}")
+				return err == nil && out == base64.StdEncoding.EncodeToString([]byte(color))
+			})
+		}
+	})
+	t.Run("a component upgrade rolls out the new version and says so in an event", func(t *testing.T) {
+		template, err := os.ReadFile(filepath.Join(s.root, "config", "samples", "components", "web-1.0.0.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.apply(t, strings.ReplaceAll(string(template), "1.0.0", "1.1.0"))
+		s.kubectl(t, "patch", "tenant", "pied-piper", "--type=json", "-p", `[{"op":"replace","path":"/spec/components/0/version","value":"1.1.0"}]`)
+		s.waitTenantReady(t, "pied-piper")
+		if image := s.kubectl(t, "-n", "tenant-pied-piper", "get", "deployment", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"); image != "ghcr.io/example/web:1.1.0" {
+			t.Errorf("image %q, want ghcr.io/example/web:1.1.0", image)
+		}
+		s.expectPods(t, "tenant-pied-piper", 3, "pool-a-0")
+		events := s.kubectl(t, "get", "events", "-A", "--field-selector", "involvedObject.name=pied-piper,reason=ComponentApplied", "-o", "jsonpath={.items[*].message}")
+		if !strings.Contains(events, "component web version 1.1.0 applied") {
+			t.Errorf("events %q, want one saying version 1.1.0 was applied", events)
+		}
+	})
+	t.Run("a Frozen tenant runs no pod", func(t *testing.T) {
+		s.setState(t, "pied-piper", "Frozen")
+		s.waitTenantReady(t, "pied-piper")
+		s.eventually(t, "no pod in tenant-pied-piper", func() bool {
+			out, err := s.kubectlErr("-n", "tenant-pied-piper", "get", "pods", "-o", "name")
+			return err == nil && out == ""
+		})
+	})
+	t.Run("an Archived tenant's namespace is gone", func(t *testing.T) {
+		s.setState(t, "pied-piper", "Archived")
+		s.kubectl(t, "wait", "--for=delete", "namespace/tenant-pied-piper", "--timeout=2m")
+		s.waitTenantReady(t, "pied-piper")
+	})
+	t.Run("an Archived tenant made Active runs again", func(t *testing.T) {
+		s.setState(t, "pied-piper", "Active")
+		s.waitTenantReady(t, "pied-piper")
+		s.expectPods(t, "tenant-pied-piper", 3, "pool-a-0")
+	})
+	t.Run("a Purged tenant's namespace is gone and the tenant can be deleted", func(t *testing.T) {
+		s.kubectl(t, "patch", "tenant", "pied-piper", "--type=merge", "-p", `{"spec":{"state":"Purged","purgeConfirmation":"pied-piper"}}`)
+		s.kubectl(t, "wait", "--for=delete", "namespace/tenant-pied-piper", "--timeout=2m")
+		s.waitTenantReady(t, "pied-piper")
+		s.kubectl(t, "delete", "tenant", "pied-piper", "--timeout=2m")
+	})
+	t.Run("a claim on a pool is bound to a Ready spare", func(t *testing.T) {
+		s.kubectl(t, "apply", "-k", "config/samples/pool")
+		s.kubectl(t, "-n", "default", "wait", "--for=jsonpath={.status.phase}=Bound", "tenantclaim/initrode-signup", "--timeout=2m")
+		tenant := s.kubectl(t, "-n", "default", "get", "tenantclaim", "initrode-signup", "-o", "jsonpath={.status.tenant}")
+		s.waitTenantReady(t, tenant)
+		if org := s.kubectl(t, "get", "tenant", tenant, "-o", `jsonpath={.metadata.annotations.tenancy\.landlord\.dev/organization}`); org != "Initrode" {
+			t.Errorf("the bound tenant's organization is %q, want Initrode", org)
+		}
+	})
+}
+
+// startOperator runs the landlord binary with the installed configuration, as the shipped
+// ServiceAccount, and waits until it is ready; it is stopped when the test ends.
+func (s *suite) startOperator(t *testing.T) {
+	t.Helper()
+	bin := filepath.Join(s.dir, "landlord")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/landlord")
+	build.Dir = s.root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building landlord: %v\n%s", err, out)
+	}
+
+	// The configuration config/default installed, with the file store in a directory of ours
+	// (the Deployment mounts an emptyDir there).
+	configMap := s.kubectl(t, "-n", "landlord-system", "get", "deployment", "landlord-controller-manager",
+		"-o", `jsonpath={.spec.template.spec.volumes[?(@.name=="config")].configMap.name}`)
+	cfg := s.kubectl(t, "-n", "landlord-system", "get", "configmap", configMap, "-o", `jsonpath={.data.landlord\.yaml}`)
+	cfg = strings.ReplaceAll(cfg, "/var/lib/landlord/secrets", filepath.Join(s.dir, "secrets"))
+	cfgPath := filepath.Join(s.dir, "landlord.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The administrator's kubeconfig, impersonating the ServiceAccount: the operator holds
+	// exactly the RBAC config/rbac grants it.
+	kc, err := clientcmd.LoadFromFile(s.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range kc.AuthInfos {
+		user.Impersonate = serviceAccount
+		user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:landlord-system", "system:authenticated"}
+	}
+	operatorKubeconfig := filepath.Join(s.dir, "operator.kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, operatorKubeconfig); err != nil {
+		t.Fatal(err)
+	}
+
+	probes := freeAddr(t)
+	logPath := filepath.Join(s.dir, "landlord.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config="+cfgPath, "--embedded=never",
+		"--leader-elect", "--leader-election-namespace=landlord-system",
+		"--metrics-bind-address=0", "--health-probe-bind-address="+probes)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+operatorKubeconfig)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			if out, err := os.ReadFile(logPath); err == nil {
+				t.Logf("operator log:\n%s", tail(string(out), 80))
+			}
+		}
+	})
+	client := &http.Client{Timeout: time.Second}
+	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		select {
+		case err := <-exited:
+			return false, fmt.Errorf("the operator exited: %v", err)
+		default:
+		}
+		resp, err := client.Get("http://" + probes + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		out, _ := os.ReadFile(logPath)
+		t.Fatalf("the operator did not become ready: %v\n%s", err, tail(string(out), 80))
+	}
+}
+
+// kubectl runs kubectl as the administrator, from the repository root, and returns its
+// trimmed output; a failure fails the test.
+func (s *suite) kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := s.kubectlErr(args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+func (s *suite) kubectlErr(args ...string) (string, error) {
+	return s.kubectlIn("", args...)
+}
+
+func (s *suite) kubectlIn(stdin string, args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(s.assets, "kubectl"), args...)
+	cmd.Dir = s.root
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.Output()
+	if exit, ok := err.(*exec.ExitError); ok {
+		return "", fmt.Errorf("%w: %s", err, exit.Stderr)
+	}
+	return strings.TrimSpace(string(out)), err
+}
+
+// apply applies a manifest given as text.
+func (s *suite) apply(t *testing.T, manifest string) {
+	t.Helper()
+	if _, err := s.kubectlIn(manifest, "apply", "-f", "-"); err != nil {
+		t.Fatalf("kubectl apply: %v", err)
+	}
+}
+
+func (s *suite) setState(t *testing.T, tenant, state string) {
+	t.Helper()
+	s.kubectl(t, "patch", "tenant", tenant, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"state":%q}}`, state))
+}
+
+// waitTenantReady waits until the tenant is Ready for its current generation, as kstatus-aware
+// tools (kubectl wait, Flux) judge it.
+func (s *suite) waitTenantReady(t *testing.T, name string) {
+	t.Helper()
+	var last string
+	s.eventually(t, "tenant "+name+" Ready", func() bool {
+		out, err := s.kubectlErr("get", "tenant", name, "-o", "json")
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		var tenant struct {
+			Metadata struct{ Generation int64 } `json:"metadata"`
+			Status   struct {
+				ObservedGeneration int64 `json:"observedGeneration"`
+				Conditions         []struct{ Type, Status, Message string }
+			} `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(out), &tenant); err != nil {
+			last = err.Error()
+			return false
+		}
+		last = fmt.Sprintf("generation %d, observed %d, conditions %+v", tenant.Metadata.Generation, tenant.Status.ObservedGeneration, tenant.Status.Conditions)
+		if tenant.Status.ObservedGeneration != tenant.Metadata.Generation {
+			return false
+		}
+		for _, c := range tenant.Status.Conditions {
+			if c.Type == "Ready" {
+				return c.Status == "True"
+			}
+		}
+		return false
+	}, func() string { return last })
+}
+
+// expectPods waits until the namespace runs exactly n pods, all Running on node.
+func (s *suite) expectPods(t *testing.T, namespace string, n int, node string) {
+	t.Helper()
+	var last string
+	s.eventually(t, fmt.Sprintf("%d pods Running on %s in %s", n, node, namespace), func() bool {
+		out, err := s.kubectlErr("-n", namespace, "get", "pods", "-o", `jsonpath={range .items[*]}{.status.phase} {.spec.nodeName}{"\n"}{end}`)
+		last = out
+		if err != nil {
+			return false
+		}
+		lines := strings.Fields(strings.ReplaceAll(out, " ", "/"))
+		if len(lines) != n {
+			return false
+		}
+		for _, l := range lines {
+			if l != "Running/"+node {
+				return false
+			}
+		}
+		return true
+	}, func() string { return last })
+}
+
+// eventually polls cond until it holds; describe, when given, says what was last seen.
+func (s *suite) eventually(t *testing.T, what string, cond func() bool, describe ...func() string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		msg := fmt.Sprintf("waiting for %s: %v", what, err)
+		for _, d := range describe {
+			msg += "; last seen: " + d()
+		}
+		t.Fatal(msg)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func tail(s string, lines int) string {
+	all := strings.Split(s, "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
