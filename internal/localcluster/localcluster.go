@@ -151,9 +151,17 @@ func (c *Cluster) startNodeComponents(opts Options) error {
 	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
 		return err
 	}
+	cmPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	schedulerPort, err := freePort()
+	if err != nil {
+		return err
+	}
 	for _, spec := range []processSpec{
-		controllerManager(opts.AssetsDir, c.KubeconfigPath, filepath.Join(certDir, "sa-signer.key"), caFile),
-		scheduler(opts.AssetsDir, c.KubeconfigPath),
+		controllerManager(opts.AssetsDir, c.KubeconfigPath, filepath.Join(certDir, "sa-signer.key"), caFile, cmPort),
+		scheduler(opts.AssetsDir, c.KubeconfigPath, schedulerPort),
 		kwok(opts.AssetsDir, c.KubeconfigPath, stages),
 	} {
 		p, err := startProcess(ctx, spec, c.LogDir)

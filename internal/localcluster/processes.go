@@ -42,8 +42,7 @@ var controllerManagers = []string{
 	"persistentvolume-binder-controller", "persistentvolume-protection-controller", "persistentvolumeclaim-protection-controller",
 }
 
-func controllerManager(assets, kubeconfig, saKey, caFile string) processSpec {
-	port := freePort()
+func controllerManager(assets, kubeconfig, saKey, caFile string, port int) processSpec {
 	return processSpec{
 		name: "kube-controller-manager",
 		path: filepath.Join(assets, "kube-controller-manager"),
@@ -66,8 +65,7 @@ func controllerManager(assets, kubeconfig, saKey, caFile string) processSpec {
 	}
 }
 
-func scheduler(assets, kubeconfig string) processSpec {
-	port := freePort()
+func scheduler(assets, kubeconfig string, port int) processSpec {
 	return processSpec{
 		name: "kube-scheduler",
 		path: filepath.Join(assets, "kube-scheduler"),
@@ -193,11 +191,11 @@ func (p *process) stop() error {
 
 // freePort is a TCP port free now on the loopback interface. Another process may take it
 // before the caller binds it; the caller's start then fails and says so.
-func freePort() int {
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0
+		return 0, fmt.Errorf("finding a free port: %w", err)
 	}
 	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
