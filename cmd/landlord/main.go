@@ -92,6 +92,7 @@ Use it from another shell:
 
   export KUBECONFIG=%s PATH=%s:$PATH
   kubectl apply -k config/samples
+  kubectl apply -k config/samples/components
   kubectl wait --for=condition=Ready tenants --all --timeout=2m
   kubectl get pods -A -o wide
 
