@@ -358,6 +358,50 @@ func TestProvisioner(t *testing.T) {
 				}
 			})
 
+			if engine == database.MySQL {
+				// As on managed MariaDB and MySQL services: every privilege but SUPER, so the
+				// session cannot turn the query log off, and provisioning goes on without it.
+				t.Run("an administrator without SUPER can provision", func(t *testing.T) {
+					t.Parallel()
+					ctx := testContext(t)
+					limited := s
+					limited.AdminUser = "limited_" + randomHex(t, 4)
+					limited.AdminPassword = password(t)
+					admin, err := dbtest.OpenDB(s, s.AdminUser, s.AdminPassword, "")
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer admin.Close()
+					for _, stmt := range []string{
+						fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", limited.AdminUser, limited.AdminPassword),
+						fmt.Sprintf("GRANT ALL PRIVILEGES ON *.* TO '%s'@'%%' WITH GRANT OPTION", limited.AdminUser),
+						fmt.Sprintf("REVOKE SUPER ON *.* FROM '%s'@'%%'", limited.AdminUser),
+					} {
+						if _, err := admin.ExecContext(ctx, stmt); err != nil {
+							t.Fatal(err)
+						}
+					}
+					t.Cleanup(func() {
+						_, _ = admin.ExecContext(context.Background(), fmt.Sprintf("DROP USER '%s'@'%%'", limited.AdminUser))
+					})
+					own, err := dbtest.OpenDB(s, limited.AdminUser, limited.AdminPassword, "")
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer own.Close()
+					if _, err := own.ExecContext(ctx, "SET SESSION sql_log_off = ON"); err == nil {
+						t.Fatal("the administrator without SUPER may turn the query log off: the test would not cover provisioning without it")
+					}
+					lp := open(t, limited)
+					acct := newAccount(t, engine, lp, "limited")
+					ensure(t, ctx, lp, acct)
+					mustUse(t, ctx, s, acct)
+					acct.Password = password(t)
+					ensure(t, ctx, lp, acct)
+					mustUse(t, ctx, s, acct)
+				})
+			}
+
 			if engine == database.Postgres {
 				t.Run("an administrator with CREATEROLE and CREATEDB but not SUPERUSER can provision", func(t *testing.T) {
 					t.Parallel()
