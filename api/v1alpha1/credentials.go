@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strings"
+
 // Keys of a database credentials Secret in a tenant namespace. The stored record of the same
 // database (in the secret store) carries database, username and password.
 const (
@@ -17,4 +19,11 @@ const (
 
 // DatabaseSecretName is the Secret holding a tenant database's credentials, in the tenant
 // namespace and in the secret store alike; components read it by this name.
-func DatabaseSecretName(database string) string { return "db-" + database }
+func DatabaseSecretName(database string) string { return databaseSecretPrefix + database }
+
+// DatabaseOfSecret is the database a credentials Secret name is for, and whether it is one.
+func DatabaseOfSecret(secretName string) (string, bool) {
+	return strings.CutPrefix(secretName, databaseSecretPrefix)
+}
+
+const databaseSecretPrefix = "db-"

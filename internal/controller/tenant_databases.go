@@ -194,6 +194,9 @@ func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e db
 			return c, false, stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
 				"%s is on DatabaseServer %s, not %s: databases are never moved", e, c.Server, e.Server)
 		}
+		if err := checkOwnNames(c, s.tenant.Name); err != nil {
+			return c, false, stalled(tenancyv1alpha1.ReasonInvalidObject, "%s: %v", e, err)
+		}
 		if e.Rotation == "" || e.Rotation == c.Rotation {
 			return c, false, ok
 		}
@@ -234,6 +237,19 @@ func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e db
 		return c, false, storeFailed(e, err)
 	}
 	return c, false, ok
+}
+
+// checkOwnNames refuses a stored record that does not name the database and login Landlord
+// derives for the tenant's database: one copied from another tenant (by hand, or restored into
+// the wrong place) would otherwise hand that tenant's database over, reset its password, or
+// drop it when this tenant is purged.
+func checkOwnNames(c resources.DatabaseCredentials, tenant string) error {
+	db, user := database.Names(database.Engine(c.Engine), tenant, c.Name)
+	if c.Account.Database != db || c.Account.Username != user {
+		return fmt.Errorf("the stored credentials name database %q and login %q, not this tenant's %q and %q",
+			c.Account.Database, c.Account.Username, db, user)
+	}
+	return nil
 }
 
 func storeFailed(e dbEntry, err error) outcome {
@@ -378,12 +394,15 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 	}
 	var dropped []string
 	for _, sec := range stored {
-		name := strings.TrimPrefix(sec.Name, "db-")
+		name, _ := tenancyv1alpha1.DatabaseOfSecret(sec.Name)
 		c, isDB, err := resources.ParseStoredCredentials(sec, name)
 		if !isDB {
 			continue
 		}
 		e := dbEntry{engine: c.Engine, Database: tenancyv1alpha1.Database{Name: name}}
+		if err == nil {
+			err = checkOwnNames(c, t.Name)
+		}
 		if err != nil {
 			return stalled(tenancyv1alpha1.ReasonInvalidObject, "%s: %v; drop it by hand and delete it from the store", e, err)
 		}
