@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -74,11 +73,12 @@ func (r *TenantReconciler) removeNamespace(ctx context.Context, s *tenantScope) 
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	if ns.DeletionTimestamp.IsZero() {
-		if !metav1.IsControlledBy(ns, t) {
-			return stalled(tenancyv1alpha1.ReasonOwnershipConflict, "namespace %s is not controlled by this tenant; not deleting it", s.namespace)
-		}
-		if _, err := deleteIfControlled(ctx, r.Client, ns, t); err != nil {
+		deleted, err := deleteIfControlled(ctx, r.Client, ns, t)
+		switch {
+		case err != nil:
 			return failedf(tenancyv1alpha1.ReasonApplyFailed, "deleting namespace %s: %w", s.namespace, err)
+		case !deleted:
+			return stalled(tenancyv1alpha1.ReasonOwnershipConflict, "namespace %s is not controlled by this tenant; not deleting it", s.namespace)
 		}
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonNamespaceRemoved, "Delete",
 			"deleting namespace %s: the tenant is %s", s.namespace, t.Spec.State)

@@ -2,15 +2,26 @@ package controller
 
 import (
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// phaseConditions are the conditions a phase may own; those of phases that did not run (the
-// secrets of an Archived tenant) are removed.
-var phaseConditions = []string{tenancyv1alpha1.NamespaceReadyCondition, tenancyv1alpha1.SecretsReadyCondition, tenancyv1alpha1.DatabasesReadyCondition, tenancyv1alpha1.ComponentsReadyCondition}
+// phaseConditions are the conditions the phases of any state own, from the table; those of
+// phases that did not run (the secrets of an Archived tenant) are removed.
+var phaseConditions = func() []string {
+	var out []string
+	for _, phases := range tenantPhases {
+		for _, p := range phases {
+			if !slices.Contains(out, p.condition) {
+				out = append(out, p.condition)
+			}
+		}
+	}
+	return out
+}()
 
 // computeStatus is the tenant's status after a reconcile: the draft the phases filled in, with
 // the conditions their results add up to, following kstatus. Ready is always present, the
