@@ -21,6 +21,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -425,18 +426,9 @@ func shippedPolicies(t *testing.T) map[string]client.Object {
 // spec, each with the API server's defaults where the shipped file leaves a field unset.
 // Everything in a spec decides what the API server enforces, so the whole of it must match.
 func enforcedSpecs(g Gomega, shipped map[string]client.Object, live client.Object) (want, have any) {
-	var kind string
-	switch live.(type) {
-	case *admissionregistrationv1.ValidatingAdmissionPolicy:
-		kind = "ValidatingAdmissionPolicy"
-	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
-		kind = "ValidatingAdmissionPolicyBinding"
-	case *admissionregistrationv1.MutatingAdmissionPolicy:
-		kind = "MutatingAdmissionPolicy"
-	case *admissionregistrationv1.MutatingAdmissionPolicyBinding:
-		kind = "MutatingAdmissionPolicyBinding"
-	}
-	golden, ok := shipped[kind+"/"+live.GetName()]
+	gvk, err := apiutil.GVKForObject(live, k8s.Scheme())
+	g.Expect(err).NotTo(HaveOccurred())
+	golden, ok := shipped[gvk.Kind+"/"+live.GetName()]
 	g.Expect(ok).To(BeTrue(), "Landlord ships no %T %s", live, live.GetName())
 	return enforcedSpec(golden), enforcedSpec(live)
 }

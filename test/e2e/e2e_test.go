@@ -8,7 +8,6 @@ package e2e_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -274,8 +275,8 @@ func (s *suite) setState(t *testing.T, tenant, state string) {
 	s.kubectl(t, "patch", "tenant", tenant, "--type=merge", "-p", fmt.Sprintf(`{"spec":{"state":%q}}`, state))
 }
 
-// waitTenantReady waits until the tenant is Ready for its current generation, as kstatus-aware
-// tools (kubectl wait, Flux) judge it.
+// waitTenantReady waits until the tenant is Current as kstatus-aware tools (Flux, kubectl
+// wait) judge it: Ready for its current generation.
 func (s *suite) waitTenantReady(t *testing.T, name string) {
 	t.Helper()
 	var last string
@@ -285,27 +286,18 @@ func (s *suite) waitTenantReady(t *testing.T, name string) {
 			last = err.Error()
 			return false
 		}
-		var tenant struct {
-			Metadata struct{ Generation int64 } `json:"metadata"`
-			Status   struct {
-				ObservedGeneration int64 `json:"observedGeneration"`
-				Conditions         []struct{ Type, Status, Message string }
-			} `json:"status"`
-		}
-		if err := json.Unmarshal([]byte(out), &tenant); err != nil {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON([]byte(out)); err != nil {
 			last = err.Error()
 			return false
 		}
-		last = fmt.Sprintf("generation %d, observed %d, conditions %+v", tenant.Metadata.Generation, tenant.Status.ObservedGeneration, tenant.Status.Conditions)
-		if tenant.Status.ObservedGeneration != tenant.Metadata.Generation {
+		res, err := status.Compute(u)
+		if err != nil {
+			last = err.Error()
 			return false
 		}
-		for _, c := range tenant.Status.Conditions {
-			if c.Type == "Ready" {
-				return c.Status == "True"
-			}
-		}
-		return false
+		last = res.Status.String() + ": " + res.Message
+		return res.Status == status.CurrentStatus
 	}, func() string { return last })
 }
 
