@@ -45,6 +45,8 @@ type Options struct {
 type Cluster struct {
 	env       *envtest.Environment
 	processes []*process
+	// logs are the log files of etcd and kube-apiserver, which envtest writes to.
+	logs []*os.File
 	// Config is an administrator's client configuration.
 	Config *rest.Config
 	// KubeconfigPath is the administrator kubeconfig written for people and kubectl.
@@ -78,7 +80,7 @@ func Start(opts Options) (*Cluster, error) {
 		}
 	}
 	if err := c.startControlPlane(opts, etcdDir); err != nil {
-		return nil, err
+		return nil, errors.Join(err, c.Stop())
 	}
 	if opts.APIServerOnly {
 		return c, nil
@@ -104,6 +106,7 @@ func (c *Cluster) startControlPlane(opts Options, etcdDir string) error {
 	if err != nil {
 		return err
 	}
+	c.logs = append(c.logs, etcdLog, apiLog)
 	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: etcdDir, Out: etcdLog, Err: etcdLog}
 	// etcd's default 2 GB backend quota is within reach of a 10,000-tenant benchmark.
 	env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", "8589934592")
@@ -131,7 +134,7 @@ func (c *Cluster) startControlPlane(opts Options, etcdDir string) error {
 		}
 	}
 	if err != nil {
-		return errors.Join(fmt.Errorf("writing kubeconfig: %w", err), env.Stop())
+		return fmt.Errorf("writing kubeconfig: %w", err)
 	}
 	return nil
 }
@@ -198,5 +201,9 @@ func (c *Cluster) Stop() error {
 	if c.env != nil {
 		errs = append(errs, c.env.Stop())
 	}
+	for _, f := range c.logs {
+		_ = f.Close()
+	}
+	c.logs = nil
 	return errors.Join(errs...)
 }

@@ -198,3 +198,43 @@ func dataDir(t *testing.T) string {
 }
 
 func resourceQuantity(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
+
+// make run keeps the cluster's data between runs (README: tenants survive a restart): a cluster
+// started again on the same directory has what the last one had, and its nodes Ready again.
+func TestAClusterStartedAgainOnItsDataKeepsWhatItHad(t *testing.T) {
+	dir := dataDir(t)
+	ctx := context.Background()
+	c, err := Start(Options{AssetsDir: assetsDir(t), DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(c.Config)
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Start returns only once every node is Ready again, the ones it found included.
+	c, err = Start(Options{AssetsDir: assetsDir(t), DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	cs = kubernetes.NewForConfigOrDie(c.Config)
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "kept", metav1.GetOptions{}); err != nil {
+		t.Errorf("the namespace created before the restart: %v", err)
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.Items) != len(DefaultNodes()) {
+		t.Errorf("%d nodes after the restart, want %d", len(nodes.Items), len(DefaultNodes()))
+	}
+}

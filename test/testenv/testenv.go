@@ -76,7 +76,8 @@ func StartWith(opts Options) (*Env, error) {
 		CRDDir: filepath.Join(root, "config", "crd", "bases"),
 	})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("%w (run 'make control-plane' or 'make test' to build the cluster's binaries)", err), os.RemoveAll(dataDir))
+		// The cluster's logs stay in dataDir, which the error names, for whoever has to find out why.
+		return nil, fmt.Errorf("%w (the cluster's data and logs are kept in %s; 'make control-plane' builds its binaries)", err, dataDir)
 	}
 	e := &Env{cluster: cluster, dataDir: dataDir, Admin: cluster.Config}
 	if e.AdminClient, err = client.New(e.Admin, client.Options{Scheme: tenancyv1alpha1.Scheme()}); err != nil {
