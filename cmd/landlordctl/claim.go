@@ -188,7 +188,7 @@ func runClaim(ctx context.Context, root *rootOptions, o *claimOptions, stderr io
 	return nil
 }
 
-// waitBound reads the created claim until it is Bound, Failed, gone, or the time is up.
+// waitBound reads the created claim until it is Bound, gone, or the time is up.
 // Each new reason the claim gives while pending is written to progress.
 func waitBound(parent context.Context, c client.Client, created *tenancyv1alpha1.TenantClaim, timeout time.Duration, progress io.Writer) (*tenancyv1alpha1.TenantClaim, error) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
