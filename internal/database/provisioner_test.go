@@ -142,6 +142,34 @@ func mustNotConnect(t *testing.T, ctx context.Context, s database.Server, userna
 	}
 }
 
+// administrator creates an administrator of the test's own with the statements, run by the
+// server's administrator with %[1]s the new one's name and %[2]s its password, and returns the
+// server as the new one reaches it.
+func administrator(t *testing.T, ctx context.Context, s database.Server, prefix string, statements ...string) database.Server {
+	t.Helper()
+	own := s
+	own.AdminUser = prefix + "_" + randomHex(t, 4)
+	own.AdminPassword = password(t)
+	dbname := map[database.Engine]string{database.Postgres: "postgres"}[s.Engine]
+	admin, err := dbtest.OpenDB(s, s.AdminUser, s.AdminPassword, dbname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close() })
+	for _, stmt := range statements {
+		if _, err := admin.ExecContext(ctx, fmt.Sprintf(stmt, own.AdminUser, own.AdminPassword)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.Engine == database.MySQL {
+		// The MariaDB user goes with the test; the server itself is thrown away after the run.
+		t.Cleanup(func() {
+			_, _ = admin.ExecContext(context.Background(), fmt.Sprintf("DROP USER '%s'@'%%'", own.AdminUser))
+		})
+	}
+	return own
+}
+
 func TestProvisioner(t *testing.T) {
 	for _, engine := range engines {
 		t.Run(string(engine), func(t *testing.T) {
@@ -364,27 +392,11 @@ func TestProvisioner(t *testing.T) {
 				t.Run("an administrator without SUPER can provision", func(t *testing.T) {
 					t.Parallel()
 					ctx := testContext(t)
-					limited := s
-					limited.AdminUser = "limited_" + randomHex(t, 4)
-					limited.AdminPassword = password(t)
-					admin, err := dbtest.OpenDB(s, s.AdminUser, s.AdminPassword, "")
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer admin.Close()
-					for _, stmt := range []string{
-						fmt.Sprintf("CREATE USER '%s'@'%%' IDENTIFIED BY '%s'", limited.AdminUser, limited.AdminPassword),
-						fmt.Sprintf("GRANT ALL PRIVILEGES ON *.* TO '%s'@'%%' WITH GRANT OPTION", limited.AdminUser),
-						fmt.Sprintf("REVOKE SUPER ON *.* FROM '%s'@'%%'", limited.AdminUser),
-					} {
-						if _, err := admin.ExecContext(ctx, stmt); err != nil {
-							t.Fatal(err)
-						}
-					}
-					t.Cleanup(func() {
-						_, _ = admin.ExecContext(context.Background(), fmt.Sprintf("DROP USER '%s'@'%%'", limited.AdminUser))
-					})
-					own, err := dbtest.OpenDB(s, limited.AdminUser, limited.AdminPassword, "")
+					limited := administrator(t, ctx, s, "limited",
+						"CREATE USER '%[1]s'@'%%' IDENTIFIED BY '%[2]s'",
+						"GRANT ALL PRIVILEGES ON *.* TO '%[1]s'@'%%' WITH GRANT OPTION",
+						"REVOKE SUPER ON *.* FROM '%[1]s'@'%%'")
+					own, err := dbtest.OpenDB(limited, limited.AdminUser, limited.AdminPassword, "")
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -406,17 +418,7 @@ func TestProvisioner(t *testing.T) {
 				t.Run("an administrator with CREATEROLE and CREATEDB but not SUPERUSER can provision", func(t *testing.T) {
 					t.Parallel()
 					ctx := testContext(t)
-					limited := s
-					limited.AdminUser = "limited_" + randomHex(t, 4)
-					limited.AdminPassword = password(t)
-					admin, err := dbtest.OpenDB(s, s.AdminUser, s.AdminPassword, "postgres")
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer admin.Close()
-					if _, err := admin.ExecContext(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN CREATEROLE CREATEDB PASSWORD '%s'", limited.AdminUser, limited.AdminPassword)); err != nil {
-						t.Fatal(err)
-					}
+					limited := administrator(t, ctx, s, "limited", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'")
 					lp := open(t, limited)
 					acct := newAccount(t, engine, lp, "limited")
 					ensure(t, ctx, lp, acct)
@@ -434,22 +436,9 @@ func TestProvisioner(t *testing.T) {
 				t.Run("passwords with quotes and backslashes survive standard_conforming_strings off", func(t *testing.T) {
 					t.Parallel()
 					ctx := testContext(t)
-					legacy := s
-					legacy.AdminUser = "legacy_" + randomHex(t, 4)
-					legacy.AdminPassword = password(t)
-					admin, err := dbtest.OpenDB(s, s.AdminUser, s.AdminPassword, "postgres")
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer admin.Close()
-					for _, stmt := range []string{
-						fmt.Sprintf("CREATE ROLE %s LOGIN SUPERUSER PASSWORD '%s'", legacy.AdminUser, legacy.AdminPassword),
-						fmt.Sprintf("ALTER ROLE %s SET standard_conforming_strings = off", legacy.AdminUser),
-					} {
-						if _, err := admin.ExecContext(ctx, stmt); err != nil {
-							t.Fatal(err)
-						}
-					}
+					legacy := administrator(t, ctx, s, "legacy",
+						"CREATE ROLE %[1]s LOGIN SUPERUSER PASSWORD '%[2]s'",
+						"ALTER ROLE %[1]s SET standard_conforming_strings = off")
 					lp := open(t, legacy)
 					acct := newAccount(t, engine, lp, "legacy")
 					acct.Password = `a'b\c\\d''\'`
