@@ -46,6 +46,19 @@ const (
 	// Deployment is past its progress deadline); the message is the workload's own.
 	ReasonRolloutFailed = "RolloutFailed"
 
+	// ReasonForeignData: data the tenant would use (a stored credentials record, a database, a
+	// login, a volume) belongs to another tenant, or was not created by Landlord. The message
+	// says whose it is; nothing of it is used, changed or dropped.
+	ReasonForeignData = "ForeignData"
+	// ReasonDataAbandoned: a deletion or purge forgot data it could not reach, as the tenant's
+	// AbandonDataAnnotation asked; the event says what and where it still lives.
+	ReasonDataAbandoned = "DataAbandoned"
+	// ReasonVolumesKept: the tenant's persistent volumes are switched to Retain and kept while
+	// its namespace is gone.
+	ReasonVolumesKept = "VolumesKept"
+	// ReasonVolumesDeleted: a Purged tenant's kept volumes are deleted.
+	ReasonVolumesDeleted = "VolumesDeleted"
+
 	// DatabaseServer reasons.
 	ReasonReachable          = "Reachable"
 	ReasonUnreachable        = "Unreachable"
@@ -99,6 +112,24 @@ const (
 	ClaimAnnotation        = "tenancy.landlord.dev/claim"
 	OrganizationAnnotation = "tenancy.landlord.dev/organization"
 	EmailAnnotation        = "tenancy.landlord.dev/email"
+	// TenantUIDLabel carries the UID of the tenant a piece of data belongs to: on stored
+	// credentials records (as an annotation) and on the PersistentVolumes Landlord keeps. Data
+	// is used, changed or dropped only for the tenant of that UID.
+	TenantUIDLabel = "tenancy.landlord.dev/tenant-uid"
+	// AdoptDataAnnotation on a Tenant names the UID of an earlier tenant (deleted without being
+	// Purged, or in another cluster) whose kept data the tenant takes over: its databases,
+	// logins, stored credentials and volumes. Without it, a tenant never uses another's data.
+	AdoptDataAnnotation = "tenancy.landlord.dev/adopt-data-from"
+	// AbandonDataAnnotation on a Tenant, set to the tenant's own UID, lets its deletion or purge
+	// forget data it can no longer reach (a DatabaseServer gone for good, a corrupt stored
+	// record). What is abandoned is named in an event and the operator log. Requiring the UID
+	// keeps the annotation from being copied between tenants by accident.
+	AbandonDataAnnotation = "tenancy.landlord.dev/abandon-unreachable-data"
+	// VolumeClaimAnnotation on a kept PersistentVolume names the claim it was bound to in the
+	// tenant namespace; ReclaimPolicyAnnotation is the reclaim policy it had before Landlord
+	// switched it to Retain, restored when the tenant is Purged.
+	VolumeClaimAnnotation   = "tenancy.landlord.dev/claim-name"
+	ReclaimPolicyAnnotation = "tenancy.landlord.dev/reclaim-policy"
 	// Finalizer makes tenant deletion orderly.
 	Finalizer = "tenancy.landlord.dev/finalizer"
 )

@@ -12,6 +12,8 @@ const (
 	CredentialsKeyPassword = "password"
 	CredentialsKeyURL      = "url"
 	CredentialsKeyTLS      = "tls"
+	// CredentialsKeyCA is the CA bundle that verifies the server, when its DatabaseServer has one.
+	CredentialsKeyCA = "ca.crt"
 	// CredentialsKeyPgBouncerPoolSize carries spec.pgbouncer.defaultPoolSize to the tenant's
 	// pooler.
 	CredentialsKeyPgBouncerPoolSize = "pgbouncer-default-pool-size"

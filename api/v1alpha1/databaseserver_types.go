@@ -32,7 +32,9 @@ type DatabaseServerSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="engine is immutable: the databases on the server were created for it"
 	Engine DatabaseEngine `json:"engine"`
 
-	// Host is the server's DNS name or address, as both Landlord and the tenants reach it.
+	// Host is the server's DNS name or address, as both Landlord and the tenants reach it. It
+	// cannot change while tenants have databases on the server (nor can port, tls and
+	// adminCredentials): their credentials, and the data itself, belong to this server.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Host string `json:"host"`
@@ -49,9 +51,35 @@ type DatabaseServerSpec struct {
 	// +optional
 	TLS DatabaseTLSMode `json:"tls,omitempty"`
 
+	// CABundle holds PEM certificates that verify the server's certificate under tls
+	// verify-full, instead of the system roots: the private CA of a managed database service.
+	// Tenants find it as ca.crt in their credentials Secrets.
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	CABundle string `json:"caBundle,omitempty"`
+
 	// AdminCredentials names the Secret, in the operator's namespace, that holds the login
 	// Landlord uses to create and drop tenant databases and logins.
 	AdminCredentials SecretReference `json:"adminCredentials"`
+
+	// NamePrefix starts the name of every database and login Landlord creates on the server,
+	// so that no tenant and database name can spell a login or database the server already has
+	// (tenant "landlord" with database "admin" would otherwise be "landlord_admin"). Choose one
+	// that none of the server's own logins starts with. Names recorded for existing databases
+	// never change; the prefix cannot change either.
+	// +kubebuilder:default="t_"
+	// +kubebuilder:validation:MaxLength=10
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z][a-z0-9]*_)?$')",message="must be lowercase letters and digits ending in '_', or empty"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="namePrefix is immutable: existing databases were named with it"
+	// +optional
+	NamePrefix string `json:"namePrefix,omitempty"`
+
+	// ConnectionLimit caps the concurrent sessions of each tenant login on the server, so one
+	// tenant cannot take every connection the server allows; 0 means unlimited.
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ConnectionLimit int32 `json:"connectionLimit,omitempty"`
 
 	// MaxTenants caps how many tenants are placed on the server; unlimited when unset. Tenants
 	// already placed are never moved.
@@ -90,6 +118,7 @@ type DatabaseServerStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=dbs
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.tenants) || oldSelf.status.tenants == 0 || (self.spec.host == oldSelf.spec.host && (has(self.spec.port) ? self.spec.port : 0) == (has(oldSelf.spec.port) ? oldSelf.spec.port : 0) && (has(self.spec.tls) ? self.spec.tls : 'unset') == (has(oldSelf.spec.tls) ? oldSelf.spec.tls : 'unset') && self.spec.adminCredentials.name == oldSelf.spec.adminCredentials.name)",message="spec.host, spec.port, spec.tls and spec.adminCredentials cannot change while tenants have databases on the server: move them first, or create a new DatabaseServer"
 // +kubebuilder:printcolumn:name="Engine",type=string,JSONPath=`.spec.engine`
 // +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.spec.host`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

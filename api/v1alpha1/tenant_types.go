@@ -274,6 +274,16 @@ type DatabaseStatus struct {
 	Rotation string `json:"rotation,omitempty"`
 }
 
+// VolumeStatus is a persistent volume of the tenant that Landlord keeps while the tenant
+// namespace is gone (Archived): its reclaim policy is Retain, and the claim of the same name
+// is bound to it again when the tenant is Active.
+type VolumeStatus struct {
+	// Claim is the PersistentVolumeClaim's name in the tenant namespace.
+	Claim string `json:"claim"`
+	// Volume is the PersistentVolume's name.
+	Volume string `json:"volume"`
+}
+
 // TenantStatus is the observed state of a tenant.
 type TenantStatus struct {
 	// ObservedGeneration is the generation last reconciled to completion or to a terminal error.
@@ -290,6 +300,13 @@ type TenantStatus struct {
 	// +listMapKey=name
 	// +optional
 	Databases []DatabaseStatus `json:"databases,omitempty"`
+
+	// Volumes are the tenant's persistent volumes kept while its namespace is gone, to be bound
+	// again to claims of the same names when it is Active.
+	// +listType=map
+	// +listMapKey=claim
+	// +optional
+	Volumes []VolumeStatus `json:"volumes,omitempty"`
 
 	// Components are the tenant's components as last applied.
 	// +listType=map

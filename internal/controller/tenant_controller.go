@@ -82,6 +82,25 @@ type TenantReconciler struct {
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// dataAnnotationsChanged passes updates that add, change or remove AdoptDataAnnotation or
+// AbandonDataAnnotation, which change what the tenant may do with kept data.
+var dataAnnotationsChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return false
+		}
+		for _, key := range []string{tenancyv1alpha1.AdoptDataAnnotation, tenancyv1alpha1.AbandonDataAnnotation} {
+			if e.ObjectOld.GetAnnotations()[key] != e.ObjectNew.GetAnnotations()[key] {
+				return true
+			}
+		}
+		return false
+	},
+}
+
 // SetupWithManager registers the controller. Owned objects map back to their tenant through
 // the controller owner reference, so deleting or editing one re-converges it within seconds.
 func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -90,8 +109,9 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
-		// Labels select shared secrets, so a label change is a change to converge.
-		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		// Labels select shared secrets, so a label change is a change to converge; so are the
+		// annotations that take over or abandon data.
+		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, dataAnnotationsChanged))).
 		Owns(&corev1.Namespace{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).

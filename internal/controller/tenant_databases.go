@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/database"
@@ -162,6 +163,15 @@ func (r *TenantReconciler) ensureDatabase(ctx context.Context, s *tenantScope, e
 	if err := prov.Ensure(sqlCtx, c.Account); err != nil {
 		return prev, r.serverFailed(t, e, c.Server, err)
 	}
+	// The record names its new tenant only once the server does: a record re-stamped first
+	// would leave the server's markers naming the earlier tenant, with nothing left to say the
+	// takeover was asked for.
+	if c.UID != string(t.UID) {
+		c.UID = string(t.UID)
+		if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.namespace, c)); err != nil {
+			return prev, storeFailed(e, err)
+		}
+	}
 	if rotated {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Rotated", "Rotate",
 			"new password for %s on DatabaseServer %s (rotation %q)", e, c.Server, c.Rotation)
@@ -194,9 +204,11 @@ func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e db
 			return c, false, stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
 				"%s is on DatabaseServer %s, not %s: databases are never moved", e, c.Server, e.Server)
 		}
-		if err := checkOwnNames(c, s.tenant.Name); err != nil {
-			return c, false, stalled(tenancyv1alpha1.ReasonInvalidObject, "%s: %v", e, err)
+		legacy, res := r.claimRecord(s, e, c, prev)
+		if !res.done {
+			return c, false, res
 		}
+		c.Account.Owner, c.Account.Adopt, c.Account.AdoptUnmarked = string(s.tenant.UID), adoptedUID(s.tenant), legacy
 		if e.Rotation == "" || e.Rotation == c.Rotation {
 			return c, false, ok
 		}
@@ -224,14 +236,18 @@ func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e db
 			return resources.DatabaseCredentials{}, false, res
 		}
 	}
-	dbName, user := database.Names(database.Engine(e.engine), s.tenant.Name, e.Name)
+	ds, err := r.Databases.Server(ctx, server)
+	if err != nil {
+		return resources.DatabaseCredentials{}, false, r.serverFailed(s.tenant, e, server, err)
+	}
+	dbName, user := database.Names(database.Engine(e.engine), ds.Spec.NamePrefix, s.tenant.Name, e.Name)
 	password, err := database.GeneratePassword()
 	if err != nil {
 		return resources.DatabaseCredentials{}, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	c := resources.DatabaseCredentials{
-		Engine: e.engine, Name: e.Name, Server: server, Rotation: e.Rotation,
-		Account: database.Account{Database: dbName, Username: user, Password: password},
+		Engine: e.engine, Name: e.Name, Server: server, Rotation: e.Rotation, UID: string(s.tenant.UID),
+		Account: database.Account{Database: dbName, Username: user, Password: password, Owner: string(s.tenant.UID)},
 	}
 	if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.namespace, c)); err != nil {
 		return c, false, storeFailed(e, err)
@@ -239,12 +255,48 @@ func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e db
 	return c, false, ok
 }
 
-// checkOwnNames refuses a stored record that does not name the database and login Landlord
-// derives for the tenant's database: one copied from another tenant (by hand, or restored into
-// the wrong place) would otherwise hand that tenant's database over, reset its password, or
-// drop it when this tenant is purged.
-func checkOwnNames(c resources.DatabaseCredentials, tenant string) error {
-	db, user := database.Names(database.Engine(c.Engine), tenant, c.Name)
+// claimRecord decides whether a stored record is the tenant's to use. A record names the UID of
+// the tenant it was written for; records are keyed by namespace name, so one left by a tenant
+// deleted without being Purged would otherwise be loaded by the next tenant of the same name, or
+// by a pool spare that draws the same name. It is used when it names this tenant, or the earlier
+// tenant this one adopts (AdoptDataAnnotation). A record without a UID, written before records
+// carried one, is used only when the tenant's own status has the database in place under the
+// recorded names (legacy is then true: its server objects carry no marker yet either).
+func (r *TenantReconciler) claimRecord(s *tenantScope, e dbEntry, c resources.DatabaseCredentials, prev *tenancyv1alpha1.DatabaseStatus) (legacy bool, res outcome) {
+	t := s.tenant
+	ok := outcome{done: true}
+	switch {
+	case c.UID == string(t.UID):
+		return false, ok
+	case c.UID != "" && c.UID == adoptedUID(t):
+		return false, ok
+	case c.UID == "" && prev != nil && prev.Server == c.Server &&
+		prev.Database == c.Account.Database && prev.Username == c.Account.Username && checkLegacyNames(c, t.Name) == nil:
+		return true, ok
+	case c.UID == "":
+		return false, stalled(tenancyv1alpha1.ReasonForeignData,
+			"%s: the secret store holds credentials for database %q that this tenant's status does not vouch for, written before records named their tenant; "+
+				"they are never used: move them out of the store, or drop the database by hand", e, c.Account.Database)
+	}
+	return false, stalled(tenancyv1alpha1.ReasonForeignData,
+		"%s: the secret store holds the kept data of an earlier tenant named %s (UID %s): database %q on DatabaseServer %s. "+
+			"It is never used, changed or dropped by another tenant. To take it over, annotate this tenant with %s=%s; otherwise give this tenant another name",
+		e, t.Name, c.UID, c.Account.Database, c.Server, tenancyv1alpha1.AdoptDataAnnotation, c.UID)
+}
+
+// adoptedUID is the UID of the earlier tenant whose data the tenant takes over, or "".
+func adoptedUID(t *tenancyv1alpha1.Tenant) string {
+	if uid := t.Annotations[tenancyv1alpha1.AdoptDataAnnotation]; uid != string(t.UID) {
+		return uid
+	}
+	return ""
+}
+
+// checkLegacyNames refuses a record without a tenant UID that does not name the database and
+// login Landlord derived for the tenant's database before names had a prefix: one copied from
+// another tenant would otherwise hand that tenant's database over.
+func checkLegacyNames(c resources.DatabaseCredentials, tenant string) error {
+	db, user := database.Names(database.Engine(c.Engine), "", tenant, c.Name)
 	if c.Account.Database != db || c.Account.Username != user {
 		return fmt.Errorf("the stored credentials name database %q and login %q, not this tenant's %q and %q",
 			c.Account.Database, c.Account.Username, db, user)
@@ -260,6 +312,15 @@ func storeFailed(e dbEntry, err error) outcome {
 // that cannot be used as configured stalls, anything else is retried. The drivers' errors name
 // the server and the statement's failure, never a password.
 func (r *TenantReconciler) serverFailed(t *tenancyv1alpha1.Tenant, e dbEntry, server string, err error) outcome {
+	var foreign *database.ForeignError
+	if errors.As(err, &foreign) {
+		res := stalled(tenancyv1alpha1.ReasonForeignData, "%s on DatabaseServer %s: %v", e, server, err)
+		if foreign.Owner != "" {
+			res.message += fmt.Sprintf("; to take it over, annotate this tenant with %s=%s", tenancyv1alpha1.AdoptDataAnnotation, foreign.Owner)
+		}
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, res.reason, "Provision", "%s", res.message)
+		return res
+	}
 	res := failedf(tenancyv1alpha1.ReasonDatabaseUnavailable, "%s on DatabaseServer %s: %w", e, server, err)
 	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, res.reason, "Provision", "%s", res.message)
 	if errors.Is(err, database.ErrServerUnusable) {
@@ -392,6 +453,11 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 	if err != nil {
 		return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "listing stored credentials: %w", err)
 	}
+	prev := map[dbKey]*tenancyv1alpha1.DatabaseStatus{}
+	for i := range t.Status.Databases {
+		d := &t.Status.Databases[i]
+		prev[dbKey{d.Engine, d.Name}] = d
+	}
 	var dropped []string
 	for _, sec := range stored {
 		name, _ := tenancyv1alpha1.DatabaseOfSecret(sec.Name)
@@ -400,28 +466,32 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 			continue
 		}
 		e := dbEntry{engine: c.Engine, Database: tenancyv1alpha1.Database{Name: name}}
-		if err == nil {
-			err = checkOwnNames(c, t.Name)
-		}
 		if err != nil {
-			return stalled(tenancyv1alpha1.ReasonInvalidObject, "%s: %v; drop it by hand and delete it from the store", e, err)
+			if res := r.abandonOrStall(ctx, t, e, c, stalled(tenancyv1alpha1.ReasonInvalidObject,
+				"%s: %v; drop it by hand and delete it from the store", e, err)); !res.done {
+				return res
+			}
+			if err := r.Secrets.Delete(ctx, s.namespace, sec.Name); err != nil {
+				return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
+			}
+			continue
 		}
-		prov, err := r.Databases.Provisioner(ctx, c.Server)
-		if err != nil {
-			return r.serverFailed(t, e, c.Server, err)
+		// Another tenant's record (kept from an earlier tenant of this name) is neither
+		// dropped nor forgotten: it is that tenant's data.
+		legacy, res := r.claimRecord(s, e, c, prev[dbKey{e.engine, e.Name}])
+		if !res.done {
+			r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonForeignData, "Purge",
+				"%s is not this tenant's and is kept: %s", e, res.message)
+			continue
 		}
-		sqlCtx, cancel := context.WithTimeout(ctx, r.Config.Databases.Timeout.Duration)
-		err = prov.Drop(sqlCtx, c.Account.Database, c.Account.Username)
-		cancel()
-		if err != nil {
-			return r.serverFailed(t, e, c.Server, err)
+		c.Account.Owner, c.Account.Adopt, c.Account.AdoptUnmarked = string(t.UID), adoptedUID(t), legacy
+		if res := r.dropDatabase(ctx, t, e, c); !res.done {
+			return res
 		}
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonDatabasesDropped, "Purge",
-			"dropped %s (database %s) on DatabaseServer %s", e, c.Account.Database, c.Server)
+		if err := r.Secrets.Delete(ctx, s.namespace, sec.Name); err != nil {
+			return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
+		}
 		dropped = append(dropped, e.String())
-	}
-	if err := r.Secrets.Forget(ctx, s.namespace); err != nil {
-		return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
 	}
 	s.status.Databases = nil
 	msg := "the tenant is Purged: its databases, logins and stored credentials are deleted"
@@ -429,6 +499,45 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 		msg += " (" + strings.Join(dropped, ", ") + ")"
 	}
 	return done(tenancyv1alpha1.ReasonDatabasesDropped, "%s", msg)
+}
+
+// dropDatabase drops one of the tenant's databases and its login. One whose server objects are
+// marked as another's (a name collision refused when it was to be created) is not dropped: it
+// never held this tenant's data. One that cannot be reached stops the purge, unless the tenant
+// asks for unreachable data to be abandoned.
+func (r *TenantReconciler) dropDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials) outcome {
+	prov, err := r.Databases.Provisioner(ctx, c.Server)
+	if err == nil {
+		sqlCtx, cancel := context.WithTimeout(ctx, r.Config.Databases.Timeout.Duration)
+		err = prov.Drop(sqlCtx, c.Account)
+		cancel()
+	}
+	var foreign *database.ForeignError
+	switch {
+	case err == nil:
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonDatabasesDropped, "Purge",
+			"dropped %s (database %s) on DatabaseServer %s", e, c.Account.Database, c.Server)
+		return outcome{done: true}
+	case errors.As(err, &foreign):
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonForeignData, "Purge",
+			"%s on DatabaseServer %s is not dropped: %v", e, c.Server, err)
+		return outcome{done: true}
+	}
+	return r.abandonOrStall(ctx, t, e, c, r.serverFailed(t, e, c.Server, err))
+}
+
+// abandonOrStall is what a purge does with a database it cannot drop: res (retried, or stalled)
+// unless the tenant carries AbandonDataAnnotation with its own UID, in which case the database
+// is forgotten, and an event and the log say exactly what was left where.
+func (r *TenantReconciler) abandonOrStall(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials, res outcome) outcome {
+	if t.UID == "" || t.Annotations[tenancyv1alpha1.AbandonDataAnnotation] != string(t.UID) {
+		return res
+	}
+	where := fmt.Sprintf("%s (database %q, login %q) on DatabaseServer %q", e, c.Account.Database, c.Account.Username, c.Server)
+	log.FromContext(ctx).Info("abandoned tenant data that could not be reached", "data", where, "cause", res.message)
+	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonDataAbandoned, "Abandon",
+		"abandoned %s: it may still exist there and must be dropped by hand; its stored credentials are forgotten (%s)", where, res.message)
+	return outcome{done: true}
 }
 
 // reportKeptDatabases records, on deletion of a tenant that is not Purged, that its databases

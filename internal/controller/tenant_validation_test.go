@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -149,5 +150,64 @@ func TestStateTransitions(t *testing.T) {
 		g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
 		t.Cleanup(func() { deleteTenant(t, "defaulted") })
 		g.Expect(tenant.Spec.State).To(Equal(tenancyv1alpha1.StateActive))
+	})
+}
+
+// A DatabaseServer's connection details are what its tenants' credentials and data belong to:
+// swapping them under live tenants would point their logins, and Landlord's purges, at another
+// server.
+func TestDatabaseServerValidation(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	g.Expect(createDatabaseServer(ctx, "pg-validate", pg, nil)).To(Succeed())
+	ds := &tenancyv1alpha1.DatabaseServer{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "pg-validate"}, ds)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, ds) })
+
+	t.Run("the name prefix and connection limit default", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(ds.Spec.NamePrefix).To(Equal("t_"))
+		g.Expect(ds.Spec.ConnectionLimit).To(Equal(int32(100)))
+	})
+
+	t.Run("the name prefix never changes", func(t *testing.T) {
+		g := NewWithT(t)
+		changed := ds.DeepCopy()
+		changed.Spec.NamePrefix = "x_"
+		err := k8s.Update(ctx, changed)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("namePrefix is immutable"))
+	})
+
+	tenant := createTenant(t, newTenant("dbs-validate", func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app", Server: "pg-validate"}}
+	}))
+	t.Cleanup(func() { deleteTenant(t, tenant.Name) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "pg-validate"}, ds)).To(Succeed())
+		g.Expect(ds.Status.Tenants).To(Equal(int32(1)))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	changes := map[string]func(*tenancyv1alpha1.DatabaseServer){
+		"host":             func(ds *tenancyv1alpha1.DatabaseServer) { ds.Spec.Host = "elsewhere.example.com" },
+		"port":             func(ds *tenancyv1alpha1.DatabaseServer) { ds.Spec.Port++ },
+		"tls":              func(ds *tenancyv1alpha1.DatabaseServer) { ds.Spec.TLS = "require" },
+		"adminCredentials": func(ds *tenancyv1alpha1.DatabaseServer) { ds.Spec.AdminCredentials.Name = "someone-else" },
+	}
+	for field, change := range changes {
+		t.Run("its "+field+" cannot change while tenants have databases on it", func(t *testing.T) {
+			g := NewWithT(t)
+			changed := ds.DeepCopy()
+			change(changed)
+			err := k8s.Update(ctx, changed)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring("cannot change while tenants have databases on the server"))
+		})
+	}
+
+	t.Run("its capacity may still change", func(t *testing.T) {
+		changed := ds.DeepCopy()
+		changed.Spec.MaxTenants = ptr.To[int32](5)
+		NewWithT(t).Expect(k8s.Update(ctx, changed)).To(Succeed())
 	})
 }

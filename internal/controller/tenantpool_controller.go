@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,7 +78,7 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 
-	var ready, provisioning []string
+	var ready, provisioning, collided []string
 	var allocated int32
 	seen := map[string]bool{}
 	for i := range tenants.Items {
@@ -89,6 +90,8 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		case !t.IsUnallocatedSpare():
 			// Labeled with the pool by someone else: not the pool's to count or delete.
 		case !t.DeletionTimestamp.IsZero() || r.expected(r.deleting, pool.Name, t.Name):
+		case holdsForeignData(t):
+			collided = append(collided, t.Name)
 		case t.IsReadySpare():
 			ready = append(ready, t.Name)
 		default:
@@ -100,7 +103,7 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		provisioning = append(provisioning, name)
 	}
 
-	plan := planPool(pool.Spec, ready, provisioning)
+	plan := planPool(pool.Spec, ready, provisioning, collided)
 	for range plan.create {
 		name, err := r.createSpare(ctx, pool)
 		if err != nil {
@@ -119,10 +122,16 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 				// Created moments ago and not yet in the cache: the next reconcile sees it.
 				continue
 			}
-			if err := r.deleteSpare(ctx, t); err != nil {
+			// Expected only once deleted: a spare whose delete met a conflict must not be taken
+			// for one on its way out, or the pool would neither count nor remove it until the
+			// expectation expires.
+			deleted, err := r.deleteSpare(ctx, t)
+			if err != nil {
 				return ctrl.Result{}, err
 			}
-			r.expect(&r.deleting, pool.Name, name)
+			if deleted {
+				r.expect(&r.deleting, pool.Name, name)
+			}
 		}
 		ready, provisioning = without(ready, plan.remove), without(provisioning, plan.remove)
 	}
@@ -130,6 +139,12 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	poolSparesReady.WithLabelValues(pool.Name).Set(float64(len(ready)))
 	return ctrl.Result{}, patchStatus(ctx, r.Client, pool, &pool.Status,
 		poolStatus(pool, int32(len(ready)), int32(len(provisioning)), allocated))
+}
+
+// holdsForeignData is whether a spare stalled on data that belongs to another tenant.
+func holdsForeignData(t *tenancyv1alpha1.Tenant) bool {
+	c := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.StalledCondition)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == tenancyv1alpha1.ReasonForeignData
 }
 
 // poolPlan is what one reconcile of a pool does to its spares.
@@ -141,22 +156,25 @@ type poolPlan struct {
 // planPool brings a pool's unallocated spares (ready and provisioning, by name) to its replicas:
 // it creates no more than maxProvisioning may be provisioning at once, and when shrinking
 // removes provisioning spares first (they cost least to replace), then ready ones, each in
-// name order so that concurrent reconciles choose the same.
-func planPool(spec tenancyv1alpha1.TenantPoolSpec, ready, provisioning []string) poolPlan {
+// name order so that concurrent reconciles choose the same. Collided spares drew the name of an
+// earlier tenant whose data is kept, and stalled rather than take it: they do not count, and
+// are removed (their deletion leaves the earlier tenant's data alone).
+func planPool(spec tenancyv1alpha1.TenantPoolSpec, ready, provisioning, collided []string) poolPlan {
 	replicas := int(spec.Replicas)
 	spares := len(ready) + len(provisioning)
+	remove := slices.Sorted(slices.Values(collided))
 	switch {
 	case spares < replicas:
 		n := replicas - spares
 		if limit := spec.MaxProvisioning; limit != nil {
 			n = min(n, int(*limit)-len(provisioning))
 		}
-		return poolPlan{create: max(n, 0)}
+		return poolPlan{create: max(n, 0), remove: remove}
 	case spares > replicas:
 		victims := append(slices.Sorted(slices.Values(provisioning)), slices.Sorted(slices.Values(ready))...)
-		return poolPlan{remove: victims[:spares-replicas]}
+		return poolPlan{remove: append(remove, victims[:spares-replicas]...)}
 	}
-	return poolPlan{}
+	return poolPlan{remove: remove}
 }
 
 // finalize deletes a deleted pool's unallocated spares (their databases are dropped, as they
@@ -172,7 +190,7 @@ func (r *TenantPoolReconciler) finalize(ctx context.Context, pool *tenancyv1alph
 		}
 		remaining++
 		if t.DeletionTimestamp.IsZero() {
-			if err := r.deleteSpare(ctx, t); err != nil {
+			if _, err := r.deleteSpare(ctx, t); err != nil {
 				return err
 			}
 		}
@@ -189,14 +207,19 @@ func (r *TenantPoolReconciler) finalize(ctx context.Context, pool *tenancyv1alph
 
 // deleteSpare deletes a spare only as the cache saw it: a claim may have bound it a moment ago,
 // and the bind changed its resourceVersion, so the precondition makes such a delete fail rather
-// than take a customer's tenant. The bind's event re-triggers the pool.
-func (r *TenantPoolReconciler) deleteSpare(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
+// than take a customer's tenant. deleted says whether the delete went through; when it did not,
+// the write that changed the spare (a bind, a status update) re-triggers the pool, which then
+// decides again on what it sees.
+func (r *TenantPoolReconciler) deleteSpare(ctx context.Context, t *tenancyv1alpha1.Tenant) (deleted bool, err error) {
 	uid, rv := t.UID, t.ResourceVersion
-	err := r.Client.Delete(ctx, t, client.Preconditions{UID: &uid, ResourceVersion: &rv})
-	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return nil
+	err = r.Client.Delete(ctx, t, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		return false, nil
 	}
-	return err
+	return false, err
 }
 
 func (r *TenantPoolReconciler) createSpare(ctx context.Context, pool *tenancyv1alpha1.TenantPool) (string, error) {

@@ -17,6 +17,7 @@ func TestPlanPool(t *testing.T) {
 		replicas            int32
 		maxProvisioning     *int32
 		ready, provisioning []string
+		collided            []string
 		create              int
 		remove              []string
 	}{
@@ -28,11 +29,14 @@ func TestPlanPool(t *testing.T) {
 		{name: "more provisioning than maxProvisioning creates none", replicas: 10, maxProvisioning: ptr.To[int32](1), provisioning: []string{"a", "b"}},
 		{name: "shrinking removes provisioning spares first, in name order", replicas: 1, ready: []string{"r2", "r1"}, provisioning: []string{"p2", "p1"}, remove: []string{"p1", "p2", "r1"}},
 		{name: "shrinking to zero removes every spare", replicas: 0, ready: []string{"r1"}, provisioning: []string{"p1"}, remove: []string{"p1", "r1"}},
+		{name: "a spare stalled on an earlier tenant's data is removed and replaced", replicas: 2, ready: []string{"r1"}, collided: []string{"c1"}, create: 1, remove: []string{"c1"}},
+		{name: "a collided spare is removed from a full pool too", replicas: 1, ready: []string{"r1"}, collided: []string{"c1"}, remove: []string{"c1"}},
+		{name: "collided spares go first when shrinking", replicas: 0, ready: []string{"r1"}, collided: []string{"c1"}, remove: []string{"c1", "r1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := tenancyv1alpha1.TenantPoolSpec{Replicas: tc.replicas, MaxProvisioning: tc.maxProvisioning}
 			ready, provisioning := slices.Clone(tc.ready), slices.Clone(tc.provisioning)
-			got := planPool(spec, ready, provisioning)
+			got := planPool(spec, ready, provisioning, tc.collided)
 			if got.create != tc.create || !slices.Equal(got.remove, tc.remove) {
 				t.Errorf("plan = create %d, remove %v; want create %d, remove %v", got.create, got.remove, tc.create, tc.remove)
 			}

@@ -47,6 +47,11 @@ func Address(ds *tenancyv1alpha1.DatabaseServer) Server {
 		Host:   ds.Spec.Host,
 		Port:   ds.Spec.Port,
 		TLS:    TLSMode(ds.Spec.TLS),
+		// The tenants' logins are capped; the administrator's connection is not a tenant's.
+		ConnectionLimit: ds.Spec.ConnectionLimit,
+	}
+	if ds.Spec.CABundle != "" {
+		s.CABundle = []byte(ds.Spec.CABundle)
 	}
 	if s.Port == 0 {
 		s.Port = 5432

@@ -35,10 +35,15 @@ type Server struct {
 	Port   int32
 	// TLS applies to Landlord's connections and to the tenants' URLs; unset means TLSVerifyFull.
 	TLS TLSMode
+	// CABundle, PEM, verifies the server's certificate under TLSVerifyFull instead of the system
+	// roots: a private CA, as managed database services use.
+	CABundle []byte
 	// AdminUser needs to create databases and logins: a superuser, or on PostgreSQL a role with
 	// CREATEROLE and CREATEDB (Landlord then makes it a member of each tenant's login role).
 	AdminUser     string
 	AdminPassword string
+	// ConnectionLimit caps each tenant login's concurrent sessions; 0 leaves them unlimited.
+	ConnectionLimit int32
 }
 
 // Account is one tenant database and the login that owns it. Names usually come from Names, but
@@ -47,6 +52,16 @@ type Account struct {
 	Database string
 	Username string
 	Password string
+	// Owner is the UID of the tenant the account belongs to. Ensure marks the database and the
+	// login with it, and no call uses, changes or drops a database or login marked otherwise.
+	Owner string
+	// Adopt, when set, is the UID of an earlier tenant whose database and login the account
+	// takes over: Ensure re-marks them as Owner's. Only an explicit request sets it.
+	Adopt string
+	// AdoptUnmarked lets Ensure mark a database and login that carry no marker: those created
+	// by a Landlord release that did not mark them, for the tenant that has them in its status.
+	// Anything else unmarked was not created by Landlord and is refused.
+	AdoptUnmarked bool
 }
 
 // Provisioner creates, converges and drops tenant databases on one server. Every method is
@@ -54,12 +69,15 @@ type Account struct {
 type Provisioner interface {
 	// Version returns the server's version; it doubles as the reachability check.
 	Version(ctx context.Context) (string, error)
-	// Ensure creates the database and its login when missing, sets the login's password to
-	// acct.Password, and grants the login every privilege on its database and nothing else.
+	// Ensure creates the database and its login when missing, marked as acct.Owner's, sets the
+	// login's password to acct.Password, and grants the login every privilege on its database
+	// and nothing else. A database or login that exists and is not the account's (see Account)
+	// is left untouched and reported as a *ForeignError.
 	Ensure(ctx context.Context, acct Account) error
 	// Drop removes the database and its login, ending the login's open sessions; missing ones
-	// are not an error.
-	Drop(ctx context.Context, database, username string) error
+	// are not an error. Nothing is dropped when either is not the account's: the error is a
+	// *ForeignError.
+	Drop(ctx context.Context, acct Account) error
 	// Close releases the administrator connections.
 	Close() error
 }

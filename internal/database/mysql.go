@@ -2,8 +2,10 @@ package database
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -30,8 +32,9 @@ const (
 const myStatementTimeout = 30 * time.Second
 
 type mysqlServer struct {
-	db   *sql.DB
-	addr string
+	db        *sql.DB
+	addr      string
+	connLimit int32
 }
 
 func openMySQL(s Server) (Provisioner, error) {
@@ -45,6 +48,13 @@ func openMySQL(s Server) (Provisioner, error) {
 	cfg.Net = "tcp"
 	cfg.Addr = net.JoinHostPort(s.Host, strconv.Itoa(int(s.Port)))
 	cfg.TLSConfig = mysqlTLS(mode)
+	custom, err := tlsConfig(s, mode)
+	if err != nil {
+		return nil, fmt.Errorf("mysql server %s: %w", cfg.Addr, err)
+	}
+	if custom != nil {
+		cfg.TLS = custom
+	}
 	cfg.Timeout = connectTimeout
 	cfg.ReadTimeout = myStatementTimeout
 	cfg.WriteTimeout = myStatementTimeout
@@ -59,7 +69,7 @@ func openMySQL(s Server) (Provisioner, error) {
 	db.SetMaxOpenConns(maxAdminConns)
 	db.SetMaxIdleConns(maxAdminConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	return &mysqlServer{db: db, addr: cfg.Addr}, nil
+	return &mysqlServer{db: db, addr: cfg.Addr, connLimit: s.ConnectionLimit}, nil
 }
 
 func (m *mysqlServer) Version(ctx context.Context) (string, error) {
@@ -74,28 +84,111 @@ func (m *mysqlServer) Ensure(ctx context.Context, acct Account) error {
 	if err := checkPassword(acct.Password); err != nil {
 		return err
 	}
-	// utf8mb4 because MariaDB still defaults to latin1, which cannot store most of the world's text.
-	if _, err := m.db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteMySQLIdent(acct.Database)+" CHARACTER SET utf8mb4"); !myIs(err, myDatabaseExists) {
-		return m.wrap(err, "creating database %q", acct.Database)
-	}
-	err := m.unlogged(ctx, func(conn *sql.Conn) error {
+	return m.examined(ctx, acct, func(conn *sql.Conn, u, d found) error {
+		remarkUser, err := u.claim(acct, false)
+		if err != nil {
+			return err
+		}
+		remarkDB, err := d.claim(acct, false)
+		if err != nil {
+			return err
+		}
+		// The marker is written before the object is created, so nothing of Landlord's exists
+		// unmarked; a marker without its object (a crash between the two) is harmless.
+		for _, f := range []struct {
+			found
+			remark bool
+		}{{u, remarkUser}, {d, remarkDB}} {
+			if f.remark {
+				if _, err := conn.ExecContext(ctx, "REPLACE INTO "+ownersTable+" (kind, name, tenant) VALUES (?, ?, ?)", f.object, f.name, acct.Owner); err != nil {
+					return m.wrap(err, "marking %s %q", f.object, f.name)
+				}
+			}
+		}
+		// utf8mb4 because MariaDB still defaults to latin1, which cannot store most of the world's text.
+		if _, err := conn.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+quoteMySQLIdent(acct.Database)+" CHARACTER SET utf8mb4"); !myIs(err, myDatabaseExists) {
+			return m.wrap(err, "creating database %q", acct.Database)
+		}
+		limit := " WITH MAX_USER_CONNECTIONS " + strconv.Itoa(int(max(m.connLimit, 0)))
 		// IDENTIFIED BY belongs in CREATE USER too: a user created without it could log in with
 		// an empty password until the ALTER USER below.
-		if _, err := conn.ExecContext(ctx, "CREATE USER IF NOT EXISTS ?@'%' IDENTIFIED BY ?", acct.Username, acct.Password); !myIs(err, myOperationFailed) {
-			return m.wrap(err, "creating user %q", acct.Username)
+		if _, err := conn.ExecContext(ctx, "CREATE USER IF NOT EXISTS ?@'%' IDENTIFIED BY ?"+limit, acct.Username, acct.Password); !myIs(err, myOperationFailed) {
+			return m.wrap(redact(err, acct.Password), "creating user %q", acct.Username)
 		}
-		if _, err := conn.ExecContext(ctx, "ALTER USER ?@'%' IDENTIFIED BY ?", acct.Username, acct.Password); err != nil {
-			return m.wrap(err, "setting the password of user %q", acct.Username)
+		if _, err := conn.ExecContext(ctx, "ALTER USER ?@'%' IDENTIFIED BY ?"+limit, acct.Username, acct.Password); err != nil {
+			return m.wrap(redact(err, acct.Password), "setting the password of user %q", acct.Username)
+		}
+		if _, err := conn.ExecContext(ctx, "GRANT ALL PRIVILEGES ON "+grantPattern(acct.Database)+".* TO ?@'%'", acct.Username); err != nil {
+			return m.wrap(err, "granting user %q access to database %q", acct.Username, acct.Database)
 		}
 		return nil
 	})
-	if err != nil {
-		return err
+}
+
+// ownersTable is where Landlord marks the databases and users it creates on a MySQL server,
+// which, unlike PostgreSQL, cannot comment on a user. Its schema's name has no '_', so no
+// tenant database (see Names) can take it, and no tenant login is granted anything on it.
+const (
+	ownersSchema = "landlord"
+	ownersTable  = "`" + ownersSchema + "`.`owners`"
+)
+
+// inspect reads whether the account's user and database exist and whom their markers name.
+func (m *mysqlServer) inspect(ctx context.Context, conn *sql.Conn, acct Account) (user, db found, err error) {
+	user = found{object: "login", name: acct.Username}
+	db = found{object: "database", name: acct.Database}
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) > 0 FROM mysql.user WHERE User = ? AND Host = '%'", acct.Username).Scan(&user.exists); err != nil {
+		return user, db, m.wrap(err, "reading user %q", acct.Username)
 	}
-	if _, err := m.db.ExecContext(ctx, "GRANT ALL PRIVILEGES ON "+grantPattern(acct.Database)+".* TO ?@'%'", acct.Username); err != nil {
-		return m.wrap(err, "granting user %q access to database %q", acct.Username, acct.Database)
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) > 0 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", acct.Database).Scan(&db.exists); err != nil {
+		return user, db, m.wrap(err, "reading database %q", acct.Database)
 	}
-	return nil
+	for _, f := range []*found{&user, &db} {
+		err := conn.QueryRowContext(ctx, "SELECT tenant FROM "+ownersTable+" WHERE kind = ? AND name = ?", f.object, f.name).Scan(&f.owner)
+		switch {
+		case err == nil:
+			f.marked = f.owner != ""
+		case !errors.Is(err, sql.ErrNoRows):
+			return user, db, m.wrap(err, "reading the marker of %s %q", f.object, f.name)
+		}
+	}
+	return user, db, nil
+}
+
+// session runs fn on one connection holding named locks on the account's database and user
+// (two Landlord replicas, or two reconciles, must not interleave the look and the change) with
+// the general query log off where the administrator may turn it off, and the bookkeeping
+// table in place.
+func (m *mysqlServer) session(ctx context.Context, acct Account, fn func(*sql.Conn) error) error {
+	return m.unlogged(ctx, func(conn *sql.Conn) error {
+		for _, name := range []string{"database/" + acct.Database, "user/" + acct.Username} {
+			var got sql.NullInt64
+			if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", lockName(name), int(myStatementTimeout.Seconds())).Scan(&got); err != nil {
+				return m.wrap(err, "locking %s", name)
+			}
+			if !got.Valid || got.Int64 != 1 {
+				return m.wrap(errors.New("timed out"), "locking %s", name)
+			}
+		}
+		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_ALL_LOCKS()") }()
+		for _, stmt := range []string{
+			"CREATE DATABASE IF NOT EXISTS `" + ownersSchema + "` CHARACTER SET utf8mb4",
+			"CREATE TABLE IF NOT EXISTS " + ownersTable + " (kind VARCHAR(16) NOT NULL, name VARCHAR(128) NOT NULL," +
+				" tenant VARCHAR(64) NOT NULL, PRIMARY KEY (kind, name)) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+		} {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return m.wrap(err, "creating Landlord's bookkeeping table")
+			}
+		}
+		return fn(conn)
+	})
+}
+
+// lockName is a named lock's name: MySQL caps them at 64 characters, so long account names are
+// hashed, and the prefix keeps Landlord's locks apart from other programs'.
+func lockName(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "landlord/" + hex.EncodeToString(sum[:16])
 }
 
 // unlogged runs fn on one connection whose statements the general query log does not record:
@@ -123,20 +216,47 @@ func (m *mysqlServer) unlogged(ctx context.Context, fn func(*sql.Conn) error) er
 	return err
 }
 
-func (m *mysqlServer) Drop(ctx context.Context, database, username string) error {
-	// The user goes first so that no new session can start while the old ones are ended.
-	if _, err := m.db.ExecContext(ctx, "DROP USER IF EXISTS ?@'%'", username); err != nil {
-		return m.wrap(err, "dropping user %q", username)
-	}
-	// A tenant session inside a transaction holds metadata locks that would make DROP DATABASE
-	// wait for lock_wait_timeout (a year by default); end them, as PostgreSQL's FORCE does.
-	if err := m.killSessions(ctx, username); err != nil {
+// examined runs fn in the account's session with what the server holds of the account, read
+// first: everything is looked at before anything is changed, so a refused account leaves no
+// trace.
+func (m *mysqlServer) examined(ctx context.Context, acct Account, fn func(conn *sql.Conn, user, db found) error) error {
+	if err := checkOwner(acct); err != nil {
 		return err
 	}
-	if _, err := m.db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+quoteMySQLIdent(database)); err != nil {
-		return m.wrap(err, "dropping database %q", database)
-	}
-	return nil
+	return m.session(ctx, acct, func(conn *sql.Conn) error {
+		u, d, err := m.inspect(ctx, conn, acct)
+		if err != nil {
+			return err
+		}
+		return fn(conn, u, d)
+	})
+}
+
+func (m *mysqlServer) Drop(ctx context.Context, acct Account) error {
+	return m.examined(ctx, acct, func(conn *sql.Conn, u, d found) error {
+		for _, f := range []found{u, d} {
+			if _, err := f.claim(acct, false); err != nil {
+				return err
+			}
+		}
+		// The user goes first so that no new session can start while the old ones are ended.
+		if _, err := conn.ExecContext(ctx, "DROP USER IF EXISTS ?@'%'", acct.Username); err != nil {
+			return m.wrap(err, "dropping user %q", acct.Username)
+		}
+		// A tenant session inside a transaction holds metadata locks that would make DROP
+		// DATABASE wait for lock_wait_timeout (a year by default); end them, as PostgreSQL's
+		// FORCE does.
+		if err := m.killSessions(ctx, acct.Username); err != nil {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+quoteMySQLIdent(acct.Database)); err != nil {
+			return m.wrap(err, "dropping database %q", acct.Database)
+		}
+		if _, err := conn.ExecContext(ctx, "DELETE FROM "+ownersTable+" WHERE (kind = 'login' AND name = ?) OR (kind = 'database' AND name = ?)", acct.Username, acct.Database); err != nil {
+			return m.wrap(err, "removing the markers of %q", acct.Database)
+		}
+		return nil
+	})
 }
 
 func (m *mysqlServer) killSessions(ctx context.Context, username string) error {

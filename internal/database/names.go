@@ -25,7 +25,10 @@ func identifierLimits(engine Engine) (database, username int) {
 // hashSuffixLen is the length of "__" plus the 10 hex digits that stand in for a name's tail.
 const hashSuffixLen = 2 + 10
 
-// Names returns the database and login names of a tenant's database on an engine.
+// Names returns the database and login names of a tenant's database on an engine, each starting
+// with the server's reserved prefix (see DatabaseServer spec.namePrefix), so that no tenant and
+// database can spell a login the server already has: "landlord" and "admin" would otherwise
+// make "landlord_admin".
 //
 // Tenant names are DNS labels of at most 50 characters and database names DNS labels of at most
 // 30, so neither contains '_'. The name is "<tenant>_<db>" when it fits the engine's limit: the
@@ -33,10 +36,11 @@ const hashSuffixLen = 2 + 10
 // "a-b"/"c" and "a"/"b-c" would look alike with '-'. A longer name keeps as much of that prefix
 // as fits and ends in "__" and 10 hex digits of sha256("<tenant>/<db>"), exactly at the limit;
 // an exact name never contains "__", so a shortened name cannot take an exact one. The result
-// depends on nothing but the arguments, so it never changes for an existing tenant.
-func Names(engine Engine, tenant, db string) (database, username string) {
-	exact := tenant + "_" + db
-	sum := sha256.Sum256([]byte(tenant + "/" + db))
+// depends on nothing but the arguments, and the names are recorded when the database is
+// created, so they never change for an existing tenant.
+func Names(engine Engine, prefix, tenant, db string) (database, username string) {
+	exact := prefix + tenant + "_" + db
+	sum := sha256.Sum256([]byte(prefix + tenant + "/" + db))
 	suffix := "__" + hex.EncodeToString(sum[:])[:hashSuffixLen-2]
 	fit := func(limit int) string {
 		if len(exact) <= limit {

@@ -24,7 +24,7 @@ func TestNames(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			gotDB, gotUser := Names(tc.engine, tc.tenant, tc.db)
+			gotDB, gotUser := Names(tc.engine, "", tc.tenant, tc.db)
 			dbLimit, userLimit := identifierLimits(tc.engine)
 			check := func(kind, got, want string, limit int) {
 				t.Helper()
@@ -51,7 +51,7 @@ func TestNames(t *testing.T) {
 			check("database", gotDB, tc.wantDB, dbLimit)
 			check("user", gotUser, tc.wantUser, userLimit)
 
-			againDB, againUser := Names(tc.engine, tc.tenant, tc.db)
+			againDB, againUser := Names(tc.engine, "", tc.tenant, tc.db)
 			if againDB != gotDB || againUser != gotUser {
 				t.Errorf("second call returned (%q, %q), first (%q, %q)", againDB, againUser, gotDB, gotUser)
 			}
@@ -75,7 +75,7 @@ func TestNamesDoNotCollide(t *testing.T) {
 			seenDB := map[string][2]string{}
 			seenUser := map[string][2]string{}
 			for _, p := range pairs {
-				db, user := Names(engine, p[0], p[1])
+				db, user := Names(engine, "", p[0], p[1])
 				if other, ok := seenDB[db]; ok {
 					t.Errorf("%v and %v both get database %q", other, p, db)
 				}

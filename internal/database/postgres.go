@@ -29,8 +29,9 @@ const (
 )
 
 type postgres struct {
-	pool *pgxpool.Pool
-	addr string
+	pool      *pgxpool.Pool
+	addr      string
+	connLimit int32
 }
 
 func openPostgres(s Server) (Provisioner, error) {
@@ -52,6 +53,14 @@ func openPostgres(s Server) (Provisioner, error) {
 		return nil, fmt.Errorf("postgres server %s: %w", addr, err)
 	}
 	cfg.ConnConfig.Password = s.AdminPassword
+	custom, err := tlsConfig(s, mode)
+	if err != nil {
+		return nil, fmt.Errorf("postgres server %s: %w", addr, err)
+	}
+	if custom != nil {
+		// verify-full leaves pgx no fallback configurations to adjust.
+		cfg.ConnConfig.TLSConfig = custom
+	}
 	cfg.ConnConfig.ConnectTimeout = connectTimeout
 	cfg.MaxConns = maxAdminConns
 	cfg.MinConns = 0
@@ -60,7 +69,7 @@ func openPostgres(s Server) (Provisioner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres server %s: %w", addr, err)
 	}
-	return &postgres{pool: pool, addr: addr}, nil
+	return &postgres{pool: pool, addr: addr, connLimit: s.ConnectionLimit}, nil
 }
 
 func (p *postgres) Version(ctx context.Context) (string, error) {
@@ -75,38 +84,52 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 	if err := checkPassword(acct.Password); err != nil {
 		return err
 	}
+	verifier, err := scramVerifier(acct.Password)
+	if err != nil {
+		return err
+	}
 	role := pgx.Identifier{acct.Username}.Sanitize()
 	db := pgx.Identifier{acct.Database}.Sanitize()
-	return p.locked(ctx, []string{"database/" + acct.Database, "role/" + acct.Username}, func(conn *pgx.Conn) error {
-		if _, err := conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN"); !pgIs(err, pgerrcode.DuplicateObject, pgerrcode.UniqueViolation) {
-			return p.wrap(err, "creating role %q", acct.Username)
+	return p.examined(ctx, acct, func(conn *pgx.Conn, r found, d pgDatabase) error {
+		remarkRole, err := r.claim(acct, false)
+		if err != nil {
+			return err
 		}
-		if err := setPassword(ctx, conn, role, acct.Password); err != nil {
-			return p.wrap(err, "setting the password of role %q", acct.Username)
+		// CREATE DATABASE cannot share a transaction with its COMMENT: a database left unmarked
+		// by an interrupted Ensure is recognised by its owner, the account's own marked login,
+		// which only Landlord creates and which may not create databases itself.
+		remarkDB, err := d.found.claim(acct, r.exists && !remarkRole && d.owner == acct.Username)
+		if err != nil {
+			return err
 		}
 
-		// An administrator that is not a superuser, as on RDS or Cloud SQL, must be a member of
-		// the login's role to create a database owned by it and, later, to drop that database.
 		var super bool
 		if err := conn.QueryRow(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&super); err != nil {
 			return p.wrap(err, "reading the administrator's attributes")
 		}
+		if err := p.ensureRole(ctx, conn, acct, role, verifier, r.exists, remarkRole, super); err != nil {
+			return err
+		}
+		// An administrator that is not a superuser, as on RDS or Cloud SQL, must be a member of
+		// the login's role to create a database owned by it and, later, to drop that database.
 		if !super {
 			if _, err := conn.Exec(ctx, "GRANT "+role+" TO CURRENT_USER"); err != nil {
 				return p.wrap(err, "granting role %q to the administrator", acct.Username)
 			}
 		}
 
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role); !pgIs(err, pgerrcode.DuplicateDatabase, pgerrcode.UniqueViolation) {
-			return p.wrap(err, "creating database %q", acct.Database)
-		}
-		var owner string
-		if err := conn.QueryRow(ctx, "SELECT pg_get_userbyid(datdba) FROM pg_database WHERE datname = $1", acct.Database).Scan(&owner); err != nil {
-			return p.wrap(err, "reading the owner of database %q", acct.Database)
-		}
-		if owner != acct.Username {
+		if !d.exists {
+			if _, err := conn.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role); err != nil {
+				return p.wrap(err, "creating database %q", acct.Database)
+			}
+		} else if d.owner != acct.Username {
 			if _, err := conn.Exec(ctx, "ALTER DATABASE "+db+" OWNER TO "+role); err != nil {
 				return p.wrap(err, "handing database %q to role %q", acct.Database, acct.Username)
+			}
+		}
+		if remarkDB {
+			if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+db+" IS "+quoteLiteral(marker(acct.Owner))); err != nil {
+				return p.wrap(err, "marking database %q", acct.Database)
 			}
 		}
 		// PUBLIC may connect to a new database by default, which would let every tenant's login
@@ -118,16 +141,119 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 	})
 }
 
-func (p *postgres) Drop(ctx context.Context, database, username string) error {
-	role := pgx.Identifier{username}.Sanitize()
-	db := pgx.Identifier{database}.Sanitize()
-	return p.locked(ctx, []string{"database/" + database, "role/" + username}, func(conn *pgx.Conn) error {
+// ensureRole creates the login, marked, or converges an existing one of the account: password,
+// connection limit, and no attribute beyond LOGIN. Creating and marking share a transaction, so
+// no unmarked login of Landlord's can exist. Only a superuser may set SUPERUSER, REPLICATION
+// and BYPASSRLS on an existing role; another administrator could not have granted them either.
+func (p *postgres) ensureRole(ctx context.Context, conn *pgx.Conn, acct Account, role, verifier string, exists, remark, super bool) error {
+	limit := "CONNECTION LIMIT " + strconv.Itoa(int(pgConnectionLimit(p.connLimit)))
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return p.wrap(err, "starting a transaction")
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := quietStatementLog(ctx, tx); err != nil {
+		return p.wrap(err, "turning off statement logging")
+	}
+	// The verifier stands in for the password: the server never sees the password itself.
+	password := "PASSWORD " + quoteLiteral(verifier)
+	var stmt string
+	if !exists {
+		stmt = "CREATE ROLE " + role + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS " + limit + " " + password
+	} else {
+		attrs := " LOGIN NOCREATEDB NOCREATEROLE "
+		if super {
+			attrs += "NOSUPERUSER NOREPLICATION NOBYPASSRLS "
+		}
+		stmt = "ALTER ROLE " + role + " WITH" + attrs + limit + " " + password
+	}
+	// The simple protocol leaves no prepared statement behind.
+	if _, err := tx.Exec(ctx, stmt, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return p.wrap(redact(err, acct.Password, verifier), "creating or converging role %q", acct.Username)
+	}
+	if remark {
+		if _, err := tx.Exec(ctx, "COMMENT ON ROLE "+role+" IS "+quoteLiteral(marker(acct.Owner))); err != nil {
+			return p.wrap(err, "marking role %q", acct.Username)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return p.wrap(err, "committing role %q", acct.Username)
+	}
+	return nil
+}
+
+// pgConnectionLimit is PostgreSQL's CONNECTION LIMIT for a server's setting: -1 is unlimited.
+func pgConnectionLimit(n int32) int32 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// pgDatabase is what the server holds of an account's database.
+type pgDatabase struct {
+	found
+	owner string
+}
+
+// inspect reads whether the account's login and database exist, their markers (comments), and
+// the database's owner.
+func (p *postgres) inspect(ctx context.Context, conn *pgx.Conn, acct Account) (found, pgDatabase, error) {
+	r := found{object: "login", name: acct.Username}
+	var comment string
+	err := conn.QueryRow(ctx, "SELECT coalesce(shobj_description(oid, 'pg_authid'), '') FROM pg_roles WHERE rolname = $1", acct.Username).Scan(&comment)
+	switch {
+	case err == nil:
+		r.exists = true
+		r.owner, r.marked = ownerOf(comment)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return r, pgDatabase{}, p.wrap(err, "reading role %q", acct.Username)
+	}
+	d := pgDatabase{found: found{object: "database", name: acct.Database}}
+	err = conn.QueryRow(ctx, "SELECT pg_get_userbyid(datdba), coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = $1",
+		acct.Database).Scan(&d.owner, &comment)
+	switch {
+	case err == nil:
+		d.exists = true
+		d.found.owner, d.marked = ownerOf(comment)
+	case !errors.Is(err, pgx.ErrNoRows):
+		return r, d, p.wrap(err, "reading database %q", acct.Database)
+	}
+	return r, d, nil
+}
+
+// examined runs fn under the account's locks with what the server holds of the account, read
+// first: everything is looked at before anything is changed, so a refused account leaves no
+// trace.
+func (p *postgres) examined(ctx context.Context, acct Account, fn func(conn *pgx.Conn, r found, d pgDatabase) error) error {
+	if err := checkOwner(acct); err != nil {
+		return err
+	}
+	return p.locked(ctx, []string{"database/" + acct.Database, "role/" + acct.Username}, func(conn *pgx.Conn) error {
+		r, d, err := p.inspect(ctx, conn, acct)
+		if err != nil {
+			return err
+		}
+		return fn(conn, r, d)
+	})
+}
+
+func (p *postgres) Drop(ctx context.Context, acct Account) error {
+	role := pgx.Identifier{acct.Username}.Sanitize()
+	db := pgx.Identifier{acct.Database}.Sanitize()
+	return p.examined(ctx, acct, func(conn *pgx.Conn, r found, d pgDatabase) error {
+		if _, err := r.claim(acct, false); err != nil {
+			return err
+		}
+		if _, err := d.found.claim(acct, r.exists && d.owner == acct.Username); err != nil {
+			return err
+		}
 		// FORCE ends the tenant's sessions, which would otherwise block the drop indefinitely.
 		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)"); err != nil {
-			return p.wrap(err, "dropping database %q", database)
+			return p.wrap(err, "dropping database %q", acct.Database)
 		}
 		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+role); err != nil {
-			return p.wrap(err, "dropping role %q", username)
+			return p.wrap(err, "dropping role %q", acct.Username)
 		}
 		return nil
 	})
@@ -178,26 +304,6 @@ func (p *postgres) locked(ctx context.Context, names []string, fn func(*pgx.Conn
 func advisoryKey(name string) int64 {
 	sum := sha256.Sum256([]byte("landlord/" + name))
 	return int64(binary.BigEndian.Uint64(sum[:8]))
-}
-
-// setPassword sets a role's password in a transaction that keeps the statement out of the
-// server's log. Utility statements take no bind parameters, so the password is a literal in the
-// statement text, and by default PostgreSQL logs the text of any statement that fails.
-func setPassword(ctx context.Context, conn *pgx.Conn, role, password string) error {
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := quietStatementLog(ctx, tx); err != nil {
-		return err
-	}
-	stmt := "ALTER ROLE " + role + " WITH LOGIN PASSWORD " + quoteLiteral(password)
-	// The simple protocol leaves no prepared statement, and so no copy of the password, behind.
-	if _, err := tx.Exec(ctx, stmt, pgx.QueryExecModeSimpleProtocol); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
 }
 
 // quietStatementLog turns off statement logging for the rest of the transaction. Only superusers

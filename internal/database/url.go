@@ -1,6 +1,9 @@
 package database
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"net"
 	"net/url"
 	"strconv"
@@ -49,4 +52,17 @@ func mysqlTLS(m TLSMode) string {
 		return "skip-verify"
 	}
 	return "true"
+}
+
+// tlsConfig is the TLS configuration that verifies a server under TLSVerifyFull against its CA
+// bundle; nil when the server has none (the drivers then verify against the system roots).
+func tlsConfig(s Server, mode TLSMode) (*tls.Config, error) {
+	if mode != TLSVerifyFull || len(s.CABundle) == 0 {
+		return nil, nil
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(s.CABundle) {
+		return nil, errors.New("the CA bundle holds no PEM certificate")
+	}
+	return &tls.Config{RootCAs: roots, ServerName: s.Host, MinVersion: tls.VersionTLS12}, nil
 }

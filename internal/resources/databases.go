@@ -22,7 +22,10 @@ type DatabaseCredentials struct {
 	Server string
 	// Rotation is the rotation request the password answers.
 	Rotation string
-	Account  database.Account
+	// UID is the UID of the tenant a stored record belongs to; empty on a record written before
+	// records carried one, and on the tenant's own Secret.
+	UID     string
+	Account database.Account
 }
 
 // CredentialsDigest is a short digest of a login and password. It travels on the credentials
@@ -32,17 +35,22 @@ func CredentialsDigest(acct database.Account) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// StoredCredentials is the record of a tenant database kept in the secret store. It is written
+// StoredCredentials is the record of a tenant database kept in the secret store, marked with the
+// UID of the tenant it belongs to (c.UID). It is written
 // before the database is created, so the store always knows every database a tenant may have,
 // where it is, and its password: a Purged tenant's databases are found from it, and an Archived
 // tenant brought back gets the same password.
 func StoredCredentials(namespace string, c DatabaseCredentials) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   namespace,
-			Name:        tenancyv1alpha1.DatabaseSecretName(c.Name),
-			Labels:      map[string]string{tenancyv1alpha1.DatabaseEngineLabel: string(c.Engine)},
-			Annotations: map[string]string{tenancyv1alpha1.DatabaseServerAnnotation: c.Server, tenancyv1alpha1.RotationAnnotation: c.Rotation},
+			Namespace: namespace,
+			Name:      tenancyv1alpha1.DatabaseSecretName(c.Name),
+			Labels:    map[string]string{tenancyv1alpha1.DatabaseEngineLabel: string(c.Engine)},
+			Annotations: map[string]string{
+				tenancyv1alpha1.DatabaseServerAnnotation: c.Server,
+				tenancyv1alpha1.RotationAnnotation:       c.Rotation,
+				tenancyv1alpha1.TenantUIDLabel:           c.UID,
+			},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
@@ -86,6 +94,9 @@ func DatabaseSecret(t *tenancyv1alpha1.Tenant, namespace string, c DatabaseCrede
 		tenancyv1alpha1.CredentialsKeyPassword: []byte(c.Account.Password),
 		tenancyv1alpha1.CredentialsKeyURL:      []byte(database.URL(srv, c.Account)),
 	}
+	if len(srv.CABundle) > 0 {
+		data[tenancyv1alpha1.CredentialsKeyCA] = srv.CABundle
+	}
 	if c.Engine == tenancyv1alpha1.EnginePostgres && t.Spec.PgBouncer != nil && t.Spec.PgBouncer.DefaultPoolSize > 0 {
 		data[tenancyv1alpha1.CredentialsKeyPgBouncerPoolSize] = []byte(strconv.Itoa(int(t.Spec.PgBouncer.DefaultPoolSize)))
 	}
@@ -114,6 +125,7 @@ func credentialsOf(s *corev1.Secret, name string) DatabaseCredentials {
 		Name:     name,
 		Server:   s.Annotations[tenancyv1alpha1.DatabaseServerAnnotation],
 		Rotation: s.Annotations[tenancyv1alpha1.RotationAnnotation],
+		UID:      s.Annotations[tenancyv1alpha1.TenantUIDLabel],
 		Account: database.Account{
 			Database: string(s.Data[tenancyv1alpha1.CredentialsKeyDatabase]),
 			Username: string(s.Data[tenancyv1alpha1.CredentialsKeyUsername]),

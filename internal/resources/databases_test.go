@@ -19,7 +19,12 @@ func testCredentials() resources.DatabaseCredentials {
 
 func TestStoredCredentialsRoundTrip(t *testing.T) {
 	want := testCredentials()
-	got, isDB, err := resources.ParseStoredCredentials(resources.StoredCredentials("tenant-acme", want), "app")
+	want.UID = "uid-1"
+	stored := resources.StoredCredentials("tenant-acme", want)
+	if stored.Annotations[tenancyv1alpha1.TenantUIDLabel] != "uid-1" {
+		t.Errorf("the record does not name its tenant: %v", stored.Annotations)
+	}
+	got, isDB, err := resources.ParseStoredCredentials(stored, "app")
 	if err != nil || !isDB {
 		t.Fatalf("isDB=%v err=%v", isDB, err)
 	}
@@ -76,6 +81,17 @@ func TestDatabaseSecret(t *testing.T) {
 		edited.Data[tenancyv1alpha1.CredentialsKeyPassword] = []byte("guessed")
 		if _, ok := resources.CredentialsFromSecret(edited, "app"); ok {
 			t.Error("an edited secret was trusted")
+		}
+	})
+	t.Run("a server's CA bundle reaches the tenant as ca.crt", func(t *testing.T) {
+		withCA := srv
+		withCA.CABundle = []byte("-----BEGIN CERTIFICATE-----")
+		got := resources.DatabaseSecret(tenant, "tenant-acme", testCredentials(), withCA)
+		if string(got.Data[tenancyv1alpha1.CredentialsKeyCA]) != "-----BEGIN CERTIFICATE-----" {
+			t.Errorf("ca.crt = %q", got.Data[tenancyv1alpha1.CredentialsKeyCA])
+		}
+		if _, ok := s.Data[tenancyv1alpha1.CredentialsKeyCA]; ok {
+			t.Error("a server without a bundle gave its tenants a ca.crt")
 		}
 	})
 	t.Run("MySQL credentials carry no pooler size", func(t *testing.T) {

@@ -30,17 +30,11 @@ func (ts TenantSecrets) LoadAll(ctx context.Context, namespace string) ([]*corev
 	return ts.Store.List(ctx, namespace)
 }
 
-// Forget deletes every stored secret of a tenant namespace. Only a Purged tenant is forgotten.
-func (ts TenantSecrets) Forget(ctx context.Context, namespace string) error {
-	secrets, err := ts.Store.List(ctx, namespace)
-	if err != nil {
-		return err
+// Delete forgets one stored tenant secret; one already gone is not an error. Only a Purged
+// tenant's own records are forgotten.
+func (ts TenantSecrets) Delete(ctx context.Context, namespace, name string) error {
+	if err := ts.Store.Delete(ctx, namespace, name); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("forgetting %s/%s: %w", namespace, name, err)
 	}
-	var errs []error
-	for _, s := range secrets {
-		if err := ts.Store.Delete(ctx, namespace, s.Name); err != nil && !errors.Is(err, ErrNotFound) {
-			errs = append(errs, fmt.Errorf("forgetting %s/%s: %w", namespace, s.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return nil
 }

@@ -48,6 +48,9 @@ type Instance struct {
 	// Server is how Landlord reaches the instance: 127.0.0.1, its own port, no TLS, and AdminUser
 	// with a random password.
 	Server database.Server
+	// CA is the PEM bundle that verifies the instance's certificate: the server also accepts TLS,
+	// with a certificate for 127.0.0.1 and localhost issued by a CA of its own.
+	CA []byte
 
 	dir     string
 	logPath string
@@ -113,6 +116,11 @@ func StartPostgres() (*Instance, error) {
 		AdminUser:     AdminUser,
 		AdminPassword: password,
 	}
+	certFile, keyFile, ca, err := inst.serverTLS()
+	if err != nil {
+		return nil, err
+	}
+	inst.CA = ca
 	inst.bin = server
 	inst.stopSignal = syscall.SIGINT   // fast shutdown
 	inst.deathSignal = syscall.SIGQUIT // immediate shutdown, which also ends the backends
@@ -131,6 +139,9 @@ func StartPostgres() (*Instance, error) {
 			"-c", "full_page_writes=off",
 			"-c", "shared_buffers=32MB",
 			"-c", "max_connections=100",
+			"-c", "ssl=on",
+			"-c", "ssl_cert_file=" + certFile,
+			"-c", "ssl_key_file=" + keyFile,
 			// Every statement is logged, so that tests can prove what never reaches a log.
 			"-c", "log_statement=all",
 		}
@@ -200,6 +211,11 @@ func StartMariaDB() (*Instance, error) {
 		AdminUser:     AdminUser,
 		AdminPassword: password,
 	}
+	certFile, keyFile, ca, err := inst.serverTLS()
+	if err != nil {
+		return nil, err
+	}
+	inst.CA = ca
 	inst.bin = server
 	inst.stopSignal = syscall.SIGTERM
 	inst.deathSignal = syscall.SIGKILL
@@ -237,6 +253,8 @@ func StartMariaDB() (*Instance, error) {
 			"--general-log-file=" + inst.queryLogPath,
 			"--innodb-flush-log-at-trx-commit=0",
 			"--innodb-doublewrite=0",
+			"--ssl-cert=" + certFile,
+			"--ssl-key=" + keyFile,
 		}, innodb...)
 	})
 	if err != nil {
