@@ -43,3 +43,10 @@ func (c conditions) stalled(reason, message string) {
 	c.set(tenancyv1alpha1.StalledCondition, metav1.ConditionTrue, reason, message)
 	c.remove(tenancyv1alpha1.ReconcilingCondition)
 }
+
+// conditionCurrent is whether the tenant's condition of a type is True with the reason, for its
+// current generation: work it reports need not be done again.
+func conditionCurrent(t *tenancyv1alpha1.Tenant, typ, reason string) bool {
+	c := meta.FindStatusCondition(t.Status.Conditions, typ)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason && c.ObservedGeneration == t.Generation
+}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -31,12 +32,16 @@ func (r *TenantReconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tena
 	s := newTenantScope(t, r.Config.NamespaceName(t.Name))
 	// A spare no customer has used holds no customer data: deleting it (scaling a pool down,
 	// deleting a pool) drops its databases, as Purged would.
-	if t.Spec.State == tenancyv1alpha1.StatePurged || t.IsUnallocatedSpare() {
+	purge := t.Spec.State == tenancyv1alpha1.StatePurged || t.IsUnallocatedSpare()
+	if purge {
 		if res := r.purgeDatabases(ctx, s); !res.done {
 			if res.err != nil {
 				return res.err
 			}
 			return fmt.Errorf("purging databases: %s", res.message)
+		}
+		if err := r.purgeVolumes(ctx, s); err != nil {
+			return err
 		}
 	} else {
 		r.reportKeptDatabases(t)
@@ -44,6 +49,13 @@ func (r *TenantReconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tena
 	ns := &corev1.Namespace{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns); {
 	case err == nil && ns.DeletionTimestamp.IsZero():
+		// The volumes of a tenant that is not purged outlive its namespace, marked with its UID
+		// for a tenant that adopts its data.
+		if !purge && metav1.IsControlledBy(ns, t) {
+			if err := r.keepVolumes(ctx, s); err != nil {
+				return err
+			}
+		}
 		deleted, err := deleteIfControlled(ctx, r.Client, ns, t)
 		if err != nil {
 			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)

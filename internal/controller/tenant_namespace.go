@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -55,24 +56,39 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Applied", "Apply",
 			"updated %s", strings.Join(repaired, ", "))
 	}
+	// Before any component can create a claim that a provisioner would give a new, empty disk.
+	if err := r.restoreVolumes(ctx, s); err != nil {
+		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+	}
 	return done(tenancyv1alpha1.ReasonSucceeded, "namespace %s is ready", s.namespace)
 }
 
 // removeNamespace deletes the namespace of an Archived or Purged tenant, and waits until it is
 // gone: the namespace's deletion event re-triggers the reconcile. The components in it go with
-// it, so their status goes too.
+// it, so their status goes too. An Archived tenant's volumes are kept first; a Purged tenant's
+// kept volumes are deleted once the namespace is gone.
 func (r *TenantReconciler) removeNamespace(ctx context.Context, s *tenantScope) outcome {
 	t := s.tenant
 	s.status.Components = nil
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(s.namespace)
-			return done(tenancyv1alpha1.ReasonNamespaceRemoved, "namespace %s is removed while the tenant is %s", s.namespace, t.Spec.State)
+		if !apierrors.IsNotFound(err) {
+			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
-		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		r.forget(s.namespace)
+		if t.Spec.State == tenancyv1alpha1.StatePurged && !conditionCurrent(t, tenancyv1alpha1.NamespaceReadyCondition, tenancyv1alpha1.ReasonNamespaceRemoved) {
+			if err := r.purgeVolumes(ctx, s); err != nil {
+				return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+			}
+		}
+		return done(tenancyv1alpha1.ReasonNamespaceRemoved, "namespace %s is removed while the tenant is %s", s.namespace, t.Spec.State)
 	}
 	if ns.DeletionTimestamp.IsZero() {
+		if t.Spec.State != tenancyv1alpha1.StatePurged && metav1.IsControlledBy(ns, t) {
+			if err := r.keepVolumes(ctx, s); err != nil {
+				return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+			}
+		}
 		deleted, err := deleteIfControlled(ctx, r.Client, ns, t)
 		switch {
 		case err != nil:
