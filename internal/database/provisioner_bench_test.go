@@ -23,13 +23,13 @@ func BenchmarkEnsure(b *testing.B) {
 		}
 		ctx := context.Background()
 		var made []database.Account
-		account := func(i int, run string) database.Account {
-			name, user := database.Names(engine, "t_", fmt.Sprintf("bench%s%d", run, i), "app")
+		account := func() database.Account {
+			name, user := database.Names(engine, "t_", fmt.Sprintf("bench%d", len(made)), "app")
 			return database.Account{Database: name, Username: user, Password: "bench-password-0123456789", Owner: "0a1b2c3d-bench"}
 		}
 		b.Run(string(engine)+"/new account", func(b *testing.B) {
-			for i := range b.N {
-				acct := account(i, fmt.Sprint(b.N))
+			for range b.N {
+				acct := account()
 				if err := p.Ensure(ctx, acct); err != nil {
 					b.Fatal(err)
 				}
