@@ -47,18 +47,21 @@ type found struct {
 }
 
 // claim decides whether an account may use an existing object: its own (marked with the
-// account's owner), an adopted one (marked with acct.Adopt), or an unmarked one the caller
-// vouches for (acct.AdoptUnmarked, or creation interrupted before marking, as the engine
-// decides). remark says the marker must be (re)written to the account's owner.
-func (f found) claim(acct Account, vouched bool) (remark bool, err error) {
+// account's owner), an adopted one (marked with acct.Adopt), an unmarked one of an earlier
+// release (acct.AdoptUnmarked), or one the engine knows to be the account's whatever its marker
+// says (owned, for: see the PostgreSQL provisioner). remark says the marker must be (re)written
+// to the account's owner.
+func (f found) claim(acct Account, owned bool) (remark bool, err error) {
 	switch {
 	case !f.exists:
 		return true, nil
 	case f.marked && f.owner == acct.Owner:
 		return false, nil
+	case owned:
+		return true, nil
 	case f.marked && acct.Adopt != "" && f.owner == acct.Adopt:
 		return true, nil
-	case !f.marked && (acct.AdoptUnmarked || vouched):
+	case !f.marked && acct.AdoptUnmarked:
 		return true, nil
 	}
 	owner := ""

@@ -167,6 +167,35 @@ func TestIdentity(t *testing.T) {
 			})
 
 			if engine == database.Postgres {
+				// The login owns its database, so it may rewrite the database's comment, though
+				// not its own: the login's marker is what Landlord trusts.
+				t.Run("a marker a tenant's own login forges on its database changes nothing", func(t *testing.T) {
+					t.Parallel()
+					ctx := testContext(t)
+					acct := newAccount(t, engine, p, "forged")
+					ensure(t, ctx, p, acct)
+					own, err := dbtest.OpenDB(s, acct.Username, acct.Password, acct.Database)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer own.Close()
+					if _, err := own.ExecContext(ctx, "COMMENT ON DATABASE "+acct.Database+" IS 'landlord:tenant="+uid(t)+"'"); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := own.ExecContext(ctx, "COMMENT ON ROLE "+acct.Username+" IS 'landlord:tenant="+uid(t)+"'"); err == nil {
+						t.Fatal("the login rewrote its own marker")
+					}
+					ensure(t, ctx, p, acct)
+					mustUse(t, ctx, s, acct)
+					var comment string
+					if err := admin.QueryRowContext(ctx, "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1", acct.Database).Scan(&comment); err != nil {
+						t.Fatal(err)
+					}
+					if comment != "landlord:tenant="+acct.Owner {
+						t.Errorf("the database's marker is %q after Ensure", comment)
+					}
+				})
+
 				// CREATE DATABASE cannot run in the transaction that creates and marks the login.
 				t.Run("a database left unmarked by an interrupted ensure is recognised by its owner", func(t *testing.T) {
 					t.Parallel()

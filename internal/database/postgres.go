@@ -95,10 +95,12 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 		if err != nil {
 			return err
 		}
-		// CREATE DATABASE cannot share a transaction with its COMMENT: a database left unmarked
-		// by an interrupted Ensure is recognised by its owner, the account's own marked login,
-		// which only Landlord creates and which may not create databases itself.
-		remarkDB, err := d.found.claim(acct, r.exists && !remarkRole && d.owner == acct.Username)
+		// The database is the account's when its owner is the account's login, whatever its
+		// comment says: only an administrator can create a database for a login or hand one to
+		// it, while the login, as owner, can rewrite the comment. That also recognises a
+		// database left unmarked by an interrupted Ensure (CREATE DATABASE cannot share the
+		// transaction of its COMMENT).
+		remarkDB, err := d.found.claim(acct, r.exists && d.ownerRole == acct.Username)
 		if err != nil {
 			return err
 		}
@@ -122,7 +124,7 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 			if _, err := conn.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role); err != nil {
 				return p.wrap(err, "creating database %q", acct.Database)
 			}
-		} else if d.owner != acct.Username {
+		} else if d.ownerRole != acct.Username {
 			if _, err := conn.Exec(ctx, "ALTER DATABASE "+db+" OWNER TO "+role); err != nil {
 				return p.wrap(err, "handing database %q to role %q", acct.Database, acct.Username)
 			}
@@ -193,7 +195,7 @@ func pgConnectionLimit(n int32) int32 {
 // pgDatabase is what the server holds of an account's database.
 type pgDatabase struct {
 	found
-	owner string
+	ownerRole string
 }
 
 // inspect reads whether the account's login and database exist, their markers (comments), and
@@ -211,7 +213,7 @@ func (p *postgres) inspect(ctx context.Context, conn *pgx.Conn, acct Account) (f
 	}
 	d := pgDatabase{found: found{object: "database", name: acct.Database}}
 	err = conn.QueryRow(ctx, "SELECT pg_get_userbyid(datdba), coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = $1",
-		acct.Database).Scan(&d.owner, &comment)
+		acct.Database).Scan(&d.ownerRole, &comment)
 	switch {
 	case err == nil:
 		d.exists = true
@@ -245,7 +247,7 @@ func (p *postgres) Drop(ctx context.Context, acct Account) error {
 		if _, err := r.claim(acct, false); err != nil {
 			return err
 		}
-		if _, err := d.found.claim(acct, r.exists && d.owner == acct.Username); err != nil {
+		if _, err := d.found.claim(acct, r.exists && d.ownerRole == acct.Username); err != nil {
 			return err
 		}
 		// FORCE ends the tenant's sessions, which would otherwise block the drop indefinitely.
