@@ -119,8 +119,11 @@ func (r *TenantReconciler) saveVolumesRecord(ctx context.Context, namespace stri
 }
 
 // tenantVolumes lists the volumes marked with the tenant's UID, or with the UID of the tenant
-// whose data it adopts.
-func (r *TenantReconciler) tenantVolumes(ctx context.Context, t *tenancyv1alpha1.Tenant) ([]corev1.PersistentVolume, error) {
+// whose data it adopts, that were bound in the tenant's namespace. Like stored records, which
+// are kept by namespace name, kept volumes pass only to a tenant of the same namespace: an
+// adoption annotation naming the UID of another, living tenant (an Archived one, whose volumes
+// are Released too) takes nothing of it.
+func (r *TenantReconciler) tenantVolumes(ctx context.Context, t *tenancyv1alpha1.Tenant, namespace string) ([]corev1.PersistentVolume, error) {
 	uids := []string{string(t.UID)}
 	if adopt := adoptedUID(t); adopt != "" {
 		uids = append(uids, adopt)
@@ -133,7 +136,9 @@ func (r *TenantReconciler) tenantVolumes(ctx context.Context, t *tenancyv1alpha1
 	if err := r.APIReader.List(ctx, pvs, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}); err != nil {
 		return nil, fmt.Errorf("listing the tenant's kept volumes: %w", err)
 	}
-	return pvs.Items, nil
+	return slices.DeleteFunc(pvs.Items, func(pv corev1.PersistentVolume) bool {
+		return pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != namespace
+	}), nil
 }
 
 // restoreVolumes reserves each kept volume of the tenant for the claim of the same name in its
@@ -147,7 +152,7 @@ func (r *TenantReconciler) restoreVolumes(ctx context.Context, s *tenantScope) e
 	if len(t.Status.Volumes) == 0 && adoptedUID(t) == "" && !back {
 		return nil
 	}
-	pvs, err := r.tenantVolumes(ctx, t)
+	pvs, err := r.tenantVolumes(ctx, t, s.namespace)
 	if err != nil {
 		return err
 	}
@@ -175,7 +180,7 @@ func (r *TenantReconciler) restoreVolumes(ctx context.Context, s *tenantScope) e
 // were kept, so a dynamically provisioned disk goes with its volume as it would have.
 func (r *TenantReconciler) purgeVolumes(ctx context.Context, s *tenantScope) error {
 	t := s.tenant
-	pvs, err := r.tenantVolumes(ctx, t)
+	pvs, err := r.tenantVolumes(ctx, t, s.namespace)
 	if err != nil {
 		return err
 	}

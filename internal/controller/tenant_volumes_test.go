@@ -72,6 +72,18 @@ func TestVolumesOutliveTheTenantNamespace(t *testing.T) {
 		g.Expect(got.Labels[tenancyv1alpha1.TenantUIDLabel]).To(Equal(string(tenant.UID)))
 	})
 
+	t.Run("another tenant naming this one's UID for adoption takes none of its volumes", func(t *testing.T) {
+		g := NewWithT(t)
+		thief := newTenant("vol-thief")
+		thief.Annotations = map[string]string{tenancyv1alpha1.AdoptDataAnnotation: string(tenant.UID)}
+		createTenant(t, thief)
+		got := &corev1.PersistentVolume{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pv), got)).To(Succeed())
+		g.Expect(got.Spec.ClaimRef.Namespace).To(Equal(ns))
+		g.Expect(got.Spec.ClaimRef.UID).NotTo(BeEmpty(), "the volume was reserved for a claim")
+		g.Expect(got.Labels[tenancyv1alpha1.TenantUIDLabel]).To(Equal(string(tenant.UID)))
+	})
+
 	t.Run("made Active again, a claim of the same name is bound to the very same volume", func(t *testing.T) {
 		g := NewWithT(t)
 		setState(t, tenant.Name, tenancyv1alpha1.StateActive)
