@@ -61,6 +61,19 @@ func TestIdentity(t *testing.T) {
 				mustConnect(t, ctx, s, other.AdminUser, other.AdminPassword)
 			})
 
+			if engine == database.MySQL {
+				t.Run("a user of the computed name from another host is refused too", func(t *testing.T) {
+					t.Parallel()
+					ctx := testContext(t)
+					acct := newAccount(t, engine, p, "local")
+					if _, err := admin.ExecContext(ctx, "CREATE USER '"+acct.Username+"'@'localhost' IDENTIFIED BY 'theirs'"); err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _, _ = admin.ExecContext(context.Background(), "DROP USER '"+acct.Username+"'@'localhost'") })
+					mustBeForeign(t, p.Ensure(ctx, acct), "")
+				})
+			}
+
 			t.Run("an existing database Landlord did not create is refused and left alone", func(t *testing.T) {
 				t.Parallel()
 				ctx := testContext(t)

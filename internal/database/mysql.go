@@ -137,7 +137,9 @@ const (
 func (m *mysqlServer) inspect(ctx context.Context, conn *sql.Conn, acct Account) (user, db found, err error) {
 	user = found{object: "login", name: acct.Username}
 	db = found{object: "database", name: acct.Database}
-	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) > 0 FROM mysql.user WHERE User = ? AND Host = '%'", acct.Username).Scan(&user.exists); err != nil {
+	// A user of the name from any host counts: Landlord creates only user@'%', and an existing
+	// user@'localhost' of the name is someone else's login that MySQL would prefer over it.
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) > 0 FROM mysql.user WHERE User = ?", acct.Username).Scan(&user.exists); err != nil {
 		return user, db, m.wrap(err, "reading user %q", acct.Username)
 	}
 	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) > 0 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", acct.Database).Scan(&db.exists); err != nil {
