@@ -117,20 +117,55 @@ stringData: {color: %s}
 			return err == nil && out == ""
 		})
 	})
-	t.Run("an Archived tenant's namespace is gone", func(t *testing.T) {
+	// A static volume and a claim on it, bound by kube-controller-manager: what the operator does
+	// to keep it uses the shipped ServiceAccount's permissions on PersistentVolumes.
+	const volume = `apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pied-piper-data}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Delete
+  storageClassName: e2e-static
+  hostPath: {path: /var/lib/e2e/pied-piper-data}
+`
+	const claim = `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: tenant-pied-piper}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: e2e-static
+  resources: {requests: {storage: 1Gi}}
+`
+	boundToVolume := func(t *testing.T) {
+		s.kubectl(t, "-n", "tenant-pied-piper", "wait", "--for=jsonpath={.spec.volumeName}=pied-piper-data", "pvc/data", "--timeout=1m")
+		s.kubectl(t, "-n", "tenant-pied-piper", "wait", "--for=jsonpath={.status.phase}=Bound", "pvc/data", "--timeout=1m")
+	}
+	t.Run("a tenant's claim is bound to a volume", func(t *testing.T) {
+		s.apply(t, volume)
+		s.apply(t, claim)
+		boundToVolume(t)
+	})
+	t.Run("an Archived tenant's namespace is gone and its volume is kept", func(t *testing.T) {
 		s.setState(t, "pied-piper", "Archived")
 		s.kubectl(t, "wait", "--for=delete", "namespace/tenant-pied-piper", "--timeout=2m")
 		s.waitTenantReady(t, "pied-piper")
+		if policy := s.kubectl(t, "get", "pv", "pied-piper-data", "-o", "jsonpath={.spec.persistentVolumeReclaimPolicy}"); policy != "Retain" {
+			t.Errorf("the volume's reclaim policy is %q, want Retain", policy)
+		}
 	})
-	t.Run("an Archived tenant made Active runs again", func(t *testing.T) {
+	t.Run("an Archived tenant made Active runs again, its claim bound to the same volume", func(t *testing.T) {
 		s.setState(t, "pied-piper", "Active")
 		s.waitTenantReady(t, "pied-piper")
 		s.expectPods(t, "tenant-pied-piper", 3, "pool-a-0")
+		s.apply(t, claim)
+		boundToVolume(t)
 	})
-	t.Run("a Purged tenant's namespace is gone and the tenant can be deleted", func(t *testing.T) {
+	t.Run("a Purged tenant's namespace and volume are gone and the tenant can be deleted", func(t *testing.T) {
 		s.kubectl(t, "patch", "tenant", "pied-piper", "--type=merge", "-p", `{"spec":{"state":"Purged","purgeConfirmation":"pied-piper"}}`)
 		s.kubectl(t, "wait", "--for=delete", "namespace/tenant-pied-piper", "--timeout=2m")
 		s.waitTenantReady(t, "pied-piper")
+		s.kubectl(t, "wait", "--for=delete", "pv/pied-piper-data", "--timeout=1m")
 		s.kubectl(t, "delete", "tenant", "pied-piper", "--timeout=2m")
 	})
 	t.Run("a claim on a pool is bound to a Ready spare", func(t *testing.T) {
