@@ -66,6 +66,16 @@ type dbKey struct {
 	name   string
 }
 
+// placedDatabases indexes the databases the tenant's status records in place.
+func placedDatabases(t *tenancyv1alpha1.Tenant) map[dbKey]*tenancyv1alpha1.DatabaseStatus {
+	placed := make(map[dbKey]*tenancyv1alpha1.DatabaseStatus, len(t.Status.Databases))
+	for i := range t.Status.Databases {
+		d := &t.Status.Databases[i]
+		placed[dbKey{d.Engine, d.Name}] = d
+	}
+	return placed
+}
+
 // ensureDatabases converges the tenant's databases and records those in place in the status
 // draft. A database whose credentials Secret is intact and whose status records it in place
 // costs nothing but a cache-compared apply: no store read, no login to its server. Everything
@@ -73,11 +83,7 @@ type dbKey struct {
 // database), the database ensured on its server, then the Secret written.
 func (r *TenantReconciler) ensureDatabases(ctx context.Context, s *tenantScope) outcome {
 	t := s.tenant
-	prev := map[dbKey]*tenancyv1alpha1.DatabaseStatus{}
-	for i := range t.Status.Databases {
-		d := &t.Status.Databases[i]
-		prev[dbKey{d.Engine, d.Name}] = d
-	}
+	prev := placedDatabases(t)
 
 	var (
 		statuses []tenancyv1alpha1.DatabaseStatus
@@ -444,20 +450,16 @@ func (r *TenantReconciler) keepDatabases(_ context.Context, s *tenantScope) outc
 // deleted, gets here.
 func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) outcome {
 	t := s.tenant
-	if c := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.DatabasesReadyCondition); c != nil &&
-		c.Status == metav1.ConditionTrue && c.Reason == tenancyv1alpha1.ReasonDatabasesDropped && c.ObservedGeneration == t.Generation {
+	if conditionCurrent(t, tenancyv1alpha1.DatabasesReadyCondition, tenancyv1alpha1.ReasonDatabasesDropped) {
 		s.status.Databases = nil
+		c := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.DatabasesReadyCondition)
 		return done(c.Reason, "%s", c.Message)
 	}
 	stored, err := r.Secrets.LoadAll(ctx, s.namespace)
 	if err != nil {
 		return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "listing stored credentials: %w", err)
 	}
-	prev := map[dbKey]*tenancyv1alpha1.DatabaseStatus{}
-	for i := range t.Status.Databases {
-		d := &t.Status.Databases[i]
-		prev[dbKey{d.Engine, d.Name}] = d
-	}
+	prev := placedDatabases(t)
 	var dropped []string
 	for _, sec := range stored {
 		name, _ := tenancyv1alpha1.DatabaseOfSecret(sec.Name)
