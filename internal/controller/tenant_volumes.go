@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,7 +36,9 @@ import (
 
 // volumesRecord is the name of the stored record of a tenant's kept volumes. It carries the
 // UID: records are kept per namespace name, and an earlier tenant of the same name keeps its own.
-func volumesRecord(t *tenancyv1alpha1.Tenant) string { return "landlord-volumes-" + string(t.UID) }
+func volumesRecord(t *tenancyv1alpha1.Tenant) string { return volumesRecordPrefix + string(t.UID) }
+
+const volumesRecordPrefix = "landlord-volumes-"
 
 // keepVolumes switches the volumes bound to the claims in the tenant namespace to Retain, marks
 // them, and records them in the status draft (when status is) and in the secret store.
@@ -68,8 +71,11 @@ func (r *TenantReconciler) keepVolumes(ctx context.Context, s *tenantScope) erro
 		metav1.SetMetaDataAnnotation(&pv.ObjectMeta, tenancyv1alpha1.VolumeClaimAnnotation, pvc.Name)
 		metav1.SetMetaDataLabel(&pv.ObjectMeta, tenancyv1alpha1.TenantUIDLabel, string(t.UID))
 		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
-		if err := r.Client.Patch(ctx, pv, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("keeping volume %s of claim %s: %w", pv.Name, pvc.Name, err)
+		// A retried archive finds the volume kept already: no write.
+		if !equality.Semantic.DeepEqual(orig, pv) {
+			if err := r.Client.Patch(ctx, pv, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+				return fmt.Errorf("keeping volume %s of claim %s: %w", pv.Name, pvc.Name, err)
+			}
 		}
 		kept = setVolume(kept, tenancyv1alpha1.VolumeStatus{Claim: pvc.Name, Volume: pv.Name})
 	}
@@ -159,9 +165,9 @@ func (r *TenantReconciler) restoreVolumes(ctx context.Context, s *tenantScope) e
 	for i := range pvs {
 		pv := &pvs[i]
 		claim := pv.Annotations[tenancyv1alpha1.VolumeClaimAnnotation]
-		ref := pv.Spec.ClaimRef
-		if claim == "" || pv.Status.Phase == corev1.VolumeBound ||
-			(ref != nil && ref.UID == "" && ref.Namespace == s.namespace && ref.Name == claim && pv.Labels[tenancyv1alpha1.TenantUIDLabel] == string(t.UID)) {
+		// Only a volume whose claim is gone is reserved again: a bound one, or one the binder is
+		// binding (Available, with the claim's UID), or one reserved already, is left alone.
+		if claim == "" || (pv.Status.Phase != corev1.VolumeReleased && pv.Status.Phase != corev1.VolumeFailed) {
 			continue
 		}
 		orig := pv.DeepCopy()
@@ -201,5 +207,14 @@ func (r *TenantReconciler) purgeVolumes(ctx context.Context, s *tenantScope) err
 			"deleted volume %s of claim %s", pv.Name, pv.Annotations[tenancyv1alpha1.VolumeClaimAnnotation])
 	}
 	s.status.Volumes = nil
-	return r.Secrets.Delete(ctx, s.namespace, volumesRecord(t))
+	// The records of the volumes just deleted: the tenant's own, and the adopted tenant's.
+	for _, uid := range []string{string(t.UID), adoptedUID(t)} {
+		if uid == "" {
+			continue
+		}
+		if err := r.Secrets.Delete(ctx, s.namespace, volumesRecordPrefix+uid); err != nil {
+			return err
+		}
+	}
+	return nil
 }

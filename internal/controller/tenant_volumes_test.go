@@ -70,6 +70,9 @@ func TestVolumesOutliveTheTenantNamespace(t *testing.T) {
 		g.Expect(got.Spec.PersistentVolumeReclaimPolicy).To(Equal(corev1.PersistentVolumeReclaimRetain))
 		g.Expect(got.DeletionTimestamp).To(BeNil())
 		g.Expect(got.Labels[tenancyv1alpha1.TenantUIDLabel]).To(Equal(string(tenant.UID)))
+		record, err := store.Get(ctx, ns, "landlord-volumes-"+string(tenant.UID))
+		g.Expect(err).NotTo(HaveOccurred(), "the kept volumes are not recorded in the store")
+		g.Expect(string(record.Data["volumes"])).To(ContainSubstring(pv.Name))
 	})
 
 	t.Run("another tenant naming this one's UID for adoption takes none of its volumes", func(t *testing.T) {
@@ -132,5 +135,11 @@ func TestVolumesOutliveTheTenantNamespace(t *testing.T) {
 		NewWithT(t).Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(pv), &corev1.PersistentVolume{}))
 		}).WithTimeout(timeout).Should(BeTrue())
+		stored, err := store.List(ctx, ns)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		for _, rec := range stored {
+			// Neither the heir's record nor the adopted one of the tenant before it.
+			NewWithT(t).Expect(rec.Name).NotTo(HavePrefix("landlord-volumes-"), "a record of the purged volumes was kept")
+		}
 	})
 }
