@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -22,6 +23,7 @@ const (
 	myDatabaseExists  = 1007
 	myOperationFailed = 1396 // CREATE USER for an existing user, ALTER/DROP USER for a missing one
 	myUnknownThread   = 1094
+	myNoSuchTable     = 1146
 	// mySpecificAccessDenied: the statement needs a privilege (SUPER, for SET sql_log_off) the
 	// administrator lacks.
 	mySpecificAccessDenied = 1227
@@ -35,6 +37,8 @@ type mysqlServer struct {
 	db        *sql.DB
 	addr      string
 	connLimit int32
+	// ownersReady: the bookkeeping table is known to exist.
+	ownersReady atomic.Bool
 }
 
 func openMySQL(s Server) (Provisioner, error) {
@@ -173,17 +177,34 @@ func (m *mysqlServer) session(ctx context.Context, acct Account, fn func(*sql.Co
 			}
 		}
 		defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_ALL_LOCKS()") }()
-		for _, stmt := range []string{
-			"CREATE DATABASE IF NOT EXISTS `" + ownersSchema + "` CHARACTER SET utf8mb4",
-			"CREATE TABLE IF NOT EXISTS " + ownersTable + " (kind VARCHAR(16) NOT NULL, name VARCHAR(128) NOT NULL," +
-				" tenant VARCHAR(64) NOT NULL, PRIMARY KEY (kind, name)) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
-		} {
-			if _, err := conn.ExecContext(ctx, stmt); err != nil {
-				return m.wrap(err, "creating Landlord's bookkeeping table")
-			}
+		if err := m.ensureOwnersTable(ctx, conn); err != nil {
+			return err
 		}
-		return fn(conn)
+		err := fn(conn)
+		if err != nil && myIs(err, myNoSuchTable) {
+			// Dropped behind Landlord's back: created again on the next call.
+			m.ownersReady.Store(false)
+		}
+		return err
 	})
+}
+
+// ensureOwnersTable creates the bookkeeping table once per provisioner, not on every call.
+func (m *mysqlServer) ensureOwnersTable(ctx context.Context, conn *sql.Conn) error {
+	if m.ownersReady.Load() {
+		return nil
+	}
+	for _, stmt := range []string{
+		"CREATE DATABASE IF NOT EXISTS `" + ownersSchema + "` CHARACTER SET utf8mb4",
+		"CREATE TABLE IF NOT EXISTS " + ownersTable + " (kind VARCHAR(16) NOT NULL, name VARCHAR(128) NOT NULL," +
+			" tenant VARCHAR(64) NOT NULL, PRIMARY KEY (kind, name)) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+	} {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return m.wrap(err, "creating Landlord's bookkeeping table")
+		}
+	}
+	m.ownersReady.Store(true)
+	return nil
 }
 
 // lockName is a named lock's name: MySQL caps them at 64 characters, so long account names are
