@@ -52,6 +52,8 @@ type ComponentTemplateSpec struct {
 
 // ComponentTemplate is one version of an application component, rendered into every tenant
 // that pins it. Its name is <component>-<version>.
+// +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
+// +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/prune=disabled"
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=ct
 // +kubebuilder:printcolumn:name="Component",type=string,JSONPath=`.spec.component`

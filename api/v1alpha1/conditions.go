@@ -20,8 +20,10 @@ const (
 	ReasonNamespaceRemoved     = "NamespaceRemoved"
 	ReasonOwnershipConflict    = "OwnershipConflict"
 	ReasonInvalidObject        = "InvalidObject"
-	ReasonApplyFailed          = "ApplyFailed"
-	ReasonNamespaceNotReady    = "NamespaceNotReady"
+	// ReasonKindNotAllowed: a component renders a kind the operator may not list and watch.
+	ReasonKindNotAllowed    = "KindNotAllowed"
+	ReasonApplyFailed       = "ApplyFailed"
+	ReasonNamespaceNotReady = "NamespaceNotReady"
 
 	// ReasonDatabaseUnavailable: a database server did not answer or refused a statement.
 	ReasonDatabaseUnavailable = "DatabaseUnavailable"
@@ -116,6 +118,14 @@ const (
 	// credentials records (as an annotation) and on the PersistentVolumes Landlord keeps. Data
 	// is used, changed or dropped only for the tenant of that UID.
 	TenantUIDLabel = "tenancy.landlord.dev/tenant-uid"
+	// SecretStoreAnnotation on the template namespace records the identity of the secret store
+	// it is mirrored from. A sync reading any other store changes nothing there; removing the
+	// annotation is how an administrator moves the cluster to another store on purpose.
+	SecretStoreAnnotation = "tenancy.landlord.dev/secret-store"
+	// DeletionConfirmationAnnotation on a Tenant, set to the tenant's own name, lets it be deleted
+	// while Active or Frozen: without it Landlord's admission policy refuses the deletion, since
+	// it would take the customer's namespace and running application down at once.
+	DeletionConfirmationAnnotation = "tenancy.landlord.dev/confirm-deletion"
 	// AdoptDataAnnotation on a Tenant names the UID of an earlier tenant (deleted without being
 	// Purged, or in another cluster) whose kept data the tenant takes over: its databases,
 	// logins, stored credentials and volumes. Without it, a tenant never uses another's data.

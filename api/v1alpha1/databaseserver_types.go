@@ -115,6 +115,8 @@ type DatabaseServerStatus struct {
 
 // DatabaseServer is a shared PostgreSQL or MySQL server on which Landlord places tenant
 // databases.
+// +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
+// +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/prune=disabled"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=dbs

@@ -323,6 +323,8 @@ type TenantStatus struct {
 }
 
 // Tenant is one customer's isolated instance of the application.
+// +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
+// +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/prune=disabled"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=tnt

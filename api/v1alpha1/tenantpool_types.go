@@ -6,8 +6,11 @@ import (
 
 // TenantTemplate is what every spare of a pool is created from.
 type TenantTemplate struct {
-	// Labels are put on every spare (and stay on it once allocated).
+	// Labels are put on every spare (and stay on it once allocated). Keys under
+	// tenancy.landlord.dev/ are Landlord's: they say what a tenant is (a pool's spare, a
+	// customer's), so a template cannot carry them.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('tenancy.landlord.dev/'))",message="label keys under tenancy.landlord.dev/ are reserved for Landlord"
 	Labels map[string]string `json:"labels,omitempty"`
 
 	// Spec is the spares' Tenant spec. Organization and email come from the claim.
@@ -55,6 +58,8 @@ type TenantPoolStatus struct {
 
 // TenantPool keeps fully provisioned, unallocated spare tenants, so a signup is one bind away
 // from a working instance.
+// +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
+// +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/prune=disabled"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=tp
@@ -154,6 +159,8 @@ type TenantClaimStatus struct {
 }
 
 // TenantClaim is a signup: it binds one Ready spare of a pool to a customer.
+// +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
+// +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/prune=disabled"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=tc

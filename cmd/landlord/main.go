@@ -20,6 +20,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/localcluster"
 	"github.com/landlord-dev/landlord/internal/operator"
+	"github.com/landlord-dev/landlord/internal/secret"
 )
 
 func main() {
@@ -66,6 +67,13 @@ func run(ctx context.Context, configPath string, overrides config.Overrides, emb
 		return err
 	}
 	opts.Config = overrides.Apply(cfg)
+	// In a pod, a file store must be on a volume that outlives it: one that starts empty after
+	// a restart has lost every stored credential and shared secret.
+	if st := opts.Config.Secrets.Store; st.Backend == config.StoreBackendFile && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		if err := secret.CheckDurable(st.File.Dir); err != nil {
+			return err
+		}
+	}
 
 	restCfg, err := clusterConfig(embedded)
 	if err != nil {

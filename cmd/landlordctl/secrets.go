@@ -232,11 +232,18 @@ func newDeleteCommand(o *rootOptions) *cobra.Command {
 }
 
 func newSyncCommand(o *rootOptions) *cobra.Command {
-	var kubeconfig string
+	var (
+		kubeconfig         string
+		maxDeletionPercent int
+	)
 	cmd := &cobra.Command{
 		Use:   "sync",
 		Short: "Bring the cluster's template namespace in line with the store now.",
-		Args:  cobra.NoArgs,
+		Long: `Bring the cluster's template namespace in line with the store now. Like the operator's own sync,
+it changes nothing when the store is not the one the namespace records (a wrong configuration
+or context), and removes nothing when more than --max-deletion-percent of the namespace's shared
+secrets left the store (the configuration's secrets.maxDeletionPercent by default).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, store, err := o.load()
 			if err != nil {
@@ -252,7 +259,11 @@ func newSyncCommand(o *rootOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := templatesync.Mirror(cmd.Context(), c, store, cfg.Secrets.TemplateNamespace); err != nil {
+			if maxDeletionPercent == 0 {
+				maxDeletionPercent = cfg.Secrets.MaxDeletionPercent
+			}
+			opts := templatesync.Options{MaxDeletionPercent: maxDeletionPercent}
+			if err := templatesync.Mirror(cmd.Context(), c, secret.WithTimeout(store, cfg.Secrets.Store.Timeout.Duration), cfg.Secrets.TemplateNamespace, opts); err != nil {
 				return err
 			}
 			fmt.Fprintf(o.out, "namespace %s is in line with the store\n", cfg.Secrets.TemplateNamespace)
@@ -260,5 +271,6 @@ func newSyncCommand(o *rootOptions) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
+	cmd.Flags().IntVar(&maxDeletionPercent, "max-deletion-percent", 0, "Largest share of the namespace's shared secrets this sync may remove (100 to remove every one the store no longer holds).")
 	return cmd
 }

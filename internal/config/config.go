@@ -97,6 +97,10 @@ type Secrets struct {
 	TemplateNamespace string `json:"templateNamespace,omitempty"`
 	// SyncInterval is how often the template namespace is brought in line with the store.
 	SyncInterval metav1.Duration `json:"syncInterval,omitempty"`
+	// MaxDeletionPercent is the largest share of the template namespace's shared secrets one sync
+	// may remove; a sync that would remove more removes none and reports it. Removing one secret
+	// is always allowed.
+	MaxDeletionPercent int `json:"maxDeletionPercent,omitempty"`
 	// Store is the secret store.
 	Store SecretStore `json:"store,omitempty"`
 }
@@ -114,6 +118,9 @@ type SecretStore struct {
 	Backend string          `json:"backend,omitempty"`
 	File    FileSecretStore `json:"file,omitempty"`
 	GCS     GCSSecretStore  `json:"gcs,omitempty"`
+	// Timeout bounds every call to the store (a listing with what it reads, a write, a delete),
+	// so an outage that hangs rather than fails holds no worker.
+	Timeout metav1.Duration `json:"timeout,omitempty"`
 }
 
 // FileSecretStore is a local directory and the key that encrypts it.
@@ -202,8 +209,12 @@ type Controller struct {
 	// MaxConcurrentReconciles bounds how many tenants are reconciled at once, so a global event
 	// cannot flood the API server.
 	MaxConcurrentReconciles int `json:"maxConcurrentReconciles,omitempty"`
-	// CacheSyncTimeout bounds how long start-up waits for the informer caches.
+	// CacheSyncTimeout bounds how long start-up waits for the informer caches, and how long a
+	// reconcile waits for the informer of a kind a component renders for the first time.
 	CacheSyncTimeout metav1.Duration `json:"cacheSyncTimeout,omitempty"`
+	// ReconcileTimeout bounds one reconcile of any object: a call that never answers ends it,
+	// and it is retried with backoff, rather than holding a worker for ever.
+	ReconcileTimeout metav1.Duration `json:"reconcileTimeout,omitempty"`
 }
 
 // Default returns the built-in configuration.
@@ -344,6 +355,19 @@ func (c *Config) applyDefaults() {
 	if c.Controller.CacheSyncTimeout.Duration == 0 {
 		c.Controller.CacheSyncTimeout.Duration = 2 * time.Minute
 	}
+	if c.Controller.ReconcileTimeout.Duration == 0 {
+		// Long enough for a tenant's every database call (each bounded by databases.timeout) and
+		// its writes; a reconcile that takes longer is waiting on something that is not answering.
+		c.Controller.ReconcileTimeout.Duration = 5 * time.Minute
+	}
+	if c.Secrets.MaxDeletionPercent == 0 {
+		c.Secrets.MaxDeletionPercent = 25
+	}
+	if c.Secrets.Store.Timeout.Duration == 0 {
+		// A listing reads and decrypts every shared secret: about 10 ms each from Cloud Storage
+		// and Cloud KMS, so a minute holds thousands.
+		c.Secrets.Store.Timeout.Duration = time.Minute
+	}
 }
 
 // Validate reports every invalid field, named by its path in the file.
@@ -411,6 +435,15 @@ func (c *Config) Validate() error {
 	}
 	if c.Secrets.SyncInterval.Duration < time.Second {
 		errs = append(errs, errors.New("secrets.syncInterval must be at least 1s"))
+	}
+	if p := c.Secrets.MaxDeletionPercent; p < 1 || p > 100 {
+		errs = append(errs, fmt.Errorf("secrets.maxDeletionPercent: %d is not between 1 and 100", p))
+	}
+	if c.Secrets.Store.Timeout.Duration < time.Second {
+		errs = append(errs, fmt.Errorf("secrets.store.timeout: %s is shorter than 1s", c.Secrets.Store.Timeout.Duration))
+	}
+	if c.Controller.ReconcileTimeout.Duration < 10*time.Second {
+		errs = append(errs, fmt.Errorf("controller.reconcileTimeout: %s is shorter than 10s", c.Controller.ReconcileTimeout.Duration))
 	}
 	switch st := c.Secrets.Store; st.Backend {
 	case StoreBackendFile:

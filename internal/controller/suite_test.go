@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -93,6 +94,10 @@ func run(m *testing.M) int {
 	// Outages are noticed within seconds rather than a minute.
 	opConfig.Databases.CheckInterval.Duration = 2 * time.Second
 	opConfig.Databases.Timeout.Duration = 5 * time.Second
+	opConfig.Secrets.Store.Timeout.Duration = 2 * time.Second
+	// Tests add and remove shared secrets a few at a time; the share one sync may remove is
+	// tested on namespaces of its own (templatesync_safety_test.go).
+	opConfig.Secrets.MaxDeletionPercent = 100
 	if op, err = env.StartOperator(opConfig, store); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -192,8 +197,7 @@ func deleteTenants(t *testing.T, names ...string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, name := range names {
-		tenant := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := k8s.Delete(ctx, tenant); client.IgnoreNotFound(err) != nil {
+		if err := confirmedDelete(ctx, name); client.IgnoreNotFound(err) != nil {
 			t.Errorf("deleting tenant %s: %v", name, err)
 		}
 	}
@@ -208,6 +212,17 @@ func deleteTenants(t *testing.T, names ...string) {
 				"namespace of tenant %s is still terminating: %v", name, err)
 		}
 	}).WithTimeout(2 * timeout).Should(Succeed())
+}
+
+// confirmedDelete deletes a tenant in whatever state it is, confirming the deletion as an
+// administrator does for an Active or Frozen tenant.
+func confirmedDelete(ctx context.Context, name string, opts ...client.DeleteOption) error {
+	tenant := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	confirm := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, tenancyv1alpha1.DeletionConfirmationAnnotation, name)
+	if err := k8s.Patch(ctx, tenant, client.RawPatch(types.MergePatchType, []byte(confirm))); err != nil {
+		return err
+	}
+	return k8s.Delete(ctx, tenant, opts...)
 }
 
 // waitNamespaceGone waits until the namespace controller has emptied and removed a namespace.

@@ -2,12 +2,15 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,6 +51,10 @@ type TemplateSyncReconciler struct {
 	Store     secret.Store
 	Namespace string
 	Interval  time.Duration
+	// MaxDeletionPercent bounds the share of the namespace's secrets one sync may remove.
+	MaxDeletionPercent int
+	// Recorder reports a refused sync on the template namespace.
+	Recorder events.EventRecorder
 
 	triggerOnce sync.Once
 	trigger     chan struct{}
@@ -104,8 +111,16 @@ func (r *TemplateSyncReconciler) Reconcile(ctx context.Context, _ ctrl.Request) 
 // Sync brings the template namespace in line with the store now, and reports it in the sync
 // metrics.
 func (r *TemplateSyncReconciler) Sync(ctx context.Context) error {
-	if err := templatesync.Mirror(ctx, r.Client, r.Store, r.Namespace); err != nil {
+	err := templatesync.Mirror(ctx, r.Client, r.Store, r.Namespace, templatesync.Options{MaxDeletionPercent: r.MaxDeletionPercent})
+	if err != nil {
 		templateSyncUp.Set(0)
+		var refused *templatesync.RefusedError
+		if errors.As(err, &refused) && r.Recorder != nil {
+			ns := &corev1.Namespace{}
+			if r.Client.Get(ctx, client.ObjectKey{Name: r.Namespace}, ns) == nil {
+				r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, refused.Reason, "Sync", "%s", refused.Message)
+			}
+		}
 		return err
 	}
 	templateSyncUp.Set(1)

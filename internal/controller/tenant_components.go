@@ -10,13 +10,16 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -49,34 +52,111 @@ func TenantComponentTemplates(obj client.Object) []string {
 // kindWatches starts, once per kind, an informer and a watch for the kinds components render,
 // so a rendered object that drifts or rolls out re-triggers its tenant. Kinds are known only
 // when a template renders them.
+//
+// A kind is used only once the operator is known to be allowed to list and watch it: an
+// informer on a kind it may not list never syncs, and would hold whoever waits on it. Nothing
+// is waited on under the lock, and the wait for a new informer is bounded, so one tenant's
+// kind never holds another tenant's reconcile.
 type kindWatches struct {
 	mu       sync.Mutex
 	ctrl     controller.Controller
 	cache    cache.Cache
 	handler  handler.EventHandler
-	watching map[schema.GroupVersionKind]bool
+	client   client.Client
+	timeout  time.Duration
+	watching map[schema.GroupVersionKind]cache.Informer
+}
+
+// kindNotAllowedError is a kind the operator may not list and watch: only a person can change
+// that, by granting it or by taking the kind out of the template.
+type kindNotAllowedError struct {
+	gvk      schema.GroupVersionKind
+	resource string
+}
+
+func (e *kindNotAllowedError) Error() string {
+	return fmt.Sprintf("the operator may not list and watch %s (kind %s): grant Landlord's ServiceAccount get, list and watch on it, and the writes the component needs, or take the kind out of the template", e.resource, e.gvk.Kind)
 }
 
 func (w *kindWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.watching[gvk] {
+	informer := w.watching[gvk]
+	w.mu.Unlock()
+	if informer == nil {
+		if err := w.allowed(ctx, gvk); err != nil {
+			return err
+		}
+		var err error
+		if informer, err = w.start(ctx, gvk); err != nil {
+			return err
+		}
+	}
+	if informer.HasSynced() {
 		return nil
+	}
+	// The first read of the kind must see the cluster, not an empty cache.
+	waitCtx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	if !toolscache.WaitForCacheSync(waitCtx.Done(), informer.HasSynced) {
+		return fmt.Errorf("the informer for %s has not synced within %s", gvk.Kind, w.timeout)
+	}
+	return nil
+}
+
+// start registers the watch and the informer for a kind once; it never waits for the informer.
+func (w *kindWatches) start(ctx context.Context, gvk schema.GroupVersionKind) (cache.Informer, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if informer := w.watching[gvk]; informer != nil {
+		return informer, nil
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
-	if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, u, w.handler)); err != nil {
-		return fmt.Errorf("watching %s: %w", gvk.Kind, err)
+	informer, err := w.cache.GetInformer(ctx, u, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, fmt.Errorf("starting the informer for %s: %w", gvk.Kind, err)
 	}
-	// The first read of the kind must see the cluster, not an empty cache.
-	if _, err := w.cache.GetInformer(ctx, u); err != nil {
-		return fmt.Errorf("starting the informer for %s: %w", gvk.Kind, err)
+	if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, u, w.handler)); err != nil {
+		return nil, fmt.Errorf("watching %s: %w", gvk.Kind, err)
 	}
 	if w.watching == nil {
-		w.watching = map[schema.GroupVersionKind]bool{}
+		w.watching = map[schema.GroupVersionKind]cache.Informer{}
 	}
-	w.watching[gvk] = true
+	w.watching[gvk] = informer
+	return informer, nil
+}
+
+// allowed asks the API server whether the operator may list and watch the kind in every
+// namespace, as its informers do. A kind once allowed is not asked about again.
+func (w *kindWatches) allowed(ctx context.Context, gvk schema.GroupVersionKind) error {
+	mapping, err := w.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("finding the resource of %s: %w", gvk.Kind, err)
+	}
+	resource := mapping.Resource.GroupResource().String()
+	for _, verb := range []string{"list", "watch"} {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: gvk.Group, Version: gvk.Version, Resource: mapping.Resource.Resource},
+		}}
+		if err := w.client.Create(ctx, review); err != nil {
+			return fmt.Errorf("asking whether the operator may %s %s: %w", verb, resource, err)
+		}
+		if !review.Status.Allowed {
+			return &kindNotAllowedError{gvk: gvk, resource: resource}
+		}
+	}
 	return nil
+}
+
+// kindsOf is the distinct kinds of objs, in order of first appearance.
+func kindsOf(objs []*unstructured.Unstructured) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, obj := range objs {
+		if gvk := obj.GroupVersionKind(); !slices.Contains(out, gvk) {
+			out = append(out, gvk)
+		}
+	}
+	return out
 }
 
 // ensureComponents renders each pinned component, applies what differs from the cache, prunes
@@ -178,6 +258,17 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, s *tenantScope, 
 			return stall(tenancyv1alpha1.ReasonRenderFailed, "%s", msg)
 		}
 	}
+	// Every kind is checked, and watched, before anything is applied: a component is not left
+	// half applied for a kind the operator may not use.
+	for _, gvk := range kindsOf(objs) {
+		if err := r.Kinds.ensure(ctx, gvk); err != nil {
+			var notAllowed *kindNotAllowedError
+			if errors.As(err, &notAllowed) {
+				return stall(tenancyv1alpha1.ReasonKindNotAllowed, "%v", err)
+			}
+			return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
+		}
+	}
 
 	applier := r.applier()
 	inventory := make([]string, 0, len(objs))
@@ -188,9 +279,6 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, s *tenantScope, 
 		resources.StampComponentObject(t, nsName, c.Name, obj)
 		if t.Spec.State == tenancyv1alpha1.StateFrozen {
 			component.ScaleToZero([]*unstructured.Unstructured{obj})
-		}
-		if err := r.Kinds.ensure(ctx, obj.GroupVersionKind()); err != nil {
-			return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
 		}
 		_, answer, err := applier.ApplyLive(ctx, obj)
 		if err != nil {

@@ -133,6 +133,8 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Kinds = &kindWatches{
 		ctrl:    c,
 		cache:   mgr.GetCache(),
+		client:  r.Client,
+		timeout: r.Config.Controller.CacheSyncTimeout.Duration,
 		handler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tenancyv1alpha1.Tenant{}, handler.OnlyControllerOwner()),
 	}
 	return nil

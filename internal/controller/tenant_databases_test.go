@@ -219,7 +219,7 @@ func TestDeletingATenantThatIsNotPurgedKeepsItsData(t *testing.T) {
 			tenant := createTenant(t, newTenant("db-delete-"+strings.ToLower(string(policy)), withDatabases))
 			app := account(credentials(g, tenant.Name, "app"))
 
-			g.Expect(k8s.Delete(ctx, tenant, client.PropagationPolicy(policy))).To(Succeed())
+			g.Expect(confirmedDelete(ctx, tenant.Name, client.PropagationPolicy(policy))).To(Succeed())
 			g.Eventually(func() bool {
 				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(tenant), &tenancyv1alpha1.Tenant{}))
 			}).WithTimeout(timeout).Should(BeTrue())

@@ -82,7 +82,7 @@ func TestTenantLifecycle(t *testing.T) {
 
 	t.Run("a deleted tenant takes its namespace with it", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(k8s.Delete(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+		g.Expect(confirmedDelete(ctx, name)).To(Succeed())
 		g.Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Name: name}, &tenancyv1alpha1.Tenant{}))
 		}).WithTimeout(timeout).Should(BeTrue())

@@ -383,13 +383,18 @@ func claimOutcomes(g Gomega, pool string, claims int) map[string]string {
 	return outcomes
 }
 
-// A tenant someone labeled with a pool's name is not the pool's: it is neither counted as a
-// spare nor deleted when the pool shrinks.
+// A tenant labeled with a pool's name that the pool did not create is not the pool's: it is
+// neither counted as a spare nor deleted when the pool shrinks. Landlord's label policy keeps
+// anyone but the operator from setting the label; this is the second line, for a label set
+// before the policy was installed.
 func TestAPoolLabelSetByHandDoesNotMakeASpare(t *testing.T) {
 	ctx := context.Background()
-	createTenant(t, newTenant("hand-labeled", func(t *tenancyv1alpha1.Tenant) {
+	labeled := newTenant("hand-labeled", func(t *tenancyv1alpha1.Tenant) {
 		t.Labels = map[string]string{tenancyv1alpha1.PoolLabel: "pool-hand"}
-	}))
+	})
+	NewWithT(t).Expect(operatorClient(t).Create(ctx, labeled)).To(Succeed())
+	t.Cleanup(func() { deleteTenant(t, labeled.Name) })
+	waitReady(t, labeled.Name)
 	createPool(t, newPool("pool-hand", 1))
 	waitPool(t, "pool-hand", 1, 0)
 

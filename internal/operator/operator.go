@@ -5,9 +5,13 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
@@ -75,6 +79,26 @@ func metricsOptions(opts Options) metricsserver.Options {
 	}
 }
 
+// whoAmI asks the API server who the operator is (a SelfSubjectReview, which every
+// authenticated user may make): the protection policies exempt that identity, whatever the
+// ServiceAccount is called in this install.
+func whoAmI(restCfg *rest.Config) (string, error) {
+	c, err := client.New(restCfg, client.Options{Scheme: tenancyv1alpha1.Scheme()})
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	review := &authenticationv1.SelfSubjectReview{}
+	if err := c.Create(ctx, review); err != nil {
+		return "", fmt.Errorf("asking the API server who the operator is: %w", err)
+	}
+	if review.Status.UserInfo.Username == "" {
+		return "", errors.New("the API server did not say who the operator is")
+	}
+	return review.Status.UserInfo.Username, nil
+}
+
 // New returns a manager with every Landlord controller registered.
 func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	cfg := opts.Config
@@ -85,6 +109,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			return nil, fmt.Errorf("opening secret store: %w", err)
 		}
 	}
+	store = secret.WithTimeout(store, cfg.Secrets.Store.Timeout.Duration)
 	managed := labels.SelectorFromSet(labels.Set{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue})
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS = cfg.Client.QPS
@@ -128,7 +153,8 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Controller: ctrlconfig.Controller{
-			CacheSyncTimeout: cfg.Controller.CacheSyncTimeout.Duration,
+			CacheSyncTimeout:      cfg.Controller.CacheSyncTimeout.Duration,
+			ReconciliationTimeout: cfg.Controller.ReconcileTimeout.Duration,
 			// Start-up enqueues every tenant at once; the priority queue serves events for
 			// changed objects ahead of that initial list.
 			UsePriorityQueue: ptr.To(true),
@@ -165,7 +191,16 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		APIReader: mgr.GetAPIReader(),
 		Config:    &cfg,
 		Recorder:  mgr.GetEventRecorder("landlord"),
-		Secrets:   secret.TenantSecrets{Store: store},
+		// Tenants' credentials go only to the store the template namespace records: one that
+		// is not the cluster's would have them regenerated, then lost when the right one is back.
+		Secrets: secret.TenantSecrets{Store: secret.Guarded(store, func(ctx context.Context) (string, error) {
+			ns := &corev1.Namespace{}
+			err := mgr.GetClient().Get(ctx, client.ObjectKey{Name: cfg.Secrets.TemplateNamespace}, ns)
+			if apierrors.IsNotFound(err) {
+				return "", nil
+			}
+			return ns.Annotations[tenancyv1alpha1.SecretStoreAnnotation], err
+		})},
 		Databases: conns,
 		Resync:    opts.Resync,
 	}
@@ -183,7 +218,11 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err := claims.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant claim controller: %w", err)
 	}
-	if err := (&controller.PolicyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	self, err := whoAmI(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := (&controller.PolicyReconciler{Client: mgr.GetClient(), OperatorUser: self}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up admission policy controller: %w", err)
 	}
 	servers := &controller.DatabaseServerReconciler{Client: mgr.GetClient(), Config: &cfg, Connections: conns}
@@ -200,6 +239,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	sync := &controller.TemplateSyncReconciler{
 		Client: mgr.GetClient(), Store: store,
 		Namespace: cfg.Secrets.TemplateNamespace, Interval: cfg.Secrets.SyncInterval.Duration,
+		MaxDeletionPercent: cfg.Secrets.MaxDeletionPercent, Recorder: mgr.GetEventRecorder("landlord"),
 	}
 	if err := sync.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up template namespace sync: %w", err)

@@ -30,7 +30,14 @@ const (
 
 // Objects returns every policy and binding, each policy before its bindings: a binding whose
 // policy does not exist yet is ignored by the API server, so this order never leaves a gap.
-func Objects() []client.Object {
+// operator is the username of the operator's requests, the one the protection policies exempt.
+func Objects(operator string) []client.Object {
+	return append(TenantNamespaceObjects(), ProtectionObjects(operator)...)
+}
+
+// TenantNamespaceObjects are the policies over what tenants create in their namespaces, with
+// their bindings.
+func TenantNamespaceObjects() []client.Object {
 	return []client.Object{
 		NodePoolPlacementPolicy(), NodePoolPlacementBinding(),
 		NodePoolPolicy(), validatingBinding(NodePool),

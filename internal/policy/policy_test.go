@@ -28,7 +28,7 @@ const shippedHeader = `# Landlord's admission policies (Kubernetes 1.36 or later
 func TestShippedPoliciesMatchTheBuilders(t *testing.T) {
 	var out bytes.Buffer
 	out.WriteString(shippedHeader)
-	for _, obj := range policy.Objects() {
+	for _, obj := range policy.Objects(policy.DefaultOperatorUser) {
 		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -51,13 +51,13 @@ func TestShippedPoliciesMatchTheBuilders(t *testing.T) {
 
 func TestEveryPolicyIsLandlordsAndScopedToTenantNamespaces(t *testing.T) {
 	policies := map[string]bool{}
-	for _, obj := range policy.Objects() {
+	for _, obj := range policy.TenantNamespaceObjects() {
 		switch obj.(type) {
 		case *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicy:
 			policies[obj.GetObjectKind().GroupVersionKind().Kind+"/"+obj.GetName()] = true
 		}
 	}
-	for _, obj := range policy.Objects() {
+	for _, obj := range policy.TenantNamespaceObjects() {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
 		t.Run(kind+" "+obj.GetName()+" is labeled, named and confined to tenant namespaces", func(t *testing.T) {
 			if got := obj.GetLabels()[tenancyv1alpha1.ManagedByLabel]; got != tenancyv1alpha1.ManagedByValue {
@@ -120,4 +120,51 @@ func selectsTenantNamespacesOnly(sel *metav1.LabelSelector) bool {
 	templates := map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue}
 	kubeSystem := map[string]string{"kubernetes.io/metadata.name": "kube-system"}
 	return s.Matches(labels.Set(tenant)) && !s.Matches(labels.Set(templates)) && !s.Matches(labels.Set(kubeSystem))
+}
+
+// The protection policies reach only Landlord's own cluster-scoped objects: Tenants, and
+// Landlord's CustomResourceDefinitions by name. They never judge a tenant namespace's contents
+// or anyone else's CRDs.
+func TestProtectionPoliciesReachOnlyLandlordsOwnObjects(t *testing.T) {
+	for _, obj := range policy.ProtectionObjects(policy.DefaultOperatorUser) {
+		kind := obj.GetObjectKind().GroupVersionKind().Kind
+		t.Run(kind+" "+obj.GetName()+" is labeled and confined to Landlord's objects", func(t *testing.T) {
+			if got := obj.GetLabels()[tenancyv1alpha1.ManagedByLabel]; got != tenancyv1alpha1.ManagedByValue {
+				t.Errorf("managed-by label = %q", got)
+			}
+			switch o := obj.(type) {
+			case *admissionregistrationv1.ValidatingAdmissionPolicy:
+				if o.Spec.FailurePolicy == nil || *o.Spec.FailurePolicy != admissionregistrationv1.Fail {
+					t.Error("a validating policy must fail closed")
+				}
+				for _, v := range o.Spec.Validations {
+					if v.MessageExpression == "" || v.Message == "" {
+						t.Errorf("validation %q says nothing about what to do", v.Expression)
+					}
+				}
+				for _, r := range o.Spec.MatchConstraints.ResourceRules {
+					if r.Scope == nil || *r.Scope != admissionregistrationv1.ClusterScope {
+						t.Errorf("rule %v is not confined to cluster-scoped objects", r.Rule)
+					}
+					tenants := len(r.APIGroups) == 1 && r.APIGroups[0] == tenancyv1alpha1.GroupVersion.Group && len(r.Resources) == 1 && r.Resources[0] == "tenants"
+					crds := len(r.Resources) == 1 && r.Resources[0] == "customresourcedefinitions" && len(r.ResourceNames) > 0
+					for _, name := range r.ResourceNames {
+						crds = crds && strings.HasSuffix(name, "."+tenancyv1alpha1.GroupVersion.Group)
+					}
+					if !tenants && !crds {
+						t.Errorf("rule %v reaches beyond Tenants and Landlord's CRDs", r)
+					}
+				}
+			case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+				if len(o.Spec.ValidationActions) != 1 || o.Spec.ValidationActions[0] != admissionregistrationv1.Deny {
+					t.Errorf("validation actions = %v, want [Deny]", o.Spec.ValidationActions)
+				}
+				if o.Spec.PolicyName != o.Name {
+					t.Errorf("binds %q", o.Spec.PolicyName)
+				}
+			default:
+				t.Fatalf("unexpected %T", obj)
+			}
+		})
+	}
 }

@@ -78,6 +78,39 @@ func loadOrCreateKey(path string) (*keyset.Handle, error) {
 	return handle, out.Close()
 }
 
+// Identity returns the store's identity, creating it on first use.
+func (s *FileStore) Identity(context.Context) (string, error) {
+	path := filepath.Join(s.dir, identityName)
+	for {
+		id, err := os.ReadFile(path)
+		if err == nil {
+			if len(id) == 0 {
+				return "", fmt.Errorf("secret store identity %s is empty", path)
+			}
+			return string(id), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("reading secret store identity: %w", err)
+		}
+		// O_EXCL: of two processes starting on an empty store, one writes the identity and the
+		// other reads it. The identity is written whole before the file appears.
+		tmp, err := os.CreateTemp(s.dir, ".identity-*")
+		if err != nil {
+			return "", fmt.Errorf("creating secret store identity: %w", err)
+		}
+		_, werr := tmp.WriteString(newIdentity())
+		if err := errors.Join(werr, tmp.Close()); err != nil {
+			os.Remove(tmp.Name())
+			return "", fmt.Errorf("writing secret store identity: %w", err)
+		}
+		err = os.Link(tmp.Name(), path)
+		os.Remove(tmp.Name())
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("writing secret store identity: %w", err)
+		}
+	}
+}
+
 func (s *FileStore) path(namespace, name string) string {
 	return filepath.Join(s.dir, namespace, name+fileSuffix)
 }

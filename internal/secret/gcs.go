@@ -43,6 +43,34 @@ func NewGCSStore(gcs *storage.Client, kmsClient *kms.KeyManagementClient, bucket
 	}
 }
 
+// Identity returns the store's identity, an object at <prefix>.landlord-store-id, creating it
+// on first use. Only the first of two writers creates it; the other reads it.
+func (s *GCSStore) Identity(ctx context.Context) (string, error) {
+	obj := s.bucket.Object(s.prefix + identityName)
+	for attempt := 0; ; attempt++ {
+		r, err := obj.NewReader(ctx)
+		if err == nil {
+			id, err := io.ReadAll(r)
+			r.Close()
+			if err != nil {
+				return "", s.explain(err, identityName)
+			}
+			return string(id), nil
+		}
+		if !errors.Is(err, storage.ErrObjectNotExist) || attempt > 0 {
+			return "", s.explain(err, identityName)
+		}
+		w := obj.If(storage.Conditions{DoesNotExist: true}).NewWriter(ctx)
+		w.ContentType = "text/plain"
+		_, werr := w.Write([]byte(newIdentity()))
+		err = errors.Join(werr, w.Close())
+		var gerr *googleapi.Error
+		if err != nil && !(errors.As(err, &gerr) && gerr.Code == http.StatusPreconditionFailed) {
+			return "", s.explain(err, identityName)
+		}
+	}
+}
+
 func (s *GCSStore) object(namespace, name string) string {
 	return s.prefix + namespace + "/" + name
 }

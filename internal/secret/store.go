@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -23,7 +24,19 @@ type Store interface {
 	List(ctx context.Context, namespace string) ([]*corev1.Secret, error)
 	Put(ctx context.Context, s *corev1.Secret) error
 	Delete(ctx context.Context, namespace, name string) error
+	// Identity is the store's own random identifier, written on its first use. What was mirrored
+	// from one store records it, so that another store (an empty directory after a pod moved, a
+	// wrong bucket prefix, a command run with the wrong configuration) is told apart before it
+	// is trusted to say what no longer exists.
+	Identity(ctx context.Context) (string, error)
 }
+
+// identityName is where a store keeps its identity: a name no namespace can take (namespaces
+// are DNS labels, which cannot start with a dot).
+const identityName = ".landlord-store-id"
+
+// newIdentity is a fresh store identity.
+func newIdentity() string { return string(uuid.NewUUID()) }
 
 // validateKey keeps namespaces and names to what Kubernetes allows, which also keeps them safe
 // as file and object path segments.

@@ -141,6 +141,28 @@ func TestStores(t *testing.T) {
 				}
 			})
 
+			t.Run("a store's identity is written once, read back the same, and listed as no secret", func(t *testing.T) {
+				f := newFixture(t)
+				first, err := f.store.Identity(ctx)
+				if err != nil || first == "" {
+					t.Fatalf("identity %q: %v", first, err)
+				}
+				again, err := f.store.Identity(ctx)
+				if err != nil || again != first {
+					t.Fatalf("identity read again is %q (%v), want %q", again, err, first)
+				}
+				// Another handle on the same store (another replica, landlordctl) sees the same identity.
+				if other, err := f.otherKey().Identity(ctx); err != nil || other != first {
+					t.Fatalf("another handle's identity is %q (%v), want %q", other, err, first)
+				}
+				if list, err := f.store.List(ctx, "landlord-templates"); err != nil || len(list) != 0 {
+					t.Fatalf("the identity shows in a listing: %v, %v", list, err)
+				}
+				if fresh, err := newFixture(t).store.Identity(ctx); err != nil || fresh == first {
+					t.Fatalf("a new store's identity is %q (%v), want one of its own", fresh, err)
+				}
+			})
+
 			t.Run("what is stored does not contain the value", func(t *testing.T) {
 				f := newFixture(t)
 				if err := f.store.Put(ctx, apiKey("ns", "s", "very-secret-value")); err != nil {

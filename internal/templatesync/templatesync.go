@@ -4,6 +4,10 @@
 // controller runs it on start, on an interval and on demand; `landlordctl secrets sync` runs it
 // once. Tenants only ever read the cluster's copy, so a store outage delays changes but never
 // blocks a tenant and never removes anything.
+//
+// Removing is where a mistake reaches every tenant at once, so it is guarded twice: the namespace
+// records the identity of the store it is mirrored from and no other store changes it, and no
+// single pass removes more than a share of the namespace's secrets.
 package templatesync
 
 import (
@@ -22,18 +26,66 @@ import (
 	"github.com/landlord-dev/landlord/internal/secret"
 )
 
+// DefaultMaxDeletionPercent is the share of the template namespace's store-fed secrets one
+// pass may remove when Options leave it unset.
+const DefaultMaxDeletionPercent = 25
+
+// Options bound what one pass may do.
+type Options struct {
+	// MaxDeletionPercent is the largest share (in percent) of the namespace's secrets that came
+	// from the store one pass may remove; a pass that would remove more removes none. Removing a
+	// single secret is always allowed. DefaultMaxDeletionPercent when 0.
+	MaxDeletionPercent int
+}
+
+// Reasons a pass refuses, as in RefusedError.
+const (
+	ReasonStoreMismatch   = "StoreMismatch"
+	ReasonDeletionRefused = "DeletionRefused"
+)
+
+// RefusedError is a pass that refused to change the namespace because what it read cannot be
+// trusted to say what should go. Nothing it refused was written or removed.
+type RefusedError struct {
+	Reason  string
+	Message string
+}
+
+func (e *RefusedError) Error() string { return e.Message }
+
 // Mirror writes the store's shared secrets into namespace (only those that differ) and removes
 // the secrets there that came from the store and left it. c may read through a cache that
 // holds the namespace and its secrets: the operator's does, and then an unchanged store costs
 // only the store's listing.
-func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace string) error {
+func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace string, opts Options) error {
+	id, err := store.Identity(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the secret store's identity: %w", err)
+	}
 	stored, err := store.List(ctx, namespace)
 	if err != nil {
 		return fmt.Errorf("listing shared secrets in the store: %w", err)
 	}
-	if err := ensureNamespace(ctx, c, namespace); err != nil {
+	ns, err := ensureNamespace(ctx, c, namespace)
+	if err != nil {
 		return err
 	}
+	switch recorded := ns.Annotations[tenancyv1alpha1.SecretStoreAnnotation]; recorded {
+	case id:
+	case "":
+		// The first store the namespace is mirrored from (or the one an administrator moved it
+		// to): recorded before anything is written from it.
+		if err := recordStore(ctx, c, ns, id); err != nil {
+			return err
+		}
+	default:
+		return &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf(
+			"the secret store read (identity %s) is not the store namespace %s is mirrored from (identity %s): nothing was written or removed. "+
+				"Check secrets.store in the configuration (directory, bucket, prefix) and that the store's volume outlived the pod; "+
+				"to move to another store on purpose, remove the annotation %s from namespace %s",
+			id, namespace, recorded, tenancyv1alpha1.SecretStoreAnnotation, namespace)}
+	}
+
 	// Template secrets are namespaced, so the applier never reads around the cache.
 	applier := &apply.Applier{Client: c}
 	keep := map[string]bool{}
@@ -47,18 +99,50 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 	if err := c.List(ctx, live, client.InNamespace(namespace), client.MatchingLabels{tenancyv1alpha1.FromStoreLabel: "true"}); err != nil {
 		return err
 	}
-	var errs []error
+	var gone []*corev1.Secret
 	for i := range live.Items {
 		if sec := &live.Items[i]; !keep[sec.Name] {
-			if err := c.Delete(ctx, sec, client.Preconditions{UID: &sec.UID}); client.IgnoreNotFound(err) != nil {
-				errs = append(errs, fmt.Errorf("removing template secret %s: %w", sec.Name, err))
-			}
+			gone = append(gone, sec)
+		}
+	}
+	if limit := maxDeletionPercent(opts); len(gone) > 1 && len(gone)*100 > limit*len(live.Items) {
+		return &RefusedError{Reason: ReasonDeletionRefused, Message: fmt.Sprintf(
+			"the secret store no longer holds %d of %d shared secrets in namespace %s, more than the %d%% one sync may remove: none was removed. "+
+				"If they were removed on purpose, remove them a few at a time or run 'landlordctl secrets sync --max-deletion-percent 100' once",
+			len(gone), len(live.Items), namespace, limit)}
+	}
+	var errs []error
+	for _, sec := range gone {
+		if err := c.Delete(ctx, sec, client.Preconditions{UID: &sec.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("removing template secret %s: %w", sec.Name, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func ensureNamespace(ctx context.Context, c client.Client, namespace string) error {
+func maxDeletionPercent(opts Options) int {
+	if opts.MaxDeletionPercent <= 0 {
+		return DefaultMaxDeletionPercent
+	}
+	return min(opts.MaxDeletionPercent, 100)
+}
+
+// recordStore writes the store's identity on the namespace, only over what was read: of two
+// syncs reading different stores at once, one records its store and the other is refused.
+func recordStore(ctx context.Context, c client.Client, ns *corev1.Namespace, id string) error {
+	orig := ns.DeepCopy()
+	ns = ns.DeepCopy()
+	if ns.Annotations == nil {
+		ns.Annotations = map[string]string{}
+	}
+	ns.Annotations[tenancyv1alpha1.SecretStoreAnnotation] = id
+	if err := c.Patch(ctx, ns, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("recording the secret store's identity on namespace %s: %w", ns.Name, err)
+	}
+	return nil
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, namespace string) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
 	// The namespace carries the managed-by label, so the operator's cache answers this without
 	// a request.
@@ -69,8 +153,8 @@ func ensureNamespace(ctx context.Context, c client.Client, namespace string) err
 		}}}
 		err = c.Create(ctx, ns)
 		if apierrors.IsAlreadyExists(err) {
-			return nil
+			err = c.Get(ctx, client.ObjectKey{Name: namespace}, ns)
 		}
 	}
-	return err
+	return ns, err
 }

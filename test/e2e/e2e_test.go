@@ -62,6 +62,18 @@ func TestLandlordAsAUserInstallsAndUsesIt(t *testing.T) {
 	s.kubeconfig = cluster.KubeconfigPath
 
 	t.Run("config/default installs with server-side apply and its Deployment rolls out", func(t *testing.T) {
+		// The secret store's claim binds to a volume made for it, as a cluster without a
+		// provisioner would offer one.
+		s.apply(t, `apiVersion: v1
+kind: PersistentVolume
+metadata: {name: landlord-secrets}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOncePod]
+  storageClassName: ""
+  claimRef: {namespace: landlord-system, name: landlord-secrets}
+  hostPath: {path: /var/lib/e2e/landlord-secrets}
+`)
 		s.kubectl(t, "apply", "--server-side", "-k", "config/default")
 		s.kubectl(t, "wait", "--for=condition=Established", "crd", "--all", "--timeout=1m")
 		s.kubectl(t, "-n", "landlord-system", "rollout", "status", "deployment/landlord-controller-manager", "--timeout=2m")
@@ -116,6 +128,14 @@ stringData: {color: %s}
 			out, err := s.kubectlErr("-n", "tenant-pied-piper", "get", "pods", "-o", "name")
 			return err == nil && out == ""
 		})
+	})
+	t.Run("deleting a tenant that is not Archived is refused, saying how", func(t *testing.T) {
+		// What a Flux user sees when a tenant's file is removed from Git while it is Frozen.
+		_, err := s.kubectlErr("delete", "tenant", "pied-piper", "--wait=false")
+		if err == nil || !strings.Contains(err.Error(), "state: Archived") || !strings.Contains(err.Error(), "tenancy.landlord.dev/confirm-deletion: pied-piper") {
+			t.Fatalf("kubectl delete tenant: %v; want a refusal saying to archive it or confirm the deletion", err)
+		}
+		s.waitTenantReady(t, "pied-piper")
 	})
 	// A static volume and a claim on it, bound by kube-controller-manager: what the operator does
 	// to keep it uses the shipped ServiceAccount's permissions on PersistentVolumes.
@@ -191,7 +211,7 @@ func (s *suite) startOperator(t *testing.T) {
 	}
 
 	// The configuration config/default installed, with the file store in a directory of ours
-	// (the Deployment mounts an emptyDir there).
+	// (the Deployment mounts its PersistentVolumeClaim there).
 	configMap := s.kubectl(t, "-n", "landlord-system", "get", "deployment", "landlord-controller-manager",
 		"-o", `jsonpath={.spec.template.spec.volumes[?(@.name=="config")].configMap.name}`)
 	cfg := s.kubectl(t, "-n", "landlord-system", "get", "configmap", configMap, "-o", `jsonpath={.data.landlord\.yaml}`)

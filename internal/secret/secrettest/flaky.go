@@ -13,10 +13,12 @@ import (
 // ErrStoreDown is what a FlakyStore returns while down.
 var ErrStoreDown = errors.New("secret store unavailable")
 
-// FlakyStore is a store that can be taken down, to show what an outage does (and does not do).
+// FlakyStore is a store that can be taken down, or made to hang, to show what an outage does
+// (and does not do).
 type FlakyStore struct {
 	secret.Store
 	down atomic.Bool
+	hang atomic.Pointer[chan struct{}]
 }
 
 // NewFlakyStore wraps a store.
@@ -25,30 +27,66 @@ func NewFlakyStore(s secret.Store) *FlakyStore { return &FlakyStore{Store: s} }
 // SetDown takes the store down or brings it back.
 func (f *FlakyStore) SetDown(down bool) { f.down.Store(down) }
 
-func (f *FlakyStore) Get(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+// SetHanging makes every call wait, as on a network that drops packets, until the caller's
+// context ends or SetHanging(false) lets the calls through.
+func (f *FlakyStore) SetHanging(hanging bool) {
+	if hanging {
+		release := make(chan struct{})
+		f.hang.Store(&release)
+		return
+	}
+	if release := f.hang.Swap(nil); release != nil {
+		close(*release)
+	}
+}
+
+// fail is what a call gets before it reaches the store: an outage, a hang that ends with the
+// caller's context, or nothing.
+func (f *FlakyStore) fail(ctx context.Context) error {
+	if release := f.hang.Load(); release != nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-*release:
+		}
+	}
 	if f.down.Load() {
-		return nil, ErrStoreDown
+		return ErrStoreDown
+	}
+	return nil
+}
+
+func (f *FlakyStore) Get(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	if err := f.fail(ctx); err != nil {
+		return nil, err
 	}
 	return f.Store.Get(ctx, namespace, name)
 }
 
 func (f *FlakyStore) List(ctx context.Context, namespace string) ([]*corev1.Secret, error) {
-	if f.down.Load() {
-		return nil, ErrStoreDown
+	if err := f.fail(ctx); err != nil {
+		return nil, err
 	}
 	return f.Store.List(ctx, namespace)
 }
 
 func (f *FlakyStore) Put(ctx context.Context, s *corev1.Secret) error {
-	if f.down.Load() {
-		return ErrStoreDown
+	if err := f.fail(ctx); err != nil {
+		return err
 	}
 	return f.Store.Put(ctx, s)
 }
 
 func (f *FlakyStore) Delete(ctx context.Context, namespace, name string) error {
-	if f.down.Load() {
-		return ErrStoreDown
+	if err := f.fail(ctx); err != nil {
+		return err
 	}
 	return f.Store.Delete(ctx, namespace, name)
+}
+
+func (f *FlakyStore) Identity(ctx context.Context) (string, error) {
+	if err := f.fail(ctx); err != nil {
+		return "", err
+	}
+	return f.Store.Identity(ctx)
 }
