@@ -8,11 +8,18 @@ import (
 // metricSum adds up the samples of a metric in the operator's registry whose labels include
 // the given ones.
 func metricSum(name string, labels map[string]string) float64 {
+	v, _ := OperatorMetric(name, labels)
+	return v
+}
+
+// OperatorMetric adds up the samples of a metric in the registry of the operators this process
+// runs whose labels include the given ones.
+func OperatorMetric(name string, labels map[string]string) (float64, error) {
 	families, err := ctrlmetrics.Registry.Gather()
 	if err != nil {
-		return 0
+		return 0, err
 	}
-	return SumMetric(families, name, labels)
+	return SumMetric(families, name, labels), nil
 }
 
 // SumMetric adds up the counter, gauge and histogram-sum samples of a metric whose labels

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/yaml"
@@ -135,9 +136,14 @@ type Operator struct {
 }
 
 // StartOperator runs the operator as OperatorUser with the given configuration and secret store.
-func (e *Env) StartOperator(cfg config.Config, store secret.Store) (*Operator, error) {
+// wraps, when given, sit between the operator's clients and the API server, under the request
+// counter (the fault suite injects failures there).
+func (e *Env) StartOperator(cfg config.Config, store secret.Store, wraps ...transport.WrapperFunc) (*Operator, error) {
 	op := &Operator{Requests: NewRequestCounter(), Resync: make(chan event.GenericEvent, 1024), done: make(chan error, 1)}
 	restCfg := e.As(OperatorUser)
+	for _, w := range wraps {
+		restCfg.Wrap(w)
+	}
 	restCfg.Wrap(op.Requests.Wrap)
 	mgr, err := operator.New(restCfg, operator.Options{Config: cfg, MetricsAddr: "0", ProbeAddr: "0", Resync: op.Resync, Store: store})
 	if err != nil {
