@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -49,6 +50,13 @@ func fromStore(g Gomega, namespace string) []string {
 	return names
 }
 
+// recordedStore is the store identity a namespace records.
+func recordedStore(g Gomega, namespace string) string {
+	ns := &corev1.Namespace{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: namespace}, ns)).To(Succeed())
+	return ns.Annotations[tenancyv1alpha1.SecretStoreAnnotation]
+}
+
 func secretNames(n int) []string {
 	out := make([]string, n)
 	for i := range out {
@@ -83,6 +91,32 @@ func TestTemplateSyncDeletesNothingOnAStoreItDoesNotKnow(t *testing.T) {
 		g.Expect(fromStore(g, ns)).To(ConsistOf(secretNames(3)))
 
 		g.Expect(templatesync.Mirror(ctx, k8s, original, ns, opts)).To(Succeed())
+		g.Expect(fromStore(g, ns)).To(ConsistOf(secretNames(3)))
+	})
+
+	t.Run("a namespace that records no store is not taken over by a store lacking its secrets", func(t *testing.T) {
+		// A namespace mirrored before stores had identities, read after an upgrade through an
+		// empty store (an emptyDir the upgrade replaced): recording that store would make it the
+		// cluster's, and its secrets would then go.
+		g := NewWithT(t)
+		ns := "templates-unrecorded"
+		original, empty := newFileStore(t), newFileStore(t)
+		putShared(t, original, ns, secretNames(3)...)
+		g.Expect(templatesync.Mirror(ctx, k8s, original, ns, opts)).To(Succeed())
+		unrecord := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, tenancyv1alpha1.SecretStoreAnnotation)))
+		g.Expect(k8s.Patch(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, unrecord)).To(Succeed())
+
+		emptyID, err := empty.Identity(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		err = templatesync.Mirror(ctx, k8s, empty, ns, opts)
+		g.Expect(err).To(MatchError(And(ContainSubstring("records no secret store"), ContainSubstring(emptyID))), "the refusal names the store and how to record it")
+		g.Expect(fromStore(g, ns)).To(ConsistOf(secretNames(3)))
+		g.Expect(recordedStore(g, ns)).To(BeEmpty())
+
+		originalID, err := original.Identity(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(templatesync.Mirror(ctx, k8s, original, ns, opts)).To(Succeed())
+		g.Expect(recordedStore(g, ns)).To(Equal(originalID))
 		g.Expect(fromStore(g, ns)).To(ConsistOf(secretNames(3)))
 	})
 

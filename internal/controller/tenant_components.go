@@ -55,8 +55,10 @@ func TenantComponentTemplates(obj client.Object) []string {
 //
 // A kind is used only once the operator is known to be allowed to list and watch it: an
 // informer on a kind it may not list never syncs, and would hold whoever waits on it. Nothing
-// is waited on under the lock, and the wait for a new informer is bounded, so one tenant's
-// kind never holds another tenant's reconcile.
+// is waited on under the lock, and the wait for a new informer ends at one deadline per kind,
+// so a kind the API server cannot list (a conversion webhook or an aggregated API that is down)
+// holds workers for one timeout in all, never one per reconcile, and one tenant's kind never
+// holds another tenant's reconcile for longer.
 type kindWatches struct {
 	mu       sync.Mutex
 	ctrl     controller.Controller
@@ -64,7 +66,14 @@ type kindWatches struct {
 	handler  handler.EventHandler
 	client   client.Client
 	timeout  time.Duration
-	watching map[schema.GroupVersionKind]cache.Informer
+	watching map[schema.GroupVersionKind]kindInformer
+}
+
+// kindInformer is a kind's informer and when it should have synced by.
+type kindInformer struct {
+	informer cache.Informer
+	started  time.Time
+	syncBy   time.Time
 }
 
 // kindNotAllowedError is a kind the operator may not list and watch: only a person can change
@@ -80,50 +89,54 @@ func (e *kindNotAllowedError) Error() string {
 
 func (w *kindWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind) error {
 	w.mu.Lock()
-	informer := w.watching[gvk]
+	kind, ok := w.watching[gvk]
 	w.mu.Unlock()
-	if informer == nil {
+	if !ok {
 		if err := w.allowed(ctx, gvk); err != nil {
 			return err
 		}
 		var err error
-		if informer, err = w.start(ctx, gvk); err != nil {
+		if kind, err = w.start(ctx, gvk); err != nil {
 			return err
 		}
 	}
-	if informer.HasSynced() {
+	if kind.informer.HasSynced() {
 		return nil
 	}
-	// The first read of the kind must see the cluster, not an empty cache.
-	waitCtx, cancel := context.WithTimeout(ctx, w.timeout)
+	// The first read of the kind must see the cluster, not an empty cache; past the kind's
+	// deadline nobody waits any more, and the informer still syncs when the API server lists it.
+	waitCtx, cancel := context.WithDeadline(ctx, kind.syncBy)
 	defer cancel()
-	if !toolscache.WaitForCacheSync(waitCtx.Done(), informer.HasSynced) {
-		return fmt.Errorf("the informer for %s has not synced within %s", gvk.Kind, w.timeout)
+	if time.Now().After(kind.syncBy) || !toolscache.WaitForCacheSync(waitCtx.Done(), kind.informer.HasSynced) {
+		return fmt.Errorf("the informer for %s has not synced since it started at %s: the API server does not list %s for the operator (a conversion webhook or an aggregated API that is down?); tenants rendering it wait, and others go on",
+			gvk.Kind, kind.started.UTC().Format(time.RFC3339), gvk.GroupKind())
 	}
 	return nil
 }
 
 // start registers the watch and the informer for a kind once; it never waits for the informer.
-func (w *kindWatches) start(ctx context.Context, gvk schema.GroupVersionKind) (cache.Informer, error) {
+func (w *kindWatches) start(ctx context.Context, gvk schema.GroupVersionKind) (kindInformer, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if informer := w.watching[gvk]; informer != nil {
-		return informer, nil
+	if kind, ok := w.watching[gvk]; ok {
+		return kind, nil
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	informer, err := w.cache.GetInformer(ctx, u, cache.BlockUntilSynced(false))
 	if err != nil {
-		return nil, fmt.Errorf("starting the informer for %s: %w", gvk.Kind, err)
+		return kindInformer{}, fmt.Errorf("starting the informer for %s: %w", gvk.Kind, err)
 	}
 	if err := w.ctrl.Watch(source.Kind[client.Object](w.cache, u, w.handler)); err != nil {
-		return nil, fmt.Errorf("watching %s: %w", gvk.Kind, err)
+		return kindInformer{}, fmt.Errorf("watching %s: %w", gvk.Kind, err)
 	}
 	if w.watching == nil {
-		w.watching = map[schema.GroupVersionKind]cache.Informer{}
+		w.watching = map[schema.GroupVersionKind]kindInformer{}
 	}
-	w.watching[gvk] = informer
-	return informer, nil
+	now := time.Now()
+	kind := kindInformer{informer: informer, started: now, syncBy: now.Add(w.timeout)}
+	w.watching[gvk] = kind
+	return kind, nil
 }
 
 // allowed asks the API server whether the operator may list and watch the kind in every

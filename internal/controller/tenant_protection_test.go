@@ -58,6 +58,19 @@ func TestDeletingAnActiveTenantIsRefused(t *testing.T) {
 		})
 	}
 
+	t.Run("a customer's tenant carrying a pool label no pool set is not deleted as a spare", func(t *testing.T) {
+		// A pool label set by hand before the label policy was installed: the tenant is no
+		// pool's spare (no pool controls it), so its deletion needs what any other's does.
+		g := NewWithT(t)
+		labeled := newTenant("protect-hand-labeled", func(t *tenancyv1alpha1.Tenant) {
+			t.Labels = map[string]string{tenancyv1alpha1.PoolLabel: "pool-by-hand"}
+		})
+		g.Expect(operatorClient(t).Create(ctx, labeled)).To(Succeed())
+		t.Cleanup(func() { deleteTenant(t, labeled.Name) })
+		err := k8s.Delete(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: labeled.Name}}, client.DryRunAll)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "deleting a hand-labelled Active tenant: %v", err)
+	})
+
 	t.Run("an Archived tenant is deleted", func(t *testing.T) {
 		g := NewWithT(t)
 		createTenant(t, newTenant("protect-archived"))
@@ -131,6 +144,26 @@ func TestLabelsThatCarryMeaningAreTheOperators(t *testing.T) {
 			t.Labels = map[string]string{tenancyv1alpha1.PoolLabel: "x"}
 		})
 		g.Expect(operatorClient(t).Create(ctx, tenant, client.DryRunAll)).To(Succeed())
+	})
+
+	t.Run("a TenantPool owner reference is added by the operator alone, and anyone may remove one", func(t *testing.T) {
+		// A pool's controller reference would make a customer's tenant a spare the pool deletes
+		// (with its databases) when it shrinks.
+		g := NewWithT(t)
+		tenant := newTenant("labels-owner")
+		createTenant(t, tenant)
+		owned := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(
+			`{"metadata":{"ownerReferences":[{"apiVersion":%q,"kind":"TenantPool","name":"some-pool","uid":"0f0f0f0f-0000-4000-8000-000000000001","controller":true}]}}`,
+			tenancyv1alpha1.GroupVersion.String())))
+		err := k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: tenant.Name}}, owned, client.DryRunAll)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "adding a TenantPool owner: %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("TenantPool owner reference"))
+		g.Expect(operatorClient(t).Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: tenant.Name}}, owned)).To(Succeed())
+
+		// Removing it (as the garbage collector orphaning a pool's tenants does) makes the tenant
+		// no spare, the safe way, and is not refused.
+		orphaned := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"ownerReferences":null}}`))
+		g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: tenant.Name}}, orphaned)).To(Succeed())
 	})
 
 	t.Run("a customer's tenant keeps its allocation: no one but the operator removes it", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -227,6 +228,9 @@ func (r *TenantPoolReconciler) createSpare(ctx context.Context, pool *tenancyv1a
 	if labels == nil {
 		labels = map[string]string{}
 	}
+	// Landlord's keys are the operator's to set: the API refuses them in a new template, and a
+	// pool created before it did must not make its spares allocated, claimed or another pool's.
+	maps.DeleteFunc(labels, func(k, _ string) bool { return strings.HasPrefix(k, tenancyv1alpha1.GroupVersion.Group+"/") })
 	labels[tenancyv1alpha1.PoolLabel] = pool.Name
 	t := &tenancyv1alpha1.Tenant{
 		ObjectMeta: metav1.ObjectMeta{

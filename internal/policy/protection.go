@@ -98,7 +98,11 @@ func celList(items []string) string {
 // or confirmed by name, it goes. An unallocated pool spare has no customer and goes as it is:
 // the pool removes spares it no longer needs.
 func TenantDeletionPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
-	spare := fmt.Sprintf(`oldObject.metadata.?labels[?%s].orValue('') != '' && oldObject.metadata.?labels[?%s].orValue('') != 'true' && oldObject.metadata.?annotations[?%s].orValue('') == ''`,
+	// A spare as IsUnallocatedSpare has it: labelled with a pool, controlled by that pool, and
+	// neither allocated nor claimed. A pool label alone (set by hand before the label policy
+	// was installed) does not make a customer's tenant deletable.
+	spare := fmt.Sprintf(`oldObject.metadata.?labels[?%[1]s].orValue('') != '' && oldObject.metadata.?labels[?%[2]s].orValue('') != 'true' && oldObject.metadata.?annotations[?%[3]s].orValue('') == '' && `+
+		`oldObject.metadata.?ownerReferences.orValue([]).exists(o, o.kind == 'TenantPool' && o.name == oldObject.metadata.labels[%[1]s] && o.?controller.orValue(false))`,
 		cel(tenancyv1alpha1.PoolLabel), cel(tenancyv1alpha1.AllocatedLabel), cel(tenancyv1alpha1.ClaimAnnotation))
 	confirmed := fmt.Sprintf(`oldObject.metadata.?annotations[?%s].orValue('') == oldObject.metadata.name`, cel(tenancyv1alpha1.DeletionConfirmationAnnotation))
 	return clusterPolicy(TenantDeletion, []admissionregistrationv1.NamedRuleWithOperations{tenantRule(admissionregistrationv1.Delete)},
@@ -113,10 +117,10 @@ func TenantDeletionPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		})
 }
 
-// TenantLabelsPolicy lets only the operator add, change or remove the labels and annotations
-// that say a tenant is a pool's spare or a customer's: a pool label put on by hand would make
-// the tenant count as a spare, and an allocation removed by hand would make its deletion drop a
-// customer's databases as a spare's.
+// TenantLabelsPolicy lets only the operator add, change or remove the labels, annotations and
+// TenantPool owner references that say a tenant is a pool's spare or a customer's: a pool label
+// or owner put on by hand would make the tenant count as a spare, and an allocation removed by
+// hand would make its deletion drop a customer's databases as a spare's.
 func TenantLabelsPolicy(operator string) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	var same []string
 	for _, k := range guardedLabels {
@@ -125,6 +129,11 @@ func TenantLabelsPolicy(operator string) *admissionregistrationv1.ValidatingAdmi
 	for _, k := range guardedAnnotations {
 		same = append(same, fmt.Sprintf(`object.metadata.?annotations[?%[1]s].orValue('') == (request.operation == 'CREATE' ? '' : oldObject.metadata.?annotations[?%[1]s].orValue(''))`, cel(k)))
 	}
+	// A pool's owner reference makes a tenant the pool's, to delete when it shrinks: only the
+	// operator adds one. Removing one (the garbage collector orphaning a pool's tenants) makes
+	// a tenant no spare, which is the safe way.
+	poolOwners := `%s.metadata.?ownerReferences.orValue([]).filter(o, o.kind == 'TenantPool').map(o, o.name + '/' + o.uid)`
+	same = append(same, fmt.Sprintf(`%s.all(r, request.operation != 'CREATE' && r in %s)`, fmt.Sprintf(poolOwners, "object"), fmt.Sprintf(poolOwners, "oldObject")))
 	keys := append(append([]string{}, guardedLabels...), guardedAnnotations...)
 	return clusterPolicy(TenantLabels, []admissionregistrationv1.NamedRuleWithOperations{tenantRule(admissionregistrationv1.Create, admissionregistrationv1.Update)},
 		admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -133,8 +142,8 @@ func TenantLabelsPolicy(operator string) *admissionregistrationv1.ValidatingAdmi
 			}},
 			Validations: []admissionregistrationv1.Validation{
 				deny(strings.Join(same, " && "),
-					"only Landlord's operator sets or removes "+strings.Join(keys, ", ")+" on a Tenant",
-					`'only Landlord\'s operator sets or removes `+strings.Join(keys, ", ")+` on tenant ' + object.metadata.name + `+
+					"only Landlord's operator sets or removes "+strings.Join(keys, ", ")+" on a Tenant, or adds a TenantPool owner reference",
+					`'only Landlord\'s operator sets or removes `+strings.Join(keys, ", ")+`, or adds a TenantPool owner reference, on tenant ' + object.metadata.name + `+
 						`': a TenantPool creates spares and a TenantClaim allocates one; leave them as they are'`),
 			},
 		})

@@ -81,7 +81,9 @@ func loadOrCreateKey(path string) (*keyset.Handle, error) {
 // Identity returns the store's identity, creating it on first use.
 func (s *FileStore) Identity(context.Context) (string, error) {
 	path := filepath.Join(s.dir, identityName)
-	for {
+	// Twice at most: the second read finds what this process or another wrote. A name that
+	// exists and still reads as missing (a dangling link) is an error, not a loop.
+	for attempt := 0; ; attempt++ {
 		id, err := os.ReadFile(path)
 		if err == nil {
 			if len(id) == 0 {
@@ -89,7 +91,7 @@ func (s *FileStore) Identity(context.Context) (string, error) {
 			}
 			return string(id), nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		if !errors.Is(err, fs.ErrNotExist) || attempt > 0 {
 			return "", fmt.Errorf("reading secret store identity: %w", err)
 		}
 		// O_EXCL: of two processes starting on an empty store, one writes the identity and the

@@ -57,10 +57,13 @@ func TestGuardedStoreIsUsedOnlyWhenItIsTheClustersStore(t *testing.T) {
 			t.Fatalf("the other store was written: %d secrets", len(list))
 		}
 	})
-	t.Run("before the cluster records a store, any store is used", func(t *testing.T) {
+	t.Run("before the cluster records a store, no store is used", func(t *testing.T) {
 		recorded = ""
-		if err := secret.Guarded(other, record).Put(ctx, creds); err != nil {
-			t.Fatal(err)
+		if err := secret.Guarded(other, record).Put(ctx, creds); !errors.Is(err, secret.ErrNoStoreRecorded) {
+			t.Fatalf("Put: %v, want ErrNoStoreRecorded", err)
+		}
+		if list, _ := other.List(ctx, creds.Namespace); len(list) != 0 {
+			t.Fatalf("the other store was written: %d secrets", len(list))
 		}
 	})
 }

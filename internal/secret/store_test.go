@@ -358,6 +358,27 @@ func TestFileStoreKey(t *testing.T) {
 		}
 	})
 
+	t.Run("an identity that exists but cannot be read is an error, not an endless retry", func(t *testing.T) {
+		data := filepath.Join(dir, "dangling")
+		broken, err := secret.NewFileStore(data, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(data, ".landlord-store-id")); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := broken.Identity(ctx); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Error("a dangling identity link read as an identity")
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Identity did not return on a dangling identity link")
+		}
+	})
+
 	t.Run("a corrupt key file is an error, not a new key", func(t *testing.T) {
 		bad := filepath.Join(dir, "bad.json")
 		_ = os.WriteFile(bad, []byte("not a keyset"), 0o600)

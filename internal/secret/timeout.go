@@ -3,6 +3,7 @@ package secret
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,7 +12,9 @@ import (
 // WithTimeout bounds every call to a store: a store that hangs (a network dropping packets, a
 // stuck mount) then fails like one that is down, and holds no worker for longer than timeout.
 // A call is abandoned, not stopped, when its time is up: the file store's system calls do not
-// take a context. Every store operation is idempotent, so the retry that follows is safe.
+// take a context. Every store operation is idempotent, so the retry that follows is safe. While
+// maxAbandoned calls have not returned, further calls fail at once rather than pile up
+// goroutines and threads behind a store that does not answer.
 func WithTimeout(s Store, timeout time.Duration) Store {
 	if timeout <= 0 {
 		return s
@@ -19,14 +22,23 @@ func WithTimeout(s Store, timeout time.Duration) Store {
 	return &timeoutStore{store: s, timeout: timeout}
 }
 
+// maxAbandoned is how many calls past their deadline may still be running before the store is
+// not tried at all: more than the reconciles that run at once, so one slow burst is retried.
+const maxAbandoned = 32
+
 type timeoutStore struct {
-	store   Store
-	timeout time.Duration
+	store     Store
+	timeout   time.Duration
+	abandoned atomic.Int32
 }
 
 // bounded runs call with a deadline and returns when either ends.
-func bounded[T any](ctx context.Context, timeout time.Duration, what string, call func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func bounded[T any](ctx context.Context, t *timeoutStore, what string, call func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if n := t.abandoned.Load(); n >= maxAbandoned {
+		return zero, fmt.Errorf("secret store %s: not tried: %d earlier calls have not returned", what, n)
+	}
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
 	type result struct {
 		v   T
@@ -41,37 +53,41 @@ func bounded[T any](ctx context.Context, timeout time.Duration, what string, cal
 	case r := <-done:
 		return r.v, r.err
 	case <-ctx.Done():
-		var zero T
-		return zero, fmt.Errorf("secret store %s: no answer within %s: %w", what, timeout, ctx.Err())
+		t.abandoned.Add(1)
+		go func() {
+			<-done
+			t.abandoned.Add(-1)
+		}()
+		return zero, fmt.Errorf("secret store %s: no answer within %s: %w", what, t.timeout, ctx.Err())
 	}
 }
 
 func (t *timeoutStore) Get(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
-	return bounded(ctx, t.timeout, "read of "+namespace+"/"+name, func(ctx context.Context) (*corev1.Secret, error) {
+	return bounded(ctx, t, "read of "+namespace+"/"+name, func(ctx context.Context) (*corev1.Secret, error) {
 		return t.store.Get(ctx, namespace, name)
 	})
 }
 
 func (t *timeoutStore) List(ctx context.Context, namespace string) ([]*corev1.Secret, error) {
-	return bounded(ctx, t.timeout, "listing of "+namespace, func(ctx context.Context) ([]*corev1.Secret, error) {
+	return bounded(ctx, t, "listing of "+namespace, func(ctx context.Context) ([]*corev1.Secret, error) {
 		return t.store.List(ctx, namespace)
 	})
 }
 
 func (t *timeoutStore) Put(ctx context.Context, s *corev1.Secret) error {
-	_, err := bounded(ctx, t.timeout, "write of "+s.Namespace+"/"+s.Name, func(ctx context.Context) (struct{}, error) {
+	_, err := bounded(ctx, t, "write of "+s.Namespace+"/"+s.Name, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, t.store.Put(ctx, s)
 	})
 	return err
 }
 
 func (t *timeoutStore) Delete(ctx context.Context, namespace, name string) error {
-	_, err := bounded(ctx, t.timeout, "delete of "+namespace+"/"+name, func(ctx context.Context) (struct{}, error) {
+	_, err := bounded(ctx, t, "delete of "+namespace+"/"+name, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, t.store.Delete(ctx, namespace, name)
 	})
 	return err
 }
 
 func (t *timeoutStore) Identity(ctx context.Context) (string, error) {
-	return bounded(ctx, t.timeout, "identity read", t.store.Identity)
+	return bounded(ctx, t, "identity read", t.store.Identity)
 }

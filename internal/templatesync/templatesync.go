@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -70,11 +71,36 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 	if err != nil {
 		return err
 	}
+	live := &corev1.SecretList{}
+	if err := c.List(ctx, live, client.InNamespace(namespace), client.MatchingLabels{tenancyv1alpha1.FromStoreLabel: "true"}); err != nil {
+		return err
+	}
+	keep := make(map[string]bool, len(stored))
+	for _, sec := range stored {
+		keep[sec.Name] = true
+	}
+	var gone []*corev1.Secret
+	for i := range live.Items {
+		if sec := &live.Items[i]; !keep[sec.Name] {
+			gone = append(gone, sec)
+		}
+	}
+
 	switch recorded := ns.Annotations[tenancyv1alpha1.SecretStoreAnnotation]; recorded {
 	case id:
 	case "":
 		// The first store the namespace is mirrored from (or the one an administrator moved it
-		// to): recorded before anything is written from it.
+		// to) is recorded before anything is written from it, and only when it holds every
+		// secret the namespace already has from a store: a namespace mirrored before stores had
+		// identities, read after an upgrade through an empty or wrong store, would otherwise
+		// record that store as its own and lose the rest.
+		if len(gone) > 0 {
+			return &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf(
+				"namespace %s records no secret store, and the store read (identity %s) lacks %d of its %d shared secrets from a store (%s): nothing was written, removed or recorded. "+
+					"Check secrets.store in the configuration (directory, bucket, prefix) and that the store's volume outlived the pod; "+
+					"if this store is the right one, record it with: kubectl annotate namespace %s %s=%s",
+				namespace, id, len(gone), len(live.Items), names(gone), namespace, tenancyv1alpha1.SecretStoreAnnotation, id)}
+		}
 		if err := recordStore(ctx, c, ns, id); err != nil {
 			return err
 		}
@@ -88,21 +114,9 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 
 	// Template secrets are namespaced, so the applier never reads around the cache.
 	applier := &apply.Applier{Client: c}
-	keep := map[string]bool{}
 	for _, sec := range stored {
-		keep[sec.Name] = true
 		if _, err := applier.Apply(ctx, resources.TemplateSecret(namespace, sec)); err != nil {
 			return fmt.Errorf("writing template secret %s: %w", sec.Name, err)
-		}
-	}
-	live := &corev1.SecretList{}
-	if err := c.List(ctx, live, client.InNamespace(namespace), client.MatchingLabels{tenancyv1alpha1.FromStoreLabel: "true"}); err != nil {
-		return err
-	}
-	var gone []*corev1.Secret
-	for i := range live.Items {
-		if sec := &live.Items[i]; !keep[sec.Name] {
-			gone = append(gone, sec)
 		}
 	}
 	if limit := maxDeletionPercent(opts); len(gone) > 1 && len(gone)*100 > limit*len(live.Items) {
@@ -118,6 +132,19 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// names lists the secrets' names, the first few of them.
+func names(secrets []*corev1.Secret) string {
+	var out []string
+	for i, sec := range secrets {
+		if i == 5 {
+			out = append(out, fmt.Sprintf("and %d more", len(secrets)-i))
+			break
+		}
+		out = append(out, sec.Name)
+	}
+	return strings.Join(out, ", ")
 }
 
 func maxDeletionPercent(opts Options) int {
