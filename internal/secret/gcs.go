@@ -55,6 +55,10 @@ func (s *GCSStore) Identity(ctx context.Context) (string, error) {
 			if err != nil {
 				return "", s.explain(err, identityName)
 			}
+			if len(id) == 0 {
+				// An empty identity would match a namespace that records none.
+				return "", fmt.Errorf("secret store identity gs://%s/%s%s is empty", s.name, s.prefix, identityName)
+			}
 			return string(id), nil
 		}
 		if !errors.Is(err, storage.ErrObjectNotExist) || attempt > 0 {

@@ -41,6 +41,8 @@ type fixture struct {
 	// raw reads and writes the stored bytes of a secret, bypassing the store.
 	readRaw  func(namespace, name string) []byte
 	writeRaw func(namespace, name string, data []byte)
+	// writeIdentity writes the store's identity object, bypassing the store.
+	writeIdentity func(data []byte)
 	// otherKey opens the same data with a different key-encryption key.
 	otherKey func() secret.Store
 }
@@ -79,6 +81,9 @@ func gcsFixture(t *testing.T) fixture {
 		writeRaw: func(ns, name string, data []byte) {
 			gcs.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: obj(ns, name)}, Content: data})
 		},
+		writeIdentity: func(data []byte) {
+			gcs.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: bucket, Name: "secrets/.landlord-store-id"}, Content: data})
+		},
 		otherKey: func() secret.Store {
 			return secret.NewGCSStore(gcs.Client(), kmsClient, bucket, "secrets/", keyB, time.Second)
 		},
@@ -105,6 +110,11 @@ func fileFixture(t *testing.T) fixture {
 		writeRaw: func(ns, name string, data []byte) {
 			_ = os.MkdirAll(filepath.Dir(path(ns, name)), 0o700)
 			if err := os.WriteFile(path(ns, name), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		writeIdentity: func(data []byte) {
+			if err := os.WriteFile(filepath.Join(dir, "data", ".landlord-store-id"), data, 0o600); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -160,6 +170,14 @@ func TestStores(t *testing.T) {
 				}
 				if fresh, err := newFixture(t).store.Identity(ctx); err != nil || fresh == first {
 					t.Fatalf("a new store's identity is %q (%v), want one of its own", fresh, err)
+				}
+			})
+
+			t.Run("an empty identity is an error, never an identity that matches a namespace recording none", func(t *testing.T) {
+				f := newFixture(t)
+				f.writeIdentity(nil)
+				if id, err := f.store.Identity(ctx); err == nil {
+					t.Fatalf("identity %q from an empty identity object", id)
 				}
 			})
 
