@@ -15,8 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -120,23 +118,8 @@ func createDatabaseServers(ctx context.Context) error {
 }
 
 func createDatabaseServer(ctx context.Context, name string, inst *dbtest.Instance, maxTenants *int32) error {
-	creds := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: opConfig.Databases.CredentialsNamespace, Name: name + "-admin"},
-		StringData: map[string]string{"username": inst.Server.AdminUser, "password": inst.Server.AdminPassword},
-	}
-	if err := k8s.Create(ctx, creds); err != nil {
-		return err
-	}
-	return k8s.Create(ctx, &tenancyv1alpha1.DatabaseServer{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: tenancyv1alpha1.DatabaseServerSpec{
-			Engine:           tenancyv1alpha1.DatabaseEngine(inst.Server.Engine),
-			Host:             inst.Server.Host,
-			Port:             inst.Server.Port,
-			TLS:              tenancyv1alpha1.DatabaseTLSMode(inst.Server.TLS),
-			AdminCredentials: tenancyv1alpha1.SecretReference{Name: creds.Name},
-			MaxTenants:       maxTenants,
-		},
+	return env.RegisterDatabaseServer(ctx, opConfig.Databases.CredentialsNamespace, name, inst, func(spec *tenancyv1alpha1.DatabaseServerSpec) {
+		spec.MaxTenants = maxTenants
 	})
 }
 
@@ -177,9 +160,7 @@ func waitReady(t *testing.T, name string) *tenancyv1alpha1.Tenant {
 
 // kstatus computes the tenant's status the way kstatus-aware tools (Flux, kubectl wait) do.
 func kstatus(g Gomega, tenant *tenancyv1alpha1.Tenant) *status.Result {
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tenant)
-	g.Expect(err).NotTo(HaveOccurred())
-	res, err := status.Compute(&unstructured.Unstructured{Object: content})
+	res, err := testenv.KStatus(tenant)
 	g.Expect(err).NotTo(HaveOccurred())
 	return res
 }

@@ -91,17 +91,9 @@ func validatingPolicy(name string, rules []admissionregistrationv1.NamedRuleWith
 // validatingBinding denies what the named policy refuses, in tenant namespaces. The policy's
 // own match constraints scope it the same way, so neither object alone can reach further.
 func validatingBinding(name string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
-	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		TypeMeta:   validatingBindingTypeMeta,
-		ObjectMeta: objectMeta(name),
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{
-				NamespaceSelector: TenantNamespaces(),
-			},
-		},
-	}
+	b := clusterBinding(name)
+	b.Spec.MatchResources = &admissionregistrationv1.MatchResources{NamespaceSelector: TenantNamespaces()}
+	return b
 }
 
 // rule matches creates and updates of resources in one API group.

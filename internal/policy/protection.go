@@ -57,7 +57,8 @@ func clusterPolicy(name string, rules []admissionregistrationv1.NamedRuleWithOpe
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{TypeMeta: validatingTypeMeta, ObjectMeta: objectMeta(name), Spec: spec}
 }
 
-// clusterBinding denies what the named policy refuses; the policy's rules alone say what.
+// clusterBinding denies what the named policy refuses; the policy's rules alone say what (a
+// binding of a policy over tenant namespaces narrows it further: validatingBinding).
 func clusterBinding(name string) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   validatingBindingTypeMeta,

@@ -13,14 +13,13 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/internal/resources"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // convergeTimeout bounds how long a scenario's tenants may take to converge once the faults
@@ -255,9 +254,7 @@ func canUse(c resources.DatabaseCredentials) error {
 
 // kstatus computes the tenant's status the way kstatus-aware tools (Flux, kubectl wait) do.
 func kstatus(g Gomega, tenant *tenancyv1alpha1.Tenant) *status.Result {
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(tenant)
-	g.Expect(err).NotTo(HaveOccurred())
-	res, err := status.Compute(&unstructured.Unstructured{Object: content})
+	res, err := testenv.KStatus(tenant)
 	g.Expect(err).NotTo(HaveOccurred())
 	return res
 }

@@ -28,7 +28,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -135,7 +134,7 @@ func setUp(ctx context.Context) error {
 		return err
 	}
 	for name, inst := range servers {
-		if err := createDatabaseServer(ctx, name, inst); err != nil {
+		if err := env.RegisterDatabaseServer(ctx, opConfig.Databases.CredentialsNamespace, name, inst); err != nil {
 			return err
 		}
 	}
@@ -180,27 +179,6 @@ func installLeaderElectionRBAC(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// createDatabaseServer registers a server with its admin credentials, as an administrator does.
-func createDatabaseServer(ctx context.Context, name string, inst *dbtest.Instance) error {
-	creds := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: opConfig.Databases.CredentialsNamespace, Name: name + "-admin"},
-		StringData: map[string]string{"username": inst.Server.AdminUser, "password": inst.Server.AdminPassword},
-	}
-	if err := env.AdminClient.Create(ctx, creds); err != nil {
-		return err
-	}
-	return env.AdminClient.Create(ctx, &tenancyv1alpha1.DatabaseServer{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: tenancyv1alpha1.DatabaseServerSpec{
-			Engine:           tenancyv1alpha1.DatabaseEngine(inst.Server.Engine),
-			Host:             inst.Server.Host,
-			Port:             inst.Server.Port,
-			TLS:              tenancyv1alpha1.DatabaseTLSMode(inst.Server.TLS),
-			AdminCredentials: tenancyv1alpha1.SecretReference{Name: creds.Name},
-		},
-	})
 }
 
 // writeOperatorKubeconfig writes the administrator's credentials impersonating the

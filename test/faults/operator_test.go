@@ -3,14 +3,11 @@ package faults_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +16,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/landlord-dev/landlord/internal/childproc"
 )
 
 // acquiredLease is what leader election logs (in any case) when this process became the leader.
@@ -54,7 +53,8 @@ func startOperator(t *testing.T, name string, args ...string) *operatorProcess {
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	// The operator dies with the test process, however that ends.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := spawn(p.cmd); err != nil {
+	// From childproc's locked thread, so that the death signal comes when the test process ends.
+	if err := childproc.Start(p.cmd); err != nil {
 		t.Fatalf("starting operator %s: %v", name, err)
 	}
 	go func() {
@@ -221,34 +221,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// spawnRequests feed the one OS thread that starts operators. Linux sends the parent-death
-// signal when the thread that forked a child ends, not when its process does, and Go may end
-// threads; this one is locked and never ends, so an operator dies with the test and no sooner.
-var (
-	spawnOnce     sync.Once
-	spawnRequests = make(chan spawnRequest)
-)
-
-type spawnRequest struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-func spawn(cmd *exec.Cmd) error {
-	spawnOnce.Do(func() {
-		go func() {
-			runtime.LockOSThread()
-			for r := range spawnRequests {
-				r.done <- r.cmd.Start()
-			}
-		}()
-	})
-	done := make(chan error, 1)
-	spawnRequests <- spawnRequest{cmd: cmd, done: done}
-	if err := <-done; err != nil {
-		return fmt.Errorf("%s: %w", cmd.Path, err)
-	}
-	return nil
 }

@@ -14,11 +14,9 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/landlord-dev/landlord/internal/childproc"
 	"github.com/landlord-dev/landlord/internal/database"
 )
 
@@ -344,7 +343,7 @@ func (i *Instance) Start() error {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: i.cred, Pdeathsig: i.deathSignal}
-	err = spawn(cmd)
+	err = childproc.Start(cmd)
 	_ = logf.Close() // the server has its own descriptor
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", i.bin, err)
@@ -532,33 +531,6 @@ func (i *Instance) run(bin string, args ...string) error {
 		return fmt.Errorf("%s: %w\nlog (%s) ends with:\n%s", filepath.Base(bin), err, i.logPath, i.logTail())
 	}
 	return nil
-}
-
-// spawnRequests feeds the one OS thread that starts servers. Linux sends the parent-death signal
-// when the thread that forked a child ends, not when its process does, and Go may end threads;
-// this one is locked and never ends, so a server dies with the test process and no sooner.
-var (
-	spawnOnce     sync.Once
-	spawnRequests = make(chan spawnRequest)
-)
-
-type spawnRequest struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-func spawn(cmd *exec.Cmd) error {
-	spawnOnce.Do(func() {
-		go func() {
-			runtime.LockOSThread()
-			for r := range spawnRequests {
-				r.done <- r.cmd.Start()
-			}
-		}()
-	})
-	done := make(chan error, 1)
-	spawnRequests <- spawnRequest{cmd: cmd, done: done}
-	return <-done
 }
 
 // serverCredential picks the user a server runs as. PostgreSQL refuses to run as root and
