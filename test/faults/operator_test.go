@@ -196,13 +196,18 @@ func operatorErrors(procs ...*operatorProcess) (lines []string, counts map[strin
 	return lines, counts
 }
 
-// logOperatorErrors prints the distinct error lines the processes logged.
+// logOperatorErrors prints the distinct error lines the processes logged, and fails the test on
+// any request the API server forbade: the processes run with exactly the shipped RBAC, and
+// nothing a scenario does needs more.
 func logOperatorErrors(t *testing.T, procs ...*operatorProcess) {
 	t.Helper()
 	lines, counts := operatorErrors(procs...)
 	t.Logf("the operator processes logged %d distinct errors", len(lines))
 	for _, l := range lines {
 		t.Logf("%d× %s", counts[l], truncate(l, 500))
+		if strings.Contains(l, "is forbidden") {
+			t.Errorf("the shipped RBAC forbade a request the operator made: %s", truncate(l, 500))
+		}
 	}
 }
 
