@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
@@ -97,5 +98,34 @@ func waitForClient(t *testing.T, path string, done <-chan error) client.Client {
 			t.Fatalf("no usable kubeconfig at %s", path)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// In a pod, the operator refuses a file store that would not outlive the pod, before it
+// touches any cluster, and says what to do instead. /dev/shm is memory-backed on every Linux.
+func TestInAPodAFileStoreThatDoesNotOutliveThePodIsRefused(t *testing.T) {
+	dir, err := os.MkdirTemp("/dev/shm", "landlord-store-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := config.Default()
+	cfg.Secrets.Store.File.Dir = dir
+	cfg.Secrets.Store.File.KeyFile = filepath.Join(dir, "key.json")
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "landlord.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// What the kubelet sets in every container.
+	t.Setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "443")
+
+	err = run(context.Background(), path, config.Overrides{}, "never", localcluster.Options{}, operator.Options{})
+	if err == nil || !strings.Contains(err.Error(), "memory-backed") || !strings.Contains(err.Error(), "PersistentVolumeClaim") {
+		t.Fatalf("run = %v, want the file store refused as memory-backed, naming the way out", err)
 	}
 }

@@ -113,6 +113,21 @@ func TestTemplateSyncDeletesNothingOnAStoreItDoesNotKnow(t *testing.T) {
 		g.Expect(fromStore(g, ns)).To(ConsistOf(secretNames(3)))
 		g.Expect(recordedStore(g, ns)).To(BeEmpty())
 
+		// Nor by another environment's store holding the same names with other values: its
+		// values would overwrite the cluster's in every tenant.
+		lookalike := newFileStore(t)
+		for _, name := range secretNames(3) {
+			g.Expect(lookalike.Put(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{tenancyv1alpha1.SharedLabel: "true"}},
+				Data:       map[string][]byte{"token": []byte("staging value of " + name)},
+			})).To(Succeed())
+		}
+		g.Expect(templatesync.Mirror(ctx, k8s, lookalike, ns, opts)).To(MatchError(ContainSubstring("holds other data for, 3 of its 3")))
+		g.Expect(recordedStore(g, ns)).To(BeEmpty())
+		live := &corev1.Secret{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shared-0"}, live)).To(Succeed())
+		g.Expect(string(live.Data["token"])).To(Equal("shared-0"))
+
 		originalID, err := original.Identity(ctx)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(templatesync.Mirror(ctx, k8s, original, ns, opts)).To(Succeed())

@@ -69,11 +69,10 @@ type kindWatches struct {
 	watching map[schema.GroupVersionKind]kindInformer
 }
 
-// kindInformer is a kind's informer and when it should have synced by.
+// kindInformer is a kind's informer and when it started: it should have synced a timeout later.
 type kindInformer struct {
 	informer cache.Informer
 	started  time.Time
-	syncBy   time.Time
 }
 
 // kindNotAllowedError is a kind the operator may not list and watch: only a person can change
@@ -105,9 +104,10 @@ func (w *kindWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind) e
 	}
 	// The first read of the kind must see the cluster, not an empty cache; past the kind's
 	// deadline nobody waits any more, and the informer still syncs when the API server lists it.
-	waitCtx, cancel := context.WithDeadline(ctx, kind.syncBy)
+	syncBy := kind.started.Add(w.timeout)
+	waitCtx, cancel := context.WithDeadline(ctx, syncBy)
 	defer cancel()
-	if time.Now().After(kind.syncBy) || !toolscache.WaitForCacheSync(waitCtx.Done(), kind.informer.HasSynced) {
+	if time.Now().After(syncBy) || !toolscache.WaitForCacheSync(waitCtx.Done(), kind.informer.HasSynced) {
 		return fmt.Errorf("the informer for %s has not synced since it started at %s: the API server does not list %s for the operator (a conversion webhook or an aggregated API that is down?); tenants rendering it wait, and others go on",
 			gvk.Kind, kind.started.UTC().Format(time.RFC3339), gvk.GroupKind())
 	}
@@ -133,8 +133,7 @@ func (w *kindWatches) start(ctx context.Context, gvk schema.GroupVersionKind) (k
 	if w.watching == nil {
 		w.watching = map[schema.GroupVersionKind]kindInformer{}
 	}
-	now := time.Now()
-	kind := kindInformer{informer: informer, started: now, syncBy: now.Add(w.timeout)}
+	kind := kindInformer{informer: informer, started: time.Now()}
 	w.watching[gvk] = kind
 	return kind, nil
 }

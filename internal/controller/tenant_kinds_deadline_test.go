@@ -32,9 +32,8 @@ func TestAKindThatNeverSyncsIsWaitedOnUntilOneDeadline(t *testing.T) {
 
 	t.Run("a reconcile after the deadline asks the informer once and does not wait", func(t *testing.T) {
 		informer := &neverSynced{}
-		started := time.Now().Add(-time.Hour)
 		w := &kindWatches{timeout: time.Minute, watching: map[schema.GroupVersionKind]kindInformer{
-			gvk: {informer: informer, started: started, syncBy: started.Add(time.Minute)},
+			gvk: {informer: informer, started: time.Now().Add(-time.Hour)},
 		}}
 		for range 3 {
 			err := w.ensure(context.Background(), gvk)
@@ -50,12 +49,14 @@ func TestAKindThatNeverSyncsIsWaitedOnUntilOneDeadline(t *testing.T) {
 
 	t.Run("reconciles before the deadline wait until it and no longer", func(t *testing.T) {
 		informer := &neverSynced{}
-		syncBy := time.Now().Add(300 * time.Millisecond)
+		// The informer started almost a minute ago; its deadline is 300ms away. A reconcile that
+		// waited a whole timeout of its own rather than until the kind's deadline would end this
+		// test's context first.
+		started := time.Now().Add(-time.Minute + 300*time.Millisecond)
+		syncBy := started.Add(time.Minute)
 		w := &kindWatches{timeout: time.Minute, watching: map[schema.GroupVersionKind]kindInformer{
-			gvk: {informer: informer, started: time.Now(), syncBy: syncBy},
+			gvk: {informer: informer, started: started},
 		}}
-		// The timeout is a minute: a reconcile that waited for it rather than for the kind's
-		// deadline would end this test's context first.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := w.ensure(ctx, gvk); err == nil || ctx.Err() != nil {

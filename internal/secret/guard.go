@@ -22,9 +22,10 @@ func (e *StoreMismatchError) Error() string {
 var ErrNoStoreRecorded = errors.New("the cluster records no secret store yet: the template namespace sync records the store it mirrors on its first successful pass")
 
 // Guarded is a store used only while it is the one the cluster records: recorded returns the
-// identity the cluster recorded ("" when it has recorded none yet, and then no store is used). Tenants' credentials are then never written to a store that is not the
-// cluster's (where they would be lost when the right one is back), nor found missing in it
-// (and regenerated). The store's identity is read once per process.
+// identity the cluster recorded ("" when it has recorded none yet, and then no store is used).
+// Tenants' credentials are then never written to a store that is not the cluster's (where they
+// would be lost when the right one is back), nor found missing in it (and regenerated). The
+// store's identity is read once per process.
 func Guarded(s Store, recorded func(context.Context) (string, error)) Store {
 	return &guardedStore{Store: s, recorded: recorded}
 }

@@ -13,7 +13,7 @@ import (
 // stuck mount) then fails like one that is down, and holds no worker for longer than timeout.
 // A call is abandoned, not stopped, when its time is up: the file store's system calls do not
 // take a context. Every store operation is idempotent, so the retry that follows is safe. While
-// maxAbandoned calls have not returned, further calls fail at once rather than pile up
+// MaxAbandonedCalls calls have not returned, further calls fail at once rather than pile up
 // goroutines and threads behind a store that does not answer.
 func WithTimeout(s Store, timeout time.Duration) Store {
 	if timeout <= 0 {
@@ -22,9 +22,9 @@ func WithTimeout(s Store, timeout time.Duration) Store {
 	return &timeoutStore{store: s, timeout: timeout}
 }
 
-// maxAbandoned is how many calls past their deadline may still be running before the store is
-// not tried at all: more than the reconciles that run at once, so one slow burst is retried.
-const maxAbandoned = 32
+// MaxAbandonedCalls is how many calls past their deadline may still be running before the store
+// is not tried at all: more than the reconciles that run at once, so one slow burst is retried.
+const MaxAbandonedCalls = 32
 
 type timeoutStore struct {
 	store     Store
@@ -35,7 +35,7 @@ type timeoutStore struct {
 // bounded runs call with a deadline and returns when either ends.
 func bounded[T any](ctx context.Context, t *timeoutStore, what string, call func(context.Context) (T, error)) (T, error) {
 	var zero T
-	if n := t.abandoned.Load(); n >= maxAbandoned {
+	if n := t.abandoned.Load(); n >= MaxAbandonedCalls {
 		return zero, fmt.Errorf("secret store %s: not tried: %d earlier calls have not returned", what, n)
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)

@@ -11,9 +11,11 @@
 package templatesync
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,14 +77,20 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 	if err := c.List(ctx, live, client.InNamespace(namespace), client.MatchingLabels{tenancyv1alpha1.FromStoreLabel: "true"}); err != nil {
 		return err
 	}
-	keep := make(map[string]bool, len(stored))
+	byName := make(map[string]*corev1.Secret, len(stored))
 	for _, sec := range stored {
-		keep[sec.Name] = true
+		byName[sec.Name] = sec
 	}
-	var gone []*corev1.Secret
+	// gone left the store; unproven are those and the ones the store holds other data for.
+	var gone, unproven []*corev1.Secret
 	for i := range live.Items {
-		if sec := &live.Items[i]; !keep[sec.Name] {
+		sec := &live.Items[i]
+		switch in, ok := byName[sec.Name]; {
+		case !ok:
 			gone = append(gone, sec)
+			unproven = append(unproven, sec)
+		case !maps.EqualFunc(in.Data, sec.Data, bytes.Equal):
+			unproven = append(unproven, sec)
 		}
 	}
 
@@ -91,15 +99,16 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 	case "":
 		// The first store the namespace is mirrored from (or the one an administrator moved it
 		// to) is recorded before anything is written from it, and only when it holds every
-		// secret the namespace already has from a store: a namespace mirrored before stores had
-		// identities, read after an upgrade through an empty or wrong store, would otherwise
-		// record that store as its own and lose the rest.
-		if len(gone) > 0 {
+		// secret the namespace already has from a store, with the same data: a namespace
+		// mirrored before stores had identities, read after an upgrade through an empty or
+		// wrong store (another environment's bucket), would otherwise record that store as its
+		// own and lose or overwrite the rest.
+		if len(unproven) > 0 {
 			return &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf(
-				"namespace %s records no secret store, and the store read (identity %s) lacks %d of its %d shared secrets from a store (%s): nothing was written, removed or recorded. "+
+				"namespace %s records no secret store, and the store read (identity %s) lacks, or holds other data for, %d of its %d shared secrets from a store (%s): nothing was written, removed or recorded. "+
 					"Check secrets.store in the configuration (directory, bucket, prefix) and that the store's volume outlived the pod; "+
 					"if this store is the right one, record it with: kubectl annotate namespace %s %s=%s",
-				namespace, id, len(gone), len(live.Items), names(gone), namespace, tenancyv1alpha1.SecretStoreAnnotation, id)}
+				namespace, id, len(unproven), len(live.Items), names(unproven), namespace, tenancyv1alpha1.SecretStoreAnnotation, id)}
 		}
 		if err := recordStore(ctx, c, ns, id); err != nil {
 			return err
