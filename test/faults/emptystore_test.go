@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -125,12 +123,8 @@ func writeConfigWithStore(t *testing.T, file, dir string) string {
 	cfg := opConfig
 	cfg.Secrets.Store.File.Dir = dir
 	cfg.Secrets.Store.File.KeyFile = filepath.Join(dir, "key.json")
-	data, err := yaml.Marshal(cfg)
+	path, err := writeConfig(file, cfg)
 	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(work, file)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

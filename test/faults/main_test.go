@@ -145,18 +145,25 @@ func setUp(ctx context.Context) error {
 	opConfig.Secrets.Store.Timeout.Duration = 5 * time.Second
 	opConfig.Databases.CheckInterval.Duration = 2 * time.Second
 	opConfig.Databases.Timeout.Duration = 5 * time.Second
-	data, err := yaml.Marshal(opConfig)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(work, "landlord.yaml"), data, 0o600); err != nil {
+	if _, err := writeConfig("landlord.yaml", opConfig); err != nil {
 		return err
 	}
 	// The test opens the same store (and key) as the operator, to read what it stored.
+	var err error
 	if store, err = secret.NewFileStore(storeDir, opConfig.Secrets.Store.File.KeyFile); err != nil {
 		return err
 	}
 	return writeOperatorKubeconfig(env.Admin, filepath.Join(work, "operator.kubeconfig"))
+}
+
+// writeConfig writes an operator configuration into the work directory and returns its path.
+func writeConfig(file string, cfg config.Config) (string, error) {
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(work, file)
+	return path, os.WriteFile(path, data, 0o600)
 }
 
 // installLeaderElectionRBAC creates the shipped config/rbac/leader_election.yaml: the operator
