@@ -79,6 +79,9 @@ const (
 	NodePoolLabel = "tenancy.landlord.dev/node-pool"
 	// DomainsAnnotation on a tenant namespace lists the domains the tenant serves, comma separated.
 	DomainsAnnotation = "tenancy.landlord.dev/domains"
+	// IngressClassesAnnotation on a tenant namespace lists the Ingress classes the tenant's
+	// Ingresses may name, comma separated; without it any class is allowed.
+	IngressClassesAnnotation = "tenancy.landlord.dev/ingress-classes"
 	// SharedLabel ("true") on a secret in the template namespace shares it with tenants.
 	SharedLabel = "tenancy.landlord.dev/shared"
 	// TenantSelectorAnnotation on a shared secret limits it to tenants whose labels match this

@@ -90,6 +90,11 @@ type Limits struct {
 // +kubebuilder:validation:XValidation:rule="self.matches('^([*][.])?([a-z0-9]([-a-z0-9]*[a-z0-9])?[.])+[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a lowercase DNS name such as acme.example.com, optionally starting with '*.'"
 type Domain string
 
+// IngressClassName names an IngressClass: a DNS subdomain.
+// +kubebuilder:validation:MaxLength=253
+// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be an IngressClass name such as nginx (lowercase letters, digits, '-' and '.')"
+type IngressClassName string
+
 // TenantSpec is the desired state of one customer instance.
 type TenantSpec struct {
 	// State is the lifecycle state. Purged is final and requires purgeConfirmation.
@@ -144,6 +149,15 @@ type TenantSpec struct {
 	// +listType=set
 	// +optional
 	Domains []Domain `json:"domains,omitempty"`
+
+	// IngressClasses are the Ingress classes the tenant's Ingresses may name (spec.ingressClassName
+	// or the legacy kubernetes.io/ingress.class annotation); the operator's
+	// isolation.ingressClasses when empty. While either lists classes, an Ingress naming none
+	// is refused, since the cluster's default class may be any controller.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=set
+	// +optional
+	IngressClasses []IngressClassName `json:"ingressClasses,omitempty"`
 
 	// Databases are the tenant's own databases and logins on shared database servers.
 	// +optional

@@ -700,6 +700,11 @@ func (in *TenantSpec) DeepCopyInto(out *TenantSpec) {
 		*out = make([]Domain, len(*in))
 		copy(*out, *in)
 	}
+	if in.IngressClasses != nil {
+		in, out := &in.IngressClasses, &out.IngressClasses
+		*out = make([]IngressClassName, len(*in))
+		copy(*out, *in)
+	}
 	in.Databases.DeepCopyInto(&out.Databases)
 	if in.PgBouncer != nil {
 		in, out := &in.PgBouncer, &out.PgBouncer

@@ -62,7 +62,15 @@ type Isolation struct {
 	// BaseDomain, when set, lets every tenant serve "<tenant>.<baseDomain>" besides its
 	// spec.domains, so a tenant has a working hostname without anyone listing it.
 	BaseDomain string `json:"baseDomain,omitempty"`
+	// IngressClasses are the Ingress classes a tenant's Ingresses may name when its Tenant
+	// lists none (spec.ingressClasses replaces them, it does not add to them). While a tenant
+	// has a list, an Ingress naming no class is refused: the cluster's default class may be
+	// any controller. Empty (the default) leaves the class to the tenant.
+	IngressClasses []string `json:"ingressClasses,omitempty"`
 }
+
+// MaxIngressClasses bounds isolation.ingressClasses, as the CRD bounds a Tenant's own list.
+const MaxIngressClasses = 16
 
 // DefaultDomain is the domain every tenant may serve under the base domain, or "" without one.
 func (c *Config) DefaultDomain(tenant string) string {
@@ -395,6 +403,19 @@ func (c *Config) Validate() error {
 		} else if len(d) > MaxBaseDomain {
 			errs = append(errs, fmt.Errorf("isolation.baseDomain: %q is longer than %d characters", d, MaxBaseDomain))
 		}
+	}
+	if len(c.Isolation.IngressClasses) > MaxIngressClasses {
+		errs = append(errs, fmt.Errorf("isolation.ingressClasses: %d classes, more than %d", len(c.Isolation.IngressClasses), MaxIngressClasses))
+	}
+	seenClasses := map[string]bool{}
+	for i, class := range c.Isolation.IngressClasses {
+		if msgs := validation.IsDNS1123Subdomain(class); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("isolation.ingressClasses[%d]: %q is not an IngressClass name: %v", i, class, msgs))
+		}
+		if seenClasses[class] {
+			errs = append(errs, fmt.Errorf("isolation.ingressClasses[%d]: %q is listed twice", i, class))
+		}
+		seenClasses[class] = true
 	}
 	for i, e := range c.Network.EgressCIDRs {
 		if msgs := validation.IsValidCIDR(nil, e.CIDR); len(msgs) > 0 {

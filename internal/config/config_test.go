@@ -78,6 +78,10 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a wildcard base domain":      {"isolation: {baseDomain: '*.example.com'}", "isolation.baseDomain"},
 		"a base domain with capitals": {"isolation: {baseDomain: Example.com}", "isolation.baseDomain"},
 		"a base domain too long":      {"isolation: {baseDomain: " + strings.Repeat("a.", 110) + "com}", "isolation.baseDomain"},
+		// Finding 1: the default allowlist of Ingress classes holds class names only.
+		"an ingress class with capitals": {"isolation: {ingressClasses: [Nginx]}", "isolation.ingressClasses[0]"},
+		"an ingress class listed twice":  {"isolation: {ingressClasses: [nginx, nginx]}", "isolation.ingressClasses[1]"},
+		"too many ingress classes":       {"isolation: {ingressClasses: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q]}", "isolation.ingressClasses"},
 	}
 	for name, tc := range cases {
 		t.Run(name+" is rejected", func(t *testing.T) {

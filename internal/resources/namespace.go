@@ -22,8 +22,8 @@ const (
 )
 
 // Namespace is the tenant's namespace, labeled for Pod Security Admission and, when the tenant
-// has one, its node pool; the domains it may serve travel as an annotation for admission
-// policies, which cannot read the Tenant.
+// has one, its node pool; the domains it may serve and the Ingress classes it may use travel as
+// annotations for admission policies, which cannot read the Tenant.
 func Namespace(t *tenancyv1alpha1.Tenant, cfg *config.Config) *corev1.Namespace {
 	level := string(t.Spec.PodSecurity)
 	if level == "" {
@@ -45,9 +45,35 @@ func Namespace(t *tenancyv1alpha1.Tenant, cfg *config.Config) *corev1.Namespace 
 		ns.Labels[tenancyv1alpha1.NodePoolLabel] = t.Spec.NodePool
 	}
 	if domains := AllowedDomains(t, cfg); len(domains) > 0 {
-		ns.Annotations = map[string]string{tenancyv1alpha1.DomainsAnnotation: strings.Join(domains, ",")}
+		setAnnotation(ns, tenancyv1alpha1.DomainsAnnotation, strings.Join(domains, ","))
+	}
+	if classes := AllowedIngressClasses(t, cfg); len(classes) > 0 {
+		setAnnotation(ns, tenancyv1alpha1.IngressClassesAnnotation, strings.Join(classes, ","))
 	}
 	return ns
+}
+
+func setAnnotation(obj metav1.Object, key, value string) {
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[key] = value
+	obj.SetAnnotations(annotations)
+}
+
+// AllowedIngressClasses are the Ingress classes the tenant's Ingresses may name: its
+// spec.ingressClasses, or the operator's isolation.ingressClasses when it lists none. None means
+// any class.
+func AllowedIngressClasses(t *tenancyv1alpha1.Tenant, cfg *config.Config) []string {
+	if len(t.Spec.IngressClasses) == 0 {
+		return slices.Clone(cfg.Isolation.IngressClasses)
+	}
+	classes := make([]string, 0, len(t.Spec.IngressClasses))
+	for _, c := range t.Spec.IngressClasses {
+		classes = append(classes, string(c))
+	}
+	return classes
 }
 
 // AllowedDomains are the DNS names the tenant may serve: its spec.domains, then the default
