@@ -21,7 +21,10 @@ const (
 	ReasonOwnershipConflict    = "OwnershipConflict"
 	ReasonInvalidObject        = "InvalidObject"
 	// ReasonKindNotAllowed: a component renders a kind the operator may not list and watch.
-	ReasonKindNotAllowed    = "KindNotAllowed"
+	ReasonKindNotAllowed = "KindNotAllowed"
+	// ReasonDomainConflict: a domain of the tenant is another tenant's, or no tenant's to take
+	// (a wildcard over a public suffix, a name under the base domain).
+	ReasonDomainConflict    = "DomainConflict"
 	ReasonApplyFailed       = "ApplyFailed"
 	ReasonNamespaceNotReady = "NamespaceNotReady"
 

@@ -30,6 +30,7 @@ func main() {
 		embeddedDir string
 		assetsDir   string
 		crdDir      string
+		manifests   string
 		overrides   config.Overrides
 		opts        operator.Options
 	)
@@ -38,6 +39,7 @@ func main() {
 	flag.StringVar(&embeddedDir, "embedded-dir", "bin/embedded", "Where the embedded local cluster keeps its data and logs and writes its kubeconfig.")
 	flag.StringVar(&assetsDir, "control-plane-assets", envOr("KUBEBUILDER_ASSETS", "bin/k8s/1.37.2"), "Directory with the local cluster's binaries (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok).")
 	flag.StringVar(&crdDir, "crd-dir", "config/crd/bases", "CRDs installed into the embedded local cluster.")
+	flag.StringVar(&manifests, "embedded-manifests", "config/rbac/tenant_roles.yaml", "Comma-separated YAML files applied to the embedded local cluster before the operator starts.")
 	flag.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8443", "Metrics listen address; 0 disables.")
 	flag.BoolVar(&opts.MetricsInsecure, "metrics-insecure", false, "Serve metrics over HTTP without authentication (local use only).")
 	flag.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "Health probe listen address; 0 disables.")
@@ -53,7 +55,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 
 	ctx := ctrl.SetupSignalHandler()
-	if err := run(ctx, configPath, overrides, embedded, localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir}, opts); err != nil {
+	if err := run(ctx, configPath, overrides, embedded, localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir, Manifests: splitList(manifests)}, opts); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "landlord stopped")
 		os.Exit(1)
 	}
@@ -171,4 +173,15 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

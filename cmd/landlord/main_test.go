@@ -35,7 +35,10 @@ func TestRunWithoutAClusterStartsALocalCluster(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, filepath.Join(root, "config", "manager", "landlord.yaml"), config.Overrides{}, "always",
-			localcluster.Options{AssetsDir: assets, DataDir: dataDir, CRDDir: filepath.Join(root, "config", "crd", "bases")},
+			localcluster.Options{
+				AssetsDir: assets, DataDir: dataDir, CRDDir: filepath.Join(root, "config", "crd", "bases"),
+				Manifests: []string{filepath.Join(root, "config", "rbac", "tenant_roles.yaml")},
+			},
 			operator.Options{MetricsAddr: "0", ProbeAddr: "0"})
 	}()
 	t.Cleanup(func() {

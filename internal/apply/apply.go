@@ -10,12 +10,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -35,12 +39,15 @@ const (
 	Unchanged Result = iota
 	// Created: the object did not exist.
 	Created
-	// Updated: the object existed and differed (drift or a changed desired state).
+	// Updated: the object existed and differed from a changed desired state.
 	Updated
+	// Repaired: the object existed and had been changed by someone else since Landlord last
+	// applied it (see WholeObject for what counts); it is as Landlord builds it again.
+	Repaired
 )
 
 func (r Result) String() string {
-	return [...]string{"unchanged", "created", "updated"}[r]
+	return [...]string{"unchanged", "created", "updated", "repaired"}[r]
 }
 
 // ConflictError reports an object that exists but is not controlled by the owner Landlord
@@ -72,6 +79,15 @@ type Applier struct {
 	// their own fingerprints, which are then not computed. Only a caller whose builders are pure
 	// functions of those inputs may set it.
 	Inputs *Fingerprint
+	// WholeObject makes the live object's body (everything but metadata and status) exactly the
+	// server-defaulted desired one: a field someone else added beside Landlord's is removed, not
+	// only a field of Landlord's that someone changed. It is for the objects that are the
+	// isolation boundary, which only Landlord may shape. The cache must carry
+	// ForeignFieldsAnnotation (MarkForeignFields).
+	WholeObject bool
+	// Repaired, when set, hears of every repair: the object, and the field managers that had
+	// added to it (none when only fields of Landlord's had changed).
+	Repaired func(obj client.Object, foreign []string)
 }
 
 // Apply makes the live object carry every field of desired. desired must have its TypeMeta set
@@ -109,6 +125,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 	var want map[string]any
 	// live is read without the deep copy the cache otherwise makes, a third of the CPU of a
 	// no-op reconcile: it shares the cache's maps and slices, and is only ever read.
+	var foreign []string
 	switch err := a.Client.Get(ctx, key, live, client.UnsafeDisableDeepCopy); {
 	case err == nil:
 		if _, ok := live.(*unstructured.Unstructured); !ok {
@@ -116,7 +133,12 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 			// live's own. (An unstructured object carries its kind in the shared map.)
 			live.GetObjectKind().SetGroupVersionKind(desired.GetObjectKind().GroupVersionKind())
 		}
-		if a.Memo.matched(desired, print, live.GetResourceVersion()) {
+		if a.WholeObject {
+			if v := live.GetAnnotations()[ForeignFieldsAnnotation]; v != "" {
+				foreign = strings.Split(v, ",")
+			}
+		}
+		if len(foreign) == 0 && a.Memo.matched(desired, print, live.GetResourceVersion()) {
 			return Unchanged, nil, nil
 		}
 		if want, err = desiredContent(desired); err != nil {
@@ -126,9 +148,18 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 		if err != nil {
 			return Unchanged, nil, err
 		}
-		if Contains(have, want) {
+		if len(foreign) == 0 && Contains(have, want) {
 			a.Memo.record(desired, print, live.GetResourceVersion())
 			return Unchanged, nil, nil
+		}
+		if len(foreign) > 0 || appliedHash(have) == appliedHash(want) {
+			// What Landlord last applied is what it wants now: someone else changed the object.
+			result = Repaired
+		}
+		if len(foreign) > 0 {
+			if err := a.replaceBody(ctx, desired, want); err != nil {
+				return Unchanged, nil, err
+			}
 		}
 	case apierrors.IsNotFound(err):
 		result = Created
@@ -149,7 +180,67 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return Unchanged, nil, err
 	}
+	if result == Repaired && a.Repaired != nil {
+		a.Repaired(desired, foreign)
+	}
 	return result, u, nil
+}
+
+// replaceBody makes the object's body the desired one, whole, in one JSON patch, and takes the
+// managed fields of everyone but Landlord off it. Server-side apply cannot remove a field
+// another manager owns, and a manager that had also set some of Landlord's values would go on
+// owning them, and be found again. The object is read from the API server first, for the
+// managed fields the cache does not keep; the patch is refused if it changed since, and the
+// reconcile is retried with the change in view rather than overwriting it unseen.
+func (a *Applier) replaceBody(ctx context.Context, desired client.Object, want map[string]any) error {
+	if a.APIReader == nil {
+		return fmt.Errorf("%s %s has fields someone else added, and this applier cannot read it to remove them", desired.GetObjectKind().GroupVersionKind().Kind, desired.GetName())
+	}
+	fresh := &unstructured.Unstructured{}
+	fresh.SetGroupVersionKind(desired.GetObjectKind().GroupVersionKind())
+	if err := a.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), fresh); err != nil {
+		return err
+	}
+	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": fresh.GetResourceVersion()}}
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if bodyKey(k) {
+			ops = append(ops, map[string]any{"op": "add", "path": "/" + k, "value": want[k]})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(fresh.Object)) {
+		if _, ok := want[k]; !ok && bodyKey(k) {
+			ops = append(ops, map[string]any{"op": "remove", "path": "/" + k})
+		}
+	}
+	var ours []metav1.ManagedFieldsEntry
+	for _, e := range fresh.GetManagedFields() {
+		if e.Manager == FieldOwner || !bodyOwnedBy(e) {
+			ours = append(ours, e)
+		}
+	}
+	// An empty list would not clear them (the API server keeps managed fields a client leaves
+	// out), and is never the case: Landlord applied the object.
+	if len(ours) > 0 {
+		ops = append(ops, map[string]any{"op": "replace", "path": "/metadata/managedFields", "value": ours})
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	return a.Client.Patch(ctx, fresh, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldOwner))
+}
+
+// bodyKey: top-level keys of an object other than its type, metadata and status.
+func bodyKey(k string) bool {
+	return k != "apiVersion" && k != "kind" && k != "metadata" && k != "status"
+}
+
+// appliedHash is the digest annotation of an object's content.
+func appliedHash(content map[string]any) string {
+	meta, _ := content["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	h, _ := annotations[HashAnnotation].(string)
+	return h
 }
 
 // checkClusterScopedName reads a cluster-scoped object the cache does not hold (it may exist

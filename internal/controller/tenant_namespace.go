@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +31,15 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 
+	// Before anything is written: a namespace's domains annotation is what lets its Ingresses
+	// take a host, so a domain another tenant holds never reaches it.
+	switch problem, err := r.checkDomains(ctx, t); {
+	case err != nil:
+		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+	case problem != "":
+		return stalled(tenancyv1alpha1.ReasonDomainConflict, "%s", problem)
+	}
+
 	// resources.Build is a pure function of these and of the configuration, which is fixed for
 	// the life of the process.
 	inputs, err := apply.FingerprintOf(struct {
@@ -41,9 +52,15 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 	}
 	applier := r.applier()
 	applier.Inputs = &inputs
+	// These objects are the isolation boundary: anything someone else adds to them is removed.
+	applier.WholeObject = true
+	applier.Repaired = driftRepaired(r.Recorder, t)
 	var repaired []string
 	for _, obj := range resources.Build(t, r.Config) {
 		result, err := applier.Apply(ctx, obj)
+		if rb, ok := obj.(*rbacv1.RoleBinding); ok && apierrors.IsInvalid(err) {
+			result, err = r.rebind(ctx, applier, t, rb)
+		}
 		if err != nil {
 			return r.applyFailed(t, obj, err)
 		}
@@ -60,7 +77,58 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 	if err := r.restoreVolumes(ctx, s); err != nil {
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
+	if t.Spec.State == tenancyv1alpha1.StateFrozen {
+		if err := r.stopPods(ctx, s); err != nil {
+			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		}
+	}
 	return done(tenancyv1alpha1.ReasonSucceeded, "namespace %s is ready", s.namespace)
+}
+
+// stopPods deletes every pod of a Frozen tenant's namespace, the tenant's own workloads' too:
+// the quota then lets none start again (its pods limit is 0 while Frozen), so nothing of the
+// tenant runs. Whether any pod runs is read from the quota's status, in the cache, so a Frozen
+// tenant with nothing running costs no request. Volumes and everything else stay.
+func (r *TenantReconciler) stopPods(ctx context.Context, s *tenantScope) error {
+	quota := &corev1.ResourceQuota{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: resources.QuotaName}, quota); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	used, counted := quota.Status.Used[corev1.ResourcePods]
+	if counted && used.IsZero() {
+		return nil
+	}
+	// Not yet counted (a quota just written) is treated as running: the delete finds nothing
+	// when nothing runs, and the quota's first count re-triggers the tenant.
+	if err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(s.namespace)); err != nil {
+		return fmt.Errorf("stopping the pods of frozen tenant %s: %w", s.tenant.Name, err)
+	}
+	if counted {
+		r.Recorder.Eventf(s.tenant, nil, corev1.EventTypeNormal, "PodsStopped", "Freeze",
+			"deleted the %s running pods of namespace %s: the tenant is Frozen", used.String(), s.namespace)
+	}
+	return nil
+}
+
+// rebind replaces a tenant RoleBinding whose roleRef is not the desired one (a binding of the
+// namespaced Role each tenant had before the shared ClusterRoles): Kubernetes refuses to change
+// a roleRef, so the old binding is deleted and the new one created. Its subjects lose access
+// for the moment between the two requests.
+func (r *TenantReconciler) rebind(ctx context.Context, applier *apply.Applier, t *tenancyv1alpha1.Tenant, desired *rbacv1.RoleBinding) (apply.Result, error) {
+	live := &rbacv1.RoleBinding{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return apply.Unchanged, err
+	}
+	if live.RoleRef == desired.RoleRef {
+		return apply.Unchanged, fmt.Errorf("applying RoleBinding %s: the API server refused it although its roleRef is unchanged", desired.Name)
+	}
+	switch deleted, err := deleteIfControlled(ctx, r.Client, live, t); {
+	case err != nil:
+		return apply.Unchanged, err
+	case !deleted:
+		return apply.Unchanged, &apply.ConflictError{Kind: "RoleBinding", Name: desired.Name, Owner: "tenant " + t.Name}
+	}
+	return applier.Apply(ctx, desired)
 }
 
 // removeNamespace deletes the namespace of an Archived or Purged tenant, and waits until it is

@@ -52,8 +52,14 @@ func TestTenantProvisioning(t *testing.T) {
 	t.Run("the three tenant roles are bound to the subjects in spec.access", func(t *testing.T) {
 		g := NewWithT(t)
 		for _, name := range []string{resources.AdminRole, resources.OperatorRole, resources.ViewerRole} {
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: nsName, Name: name}, &rbacv1.Role{})).To(Succeed())
+			rb := &rbacv1.RoleBinding{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: nsName, Name: name}, rb)).To(Succeed())
+			g.Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: resources.ClusterRoleName(name)}))
 		}
+		g.Expect(k8s.List(ctx, &rbacv1.RoleList{}, client.InNamespace(nsName))).To(Succeed())
+		roles := &rbacv1.RoleList{}
+		g.Expect(k8s.List(ctx, roles, client.InNamespace(nsName))).To(Succeed())
+		g.Expect(roles.Items).To(BeEmpty(), "the tenant roles are shared ClusterRoles, not Roles in each namespace")
 		admins := &rbacv1.RoleBinding{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: nsName, Name: resources.AdminRole}, admins)).To(Succeed())
 		g.Expect(admins.Subjects).To(Equal([]rbacv1.Subject{{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "oidc:acme.admins"}}))

@@ -55,8 +55,12 @@ func TestTenantUsersCannotEditTheirIsolation(t *testing.T) {
 		{"an admin deletes the limit range", false, func() error {
 			return admin.Delete(ctx, named(&corev1.LimitRange{}, ns, resources.LimitRangeName))
 		}},
-		{"an admin deletes a managed role", false, func() error {
-			return admin.Delete(ctx, named(&rbacv1.Role{}, ns, resources.ViewerRole))
+		{"an admin deletes a managed role binding", false, func() error {
+			return admin.Delete(ctx, named(&rbacv1.RoleBinding{}, ns, resources.ViewerRole))
+		}},
+		{"an admin edits a shared tenant role", false, func() error {
+			return admin.Patch(ctx, named(&rbacv1.ClusterRole{}, "", resources.ClusterRoleName(resources.ViewerRole)),
+				client.RawPatch(types.JSONPatchType, []byte(`[{"op":"add","path":"/rules/-","value":{"apiGroups":[""],"resources":["secrets"],"verbs":["get"]}}]`)))
 		}},
 		{"an admin creates a role of its own", false, func() error {
 			return admin.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine"}})
@@ -88,7 +92,7 @@ func TestTenantUsersCannotEditTheirIsolation(t *testing.T) {
 		{"an operator creates a role binding", false, func() error {
 			return operatorUser.Create(ctx, &rbacv1.RoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine"},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: resources.AdminRole},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: resources.ClusterRoleName(resources.AdminRole)},
 				Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: "olga"}},
 			})
 		}},

@@ -29,14 +29,15 @@ func TestManagedObjectsHealThemselves(t *testing.T) {
 		damage func(g Gomega)
 		healed func(g Gomega)
 	}{
-		"a deleted role is recreated": {
+		"a deleted role binding is recreated": {
 			damage: func(g Gomega) {
-				g.Expect(k8s.Delete(ctx, named(&rbacv1.Role{}, ns, resources.AdminRole))).To(Succeed())
+				g.Expect(k8s.Delete(ctx, named(&rbacv1.RoleBinding{}, ns, resources.AdminRole))).To(Succeed())
 			},
 			healed: func(g Gomega) {
-				role := &rbacv1.Role{}
-				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.AdminRole}, role)).To(Succeed())
-				g.Expect(role.Rules).To(Equal(resources.RoleRules()[resources.AdminRole]))
+				rb := &rbacv1.RoleBinding{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.AdminRole}, rb)).To(Succeed())
+				g.Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "landlord-tenant-admin"}))
+				g.Expect(rb.Subjects).To(Equal([]rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: "alice"}}))
 			},
 		},
 		"an edited quota is restored": {

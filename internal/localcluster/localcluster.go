@@ -30,6 +30,9 @@ type Options struct {
 	DataDir string
 	// CRDDir, when set, holds CRDs to install.
 	CRDDir string
+	// Manifests are YAML files of objects to apply once the API server is up (the tenant
+	// roles of config/rbac/tenant_roles.yaml).
+	Manifests []string
 	// APIServerOnly runs etcd and kube-apiserver alone: for callers that measure one client's
 	// cost to the API server and want nothing else on the machine's cores.
 	APIServerOnly bool
@@ -80,6 +83,11 @@ func Start(opts Options) (*Cluster, error) {
 		}
 	}
 	if err := c.startControlPlane(opts, etcdDir); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := installManifests(ctx, c.Config, opts.Manifests); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	if opts.APIServerOnly {

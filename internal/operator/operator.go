@@ -178,6 +178,10 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		controller.TenantComponentTemplateIndex, controller.TenantComponentTemplates); err != nil {
 		return nil, err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tenancyv1alpha1.Tenant{},
+		controller.TenantDomainIndex, controller.TenantDomains); err != nil {
+		return nil, err
+	}
 	conns := &database.Connections{Client: mgr.GetClient(), Namespace: cfg.Databases.CredentialsNamespace}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()

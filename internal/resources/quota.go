@@ -17,11 +17,15 @@ const (
 
 // ResourceQuota is the tenant's quota: operator defaults overridden key by key by spec.quota.
 // NodePort and LoadBalancer services are capped at zero whatever the tenant asks: they would
-// expose the tenant outside the platform's ingress.
+// expose the tenant outside the platform's ingress. A Frozen tenant may run no pod at all: its
+// own workloads, not only the components Landlord scales to zero, stop (see stopPods).
 func ResourceQuota(t *tenancyv1alpha1.Tenant, cfg *config.Config, namespace string) *corev1.ResourceQuota {
 	hard := merge(normalizeQuota(cfg.Defaults.Quota), normalizeQuota(t.Spec.Quota))
 	hard[corev1.ResourceServicesNodePorts] = resource.MustParse("0")
 	hard[corev1.ResourceServicesLoadBalancers] = resource.MustParse("0")
+	if t.Spec.State == tenancyv1alpha1.StateFrozen {
+		hard[corev1.ResourcePods] = resource.MustParse("0")
+	}
 	return &corev1.ResourceQuota{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
 		ObjectMeta: objectMeta(t, namespace, QuotaName),

@@ -7,32 +7,28 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// The tenant roles.
+// The tenant roles: each is a RoleBinding in the tenant namespace, of the name below, to the
+// shared ClusterRole of the same name with the "landlord-" prefix.
 const (
 	AdminRole    = "tenant-admin"
 	OperatorRole = "tenant-operator"
 	ViewerRole   = "tenant-viewer"
 )
 
+// ClusterRoleName is the shared ClusterRole a tenant role's binding refers to.
+func ClusterRoleName(role string) string { return "landlord-" + role }
+
+// The tenant roles are three ClusterRoles installed once with Landlord (config/rbac/
+// tenant_roles.yaml, golden-tested against ClusterRoles) and bound per tenant namespace. The
+// operator needs only "bind" on exactly these three to hand them out: it holds none of what they
+// grant, and cannot grant anything else.
+//
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=landlord-tenant-admin;landlord-tenant-operator;landlord-tenant-viewer
+
 var (
 	readVerbs  = []string{"get", "list", "watch"}
 	writeVerbs = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
 )
-
-// Kubernetes only lets a subject create a Role that grants what it holds itself (or holds
-// "escalate"). Landlord holds exactly what tenant-admin grants, rather than "escalate" or
-// "bind", which would let it grant anything. Keep these markers in step with adminRules; a test
-// checks that the generated role covers every tenant role.
-//
-// +kubebuilder:rbac:groups="",resources=pods;services;configmaps;secrets;persistentvolumeclaims;serviceaccounts,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups="",resources=pods/exec;pods/portforward;pods/attach,verbs=get;create
-// +kubebuilder:rbac:groups="",resources=pods/log;events;endpoints,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps,resources=deployments;deployments/scale;statefulsets;statefulsets/scale;replicasets,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=batch,resources=jobs;cronjobs,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 
 // workloadKinds are the kinds a tenant runs its application with.
 func workloadKinds() []rbacv1.PolicyRule {
@@ -93,21 +89,24 @@ func RoleRules() map[string][]rbacv1.PolicyRule {
 	}
 }
 
-// Roles are the three tenant roles in the tenant namespace.
-func Roles(t *tenancyv1alpha1.Tenant, namespace string) []*rbacv1.Role {
+// ClusterRoles are the three shared tenant roles, as shipped in config/rbac/tenant_roles.yaml.
+func ClusterRoles() []*rbacv1.ClusterRole {
 	rules := RoleRules()
-	roles := make([]*rbacv1.Role, 0, 3)
+	roles := make([]*rbacv1.ClusterRole, 0, 3)
 	for _, name := range []string{AdminRole, OperatorRole, ViewerRole} {
-		roles = append(roles, &rbacv1.Role{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-			ObjectMeta: objectMeta(t, namespace, name),
-			Rules:      rules[name],
+		roles = append(roles, &rbacv1.ClusterRole{
+			TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name:   ClusterRoleName(name),
+				Labels: map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue},
+			},
+			Rules: rules[name],
 		})
 	}
 	return roles
 }
 
-// RoleBindings bind spec.access to the tenant roles. Each binding exists even with no subjects,
+// RoleBindings bind spec.access to the tenant roles, in the tenant namespace only. Each binding exists even with no subjects,
 // so the set of managed objects is fixed and removing the last subject is an update.
 func RoleBindings(t *tenancyv1alpha1.Tenant, namespace string) []*rbacv1.RoleBinding {
 	bindings := make([]*rbacv1.RoleBinding, 0, 3)
@@ -122,7 +121,7 @@ func RoleBindings(t *tenancyv1alpha1.Tenant, namespace string) []*rbacv1.RoleBin
 		bindings = append(bindings, &rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
 			ObjectMeta: objectMeta(t, namespace, b.role),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: b.role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ClusterRoleName(b.role)},
 			Subjects:   subjects(b.subjects),
 		})
 	}

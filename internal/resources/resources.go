@@ -18,7 +18,6 @@ import (
 func Build(t *tenancyv1alpha1.Tenant, cfg *config.Config) []client.Object {
 	ns := cfg.NamespaceName(t.Name)
 	objs := []client.Object{Namespace(t, cfg)}
-	objs = appendObjects(objs, Roles(t, ns)...)
 	objs = appendObjects(objs, RoleBindings(t, ns)...)
 	objs = append(objs, ResourceQuota(t, cfg, ns), LimitRange(t, cfg, ns))
 	objs = appendObjects(objs, NetworkPolicies(t, cfg, ns)...)

@@ -57,8 +57,8 @@ type Options struct {
 	APIServerOnly bool
 }
 
-// Start starts a whole local cluster (internal/localcluster) and installs Landlord's CRDs and
-// its operator RBAC.
+// Start starts a whole local cluster (internal/localcluster) and installs Landlord's CRDs, the
+// tenant roles and its operator RBAC.
 func Start() (*Env, error) { return StartWith(Options{}) }
 
 // StartWith is Start with options.
@@ -74,7 +74,8 @@ func StartWith(opts Options) (*Env, error) {
 	}
 	cluster, err := localcluster.Start(localcluster.Options{
 		AssetsDir: assets, DataDir: dataDir, APIServerOnly: opts.APIServerOnly,
-		CRDDir: filepath.Join(root, "config", "crd", "bases"),
+		CRDDir:    filepath.Join(root, "config", "crd", "bases"),
+		Manifests: []string{filepath.Join(root, "config", "rbac", "tenant_roles.yaml")},
 	})
 	if err != nil {
 		// The cluster's logs stay in dataDir, which the error names, for whoever has to find out why.

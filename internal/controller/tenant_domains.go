@@ -1,0 +1,210 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"golang.org/x/net/publicsuffix"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+)
+
+// TenantDomainIndex indexes tenants by the domains they list, so that a domain's holder is found
+// in the cache without scanning every tenant. Each domain is indexed as "exact:<domain>"; a
+// plain domain is also indexed as "covered:*.<parent>", under the wildcard that would cover it.
+const TenantDomainIndex = "spec.domains"
+
+// TenantDomains is the index function of TenantDomainIndex.
+func TenantDomains(obj client.Object) []string {
+	t, ok := obj.(*tenancyv1alpha1.Tenant)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, d := range t.Spec.Domains {
+		keys = append(keys, "exact:"+string(d))
+		if w := coveringWildcard(string(d)); w != "" {
+			keys = append(keys, "covered:"+w)
+		}
+	}
+	return keys
+}
+
+// coveringWildcard is the wildcard that covers a plain domain ("*.example.com" for
+// "a.example.com"), or "" for a wildcard or a single label.
+func coveringWildcard(d string) string {
+	if strings.HasPrefix(d, "*.") {
+		return ""
+	}
+	_, parent, ok := strings.Cut(d, ".")
+	if !ok {
+		return ""
+	}
+	return "*." + parent
+}
+
+// createdBefore orders tenants by creation, then by name.
+func createdBefore(a, b *tenancyv1alpha1.Tenant) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// overlap reports whether two domains can name the same host: equal, or one a wildcard over the
+// other.
+func overlap(a, b string) bool {
+	return a == b || coveringWildcard(a) == b || coveringWildcard(b) == a
+}
+
+// serves reports whether the tenant's namespace admits Ingresses for a domain overlapping d
+// (its domains annotation, which the admission policies read).
+func (r *TenantReconciler) serves(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) (bool, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: r.Config.NamespaceName(t.Name)}, ns); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	for _, have := range strings.Split(ns.Annotations[tenancyv1alpha1.DomainsAnnotation], ",") {
+		if have != "" && overlap(have, d) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// holdsBefore reports whether other holds d ahead of t. The tenant already serving it holds it:
+// a domain is never taken from the tenant serving it by one that lists it later, whatever their
+// ages. Between tenants neither (or both, from before domains were unique) serving it, the one
+// created first holds it. A tenant holds a domain for as long as it lists it, whatever its
+// state, so an Archived tenant comes back to the domains it left with.
+func (r *TenantReconciler) holdsBefore(ctx context.Context, other, t *tenancyv1alpha1.Tenant, d string) (bool, error) {
+	otherServes, err := r.serves(ctx, other, d)
+	if err != nil {
+		return false, err
+	}
+	selfServes, err := r.serves(ctx, t, d)
+	if err != nil {
+		return false, err
+	}
+	if otherServes != selfServes {
+		return otherServes, nil
+	}
+	return createdBefore(other, t), nil
+}
+
+// checkDomains returns why the tenant may not serve its domains, or "": a wildcard over a
+// public suffix (*.co.uk would take traffic for every company under it), a name under the base
+// domain that is another tenant's, or a domain (or wildcard) an earlier tenant lists.
+func (r *TenantReconciler) checkDomains(ctx context.Context, t *tenancyv1alpha1.Tenant) (string, error) {
+	var problems []string
+	for _, dom := range t.Spec.Domains {
+		d := string(dom)
+		if problem := domainShape(d, t.Name, r.Config); problem != "" {
+			problems = append(problems, problem)
+			continue
+		}
+		holders, err := r.domainHolders(ctx, t, d)
+		if err != nil {
+			return "", err
+		}
+		if len(holders) > 0 {
+			problems = append(problems, fmt.Sprintf("%s is held by tenant %s", d, strings.Join(holders, ", ")))
+		}
+	}
+	if len(problems) == 0 {
+		return "", nil
+	}
+	return strings.Join(problems, "; ") + ": remove it from spec.domains, or release it from the tenant holding it first", nil
+}
+
+// domainShape refuses what no tenant may serve, whoever else lists it.
+func domainShape(d, tenant string, cfg *config.Config) string {
+	if rest, ok := strings.CutPrefix(d, "*."); ok {
+		if suffix, _ := publicsuffix.PublicSuffix(rest); suffix == rest {
+			return fmt.Sprintf("%s is a wildcard over the public suffix %s", d, rest)
+		}
+	}
+	if base := cfg.Isolation.BaseDomain; base != "" && (d == base || strings.HasSuffix(d, "."+base)) {
+		own := cfg.DefaultDomain(tenant)
+		if d != own && !strings.HasSuffix(d, "."+own) {
+			return fmt.Sprintf("%s is under the base domain %s, where a tenant serves only its own %s", d, base, own)
+		}
+	}
+	return ""
+}
+
+// overlapping calls visit with every tenant that lists d, a wildcard over d, or (for a wildcard
+// d) a name under it; a tenant may be visited more than once. Reads are from the cache, shared:
+// visit must not change the tenant.
+func (r *TenantReconciler) overlapping(ctx context.Context, d string, visit func(*tenancyv1alpha1.Tenant)) error {
+	keys := []string{"exact:" + d}
+	if strings.HasPrefix(d, "*.") {
+		keys = append(keys, "covered:"+d)
+	} else if w := coveringWildcard(d); w != "" {
+		keys = append(keys, "exact:"+w)
+	}
+	for _, key := range keys {
+		list := &tenancyv1alpha1.TenantList{}
+		if err := r.Client.List(ctx, list, client.MatchingFields{TenantDomainIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			visit(&list.Items[i])
+		}
+	}
+	return nil
+}
+
+// domainHolders lists the tenants that hold d, or a wildcard over it, or (for a wildcard) a
+// name under it, before t.
+func (r *TenantReconciler) domainHolders(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) ([]string, error) {
+	seen := map[string]bool{}
+	var errs []error
+	err := r.overlapping(ctx, d, func(other *tenancyv1alpha1.Tenant) {
+		if other.UID == t.UID || seen[other.Name] {
+			return
+		}
+		holds, err := r.holdsBefore(ctx, other, t, d)
+		errs = append(errs, err)
+		seen[other.Name] = holds
+	})
+	if err = errors.Join(append(errs, err)...); err != nil {
+		return nil, err
+	}
+	holders := make([]string, 0, len(seen))
+	for name, holds := range seen {
+		if holds {
+			holders = append(holders, name)
+		}
+	}
+	sort.Strings(holders)
+	return holders, err
+}
+
+// tenantsSharingDomains maps a tenant to the others that list one of its domains (or a wildcard
+// over one, or a name under one): when it gives a domain up, or goes, the next in line takes it.
+// It is called with the old and the new tenant of an update, so a removed domain is seen.
+func (r *TenantReconciler) tenantsSharingDomains(ctx context.Context, obj client.Object) []reconcile.Request {
+	t, ok := obj.(*tenancyv1alpha1.Tenant)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	var requests []reconcile.Request
+	for _, d := range t.Spec.Domains {
+		_ = r.overlapping(ctx, string(d), func(other *tenancyv1alpha1.Tenant) {
+			if other.Name != t.Name && !seen[other.Name] {
+				seen[other.Name] = true
+				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKey{Name: other.Name}})
+			}
+		})
+	}
+	return requests
+}
