@@ -156,7 +156,7 @@ func (e *includeError) Unwrap() error { return e.err }
 
 // bindInclude gives t Helm's include, which, unlike the template action, yields a string that
 // can be piped to nindent.
-func bindInclude(t *template.Template) {
+func bindInclude(t *template.Template, b *budget) {
 	depth := 0
 	t.Funcs(template.FuncMap{"include": func(name string, data any) (string, error) {
 		if depth >= maxIncludeDepth {
@@ -164,13 +164,13 @@ func bindInclude(t *template.Template) {
 		}
 		depth++
 		defer func() { depth-- }()
-		var b strings.Builder
-		if err := t.ExecuteTemplate(&b, name, data); err != nil {
+		var out strings.Builder
+		if err := t.ExecuteTemplate(&limitedWriter{b: b, out: &out}, name, data); err != nil {
 			if inner, ok := errors.AsType[*includeError](err); ok {
 				return "", inner
 			}
 			return "", &includeError{err}
 		}
-		return b.String(), nil
+		return out.String(), nil
 	}})
 }

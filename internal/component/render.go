@@ -89,8 +89,14 @@ type data struct {
 //
 // The objects come out as they would from the API server (whole numbers are int64), so that the
 // caller can compare them with live objects field by field. Render neither sets namespaces nor
-// adds labels: it returns what the template says.
+// adds labels: it returns what the template says. It renders within DefaultLimits.
 func Render(tmpl *tenancyv1alpha1.ComponentTemplate, in Input, values map[string]any) ([]*unstructured.Unstructured, error) {
+	return RenderWithin(tmpl, in, values, DefaultLimits())
+}
+
+// RenderWithin is Render within the given limits: a template that passes one fails with a
+// RenderError naming the limit (and the operator configuration key that sets it).
+func RenderWithin(tmpl *tenancyv1alpha1.ComponentTemplate, in Input, values map[string]any, limits Limits) ([]*unstructured.Unstructured, error) {
 	fail := func(line, doc int, err error) error {
 		return &RenderError{Component: tmpl.Spec.Component, Version: tmpl.Spec.Version, Line: line, Document: doc, Err: err}
 	}
@@ -105,9 +111,12 @@ func Render(tmpl *tenancyv1alpha1.ComponentTemplate, in Input, values map[string
 	for _, sub := range t.Templates() {
 		if sub.Tree != nil {
 			makeMissingPrintEmpty(sub.Tree.Root)
+			countSteps(sub.Tree)
 		}
 	}
-	bindInclude(t)
+	b := newBudget(limits)
+	t.Funcs(boundedFuncs(b))
+	bindInclude(t, b)
 
 	// A copy, because sprig's set and unset change maps in place: a template must not be able
 	// to alter the caller's values, let alone what the next tenant's render sees.
@@ -115,9 +124,9 @@ func Render(tmpl *tenancyv1alpha1.ComponentTemplate, in Input, values map[string
 	if in.Databases == nil {
 		in.Databases = map[string]Database{}
 	}
-	var out bytes.Buffer
+	var out strings.Builder
 	d := data{Tenant: in.Tenant, Component: in.Component, Databases: in.Databases, PgBouncer: in.PgBouncer, Values: values}
-	if err := t.Execute(&out, d); err != nil {
+	if err := t.Execute(&limitedWriter{b: b, out: &out}, d); err != nil {
 		line := templateLine(err)
 		// A failure inside an included template is reported where it happened, not where the
 		// include was called.
@@ -126,6 +135,11 @@ func Render(tmpl *tenancyv1alpha1.ComponentTemplate, in Input, values map[string
 				line = l
 			}
 			err = inner.err
+		}
+		// A limit's message says all there is to say; text/template's "error calling" around it
+		// would name a function the author never wrote.
+		if limit, ok := errors.AsType[*limitError](err); ok {
+			err = limit
 		}
 		return nil, fail(line, 0, err)
 	}
