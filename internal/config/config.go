@@ -13,10 +13,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/component"
 )
 
 // MaxNamespacePrefix keeps "<prefix><tenant name>" a valid namespace name: tenant names are at
@@ -85,6 +87,40 @@ type Components struct {
 	// DefaultValues are values per component name, between the template's defaults and the
 	// tenant's values (an image registry mirror, a log level for the whole fleet).
 	DefaultValues map[string]map[string]any `json:"defaultValues,omitempty"`
+	// AllowedKinds are the kinds a component may render into a tenant namespace; unset, the
+	// defaults of component.DefaultAllowedKinds. Kinds the tenant's isolation is built of (RBAC,
+	// NetworkPolicy, ResourceQuota, LimitRange, admission policies, Namespace, Landlord's own) can
+	// never be listed, and cluster-scoped kinds are refused when rendered. A kind added here also
+	// needs a grant for the operator's ServiceAccount.
+	AllowedKinds []metav1.GroupKind `json:"allowedKinds,omitempty"`
+	// Render bounds each render of a component template.
+	Render RenderLimits `json:"render,omitempty"`
+}
+
+// RenderLimits bound one render of a component template, so a careless or hostile template
+// cannot hold a worker or the operator's memory; a render past one stalls its tenant.
+type RenderLimits struct {
+	// Timeout bounds the render's wall-clock time.
+	Timeout metav1.Duration `json:"timeout,omitempty"`
+	// MaxOutputBytes bounds the rendered manifests, and any one value a template function takes
+	// or returns.
+	MaxOutputBytes int `json:"maxOutputBytes,omitempty"`
+	// MaxIterations bounds the range iterations and template calls of one render.
+	MaxIterations int `json:"maxIterations,omitempty"`
+}
+
+// Limits are the render limits as the renderer takes them.
+func (r RenderLimits) Limits() component.Limits {
+	return component.Limits{Timeout: r.Timeout.Duration, MaxOutputBytes: r.MaxOutputBytes, MaxIterations: r.MaxIterations}
+}
+
+// AllowedComponentKinds are components.allowedKinds as the renderer takes them.
+func (c *Config) AllowedComponentKinds() []schema.GroupKind {
+	out := make([]schema.GroupKind, 0, len(c.Components.AllowedKinds))
+	for _, gk := range c.Components.AllowedKinds {
+		out = append(out, schema.GroupKind{Group: gk.Group, Kind: gk.Kind})
+	}
+	return out
 }
 
 // Databases configures database provisioning.
@@ -371,6 +407,7 @@ func (c *Config) applyDefaults() {
 	if c.Secrets.MaxDeletionPercent == 0 {
 		c.Secrets.MaxDeletionPercent = 25
 	}
+	c.Components.applyDefaults()
 	if c.Secrets.Store.Timeout.Duration == 0 {
 		// A listing reads and decrypts every shared secret: about 10 ms each from Cloud Storage
 		// and Cloud KMS, so a minute holds thousands.
@@ -466,6 +503,7 @@ func (c *Config) Validate() error {
 	if c.Controller.ReconcileTimeout.Duration < 10*time.Second {
 		errs = append(errs, fmt.Errorf("controller.reconcileTimeout: %s is shorter than 10s", c.Controller.ReconcileTimeout.Duration))
 	}
+	errs = append(errs, c.Components.validate()...)
 	switch st := c.Secrets.Store; st.Backend {
 	case StoreBackendFile:
 	case StoreBackendGCS:
@@ -479,6 +517,60 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("secrets.store.backend: %q is not file or gcs", st.Backend))
 	}
 	return errors.Join(errs...)
+}
+
+func (c *Components) applyDefaults() {
+	if c.AllowedKinds == nil {
+		for _, gk := range component.DefaultAllowedKinds() {
+			c.AllowedKinds = append(c.AllowedKinds, metav1.GroupKind{Group: gk.Group, Kind: gk.Kind})
+		}
+	}
+	def := component.DefaultLimits()
+	if c.Render.Timeout.Duration == 0 {
+		c.Render.Timeout.Duration = def.Timeout
+	}
+	if c.Render.MaxOutputBytes == 0 {
+		c.Render.MaxOutputBytes = def.MaxOutputBytes
+	}
+	if c.Render.MaxIterations == 0 {
+		c.Render.MaxIterations = def.MaxIterations
+	}
+}
+
+// Bounds of the render limits: below them real templates fail, above them one template can take
+// a worker or the operator's memory.
+const (
+	minRenderTimeout     = 100 * time.Millisecond
+	maxRenderTimeout     = time.Minute
+	minRenderOutputBytes = 1 << 10
+	maxRenderOutputBytes = 64 << 20
+	minRenderIterations  = 1_000
+)
+
+func (c *Components) validate() []error {
+	var errs []error
+	for i, gk := range c.AllowedKinds {
+		name := gk.Kind
+		if gk.Group != "" {
+			name += "." + gk.Group
+		}
+		switch {
+		case gk.Kind == "":
+			errs = append(errs, fmt.Errorf("components.allowedKinds[%d]: kind is required", i))
+		case component.NeverAllowed(schema.GroupKind{Group: gk.Group, Kind: gk.Kind}) != "":
+			errs = append(errs, fmt.Errorf("components.allowedKinds[%d]: %s can never be allowed: %s", i, name, component.NeverAllowed(schema.GroupKind{Group: gk.Group, Kind: gk.Kind})))
+		}
+	}
+	if d := c.Render.Timeout.Duration; d < minRenderTimeout || d > maxRenderTimeout {
+		errs = append(errs, fmt.Errorf("components.render.timeout: %s is not between %s and %s", d, minRenderTimeout, maxRenderTimeout))
+	}
+	if n := c.Render.MaxOutputBytes; n < minRenderOutputBytes || n > maxRenderOutputBytes {
+		errs = append(errs, fmt.Errorf("components.render.maxOutputBytes: %d is not between %d and %d", n, minRenderOutputBytes, maxRenderOutputBytes))
+	}
+	if n := c.Render.MaxIterations; n < minRenderIterations {
+		errs = append(errs, fmt.Errorf("components.render.maxIterations: %d is less than %d", n, minRenderIterations))
+	}
+	return errs
 }
 
 var podSecurityVersion = regexp.MustCompile(`^(latest|v1\.(0|[1-9][0-9]*))$`)
