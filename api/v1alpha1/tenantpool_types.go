@@ -116,14 +116,18 @@ type TenantClaimSpec struct {
 	// +kubebuilder:validation:MaxLength=40
 	Pool string `json:"pool"`
 
-	// Organization is the customer's name.
+	// Organization is the customer's name. It holds no control characters or line breaks:
+	// templates print it into manifests, where a line break would add fields of the customer's
+	// choosing.
 	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'[\\p{Cc}\\x{2028}\\x{2029}]')",message="organization must not contain control characters or line breaks"
 	// +optional
 	Organization string `json:"organization,omitempty"`
 
-	// Email is the customer's contact address.
+	// Email is the customer's contact address, without control characters or line breaks.
 	// +kubebuilder:validation:MaxLength=254
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[^@ ]+@[^@ ]+[.][^@ ]+$')",message="must be an email address such as ops@example.com"
+	// +kubebuilder:validation:XValidation:rule="!self.matches(r'[\\p{Cc}\\x{2028}\\x{2029}]')",message="email must not contain control characters or line breaks"
 	// +optional
 	Email string `json:"email,omitempty"`
 

@@ -7,14 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// DefaultAllowedKinds are the kinds a component may render when the operator configuration does
-// not list its own (components.allowedKinds): what an application needs to run, be reached and
-// scale. Not Pod or ReplicaSet (a workload controller owns those), not ServiceAccount (a token
-// identity the tenant's roles do not grant).
-//
-// The operator's role grants exactly these kinds (the markers below); a kind added in the
-// configuration also needs a grant for the operator's ServiceAccount, which the tenant then sees
-// asked for in its status until it is given.
+// The operator's role grants exactly the kinds of DefaultAllowedKinds, with these markers (kept
+// next to the list so the two change together):
 //
 // +kubebuilder:rbac:groups="",resources=services;configmaps;secrets;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;update;patch;delete
@@ -23,6 +17,15 @@ import (
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes,verbs=get;list;watch;create;update;patch;delete
+
+// DefaultAllowedKinds are the kinds a component may render when the operator configuration does
+// not list its own (components.allowedKinds): what an application needs to run, be reached and
+// scale. Not Pod or ReplicaSet (a workload controller owns those), not ServiceAccount (a token
+// identity the tenant's roles do not grant).
+//
+// The operator's role grants exactly these kinds (the markers above); a kind added in the
+// configuration also needs a grant for the operator's ServiceAccount, which the tenant then sees
+// asked for in its status until it is given.
 func DefaultAllowedKinds() []schema.GroupKind {
 	return []schema.GroupKind{
 		{Group: "apps", Kind: "Deployment"},

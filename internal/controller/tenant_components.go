@@ -266,8 +266,11 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, s *tenantScope, 
 		return stall(tenancyv1alpha1.ReasonRenderFailed, "%v", err)
 	}
 	for _, obj := range objs {
-		if msg := r.checkScope(obj, nsName); msg != "" {
-			return stall(tenancyv1alpha1.ReasonRenderFailed, "%s", msg)
+		if err := r.checkKind(obj, nsName); err != nil {
+			if _, ok := errors.AsType[*component.KindError](err); ok {
+				return stall(tenancyv1alpha1.ReasonKindNotAllowed, "%v", err)
+			}
+			return stall(tenancyv1alpha1.ReasonRenderFailed, "%v", err)
 		}
 	}
 	// Every kind is checked, and watched, before anything is applied: a component is not left
@@ -401,24 +404,27 @@ func (r *TenantReconciler) renderNow(tmpl *tenancyv1alpha1.ComponentTemplate, c 
 	if err := component.ValidateValues(tmpl.Spec.ValuesSchema, values); err != nil {
 		return nil, err
 	}
-	return component.Render(tmpl, in, values)
+	return component.RenderWithin(tmpl, in, values, r.Config.Components.Render.Limits())
 }
 
-// checkScope allows only namespaced kinds the API server knows, in the tenant's namespace: a
-// template must never reach outside the tenant.
-func (r *TenantReconciler) checkScope(obj *unstructured.Unstructured, nsName string) string {
+// checkKind allows only kinds the API server knows, that components may render
+// (components.allowedKinds, never a cluster-scoped kind or one the tenant's isolation is built
+// of), in the tenant's namespace: a template must never reach outside the tenant, nor change what
+// isolates it. A *component.KindError is a kind not allowed.
+func (r *TenantReconciler) checkKind(obj *unstructured.Unstructured, nsName string) error {
 	gvk := obj.GroupVersionKind()
 	mapping, err := r.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return fmt.Sprintf("%s %s: unknown kind: %v", gvk.Kind, obj.GetName(), err)
+		return fmt.Errorf("%s %s: unknown kind: %w", gvk.Kind, obj.GetName(), err)
 	}
-	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
-		return fmt.Sprintf("%s %s is cluster-scoped; a component may only create objects in the tenant namespace", gvk.Kind, obj.GetName())
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	if err := component.CheckKind(r.Config.AllowedComponentKinds(), gvk.GroupKind(), obj.GetName(), namespaced); err != nil {
+		return err
 	}
 	if ns := obj.GetNamespace(); ns != "" && ns != nsName {
-		return fmt.Sprintf("%s %s is in namespace %s; a component may only create objects in the tenant namespace %s", gvk.Kind, obj.GetName(), ns, nsName)
+		return fmt.Errorf("%s %s is in namespace %s; a component may only create objects in the tenant namespace %s", gvk.Kind, obj.GetName(), ns, nsName)
 	}
-	return ""
+	return nil
 }
 
 // prune deletes the objects of an inventory that are not current, if the tenant controls them.

@@ -2,16 +2,25 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
+
+// The test operator allows components to render Gadgets, so that a Gadget reaches the question
+// whether the operator may watch the kind, rather than stopping at the allowlist.
+func init() {
+	opConfig.Components.AllowedKinds = append(opConfig.Components.AllowedKinds, metav1.GroupKind{Group: "kinds.example.com", Kind: "Gadget"})
+}
 
 // gadgetCRD is a kind the operator's role does not grant: nothing in config/rbac names it.
 func gadgetCRD() *apiextensionsv1.CustomResourceDefinition {
@@ -85,4 +94,72 @@ func TestAKindTheOperatorMayNotWatchStallsOnlyItsTenant(t *testing.T) {
 	t.Run("another tenant's component rolls out meanwhile", func(t *testing.T) {
 		createTenant(t, newTenant("kinds-settings", pin("settings", "1.0.0", "")))
 	})
+}
+
+// Finding 2: a component template could render RBAC, NetworkPolicies, quotas and limit ranges
+// into the tenant namespace, which the tenant's roles promise it never controls. A template
+// rendering a kind components may not render stalls its tenant, naming the kind and saying how to
+// allow it, or that it never can be; nothing of that component is applied.
+func TestAComponentRenderingARefusedKindStallsItsTenant(t *testing.T) {
+	cases := []struct {
+		name, kind string
+		object     string
+		want       []string
+	}{
+		{
+			name: "a Role", kind: "Role",
+			object: "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: grab\nrules:\n- apiGroups: ['']\n  resources: [resourcequotas]\n  verbs: ['*']\n",
+			want:   []string{"Role grab", "may never render Role.rbac.authorization.k8s.io"},
+		},
+		{
+			name: "a NetworkPolicy", kind: "NetworkPolicy",
+			object: "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: open\nspec:\n  podSelector: {}\n  ingress: [{}]\n",
+			want:   []string{"NetworkPolicy open", "may never render NetworkPolicy.networking.k8s.io"},
+		},
+		{
+			name: "a ResourceQuota", kind: "ResourceQuota",
+			object: "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: more\nspec:\n  hard: {pods: '1000'}\n",
+			want:   []string{"ResourceQuota more", "may never render ResourceQuota"},
+		},
+		{
+			name: "a LimitRange", kind: "LimitRange",
+			object: "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: none\nspec:\n  limits: []\n",
+			want:   []string{"LimitRange none", "may never render LimitRange"},
+		},
+		{
+			name: "a Pod", kind: "Pod",
+			object: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: bare\nspec:\n  containers: [{name: c, image: busybox}]\n",
+			want:   []string{"Pod bare", "not among the kinds components may render", "components.allowedKinds"},
+		},
+		{
+			name: "a Namespace", kind: "Namespace",
+			object: "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: escape\n",
+			want:   []string{"Namespace escape is cluster-scoped"},
+		},
+	}
+	for i, tc := range cases {
+		t.Run("a template rendering "+tc.name+" stalls its tenant, and applies nothing", func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			g := NewWithT(t)
+			comp := fmt.Sprintf("refused-%d", i)
+			// A ConfigMap first, so that the refused kind is not the first object applied.
+			publish(t, comp, "1.0.0", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: before\n---\n"+tc.object, "")
+			name := fmt.Sprintf("kinds-refused-%d", i)
+			g.Expect(k8s.Create(ctx, newTenant(name, pin(comp, "1.0.0", "")))).To(Succeed())
+			t.Cleanup(func() { deleteTenant(t, name) })
+
+			got := waitComponents(t, name, tenancyv1alpha1.ReasonKindNotAllowed)
+			stalled := condition(got, tenancyv1alpha1.StalledCondition)
+			g.Expect(stalled).NotTo(BeNil(), "conditions: %+v", got.Status.Conditions)
+			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+			msg := condition(got, tenancyv1alpha1.ComponentsReadyCondition).Message
+			g.Expect(msg).To(ContainSubstring("component " + comp + " version 1.0.0"))
+			for _, w := range tc.want {
+				g.Expect(msg).To(ContainSubstring(w))
+			}
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.NamespaceName(name), Name: "before"}, &corev1.ConfigMap{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the component's ConfigMap was applied: %v", err)
+		})
+	}
 }

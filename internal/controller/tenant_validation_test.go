@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,6 +89,31 @@ func TestInvalidTenantsAreRejectedAtAdmission(t *testing.T) {
 			}),
 			want: []string{"spec.pgbouncer.defaultPoolSize", "greater than or equal to 1"},
 		},
+		// Finding 2: organization and email reach templates, where a line break adds fields.
+		"an organization with a newline": {
+			tenant: newTenant("org-newline", func(t *tenancyv1alpha1.Tenant) { t.Spec.Organization = "Acme\nkind: Role" }),
+			want:   []string{"spec.organization", "organization must not contain control characters or line breaks"},
+		},
+		"an organization with a tab": {
+			tenant: newTenant("org-tab", func(t *tenancyv1alpha1.Tenant) { t.Spec.Organization = "Acme\tInc" }),
+			want:   []string{"spec.organization", "organization must not contain control characters"},
+		},
+		"an organization with DEL": {
+			tenant: newTenant("org-del", func(t *tenancyv1alpha1.Tenant) { t.Spec.Organization = "Acme\x7f" }),
+			want:   []string{"spec.organization", "organization must not contain control characters"},
+		},
+		"an organization with a Unicode line separator, a line break to YAML": {
+			tenant: newTenant("org-lsep", func(t *tenancyv1alpha1.Tenant) { t.Spec.Organization = "Acme\u2028kind: Role" }),
+			want:   []string{"spec.organization", "organization must not contain control characters or line breaks"},
+		},
+		"an email with a newline after a valid address": {
+			tenant: newTenant("email-newline", func(t *tenancyv1alpha1.Tenant) { t.Spec.Email = "ops@example.com\nkind: Role" }),
+			want:   []string{"spec.email", "email must not contain control characters or line breaks"},
+		},
+		"an email with a carriage return": {
+			tenant: newTenant("email-cr", func(t *tenancyv1alpha1.Tenant) { t.Spec.Email = "ops@example.com\r" }),
+			want:   []string{"spec.email", "email must not contain control characters"},
+		},
 		"an unknown pod security level": {
 			tenant: newTenant("bad-psa", func(t *tenancyv1alpha1.Tenant) { t.Spec.PodSecurity = "privileged" }),
 			want:   []string{"spec.podSecurity", "Unsupported value"},
@@ -103,6 +129,76 @@ func TestInvalidTenantsAreRejectedAtAdmission(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An organization may be any printable name, in any script.
+func TestPrintableOrganizationsAreAccepted(t *testing.T) {
+	for name, org := range map[string]string{
+		"punctuation": `Kolide, Inc. ("K" & co.) #1: 'quoted'`,
+		"non-ASCII":   "Müller & Söhne GmbH – 東京",
+	} {
+		t.Run("an organization with "+name+" is accepted", func(t *testing.T) {
+			tenant := newTenant("org-"+strings.ToLower(strings.ReplaceAll(name, "-", "")), func(t *tenancyv1alpha1.Tenant) {
+				t.Spec.State = tenancyv1alpha1.StateArchived
+				t.Spec.Organization = org
+			})
+			NewWithT(t).Expect(k8s.Create(context.Background(), tenant)).To(Succeed())
+			t.Cleanup(func() { deleteTenant(t, tenant.Name) })
+		})
+	}
+}
+
+// Finding 2: a claim's organization and email are stamped on the tenant it binds, and reach
+// templates from there; a pool's template would put them on every spare.
+func TestClaimsAndPoolsWithControlCharactersAreRejectedAtAdmission(t *testing.T) {
+	ctx := context.Background()
+	claims := map[string]struct {
+		spec tenancyv1alpha1.TenantClaimSpec
+		want []string
+	}{
+		"an organization with a newline": {
+			spec: tenancyv1alpha1.TenantClaimSpec{Pool: "p", Organization: "Acme\nkind: Role"},
+			want: []string{"spec.organization", "organization must not contain control characters or line breaks"},
+		},
+		"an organization with a next-line character, a line break to YAML": {
+			spec: tenancyv1alpha1.TenantClaimSpec{Pool: "p", Organization: "Acme\u0085kind: Role"},
+			want: []string{"spec.organization", "organization must not contain control characters or line breaks"},
+		},
+		"an email with a newline after a valid address": {
+			spec: tenancyv1alpha1.TenantClaimSpec{Pool: "p", Email: "ops@example.com\nkind: Role"},
+			want: []string{"spec.email", "email must not contain control characters or line breaks"},
+		},
+	}
+	for name, tc := range claims {
+		t.Run("a claim with "+name+" is rejected", func(t *testing.T) {
+			g := NewWithT(t)
+			claim := &tenancyv1alpha1.TenantClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", GenerateName: "control-"}, Spec: tc.spec}
+			err := k8s.Create(ctx, claim)
+			if err == nil {
+				_ = k8s.Delete(ctx, claim)
+			}
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
+			for _, w := range tc.want {
+				g.Expect(err.Error()).To(ContainSubstring(w))
+			}
+		})
+	}
+
+	t.Run("a pool whose template has an organization with a newline is rejected", func(t *testing.T) {
+		g := NewWithT(t)
+		pool := &tenancyv1alpha1.TenantPool{
+			ObjectMeta: metav1.ObjectMeta{Name: "control-pool"},
+			Spec: tenancyv1alpha1.TenantPoolSpec{Template: tenancyv1alpha1.TenantTemplate{
+				Spec: tenancyv1alpha1.TenantSpec{Organization: "Acme\nkind: Role"},
+			}},
+		}
+		err := k8s.Create(ctx, pool)
+		if err == nil {
+			_ = k8s.Delete(ctx, pool)
+		}
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
+		g.Expect(err.Error()).To(And(ContainSubstring("spec.template.spec.organization"), ContainSubstring("organization must not contain control characters")))
+	})
 }
 
 func TestStateTransitions(t *testing.T) {

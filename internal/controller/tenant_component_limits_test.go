@@ -1,0 +1,56 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// Finding 7: a template could run unbounded, holding a reconcile worker and the operator's
+// memory. A render past a limit ends, and stalls its tenant with a message naming the component
+// and the limit.
+func TestAComponentPastARenderLimitStallsItsTenant(t *testing.T) {
+	cases := map[string]struct {
+		component, manifests string
+		want                 []string
+	}{
+		"a range over a huge integer": {
+			component: "runaway-range",
+			manifests: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  v: '{{ range 1000000000 }}{{ end }}'\n",
+			want:      []string{"component runaway-range version 1.0.0, line 6", "more than 1000000 range iterations", "components.render.maxIterations"},
+		},
+		"output past the byte limit": {
+			component: "runaway-output",
+			manifests: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  v: '{{ range 600000 }}xx{{ end }}'\n",
+			want:      []string{"component runaway-output version 1.0.0", "rendered output is larger than 1048576 bytes", "components.render.maxOutputBytes"},
+		},
+		"a generator asked for too much": {
+			component: "runaway-repeat",
+			manifests: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  v: '{{ repeat 1000000000 \"x\" }}'\n",
+			want:      []string{"component runaway-repeat version 1.0.0", "repeat: the result is larger than 1048576 bytes"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name+" stalls the tenant with a message naming the component and the limit", func(t *testing.T) {
+			t.Parallel()
+			g := NewWithT(t)
+			publish(t, tc.component, "1.0.0", tc.manifests, "")
+			tenant := "limits-" + tc.component
+			g.Expect(k8s.Create(context.Background(), newTenant(tenant, pin(tc.component, "1.0.0", "")))).To(Succeed())
+			t.Cleanup(func() { deleteTenant(t, tenant) })
+
+			got := waitComponents(t, tenant, tenancyv1alpha1.ReasonRenderFailed)
+			stalled := condition(got, tenancyv1alpha1.StalledCondition)
+			g.Expect(stalled).NotTo(BeNil(), "conditions: %+v", got.Status.Conditions)
+			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+			msg := condition(got, tenancyv1alpha1.ComponentsReadyCondition).Message
+			for _, w := range tc.want {
+				g.Expect(msg).To(ContainSubstring(w))
+			}
+		})
+	}
+}
