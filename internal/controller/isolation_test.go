@@ -416,8 +416,8 @@ func shippedPolicies(t *testing.T) map[string]client.Object {
 		}
 		shipped[typeMeta.Kind+"/"+obj.GetName()] = obj
 	}
-	if len(shipped) != 16 {
-		t.Fatalf("config/policies ships %d policies and bindings, want 8 of each", len(shipped))
+	if len(shipped) != 24 {
+		t.Fatalf("config/policies ships %d policies and bindings, want 12 of each", len(shipped))
 	}
 	return shipped
 }

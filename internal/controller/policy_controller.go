@@ -26,9 +26,9 @@ import (
 // policy costs no request, since each is compared with the cache first.
 type PolicyReconciler struct {
 	Client client.Client
-	// OperatorUser is the username of the operator's own requests, which the protection
-	// policies let set the labels that carry meaning.
-	OperatorUser string
+	// Operator is the operator's identity, which the protection policies let set the labels
+	// that carry meaning, and the namespaces its writes are confined to.
+	Operator policy.Operator
 }
 
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;list;watch;create;patch
@@ -62,7 +62,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 	// managed label (and with it its place in the cache) is taken back.
 	applier := &apply.Applier{Client: r.Client, ReservedNames: true}
 	var errs []error
-	for _, obj := range policy.Objects(r.OperatorUser) {
+	for _, obj := range policy.Objects(r.Operator) {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
 		replaced, err := r.replaceEditedSpec(ctx, obj)
 		if err != nil {

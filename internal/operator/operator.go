@@ -30,6 +30,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller"
 	"github.com/landlord-dev/landlord/internal/database"
+	"github.com/landlord-dev/landlord/internal/policy"
 	"github.com/landlord-dev/landlord/internal/secret"
 )
 
@@ -226,7 +227,12 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := (&controller.PolicyReconciler{Client: mgr.GetClient(), OperatorUser: self}).SetupWithManager(mgr); err != nil {
+	policies := &controller.PolicyReconciler{Client: mgr.GetClient(), Operator: policy.Operator{
+		User: self, NamespacePrefix: cfg.NamespacePrefix,
+		// Its writes are confined to tenant namespaces and these (leases and events go anywhere).
+		Namespaces: []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace, opts.LeaderElectionNamespace},
+	}}
+	if err := policies.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up admission policy controller: %w", err)
 	}
 	servers := &controller.DatabaseServerReconciler{Client: mgr.GetClient(), Config: &cfg, Connections: conns}

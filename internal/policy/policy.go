@@ -3,10 +3,11 @@
 // their bindings. The API server evaluates them itself, in CEL, so isolation does not depend on a
 // webhook server being up.
 //
-// Every policy reads what a tenant may do from its namespace (the node-pool label and the
-// domains annotation Landlord writes there), never from the Tenant, and every binding selects
-// tenant namespaces only: the policies fail closed for tenants and never touch the rest of the
-// cluster. The builders are pure; the operator applies their output at start-up and keeps it
+// Every policy over tenants reads what a tenant may do from its namespace (the node-pool label,
+// the domains and Ingress classes annotations Landlord writes there), never from the Tenant, and
+// every binding of those selects tenant namespaces only: the policies fail closed for tenants and
+// never touch the rest of the cluster. The protection policies guard Landlord's own
+// cluster-scoped objects, and the confinement policy the operator's own requests. The builders are pure; the operator applies their output at start-up and keeps it
 // converged, and config/policies ships the same objects as YAML.
 package policy
 
@@ -21,29 +22,40 @@ import (
 
 // Policy names. Each binding has its policy's name.
 const (
-	NodePoolPlacement = "landlord-node-pool-placement"
-	NodePool          = "landlord-node-pool"
-	ServiceExposure   = "landlord-service-exposure"
-	IngressHosts      = "landlord-ingress-hosts"
-	RouteHostnames    = "landlord-route-hostnames"
+	NodePoolPlacement  = "landlord-node-pool-placement"
+	NodePool           = "landlord-node-pool"
+	ServiceExposure    = "landlord-service-exposure"
+	IngressHosts       = "landlord-ingress-hosts"
+	RouteHostnames     = "landlord-route-hostnames"
+	IngressClasses     = "landlord-ingress-classes"
+	IngressAnnotations = "landlord-ingress-annotations"
+	ManagedLabels      = "landlord-managed-labels"
+	OperatorNamespaces = "landlord-operator-namespaces"
 )
 
 // Objects returns every policy and binding, each policy before its bindings: a binding whose
 // policy does not exist yet is ignored by the API server, so this order never leaves a gap.
-// operator is the username of the operator's requests, the one the protection policies exempt.
-func Objects(operator string) []client.Object {
-	return append(TenantNamespaceObjects(), ProtectionObjects(operator)...)
+// op is the operator: the user the label policies exempt, and the namespaces its writes are
+// confined to.
+func Objects(op Operator) []client.Object {
+	objs := TenantNamespaceObjects(op.User)
+	objs = append(objs, ProtectionObjects(op.User)...)
+	return append(objs, ConfinementObjects(op)...)
 }
 
-// TenantNamespaceObjects are the policies over what tenants create in their namespaces, with
-// their bindings.
-func TenantNamespaceObjects() []client.Object {
+// TenantNamespaceObjects are the policies over what is created in tenant namespaces, with their
+// bindings. operator is the username of the operator's requests, the one user that may set
+// Landlord's labels there.
+func TenantNamespaceObjects(operator string) []client.Object {
 	return []client.Object{
 		NodePoolPlacementPolicy(), NodePoolPlacementBinding(),
 		NodePoolPolicy(), validatingBinding(NodePool),
 		ServiceExposurePolicy(), validatingBinding(ServiceExposure),
 		IngressHostsPolicy(), validatingBinding(IngressHosts),
+		IngressClassesPolicy(), validatingBinding(IngressClasses),
+		IngressAnnotationsPolicy(), validatingBinding(IngressAnnotations),
 		RouteHostnamesPolicy(), validatingBinding(RouteHostnames),
+		ManagedLabelsPolicy(operator), validatingBinding(ManagedLabels),
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"gotest.tools/v3/golden"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
@@ -22,13 +23,23 @@ const shippedHeader = `# Landlord's admission policies (Kubernetes 1.36 or later
 # start-up. Generated from internal/policy: regenerate with 'go test ./internal/policy -update'.
 `
 
+// shippedOperator is the operator of the shipped install, with the default configuration.
+func shippedOperator() policy.Operator {
+	cfg := config.Default()
+	return policy.Operator{
+		User:            policy.DefaultOperatorUser,
+		NamespacePrefix: cfg.NamespacePrefix,
+		Namespaces:      []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace},
+	}
+}
+
 // config/policies ships what the operator applies, so a cluster can have the policies before
 // the operator first starts (or without it). The file must never drift from the builders.
 // Regenerate with `go test ./internal/policy -update`.
 func TestShippedPoliciesMatchTheBuilders(t *testing.T) {
 	var out bytes.Buffer
 	out.WriteString(shippedHeader)
-	for _, obj := range policy.Objects(policy.DefaultOperatorUser) {
+	for _, obj := range policy.Objects(shippedOperator()) {
 		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
 			t.Fatal(err)
@@ -51,13 +62,13 @@ func TestShippedPoliciesMatchTheBuilders(t *testing.T) {
 
 func TestEveryPolicyIsLandlordsAndScopedToTenantNamespaces(t *testing.T) {
 	policies := map[string]bool{}
-	for _, obj := range policy.TenantNamespaceObjects() {
+	for _, obj := range policy.TenantNamespaceObjects(policy.DefaultOperatorUser) {
 		switch obj.(type) {
 		case *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicy:
 			policies[obj.GetObjectKind().GroupVersionKind().Kind+"/"+obj.GetName()] = true
 		}
 	}
-	for _, obj := range policy.TenantNamespaceObjects() {
+	for _, obj := range policy.TenantNamespaceObjects(policy.DefaultOperatorUser) {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
 		t.Run(kind+" "+obj.GetName()+" is labeled, named and confined to tenant namespaces", func(t *testing.T) {
 			if got := obj.GetLabels()[tenancyv1alpha1.ManagedByLabel]; got != tenancyv1alpha1.ManagedByValue {
@@ -166,5 +177,87 @@ func TestProtectionPoliciesReachOnlyLandlordsOwnObjects(t *testing.T) {
 				t.Fatalf("unexpected %T", obj)
 			}
 		})
+	}
+}
+
+// Finding 3: the confinement policy judges the operator's own namespaced writes and nothing
+// else: its match condition names the operator, it leaves out events and leases (which go where
+// their objects and leader election say), and it lets every namespace of the operator's own.
+func TestTheConfinementPolicyJudgesOnlyTheOperatorsWrites(t *testing.T) {
+	op := policy.Operator{User: "system:serviceaccount:ops:landlord", NamespacePrefix: "t-", Namespaces: []string{"landlord-templates", "landlord-system", "", "landlord-system", "ops"}}
+	objs := policy.ConfinementObjects(op)
+	if len(objs) != 2 {
+		t.Fatalf("%d objects, want a policy and its binding", len(objs))
+	}
+	p, ok := objs[0].(*admissionregistrationv1.ValidatingAdmissionPolicy)
+	if !ok {
+		t.Fatalf("first object is %T", objs[0])
+	}
+	t.Run("it fails closed", func(t *testing.T) {
+		if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionregistrationv1.Fail {
+			t.Error("the policy does not fail closed")
+		}
+	})
+	t.Run("it judges the operator's requests alone", func(t *testing.T) {
+		if len(p.Spec.MatchConditions) != 1 || p.Spec.MatchConditions[0].Expression != `request.userInfo.username == 'system:serviceaccount:ops:landlord'` {
+			t.Errorf("match conditions = %v", p.Spec.MatchConditions)
+		}
+	})
+	t.Run("it judges namespaced writes and leaves out events and leases", func(t *testing.T) {
+		for _, r := range p.Spec.MatchConstraints.ResourceRules {
+			if r.Scope == nil || *r.Scope != admissionregistrationv1.NamespacedScope {
+				t.Errorf("rule %v reaches cluster-scoped objects", r.Rule)
+			}
+			if len(r.Operations) != 3 {
+				t.Errorf("rule %v judges %v, want CREATE, UPDATE, DELETE", r.Rule, r.Operations)
+			}
+		}
+		excluded := map[string]bool{}
+		for _, r := range p.Spec.MatchConstraints.ExcludeResourceRules {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					excluded[g+"/"+res] = true
+				}
+			}
+		}
+		for _, want := range []string{"/events", "events.k8s.io/events", "coordination.k8s.io/leases"} {
+			if !excluded[want] {
+				t.Errorf("%s is not left out", want)
+			}
+		}
+	})
+	t.Run("it names each of the operator's own namespaces once, and the tenant namespaces' prefix", func(t *testing.T) {
+		expr := p.Spec.Validations[0].Expression
+		if !strings.Contains(expr, `['landlord-system', 'landlord-templates', 'ops']`) {
+			t.Errorf("expression %s does not list the operator's namespaces", expr)
+		}
+		if !strings.Contains(expr, `'t-' + namespaceObject.metadata.labels['`+tenancyv1alpha1.TenantLabel+`']`) {
+			t.Errorf("expression %s does not check the tenant namespace's name", expr)
+		}
+	})
+	t.Run("its binding denies", func(t *testing.T) {
+		b, ok := objs[1].(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
+		if !ok || b.Spec.PolicyName != p.Name || len(b.Spec.ValidationActions) != 1 || b.Spec.ValidationActions[0] != admissionregistrationv1.Deny {
+			t.Errorf("binding = %+v", objs[1])
+		}
+	})
+}
+
+// Finding 4: the label policy exempts the operator and Kubernetes' own controllers, which copy
+// labels onto what they create, and no one else.
+func TestTheLabelPolicyExemptsTheOperatorAndKubernetesControllersAlone(t *testing.T) {
+	p := policy.ManagedLabelsPolicy("system:serviceaccount:ops:landlord")
+	if len(p.Spec.MatchConditions) != 1 {
+		t.Fatalf("match conditions = %v", p.Spec.MatchConditions)
+	}
+	want := `!(request.userInfo.username in ['system:serviceaccount:ops:landlord', 'system:kube-controller-manager']) && ` +
+		`!request.userInfo.username.startsWith('system:serviceaccount:kube-system:')`
+	if got := p.Spec.MatchConditions[0].Expression; got != want {
+		t.Errorf("match condition = %s, want %s", got, want)
+	}
+	for _, r := range p.Spec.MatchConstraints.ResourceRules {
+		if len(r.Resources) != 1 || r.Resources[0] != "*" || len(r.APIGroups) != 1 || r.APIGroups[0] != "*" {
+			t.Errorf("rule %v does not reach every namespaced resource", r.Rule)
+		}
 	}
 }

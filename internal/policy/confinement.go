@@ -1,0 +1,88 @@
+package policy
+
+import (
+	"slices"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// Operator is what the policies know of the operator: who it is, which they exempt from the
+// rules over meaningful labels, and where it works, to which they confine its writes.
+type Operator struct {
+	// User is the username the operator's requests carry.
+	User string
+	// NamespacePrefix is prepended to a tenant's name to make its namespace's name.
+	NamespacePrefix string
+	// Namespaces are the operator's own: the template namespace, the credentials namespace and
+	// the leader election namespace, when there is one.
+	Namespaces []string
+}
+
+// ownNamespaces are the operator's own namespaces, each once and in order, for a CEL list.
+func (o Operator) ownNamespaces() []string {
+	var own []string
+	for _, ns := range o.Namespaces {
+		if ns != "" && !slices.Contains(own, ns) {
+			own = append(own, ns)
+		}
+	}
+	slices.Sort(own)
+	return own
+}
+
+// ConfinementObjects are the policies over the operator's own requests, and their bindings.
+func ConfinementObjects(op Operator) []client.Object {
+	return []client.Object{OperatorNamespacesPolicy(op), clusterBinding(OperatorNamespaces)}
+}
+
+// OperatorNamespacesPolicy confines the operator's namespaced writes (create, update, delete) to
+// tenant namespaces and its own. Its RBAC has to reach every namespace, since tenant namespaces
+// come and go; this keeps a bug or a stolen token from writing in kube-system or the platform's
+// namespaces. A tenant namespace is one labelled as Landlord's for a tenant and named as that
+// tenant's namespace is, so labelling another namespace does not make it one. Events go where
+// their object is (a cluster-scoped Tenant's to default) and leases where leader election says,
+// so both are left out. Finding 3 (defence in depth).
+func OperatorNamespacesPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	own := op.ownNamespaces()
+	all := func(group string, resources ...string) admissionregistrationv1.NamedRuleWithOperations {
+		return admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources,
+				Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		}}
+	}
+	tenant := cel(tenancyv1alpha1.TenantLabel)
+	return &admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   validatingTypeMeta,
+		ObjectMeta: objectMeta(OperatorNamespaces),
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{all("*", "*")},
+				ExcludeResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
+					all("", "events"), all("events.k8s.io", "events"), all("coordination.k8s.io", "leases"),
+				},
+			},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{
+				Name: "the-operator", Expression: `request.userInfo.username == ` + cel(op.User),
+			}},
+			Validations: []admissionregistrationv1.Validation{
+				deny(`namespaceObject.metadata.name in `+celList(own)+` || (`+
+					`namespaceObject.metadata.?labels[?`+cel(tenancyv1alpha1.ManagedByLabel)+`].orValue('') == `+cel(tenancyv1alpha1.ManagedByValue)+` && `+
+					`namespaceObject.metadata.?labels[?`+tenant+`].orValue('') != '' && `+
+					`namespaceObject.metadata.name == `+cel(op.NamespacePrefix)+` + namespaceObject.metadata.labels[`+tenant+`])`,
+					"Landlord's operator writes only in tenant namespaces and its own ("+strings.Join(own, ", ")+")",
+					`'Landlord\'s operator writes only in tenant namespaces and its own (`+strings.Join(own, ", ")+`), not in ' + namespaceObject.metadata.name + `+
+						`': refused ' + request.operation + ' of ' + request.resource.resource + ' ' + request.name + '. If the namespace is meant to be the operator\'s, `+
+						`name it in secrets.templateNamespace or databases.credentialsNamespace; otherwise this is a bug in Landlord or a request made with its credentials'`),
+			},
+		},
+	}
+}
