@@ -2,7 +2,8 @@
 // ComponentTemplate, and judges the objects it rendered once they are live. Everything here is a
 // pure function of its arguments: no client, no clock, no environment, no randomness, so one
 // tenant pinned to one version renders the same objects on every reconcile and the controller
-// can compare them with its cache.
+// can compare them with its cache. (The render deadline reads the clock, but only to stop a
+// render; what a finished render produces never depends on it.)
 //
 // A template sees the tenant, the component, the tenant's databases and pooler settings, and the
 // merged values:
@@ -17,6 +18,9 @@
 // A value or database the tenant does not have renders as nothing, at any depth
 // ({{ .Values.a.b.c }} included), so optional values need no guards; `default` supplies a
 // fallback and `required` turns absence into an error the tenant's status shows.
+//
+// A render is bounded (Limits: output size, range iterations and template calls, time), and the
+// objects it produces are checked against the kinds components may render (CheckKind).
 package component
 
 import (

@@ -156,3 +156,25 @@ func TestTemplatesWithinTheLimitsRenderAsBefore(t *testing.T) {
 		})
 	}
 }
+
+// Finding 2: admission refuses control characters in organization and email, but a tenant stored
+// before it did, or a claim's annotations, could still carry them; the render refuses them rather
+// than print a line break into a manifest.
+func TestATenantWhoseOrganizationHoldsALineBreakDoesNotRender(t *testing.T) {
+	for _, tc := range []struct{ name, org, email string }{
+		{name: "a newline in the organization", org: "Acme\nkind: Role"},
+		{name: "a Unicode line separator in the organization", org: "Acme\u2028kind: Role"},
+		{name: "a next-line character in the email", email: "ops@example.com\u0085x: y"},
+		{name: "a tab in the email", email: "ops@example.com\t"},
+	} {
+		t.Run(tc.name+" is refused", func(t *testing.T) {
+			tmpl := testTemplate(configMapHead + "{{ .Tenant.Organization }}{{ .Tenant.Email }}\n")
+			in := component.NewInput(testTenant(), "tenant-acme", tmpl)
+			in.Tenant.Organization, in.Tenant.Email = tc.org, tc.email
+			_, err := component.Render(tmpl, in, nil)
+			if err == nil || !strings.Contains(err.Error(), "holds a control character or line break") {
+				t.Fatalf("want the value refused, got %v", err)
+			}
+		})
+	}
+}

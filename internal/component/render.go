@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/template"
 	"text/template/parse"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -100,6 +101,9 @@ func RenderWithin(tmpl *tenancyv1alpha1.ComponentTemplate, in Input, values map[
 	fail := func(line, doc int, err error) error {
 		return &RenderError{Component: tmpl.Spec.Component, Version: tmpl.Spec.Version, Line: line, Document: doc, Err: err}
 	}
+	if err := checkPrintable(in.Tenant); err != nil {
+		return nil, fail(0, 0, err)
+	}
 	name := tmpl.Spec.Component
 	if name == "" {
 		name = "manifests"
@@ -163,6 +167,23 @@ func RenderWithin(tmpl *tenancyv1alpha1.ComponentTemplate, in Input, values map[
 		objs = append(objs, obj)
 	}
 	return objs, nil
+}
+
+// checkPrintable refuses a tenant whose organization or email holds a control character or a line
+// break (to YAML, U+0085, U+2028 and U+2029 are line breaks too): templates print them, often
+// unquoted, and a line break would add fields of the customer's choosing to a manifest. Admission
+// refuses such values; this catches objects stored before it did, and claims' annotations.
+func checkPrintable(t Tenant) error {
+	for _, f := range []struct{ name, value string }{{"organization", t.Organization}, {"email", t.Email}} {
+		if i := strings.IndexFunc(f.value, isControlOrLineBreak); i >= 0 {
+			return fmt.Errorf("the tenant's %s holds a control character or line break at byte %d, which templates would print into manifests: correct it on the Tenant (or the TenantClaim it came from)", f.name, i)
+		}
+	}
+	return nil
+}
+
+func isControlOrLineBreak(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
 }
 
 // makeMissingPrintEmpty pipes the value of every action that prints into printableFunc, so a
