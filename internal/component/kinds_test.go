@@ -2,10 +2,15 @@ package component_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
+	"sigs.k8s.io/yaml"
 
 	"github.com/landlord-dev/landlord/internal/component"
 )
@@ -68,5 +73,32 @@ func TestNoDefaultAllowedKindIsNeverAllowed(t *testing.T) {
 		if why := component.NeverAllowed(gk); why != "" {
 			t.Errorf("%s is allowed by default and never allowed: %s", gk, why)
 		}
+	}
+}
+
+// The operator's role must let it watch and write every kind components may render by default,
+// or a tenant pinning an ordinary template would stall on a permission the install left out.
+func TestTheOperatorsRoleCoversEveryDefaultAllowedKind(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, role); err != nil {
+		t.Fatal(err)
+	}
+	for _, gk := range component.DefaultAllowedKinds() {
+		// Every default kind's resource is its lowercase plural.
+		resource := strings.ToLower(gk.Kind) + "s"
+		if strings.HasSuffix(gk.Kind, "s") {
+			resource = strings.ToLower(gk.Kind) + "es"
+		}
+		name := strings.TrimSuffix(resource+"."+gk.Group, ".")
+		t.Run("the operator may watch and write "+name, func(t *testing.T) {
+			want := []rbacv1.PolicyRule{{APIGroups: []string{gk.Group}, Resources: []string{resource}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}
+			if ok, missing := rbacvalidation.Covers(role.Rules, want); !ok {
+				t.Errorf("config/rbac/role.yaml does not grant %v", missing)
+			}
+		})
 	}
 }
