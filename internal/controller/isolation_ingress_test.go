@@ -88,6 +88,14 @@ func TestIngressesReachOnlyTheTenantsOwnServices(t *testing.T) {
 		}{"an Ingress annotated " + key, annotatedIngress(ns, "annotated", "public", key, "x"),
 			"the Ingress annotation " + key + " is not allowed in tenant-iso-ingress: "})
 	}
+	for _, key := range []string{"auth-secret", "auth-tls-secret", "proxy-ssl-secret", "custom-headers"} {
+		refused = append(refused, struct {
+			name    string
+			obj     client.Object
+			message string
+		}{"an Ingress whose " + key + " annotation names another tenant's object", annotatedIngress(ns, "foreign-ref", "public", "nginx.ingress.kubernetes.io/"+key, anyNS+"/ca"),
+			"the Ingress annotations nginx.ingress.kubernetes.io/" + key + "=" + anyNS + "/ca refer to another namespace than tenant-iso-ingress: "})
+	}
 	for _, tc := range refused {
 		t.Run(tc.name+" is refused, saying what to do", func(t *testing.T) {
 			err := admin.Create(ctx, tc.obj, client.DryRunAll)
@@ -113,6 +121,8 @@ func TestIngressesReachOnlyTheTenantsOwnServices(t *testing.T) {
 			}
 			return i
 		}()},
+		{"an Ingress whose auth-tls-secret annotation names its own namespace's Secret", annotatedIngress(ns, "own-ca", "public", "nginx.ingress.kubernetes.io/auth-tls-secret", ns+"/ca")},
+		{"an Ingress whose auth-secret annotation names a Secret without a namespace", annotatedIngress(ns, "own-users", "public", "nginx.ingress.kubernetes.io/auth-secret", "users")},
 		{"an Ingress naming no class in a tenant without a class list", classIngress(anyNS, "no-class", "any.example.com", "")},
 		{"an Ingress naming any class in a tenant without a class list", classIngress(anyNS, "any-class", "any.example.com", "whatever")},
 		{"a ClusterIP Service", service(ns, "web", corev1.ServiceTypeClusterIP)},

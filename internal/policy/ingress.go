@@ -47,6 +47,12 @@ var InjectingIngressAnnotations = struct {
 	Prefixes:   []string{"haproxy-ingress.github.io/config-", "ingress.kubernetes.io/config-"},
 }
 
+// ReferringIngressAnnotations name a Secret or ConfigMap the controller reads for the Ingress,
+// as "name" or "namespace/name" (ingress-nginx: basic-auth users, client CA, upstream TLS
+// certificates, extra headers). The controller can read every namespace's, so they may name the
+// Ingress's own namespace only: another tenant's CA or users must not let a tenant in.
+var ReferringIngressAnnotations = []string{"auth-secret", "auth-tls-secret", "proxy-ssl-secret", "custom-headers"}
+
 // injectingAnnotation is a CEL condition: annotation key k injects controller configuration.
 func injectingAnnotation(k string) string {
 	name := k + `.substring(` + k + `.lastIndexOf('/') + 1)`
@@ -109,8 +115,9 @@ func IngressClassesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 }
 
 // IngressAnnotationsPolicy refuses Ingress annotations that inject configuration into the
-// shared ingress controller (InjectingIngressAnnotations). Other annotations, which tune the
-// Ingress's own routes, stay the tenant's. Finding 1.
+// shared ingress controller (InjectingIngressAnnotations), and references to another
+// namespace's Secrets and ConfigMaps (ReferringIngressAnnotations). Other annotations, which
+// tune the Ingress's own routes, stay the tenant's. Finding 1.
 func IngressAnnotationsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return validatingPolicy(IngressAnnotations, []admissionregistrationv1.NamedRuleWithOperations{rule("networking.k8s.io", []string{"v1"}, "ingresses")},
 		admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -119,7 +126,10 @@ func IngressAnnotationsPolicy() *admissionregistrationv1.ValidatingAdmissionPoli
 				Expression: `request.operation == 'CREATE' || object.metadata.?annotations.orValue({}) != oldObject.metadata.?annotations.orValue({})`,
 			}},
 			Variables: []admissionregistrationv1.Variable{
-				{Name: "injecting", Expression: `object.metadata.?annotations.orValue({}).filter(k, ` + injectingAnnotation("k") + `)`},
+				{Name: "annotations", Expression: `object.metadata.?annotations.orValue({})`},
+				{Name: "injecting", Expression: `variables.annotations.filter(k, ` + injectingAnnotation("k") + `)`},
+				{Name: "foreign", Expression: `variables.annotations.filter(k, k.substring(k.lastIndexOf('/') + 1) in ` + celList(ReferringIngressAnnotations) + ` && ` +
+					`variables.annotations[k].contains('/') && !variables.annotations[k].startsWith(namespaceObject.metadata.name + '/'))`},
 			},
 			Validations: []admissionregistrationv1.Validation{
 				deny(`size(variables.injecting) == 0`,
@@ -128,6 +138,10 @@ func IngressAnnotationsPolicy() *admissionregistrationv1.ValidatingAdmissionPoli
 						`' not allowed in `+namespaceName+`: they inject configuration into the ingress controller every tenant shares, which could reach other tenants\' `+
 						`traffic and the controller\'s credentials. Remove them; annotations that tune your own routes (rewrites, timeouts, body size, redirects) stay allowed, `+
 						`and the platform team can configure the controller itself'`),
+				deny(`size(variables.foreign) == 0`,
+					"Ingress annotations in tenant namespaces may refer only to Secrets and ConfigMaps of their own namespace",
+					`'the Ingress annotations ' + variables.foreign.map(k, k + '=' + variables.annotations[k]).join(', ') + ' refer to another namespace than `+namespaceName+`: `+
+						`the ingress controller would use another tenant\'s Secret or ConfigMap. Name one in `+namespaceName+`, without a namespace'`),
 			},
 		})
 }
