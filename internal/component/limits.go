@@ -172,6 +172,9 @@ func guard(b *budget, name string, fn any) any {
 		max := b.limits.MaxOutputBytes
 		for i, a := range args {
 			if sizeOf(a, 0, max) > max {
+				if name == printableFunc {
+					panic(b.tooLarge("a printed value")) // the author wrote no function here
+				}
 				panic(b.tooLarge(fmt.Sprintf("%s: argument %d", name, i+1)))
 			}
 		}
