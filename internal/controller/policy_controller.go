@@ -2,13 +2,12 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,12 +25,21 @@ import (
 // policy costs no request, since each is compared with the cache first.
 type PolicyReconciler struct {
 	Client client.Client
+	// APIReader reads a policy someone else added fields to, for the managed fields the cache
+	// does not keep (see apply.Applier.WholeObject).
+	APIReader client.Reader
+	// Recorder reports each repair as an event on the policy.
+	Recorder events.EventRecorder
 	// Operator is the operator's identity, which the protection policies let set the labels
 	// that carry meaning, and the namespaces its writes are confined to.
 	Operator policy.Operator
 }
 
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;list;watch;create;patch
+// The operator may read and change its own policies only, by name: a bug cannot switch off
+// another admission policy of the cluster. (Kubernetes cannot restrict a create by name.) A
+// test keeps the names in step with internal/policy.
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=list;watch;create
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;patch,resourceNames=landlord-node-pool-placement;landlord-node-pool;landlord-service-exposure;landlord-ingress-hosts;landlord-route-hostnames;landlord-ingress-classes;landlord-ingress-annotations;landlord-managed-labels;landlord-operator-namespaces;landlord-tenant-deletion;landlord-tenant-labels;landlord-crd-protection
 
 // policiesRequest is the one request the controller works on: the policies are few and are
 // applied together.
@@ -60,20 +68,15 @@ func (r *PolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	// Landlord's policy names are its own and have no owner object: a policy that lost its
 	// managed label (and with it its place in the cache) is taken back.
-	applier := &apply.Applier{Client: r.Client, ReservedNames: true}
+	applier := &apply.Applier{Client: r.Client, APIReader: r.APIReader, ReservedNames: true,
+		// A field anyone adds to a policy (an objectSelector, excludeResourceRules, resourceNames,
+		// a matchCondition, a Warn action) can switch it off for most requests while every
+		// field Landlord set is still in place: the whole spec is put back.
+		WholeObject: true}
 	var errs []error
 	for _, obj := range policy.Objects(r.Operator) {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
-		replaced, err := r.replaceEditedSpec(ctx, obj)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("restoring %s %s: %w", kind, obj.GetName(), err))
-			continue
-		}
-		if replaced {
-			// The write brings the policy back through the cache; it is applied then.
-			log.FromContext(ctx).Info("admission policy restored", "kind", kind, "name", obj.GetName())
-			continue
-		}
+		applier.Repaired = driftRepaired(r.Recorder, obj)
 		result, err := applier.Apply(ctx, obj)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("applying %s %s: %w", kind, obj.GetName(), err))
@@ -84,39 +87,4 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)
-}
-
-// replaceEditedSpec replaces the spec of a cached policy that was edited, whole. A server-side
-// apply would not do: it merges keyed and set-like lists (matchConditions, validationActions)
-// with entries that other field managers added, and one added matchCondition or Warn action can
-// switch a policy off.
-func (r *PolicyReconciler) replaceEditedSpec(ctx context.Context, desired client.Object) (bool, error) {
-	live, ok := desired.DeepCopyObject().(client.Object)
-	if !ok {
-		return false, fmt.Errorf("cannot copy %T", desired)
-	}
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
-	if err != nil {
-		return false, err
-	}
-	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
-	if err != nil {
-		return false, err
-	}
-	if apply.Contains(have["spec"], want["spec"]) {
-		return false, nil
-	}
-	patch, err := json.Marshal([]map[string]any{
-		// A policy changed since the cache saw it fails the patch, and the reconcile is retried
-		// with the change in view, rather than overwritten unseen.
-		{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()},
-		{"op": "replace", "path": "/spec", "value": want["spec"]},
-	})
-	if err != nil {
-		return false, err
-	}
-	return true, r.Client.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(apply.FieldOwner))
 }

@@ -227,7 +227,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	policies := &controller.PolicyReconciler{Client: mgr.GetClient(), Operator: policy.Operator{
+	policies := &controller.PolicyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Operator: policy.Operator{
 		User: self, NamespacePrefix: cfg.NamespacePrefix,
 		// Its writes are confined to tenant namespaces and these (leases and events go anywhere).
 		Namespaces: []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace, opts.LeaderElectionNamespace},
