@@ -111,7 +111,7 @@ func TestATemplateThatRunsAwayIsStopped(t *testing.T) {
 		{
 			name:      "a map that contains itself, printed",
 			manifests: configMapHead + "'{{ $d := dict }}{{ $_ := set $d \"self\" $d }}{{ $d }}'\n",
-			want:      []string{"a printed value is larger than 1048576 bytes"},
+			want:      []string{"set: the result is larger than 1048576 bytes"},
 		},
 		{
 			name:      "a value nested so deep that printing it indented is large",
