@@ -169,3 +169,17 @@ func TestCommandLineOverridesTakePrecedence(t *testing.T) {
 		})
 	}
 }
+
+// Finding 1: the operator's default Ingress classes are read as given.
+func TestTheDefaultIngressClassesAreConfigurable(t *testing.T) {
+	c, err := config.Parse([]byte("isolation: {ingressClasses: [public, internal.example.com]}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Isolation.IngressClasses; len(got) != 2 || got[0] != "public" || got[1] != "internal.example.com" {
+		t.Errorf("ingress classes = %v", got)
+	}
+	if d := config.Default(); len(d.Isolation.IngressClasses) != 0 {
+		t.Errorf("by default the class is the tenant's, got %v", d.Isolation.IngressClasses)
+	}
+}

@@ -186,3 +186,28 @@ func annotatedIngress(namespace, name, class, key, value string) *networkingv1.I
 	i.Annotations = map[string]string{key: value}
 	return i
 }
+
+// Finding 1: a Tenant's Ingress classes are IngressClass names, at most 16, each once; the
+// CRD refuses anything else before the operator sees it.
+func TestATenantsIngressClassesAreValidatedByTheCRD(t *testing.T) {
+	ctx := context.Background()
+	invalid := map[string][]tenancyv1alpha1.IngressClassName{
+		"a class with capitals":        {"Nginx"},
+		"a class with a comma":         {"public,internal"},
+		"a class listed twice":         {"public", "public"},
+		"more than sixteen classes":    {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q"},
+		"a class ending with a hyphen": {"public-"},
+	}
+	for name, classes := range invalid {
+		t.Run("a Tenant listing "+name+" is rejected", func(t *testing.T) {
+			err := k8s.Create(ctx, newTenant("ingress-classes-invalid", func(t *tenancyv1alpha1.Tenant) { t.Spec.IngressClasses = classes }), client.DryRunAll)
+			NewWithT(t).Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
+			NewWithT(t).Expect(err.Error()).To(ContainSubstring("spec.ingressClasses"))
+		})
+	}
+	t.Run("a Tenant listing IngressClass names is accepted", func(t *testing.T) {
+		NewWithT(t).Expect(k8s.Create(ctx, newTenant("ingress-classes-valid", func(t *tenancyv1alpha1.Tenant) {
+			t.Spec.IngressClasses = []tenancyv1alpha1.IngressClassName{"public", "internal.example.com"}
+		}), client.DryRunAll)).To(Succeed())
+	})
+}
