@@ -286,11 +286,6 @@ func TestComponentsThatCannotRenderStall(t *testing.T) {
 			want:      []string{"component bad-syntax version 1.0.0, line 7", "unclosed action"},
 		},
 		{
-			name:      "a template that renders a cluster-scoped object",
-			manifests: "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: escape\n",
-			want:      []string{"Namespace escape is cluster-scoped"},
-		},
-		{
 			name:      "a template that renders into another namespace",
 			manifests: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: kube-system\n",
 			want:      []string{"ConfigMap x is in namespace kube-system"},
