@@ -157,6 +157,8 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 			result = Repaired
 		}
 		if len(foreign) > 0 {
+			// Before the apply: an apply would merge Landlord's set-like lists with entries
+			// others added (a Warn beside Deny), which the API server may refuse outright.
 			if err := a.replaceBody(ctx, desired, want); err != nil {
 				return Unchanged, nil, err
 			}
@@ -218,11 +220,16 @@ func (a *Applier) replaceBody(ctx context.Context, desired client.Object, want m
 			ours = append(ours, e)
 		}
 	}
-	// An empty list would not clear them (the API server keeps managed fields a client leaves
-	// out), and is never the case: Landlord applied the object.
-	if len(ours) > 0 {
-		ops = append(ops, map[string]any{"op": "replace", "path": "/metadata/managedFields", "value": ours})
+	if len(ours) == 0 {
+		// An object someone else created (kubectl apply of config/policies before the operator
+		// ran): an empty list would leave the managed fields as they are, so Landlord takes the
+		// first entry, for its labels; the apply that follows gives it the rest.
+		ours = []metav1.ManagedFieldsEntry{{
+			Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, APIVersion: fresh.GetAPIVersion(),
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)},
+		}}
 	}
+	ops = append(ops, map[string]any{"op": "replace", "path": "/metadata/managedFields", "value": ours})
 	patch, err := json.Marshal(ops)
 	if err != nil {
 		return err

@@ -55,12 +55,22 @@ var (
 		"apiextensions.k8s.io":         "API definitions are cluster-wide",
 		"apiregistration.k8s.io":       "API services are cluster-wide",
 		"tenancy.landlord.dev":         "Landlord's own objects decide what tenants exist and what they get",
+		// Network policy of the cluster's CNI and of the Network Policy API: the same boundary
+		// as a NetworkPolicy.
+		"policy.networking.k8s.io": "network policies isolate the tenant from others",
+		"cilium.io":                "network policies isolate the tenant from others",
+		"crd.projectcalico.org":    "network policies isolate the tenant from others",
+		"projectcalico.org":        "network policies isolate the tenant from others",
 	}
 	neverKinds = map[schema.GroupKind]string{
 		{Group: "", Kind: "Namespace"}:                      "namespaces are Landlord's",
 		{Group: "", Kind: "ResourceQuota"}:                  "the quota bounds what the tenant may use",
 		{Group: "", Kind: "LimitRange"}:                     "the limit range bounds what the tenant may use",
 		{Group: "networking.k8s.io", Kind: "NetworkPolicy"}: "network policies isolate the tenant from others",
+		// Endpoints written by hand send a Service's traffic anywhere, another tenant's pods
+		// included, past the ingress controller as an ExternalName Service would.
+		{Group: "", Kind: "Endpoints"}:                      "hand-written endpoints can send a Service's traffic to another tenant",
+		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:  "hand-written endpoints can send a Service's traffic to another tenant",
 		{Group: "", Kind: "Node"}:                           "nodes are cluster-wide",
 		{Group: "", Kind: "PersistentVolume"}:               "persistent volumes are cluster-wide",
 		{Group: "storage.k8s.io", Kind: "StorageClass"}:     "storage classes are cluster-wide",

@@ -51,7 +51,14 @@ type budget struct {
 	limits   Limits
 	deadline time.Time
 	steps    int
+	// built is the bytes every function call of the render returned, kept or not: values held
+	// in variables of nested template calls stay alive together, each within the output limit.
+	built int
 }
+
+// builtFactor times the output limit is the most a render's function calls may return in all:
+// far above what a template that prints its manifests builds, and a bound on what one can hold.
+const builtFactor = 8
 
 func newBudget(l Limits) *budget {
 	return &budget{limits: l, deadline: time.Now().Add(l.Timeout)}
@@ -184,8 +191,14 @@ func guard(b *budget, name string, fn any) any {
 		} else {
 			out = v.Call(args)
 		}
-		if len(out) > 0 && sizeOf(out[0], 0, max) > max {
-			panic(b.tooLarge(name + ": the result"))
+		if len(out) > 0 {
+			size := sizeOf(out[0], 0, max)
+			if size > max {
+				panic(b.tooLarge(name + ": the result"))
+			}
+			if b.built += size; b.built > builtFactor*max {
+				panic(limitf("the template's functions returned more than %d bytes in all (%d times operator configuration components.render.maxOutputBytes)", builtFactor*max, builtFactor))
+			}
 		}
 		return out
 	}).Interface()

@@ -55,8 +55,16 @@ func TestATemplateThatRunsAwayIsStopped(t *testing.T) {
 		{
 			name:      "a template that calls itself twice per call",
 			manifests: `{{ define "fork" }}{{ if lt (len .) 60 }}{{ template "fork" (append . 1) }}{{ template "fork" (append . 1) }}{{ end }}{{ end }}` + configMapHead + `'{{ template "fork" list }}'` + "\n",
-			// Whichever comes first, the iteration budget or the deadline.
-			want: []string{"the template ran", "components.render."},
+			// Whichever comes first: the iteration budget, the deadline, or what the appended
+			// lists add up to.
+			want: []string{"the template", "components.render."},
+		},
+		{
+			// Each value within the limit, held together by the frames of nested calls: without
+			// a bound on everything built, 400 levels held 390 MB within a fraction of a second.
+			name:      "values within the limit held by nested template calls",
+			manifests: `{{ define "hold" }}{{ $a := repeat 1000000 "x" }}{{ if lt (len .) 400 }}{{ template "hold" (append . 1) }}{{ end }}{{ end }}` + configMapHead + `'{{ template "hold" list }}'` + "\n",
+			want:      []string{"functions returned more than 8388608 bytes in all", "components.render.maxOutputBytes"},
 		},
 		{
 			name:      "until with a large count",
@@ -116,7 +124,8 @@ func TestATemplateThatRunsAwayIsStopped(t *testing.T) {
 		{
 			name:      "a value nested so deep that printing it indented is large",
 			manifests: configMapHead + "'{{ $d := list }}{{ range 20000 }}{{ $d = list $d }}{{ end }}{{ $x := toPrettyJson $d }}'\n",
-			want:      []string{"list: argument 1 is larger than 1048576 bytes"},
+			// The lists built on the way add up before any one of them is too large.
+			want: []string{"components.render.maxOutputBytes"},
 		},
 	} {
 		t.Run(tc.name+" stops the render with an error naming the limit", func(t *testing.T) {

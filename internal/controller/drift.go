@@ -25,6 +25,16 @@ func init() {
 	metrics.Registry.MustRegister(driftRepairs)
 }
 
+// maxEventAction is the longest action an event may carry.
+const maxEventAction = 128
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
 // driftRepaired returns an apply.Applier's Repaired hook: it counts the repair and records a
 // warning on regarding (the tenant, or nil for Landlord's own cluster-wide objects) naming the
 // object and who had added to it.
@@ -35,10 +45,14 @@ func driftRepaired(recorder events.EventRecorder, regarding client.Object) func(
 		if recorder == nil || regarding == nil {
 			return
 		}
-		by := "someone else changed fields Landlord sets"
+		// The managers are in the action too: events of one object, reason and action within
+		// minutes are folded into the first one's series, note and all, and a second editor
+		// must not hide behind the first.
+		by, action := "someone else changed fields Landlord sets", "Repair"
 		if len(foreign) > 0 {
 			by = "fields added by " + strings.Join(foreign, ", ") + " are removed"
+			action = truncate("RemoveFieldsOf:"+strings.Join(foreign, ","), maxEventAction)
 		}
-		recorder.Eventf(regarding, obj, corev1.EventTypeWarning, ReasonDriftRepaired, "Repair", "%s put back as Landlord builds it: %s", objectRef(obj), by)
+		recorder.Eventf(regarding, obj, corev1.EventTypeWarning, ReasonDriftRepaired, action, "%s put back as Landlord builds it: %s", objectRef(obj), by)
 	}
 }

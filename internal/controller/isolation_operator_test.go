@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,6 +73,39 @@ func TestTheOperatorWritesOnlyInTenantNamespacesAndItsOwn(t *testing.T) {
 		})
 	}
 
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "iso-confine-platform-disk"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data/platform"}},
+		},
+	}
+	NewWithT(t).Expect(k8s.Create(ctx, pv)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, pv) })
+	clusterRefused := []struct {
+		name, want string
+		do         func() error
+	}{
+		{"deleting a namespace that is no tenant's", "namespace " + elsewhere, func() error {
+			return operator.Delete(ctx, named(&corev1.Namespace{}, "", elsewhere), client.DryRunAll)
+		}},
+		{"relabelling a namespace that is no tenant's", "namespace " + elsewhere, func() error {
+			return operator.Patch(ctx, named(&corev1.Namespace{}, "", elsewhere),
+				client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"landlord"}}}`)), client.DryRunAll)
+		}},
+		{"deleting a volume that is no tenant's", "PersistentVolume " + pv.Name, func() error {
+			return operator.Delete(ctx, named(&corev1.PersistentVolume{}, "", pv.Name), client.DryRunAll)
+		}},
+	}
+	for _, tc := range clusterRefused {
+		t.Run("the operator "+tc.name+" is refused, naming it", func(t *testing.T) {
+			err := tc.do()
+			NewWithT(t).Expect(apierrors.IsForbidden(err)).To(BeTrue(), "expected Forbidden, got %v", err)
+			NewWithT(t).Expect(err.Error()).To(And(ContainSubstring("ValidatingAdmissionPolicy '"+policy.OperatorNamespaces+"'"), ContainSubstring(tc.want)))
+		})
+	}
+
 	admitted := []struct {
 		name string
 		do   func() error
@@ -93,6 +127,10 @@ func TestTheOperatorWritesOnlyInTenantNamespacesAndItsOwn(t *testing.T) {
 				Action: "Reconcile", Reason: "Probe", Type: corev1.EventTypeNormal,
 				Regarding: corev1.ObjectReference{APIVersion: tenancyv1alpha1.GroupVersion.String(), Kind: "Tenant", Name: "iso-confine"},
 			}, client.DryRunAll)
+		}},
+		{"the operator relabelling a tenant namespace", func() error {
+			return operator.Patch(ctx, named(&corev1.Namespace{}, "", tenantNS),
+				client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"landlord"}}}`)), client.DryRunAll)
 		}},
 		{"an administrator changing a Secret in a namespace that is no tenant's", func() error {
 			return k8s.Patch(ctx, named(&corev1.Secret{}, elsewhere, "platform-secret"),

@@ -99,11 +99,13 @@ func (r *TenantReconciler) holdsBefore(ctx context.Context, other, t *tenancyv1a
 	return createdBefore(other, t), nil
 }
 
-// checkDomains returns why the tenant may not serve its domains, or "": a wildcard over a
-// public suffix (*.co.uk would take traffic for every company under it), a name under the base
-// domain that is another tenant's, or a domain (or wildcard) an earlier tenant lists.
-func (r *TenantReconciler) checkDomains(ctx context.Context, t *tenancyv1alpha1.Tenant) (string, error) {
+// checkDomains returns the domains the tenant holds, and why it may not serve the others, or
+// "": a wildcard over a public suffix (*.co.uk would take traffic for every company under it), a
+// name under the base domain that is another tenant's, or a domain (or wildcard) another tenant
+// holds.
+func (r *TenantReconciler) checkDomains(ctx context.Context, t *tenancyv1alpha1.Tenant) ([]tenancyv1alpha1.Domain, string, error) {
 	var problems []string
+	held := make([]tenancyv1alpha1.Domain, 0, len(t.Spec.Domains))
 	for _, dom := range t.Spec.Domains {
 		d := string(dom)
 		if problem := domainShape(d, t.Name, r.Config); problem != "" {
@@ -112,16 +114,18 @@ func (r *TenantReconciler) checkDomains(ctx context.Context, t *tenancyv1alpha1.
 		}
 		holders, err := r.domainHolders(ctx, t, d)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
 		if len(holders) > 0 {
 			problems = append(problems, fmt.Sprintf("%s is held by tenant %s", d, strings.Join(holders, ", ")))
+			continue
 		}
+		held = append(held, dom)
 	}
 	if len(problems) == 0 {
-		return "", nil
+		return held, "", nil
 	}
-	return strings.Join(problems, "; ") + ": remove it from spec.domains, or release it from the tenant holding it first", nil
+	return held, strings.Join(problems, "; ") + ": remove it from spec.domains, or release it from the tenant holding it first", nil
 }
 
 // domainShape refuses what no tenant may serve, whoever else lists it.

@@ -9,6 +9,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -107,6 +108,13 @@ func TestAdditiveEditsToTheIsolationObjectsAreReverted(t *testing.T) {
 			}).WithTimeout(timeout).Should(Succeed())
 		})
 	}
+
+	t.Run("a scopeSelector that would narrow the quota is refused by the API server itself", func(t *testing.T) {
+		// The quota always caps NodePort and LoadBalancer services, which no scope applies to.
+		err := k8s.Patch(ctx, named(&corev1.ResourceQuota{}, ns, resources.QuotaName),
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"scopeSelector":{"matchExpressions":[{"scopeName":"Terminating","operator":"Exists"}]}}}`)), client.FieldOwner("mallory-edit"))
+		NewWithT(t).Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
+	})
 
 	t.Run("a repaired tenant is converged: a resync makes no request", func(t *testing.T) {
 		waitIdle(t)

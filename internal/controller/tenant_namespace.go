@@ -31,13 +31,16 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 
-	// Before anything is written: a namespace's domains annotation is what lets its Ingresses
-	// take a host, so a domain another tenant holds never reaches it.
-	switch problem, err := r.checkDomains(ctx, t); {
-	case err != nil:
+	// A domain another tenant holds never reaches the namespace's domains annotation, which is
+	// what lets its Ingresses take a host; everything else of the namespace is still kept as it
+	// should be (access, quota, a Frozen tenant's pods stopped), and the tenant is Stalled after.
+	held, problem, err := r.checkDomains(ctx, t)
+	if err != nil {
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
-	case problem != "":
-		return stalled(tenancyv1alpha1.ReasonDomainConflict, "%s", problem)
+	}
+	if problem != "" {
+		t = t.DeepCopy()
+		t.Spec.Domains = held
 	}
 
 	// resources.Build is a pure function of these and of the configuration, which is fixed for
@@ -82,8 +85,14 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 	}
+	if problem != "" {
+		return stalled(tenancyv1alpha1.ReasonDomainConflict, "%s", problem)
+	}
 	return done(tenancyv1alpha1.ReasonSucceeded, "namespace %s is ready", s.namespace)
 }
+
+// frozenGracePeriodSeconds is how long a Frozen tenant's pods have to stop: Kubernetes' default.
+const frozenGracePeriodSeconds = 30
 
 // stopPods deletes every pod of a Frozen tenant's namespace, the tenant's own workloads' too:
 // the quota then lets none start again (its pods limit is 0 while Frozen), so nothing of the
@@ -100,7 +109,9 @@ func (r *TenantReconciler) stopPods(ctx context.Context, s *tenantScope) error {
 	}
 	// Not yet counted (a quota just written) is treated as running: the delete finds nothing
 	// when nothing runs, and the quota's first count re-triggers the tenant.
-	if err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(s.namespace)); err != nil {
+	// The grace period is the operator's, not each pod's own: a pod asking for a year to stop
+	// would otherwise run, Frozen, for a year.
+	if err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(s.namespace), client.GracePeriodSeconds(frozenGracePeriodSeconds)); err != nil {
 		return fmt.Errorf("stopping the pods of frozen tenant %s: %w", s.tenant.Name, err)
 	}
 	if counted {

@@ -111,6 +111,11 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		}
 	}
 	store = secret.WithTimeout(store, cfg.Secrets.Store.Timeout.Duration)
+	if len(cfg.Isolation.IngressClasses) == 0 {
+		// Not an error: a cluster with one ingress controller has no class to choose. With
+		// more, a tenant could publish through any of them, the platform's internal one included.
+		ctrl.Log.WithName("setup").Info("isolation.ingressClasses is empty: tenants without spec.ingressClasses may name any Ingress class; list the classes tenants may use")
+	}
 	managed := labels.SelectorFromSet(labels.Set{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue})
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS = cfg.Client.QPS

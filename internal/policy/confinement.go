@@ -46,7 +46,8 @@ func ConfinementObjects(op Operator) []client.Object {
 // namespaces. A tenant namespace is one labelled as Landlord's for a tenant and named as that
 // tenant's namespace is, so labelling another namespace does not make it one. Events go where
 // their object is (a cluster-scoped Tenant's to default) and leases where leader election says,
-// so both are left out. Finding 3 (defence in depth).
+// so both are left out. Of the cluster-scoped kinds its RBAC lets it write, Namespaces and
+// PersistentVolumes are held to tenants' (and its own namespaces). Finding 3 (defence in depth).
 func OperatorNamespacesPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	own := op.ownNamespaces()
 	all := func(group string, resources ...string) admissionregistrationv1.NamedRuleWithOperations {
@@ -58,14 +59,38 @@ func OperatorNamespacesPolicy(op Operator) *admissionregistrationv1.ValidatingAd
 			},
 		}}
 	}
+	cluster := func(resource string, ops ...admissionregistrationv1.OperationType) admissionregistrationv1.NamedRuleWithOperations {
+		return admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: ops,
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{resource},
+				Scope: ptr.To(admissionregistrationv1.ClusterScope),
+			},
+		}}
+	}
 	tenant := cel(tenancyv1alpha1.TenantLabel)
+	// isTenantNamespace is a CEL condition on a Namespace object: Landlord's, for a tenant, and
+	// named as that tenant's namespace is.
+	isTenantNamespace := func(ns string) string {
+		return ns + `.metadata.?labels[?` + cel(tenancyv1alpha1.ManagedByLabel) + `].orValue('') == ` + cel(tenancyv1alpha1.ManagedByValue) + ` && ` +
+			ns + `.metadata.?labels[?` + tenant + `].orValue('') != '' && ` +
+			ns + `.metadata.name == ` + cel(op.NamespacePrefix) + ` + ` + ns + `.metadata.labels[` + tenant + `]`
+	}
+	// The namespace a write is judged by: what it deletes, or what it creates or leaves.
+	subject := `(request.operation == 'DELETE' ? oldObject : object)`
 	return &admissionregistrationv1.ValidatingAdmissionPolicy{
 		TypeMeta:   validatingTypeMeta,
 		ObjectMeta: objectMeta(OperatorNamespaces),
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{all("*", "*")},
+				// Of the cluster-scoped kinds, the operator writes Namespaces (tenant namespaces and
+				// its own) and PersistentVolumes (a tenant's kept volumes): it may write no others.
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
+					all("*", "*"),
+					cluster("namespaces", admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Delete),
+					cluster("persistentvolumes", admissionregistrationv1.Update, admissionregistrationv1.Delete),
+				},
 				ExcludeResourceRules: []admissionregistrationv1.NamedRuleWithOperations{
 					all("", "events"), all("events.k8s.io", "events"), all("coordination.k8s.io", "leases"),
 				},
@@ -74,14 +99,23 @@ func OperatorNamespacesPolicy(op Operator) *admissionregistrationv1.ValidatingAd
 				Name: "the-operator", Expression: `request.userInfo.username == ` + cel(op.User),
 			}},
 			Validations: []admissionregistrationv1.Validation{
-				deny(`namespaceObject.metadata.name in `+celList(own)+` || (`+
-					`namespaceObject.metadata.?labels[?`+cel(tenancyv1alpha1.ManagedByLabel)+`].orValue('') == `+cel(tenancyv1alpha1.ManagedByValue)+` && `+
-					`namespaceObject.metadata.?labels[?`+tenant+`].orValue('') != '' && `+
-					`namespaceObject.metadata.name == `+cel(op.NamespacePrefix)+` + namespaceObject.metadata.labels[`+tenant+`])`,
+				deny(`request.resource.resource in ['namespaces', 'persistentvolumes'] || `+
+					`namespaceObject.metadata.name in `+celList(own)+` || (`+isTenantNamespace("namespaceObject")+`)`,
 					"Landlord's operator writes only in tenant namespaces and its own ("+strings.Join(own, ", ")+")",
 					`'Landlord\'s operator writes only in tenant namespaces and its own (`+strings.Join(own, ", ")+`), not in ' + namespaceObject.metadata.name + `+
 						`': refused ' + request.operation + ' of ' + request.resource.resource + ' ' + request.name + '. If the namespace is meant to be the operator\'s, `+
 						`name it in secrets.templateNamespace or databases.credentialsNamespace; otherwise this is a bug in Landlord or a request made with its credentials'`),
+				deny(`request.resource.resource != 'namespaces' || `+subject+`.metadata.name in `+celList(own)+` || (`+isTenantNamespace(subject)+`)`,
+					"Landlord's operator creates, changes and deletes only tenant namespaces and its own ("+strings.Join(own, ", ")+")",
+					`'Landlord\'s operator creates, changes and deletes only tenant namespaces and its own (`+strings.Join(own, ", ")+`): refused ' + request.operation + ' of namespace ' + request.name + `+
+						`'. A tenant namespace is labeled as Landlord\'s for a tenant and named `+op.NamespacePrefix+`<tenant>; otherwise this is a bug in Landlord or a request made with its credentials'`),
+				// A tenant's kept volume: labelled with its tenant's UID once kept, and bound to a
+				// claim in a tenant namespace before.
+				deny(`request.resource.resource != 'persistentvolumes' || `+
+					`oldObject.metadata.?labels[?`+cel(tenancyv1alpha1.TenantUIDLabel)+`].orValue('') != '' || `+
+					`(`+cel(op.NamespacePrefix)+` != '' && oldObject.spec.?claimRef.?namespace.orValue('').startsWith(`+cel(op.NamespacePrefix)+`))`,
+					"Landlord's operator changes and deletes only tenants' volumes",
+					`'Landlord\'s operator changes and deletes only tenants\' volumes (labeled `+tenancyv1alpha1.TenantUIDLabel+`, or bound in a tenant namespace): refused ' + request.operation + ' of PersistentVolume ' + request.name`),
 			},
 		},
 	}

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"bytes"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -203,14 +204,22 @@ func TestTheConfinementPolicyJudgesOnlyTheOperatorsWrites(t *testing.T) {
 			t.Errorf("match conditions = %v", p.Spec.MatchConditions)
 		}
 	})
-	t.Run("it judges namespaced writes and leaves out events and leases", func(t *testing.T) {
+	t.Run("it judges namespaced writes, namespaces and volumes, and leaves out events and leases", func(t *testing.T) {
+		cluster := map[string]int{}
 		for _, r := range p.Spec.MatchConstraints.ResourceRules {
-			if r.Scope == nil || *r.Scope != admissionregistrationv1.NamespacedScope {
-				t.Errorf("rule %v reaches cluster-scoped objects", r.Rule)
+			if r.Scope != nil && *r.Scope == admissionregistrationv1.ClusterScope {
+				for _, res := range r.Resources {
+					cluster[res] = len(r.Operations)
+				}
+				continue
 			}
 			if len(r.Operations) != 3 {
 				t.Errorf("rule %v judges %v, want CREATE, UPDATE, DELETE", r.Rule, r.Operations)
 			}
+		}
+		// The operator creates no PersistentVolume; it keeps and deletes tenants'.
+		if want := map[string]int{"namespaces": 3, "persistentvolumes": 2}; !maps.Equal(cluster, want) {
+			t.Errorf("cluster-scoped resources judged (with their operations) = %v, want %v", cluster, want)
 		}
 		excluded := map[string]bool{}
 		for _, r := range p.Spec.MatchConstraints.ExcludeResourceRules {
