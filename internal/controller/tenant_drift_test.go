@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -25,7 +26,8 @@ type additiveEdit struct {
 	name   string
 	kind   string
 	object client.Object
-	patch  string
+	// patch is a merge patch, or a JSON patch when it starts with '['.
+	patch string
 	// undone checks the live object carries nothing of the edit.
 	undone func(g Gomega, obj client.Object)
 }
@@ -34,6 +36,40 @@ func driftRepairs(g Gomega, kind string) float64 {
 	v, err := testenv.OperatorMetric("landlord_drift_repairs_total", map[string]string{"kind": kind})
 	g.Expect(err).NotTo(HaveOccurred())
 	return v
+}
+
+// expectRepaired makes the edit as manager, and expects it undone, the manager's ownership gone,
+// the repair counted, and a DriftRepaired event about regarding (a Tenant, or the object itself)
+// naming the object and the manager.
+func expectRepaired(t *testing.T, e additiveEdit, manager, regardingKind, regardingName string) {
+	t.Helper()
+	ctx := context.Background()
+	g := NewWithT(t)
+	patch := client.RawPatch(types.MergePatchType, []byte(e.patch))
+	if strings.HasPrefix(e.patch, "[") {
+		patch = client.RawPatch(types.JSONPatchType, []byte(e.patch))
+	}
+	before := driftRepairs(g, e.kind)
+	g.Expect(k8s.Patch(ctx, e.object, patch, client.FieldOwner(manager))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(e.object), e.object)).To(Succeed())
+		e.undone(g, e.object)
+		for _, f := range e.object.GetManagedFields() {
+			g.Expect(f.Manager).NotTo(Equal(manager), "the edit's manager still owns fields")
+		}
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(func() float64 { return driftRepairs(g, e.kind) }).WithTimeout(timeout).Should(BeNumerically(">", before))
+	g.Eventually(func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(k8s.List(ctx, events)).To(Succeed())
+		var notes []string
+		for _, ev := range events.Items {
+			if ev.Reason == controller.ReasonDriftRepaired && ev.Regarding.Kind == regardingKind && ev.Regarding.Name == regardingName {
+				notes = append(notes, ev.Note)
+			}
+		}
+		g.Expect(notes).To(ContainElement(And(ContainSubstring(e.object.GetName()), ContainSubstring(manager))))
+	}).WithTimeout(timeout).Should(Succeed())
 }
 
 // Finding 5: drift repair compared by subset, so a field added beside Landlord's stayed and
@@ -84,28 +120,7 @@ func TestAdditiveEditsToTheIsolationObjectsAreReverted(t *testing.T) {
 	}
 	for _, e := range edits {
 		t.Run(e.name+" is removed, counted and reported", func(t *testing.T) {
-			g := NewWithT(t)
-			before := driftRepairs(g, e.kind)
-			g.Expect(k8s.Patch(ctx, e.object, client.RawPatch(types.MergePatchType, []byte(e.patch)), client.FieldOwner("mallory-edit"))).To(Succeed())
-			g.Eventually(func(g Gomega) {
-				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(e.object), e.object)).To(Succeed())
-				e.undone(g, e.object)
-				for _, f := range e.object.GetManagedFields() {
-					g.Expect(f.Manager).NotTo(Equal("mallory-edit"), "the edit's manager still owns fields")
-				}
-			}).WithTimeout(timeout).Should(Succeed())
-			g.Eventually(func() float64 { return driftRepairs(g, e.kind) }).WithTimeout(timeout).Should(BeNumerically(">", before))
-			g.Eventually(func(g Gomega) {
-				events := &eventsv1.EventList{}
-				g.Expect(k8s.List(ctx, events)).To(Succeed())
-				var messages []string
-				for _, ev := range events.Items {
-					if ev.Regarding.Name == "drifting" && ev.Reason == controller.ReasonDriftRepaired {
-						messages = append(messages, ev.Note)
-					}
-				}
-				g.Expect(messages).To(ContainElement(And(ContainSubstring(e.object.GetName()), ContainSubstring("mallory-edit"))))
-			}).WithTimeout(timeout).Should(Succeed())
+			expectRepaired(t, e, "mallory-edit", "Tenant", "drifting")
 		})
 	}
 
