@@ -2,17 +2,15 @@ package component_test
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
-	"sigs.k8s.io/yaml"
 
 	"github.com/landlord-dev/landlord/internal/component"
+	"github.com/landlord-dev/landlord/test/shipped"
 )
 
 // Finding 2: a template could render RBAC, NetworkPolicies, quotas and limit ranges into the
@@ -82,12 +80,8 @@ func TestNoDefaultAllowedKindIsNeverAllowed(t *testing.T) {
 // The operator's role must let it watch and write every kind components may render by default,
 // or a tenant pinning an ordinary template would stall on a permission the install left out.
 func TestTheOperatorsRoleCoversEveryDefaultAllowedKind(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+	role, err := shipped.OperatorRole()
 	if err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(data, role); err != nil {
 		t.Fatal(err)
 	}
 	for _, gk := range component.DefaultAllowedKinds() {

@@ -1,28 +1,22 @@
 package policy_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
-	"sigs.k8s.io/yaml"
 
 	"github.com/landlord-dev/landlord/internal/policy"
+	"github.com/landlord-dev/landlord/test/shipped"
 )
 
 // The operator may get and patch its own policies and bindings by name only (the markers in
 // internal/controller/policy_controller.go): every one it builds must be named there, and no
 // other admission policy of the cluster may be.
 func TestTheOperatorMayChangeItsOwnPoliciesOnly(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+	role, err := shipped.OperatorRole()
 	if err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(data, role); err != nil {
 		t.Fatal(err)
 	}
 	probe := func(resource, name string) []rbacv1.PolicyRule {

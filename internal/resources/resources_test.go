@@ -2,7 +2,6 @@ package resources_test
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -18,6 +17,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/resources"
+	"github.com/landlord-dev/landlord/test/shipped"
 )
 
 func tenant(mutate ...func(*tenancyv1alpha1.Tenant)) *tenancyv1alpha1.Tenant {
@@ -190,12 +190,8 @@ func TestShippedTenantRolesMatchTheirBuilder(t *testing.T) {
 // with "bind" on exactly the three ClusterRoles, a bug or a template can bind nothing else, and
 // the operator cannot itself read a tenant's pods or exec into them.
 func TestTheOperatorOnlyBindsTheTenantRoles(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+	operatorRole, err := shipped.OperatorRole()
 	if err != nil {
-		t.Fatal(err)
-	}
-	operatorRole := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(data, operatorRole); err != nil {
 		t.Fatal(err)
 	}
 	for _, role := range resources.ClusterRoles() {

@@ -19,13 +19,13 @@ import (
 	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/localcluster"
 	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/internal/secret"
+	"github.com/landlord-dev/landlord/test/shipped"
 )
 
 // KubeVersion is the Kubernetes version hack/build-control-plane.sh builds by default.
@@ -100,12 +100,8 @@ func (e *Env) Stop() error { return errors.Join(e.cluster.Stop(), os.RemoveAll(e
 // installOperatorRBAC binds the generated config/rbac/role.yaml to OperatorUser, so that a
 // missing permission fails the tests as it would fail in a cluster.
 func (e *Env) installOperatorRBAC(ctx context.Context) error {
-	data, err := os.ReadFile(filepath.Join(RepoRoot(), "config", "rbac", "role.yaml"))
+	role, err := shipped.OperatorRole()
 	if err != nil {
-		return err
-	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(data, role); err != nil {
 		return err
 	}
 	if err := e.AdminClient.Create(ctx, role); err != nil {
