@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
@@ -43,11 +42,7 @@ func TestAComponentPastARenderLimitStallsItsTenant(t *testing.T) {
 			g.Expect(k8s.Create(context.Background(), newTenant(tenant, pin(tc.component, "1.0.0", "")))).To(Succeed())
 			t.Cleanup(func() { deleteTenant(t, tenant) })
 
-			got := waitComponents(t, tenant, tenancyv1alpha1.ReasonRenderFailed)
-			stalled := condition(got, tenancyv1alpha1.StalledCondition)
-			g.Expect(stalled).NotTo(BeNil(), "conditions: %+v", got.Status.Conditions)
-			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
-			msg := condition(got, tenancyv1alpha1.ComponentsReadyCondition).Message
+			msg := waitComponentsStalled(t, tenant, tenancyv1alpha1.ReasonRenderFailed)
 			for _, w := range tc.want {
 				g.Expect(msg).To(ContainSubstring(w))
 			}

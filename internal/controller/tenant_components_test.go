@@ -149,6 +149,18 @@ func waitComponents(t *testing.T, name, reason string) *tenancyv1alpha1.Tenant {
 	return got
 }
 
+// waitComponentsStalled waits until the tenant's components are refused for reason and the
+// tenant is Stalled, and returns the ComponentsReady message.
+func waitComponentsStalled(t *testing.T, name, reason string) string {
+	t.Helper()
+	got := waitComponents(t, name, reason)
+	stalled := condition(got, tenancyv1alpha1.StalledCondition)
+	g := NewWithT(t)
+	g.Expect(stalled).NotTo(BeNil(), "conditions: %+v", got.Status.Conditions)
+	g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+	return condition(got, tenancyv1alpha1.ComponentsReadyCondition).Message
+}
+
 func TestComponents(t *testing.T) {
 	ctx := context.Background()
 	publish(t, "web", "1.0.0", webManifests, `{"replicas": 2, "settings": true}`)

@@ -79,22 +79,15 @@ func (r *TenantReconciler) serves(ctx context.Context, t *tenancyv1alpha1.Tenant
 	return false, nil
 }
 
-// holdsBefore reports whether other holds d ahead of t. The tenant already serving it holds it:
-// a domain is never taken from the tenant serving it by one that lists it later, whatever their
-// ages. Between tenants neither (or both, from before domains were unique) serving it, the one
-// created first holds it. A tenant holds a domain for as long as it lists it, whatever its
-// state, so an Archived tenant comes back to the domains it left with.
-func (r *TenantReconciler) holdsBefore(ctx context.Context, other, t *tenancyv1alpha1.Tenant, d string) (bool, error) {
+// holdsBefore reports whether other holds d ahead of t, given whether t serves it. The tenant
+// already serving it holds it: a domain is never taken from the tenant serving it by one that
+// lists it later, whatever their ages. Between tenants neither (or both, from before domains were
+// unique) serving it, the one created first holds it. A tenant holds a domain for as long as it
+// lists it, whatever its state, so an Archived tenant comes back to the domains it left with.
+func (r *TenantReconciler) holdsBefore(ctx context.Context, other, t *tenancyv1alpha1.Tenant, selfServes bool, d string) (bool, error) {
 	otherServes, err := r.serves(ctx, other, d)
-	if err != nil {
-		return false, err
-	}
-	selfServes, err := r.serves(ctx, t, d)
-	if err != nil {
-		return false, err
-	}
-	if otherServes != selfServes {
-		return otherServes, nil
+	if err != nil || otherServes != selfServes {
+		return otherServes, err
 	}
 	return createdBefore(other, t), nil
 }
@@ -169,13 +162,17 @@ func (r *TenantReconciler) overlapping(ctx context.Context, d string, visit func
 // domainHolders lists the tenants that hold d, or a wildcard over it, or (for a wildcard) a
 // name under it, before t.
 func (r *TenantReconciler) domainHolders(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) ([]string, error) {
+	selfServes, err := r.serves(ctx, t, d)
+	if err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	var errs []error
-	err := r.overlapping(ctx, d, func(other *tenancyv1alpha1.Tenant) {
+	err = r.overlapping(ctx, d, func(other *tenancyv1alpha1.Tenant) {
 		if other.UID == t.UID || seen[other.Name] {
 			return
 		}
-		holds, err := r.holdsBefore(ctx, other, t, d)
+		holds, err := r.holdsBefore(ctx, other, t, selfServes, d)
 		errs = append(errs, err)
 		seen[other.Name] = holds
 	})

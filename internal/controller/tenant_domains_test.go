@@ -66,7 +66,7 @@ func TestADomainBelongsToOneTenant(t *testing.T) {
 		})
 	}
 
-	t.Run("a tenant takes the domain once the holder gives it up", func(t *testing.T) {
+	t.Run("a tenant takes the domain once the holder gives it up, and keeps it", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(k8s.Create(ctx, newTenant("dom-next", func(t *tenancyv1alpha1.Tenant) {
 			t.Spec.Domains = []tenancyv1alpha1.Domain{"shop.dom.example.org"}
@@ -76,6 +76,13 @@ func TestADomainBelongsToOneTenant(t *testing.T) {
 		g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "dom-holder"}},
 			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"domains":["*.apps.dom.example.org"]}}`)))).To(Succeed())
 		waitReady(t, "dom-next")
+		g.Expect(namespace(t, "dom-next").Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, "shop.dom.example.org"))
+
+		// The older tenant listing it again does not take it from the tenant now serving it.
+		g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "dom-holder"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"domains":["*.apps.dom.example.org","shop.dom.example.org"]}}`)))).To(Succeed())
+		g.Expect(waitStalled(t, "dom-holder", tenancyv1alpha1.ReasonDomainConflict)).To(ContainSubstring("shop.dom.example.org is held by tenant dom-next"))
+		g.Expect(namespace(t, "dom-holder").Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, "*.apps.dom.example.org"))
 		g.Expect(namespace(t, "dom-next").Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, "shop.dom.example.org"))
 	})
 }

@@ -149,11 +149,7 @@ func TestAComponentRenderingARefusedKindStallsItsTenant(t *testing.T) {
 			g.Expect(k8s.Create(ctx, newTenant(name, pin(comp, "1.0.0", "")))).To(Succeed())
 			t.Cleanup(func() { deleteTenant(t, name) })
 
-			got := waitComponents(t, name, tenancyv1alpha1.ReasonKindNotAllowed)
-			stalled := condition(got, tenancyv1alpha1.StalledCondition)
-			g.Expect(stalled).NotTo(BeNil(), "conditions: %+v", got.Status.Conditions)
-			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
-			msg := condition(got, tenancyv1alpha1.ComponentsReadyCondition).Message
+			msg := waitComponentsStalled(t, name, tenancyv1alpha1.ReasonKindNotAllowed)
 			g.Expect(msg).To(ContainSubstring("component " + comp + " version 1.0.0"))
 			for _, w := range tc.want {
 				g.Expect(msg).To(ContainSubstring(w))

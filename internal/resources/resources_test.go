@@ -168,7 +168,7 @@ func TestQuotaCannotOpenNodePorts(t *testing.T) {
 // The tenant roles are shipped as ClusterRoles and installed with Landlord; the file is compared
 // with their builder. Regenerate with `go test ./internal/resources -update`.
 func TestShippedTenantRolesMatchTheirBuilder(t *testing.T) {
-	path, err := filepath.Abs(filepath.Join("..", "..", "config", "rbac", "tenant_roles.yaml"))
+	path, err := filepath.Abs(shipped.Path("config", "rbac", "tenant_roles.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
