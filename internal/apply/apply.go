@@ -133,34 +133,63 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 			// live's own. (An unstructured object carries its kind in the shared map.)
 			live.GetObjectKind().SetGroupVersionKind(desired.GetObjectKind().GroupVersionKind())
 		}
-		if a.WholeObject {
-			if v := live.GetAnnotations()[ForeignFieldsAnnotation]; v != "" {
-				foreign = strings.Split(v, ",")
-			}
+		others := live.GetAnnotations()[ForeignFieldsAnnotation]
+		if a.WholeObject && others != "" {
+			foreign = strings.Split(others, ",")
 		}
-		if len(foreign) == 0 && a.Memo.matched(desired, print, live.GetResourceVersion()) {
-			return Unchanged, nil, nil
+		digest := contentDigest(live)
+		state := memoUnknown
+		if len(foreign) == 0 {
+			if state = a.Memo.lookup(desired, print, live.GetResourceVersion(), digest); state == memoSame {
+				return Unchanged, nil, nil
+			}
 		}
 		if want, err = desiredContent(desired); err != nil {
 			return Unchanged, nil, err
 		}
-		have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(live)
-		if err != nil {
-			return Unchanged, nil, err
-		}
-		if len(foreign) == 0 && Contains(have, want) {
-			a.Memo.record(desired, print, live.GetResourceVersion())
-			return Unchanged, nil, nil
-		}
-		if len(foreign) > 0 || appliedHash(have) == appliedHash(want) {
-			// What Landlord last applied is what it wants now: someone else changed the object.
+		appliedAsWanted := live.GetAnnotations()[HashAnnotation] == appliedHash(want)
+		switch {
+		case len(foreign) > 0:
+			// What Landlord last applied is beside the point: someone else added to the object.
 			result = Repaired
-		}
-		if len(foreign) > 0 {
 			// Before the apply: an apply would merge Landlord's set-like lists with entries
 			// others added (a Warn beside Deny), which the API server may refuse outright.
 			if err := a.replaceBody(ctx, desired, want); err != nil {
 				return Unchanged, nil, err
+			}
+		case bodyDropped(live) && !appliedAsWanted:
+			// The desired object changed since it was applied: apply it, no need to read.
+		case bodyDropped(live) && state == memoUnknown && others == "":
+			// Landlord applied exactly this, and no one else owns a field of it: the content
+			// is Landlord's. (Only a restarted operator, or a new desired object, gets here.)
+			a.Memo.record(desired, print, live.GetResourceVersion(), digest)
+			return Unchanged, nil, nil
+		default:
+			// Compare whole: the cache's object, or, when the cache keeps only its metadata, the
+			// API server's.
+			whole, err := a.whole(ctx, live)
+			switch {
+			case apierrors.IsNotFound(err):
+				result = Created
+			case err != nil:
+				return Unchanged, nil, err
+			}
+			if whole != nil {
+				have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(whole)
+				if err != nil {
+					return Unchanged, nil, err
+				}
+				if Contains(have, want) {
+					if whole.GetResourceVersion() != live.GetResourceVersion() {
+						digest = ""
+					}
+					a.Memo.record(desired, print, whole.GetResourceVersion(), digest)
+					return Unchanged, nil, nil
+				}
+				if appliedHash(have) == appliedHash(want) {
+					// What Landlord last applied is what it wants now: someone else changed it.
+					result = Repaired
+				}
 			}
 		}
 	case apierrors.IsNotFound(err):
@@ -182,6 +211,9 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return Unchanged, nil, err
 	}
+	// The answer carries everything desired: remembered at its resourceVersion, the cache's
+	// copy of this very write needs no comparison.
+	a.Memo.record(desired, print, u.GetResourceVersion(), "")
 	if result == Repaired && a.Repaired != nil {
 		a.Repaired(desired, foreign)
 	}
@@ -237,6 +269,23 @@ func (a *Applier) replaceBody(ctx context.Context, desired client.Object, want m
 	return a.Client.Patch(ctx, fresh, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldOwner))
 }
 
+// whole is the live object with its body: the cache's, or the API server's when the cache kept
+// only its metadata.
+func (a *Applier) whole(ctx context.Context, live client.Object) (client.Object, error) {
+	if !bodyDropped(live) {
+		return live, nil
+	}
+	if a.APIReader == nil {
+		return nil, fmt.Errorf("%s %s is cached without its body, and this applier cannot read it", live.GetObjectKind().GroupVersionKind().Kind, live.GetName())
+	}
+	fresh := &unstructured.Unstructured{}
+	fresh.SetGroupVersionKind(live.GetObjectKind().GroupVersionKind())
+	if err := a.APIReader.Get(ctx, client.ObjectKeyFromObject(live), fresh); err != nil {
+		return nil, err
+	}
+	return fresh, nil
+}
+
 // bodyKey: top-level keys of an object other than its type, metadata and status.
 func bodyKey(k string) bool {
 	return k != "apiVersion" && k != "kind" && k != "metadata" && k != "status"
@@ -275,7 +324,13 @@ func (a *Applier) checkClusterScopedName(ctx context.Context, desired, live clie
 
 func (a *Applier) newLike(obj client.Object) (client.Object, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		// Rendered component objects: the kind is data, not a Go type.
+		// Rendered component objects: read through the typed cache when the kind has a Go
+		// type (one informer per kind, whoever else watches it), as unstructured otherwise.
+		if typed, err := a.Client.Scheme().New(u.GroupVersionKind()); err == nil {
+			if live, ok := typed.(client.Object); ok {
+				return live, nil
+			}
+		}
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(u.GroupVersionKind())
 		return live, nil

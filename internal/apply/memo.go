@@ -9,11 +9,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Memo remembers which live objects were found to carry everything desired of them, and at
-// which resourceVersion. Comparing a desired object with the live one means converting both to
-// maps; at thousands of tenants that conversion was most of a no-op reconcile's CPU. A live
-// object whose resourceVersion has not moved has not changed, so when the desired object has
-// not changed either (same fingerprint), the earlier comparison still holds.
+// Memo remembers which live objects were found to carry everything desired of them: at which
+// resourceVersion, and with which content digest (ContentDigestAnnotation). Comparing a desired
+// object with the live one means converting both to maps, and, for an object the cache keeps
+// without its body, reading it from the API server. A live object whose resourceVersion has not
+// moved has not changed; one whose resourceVersion moved but whose content digest did not had
+// only its status written. Either way, when the desired object has not changed (same
+// fingerprint), the earlier comparison still holds.
 //
 // Entries are grouped by tenant namespace, so that Forget drops a tenant's in one step.
 type Memo struct {
@@ -29,6 +31,9 @@ type memoKey struct {
 type memoEntry struct {
 	print           Fingerprint
 	resourceVersion string
+	// digest is the live object's content digest at that resourceVersion, "" when Landlord
+	// wrote it and the cache has not shown it yet.
+	digest string
 }
 
 // Fingerprint is a digest of what desired objects are built from, or of one desired object.
@@ -79,17 +84,61 @@ func keyOf(obj client.Object) memoKey {
 	return memoKey{gvk: obj.GetObjectKind().GroupVersionKind(), name: obj.GetName()}
 }
 
-func (m *Memo) matched(desired client.Object, print Fingerprint, resourceVersion string) bool {
+// memoState is what the memo knows of a live object.
+type memoState int
+
+const (
+	// memoUnknown: never compared (a new object, or a restarted operator).
+	memoUnknown memoState = iota
+	// memoSame: unchanged since it was found to match (or written), and desired as it was then.
+	memoSame
+	// memoMoved: the live object's content changed since it was found to match or written.
+	memoMoved
+	// memoWanted: the live object is as it was, but the desired one changed.
+	memoWanted
+)
+
+// lookup says what the memo knows of the live object, given its resourceVersion and content
+// digest ("" when the cache sets none). A match at a new resourceVersion (a status write) is
+// remembered at that one.
+func (m *Memo) lookup(desired client.Object, print Fingerprint, resourceVersion, digest string) memoState {
 	if m == nil || resourceVersion == "" {
-		return false
+		return memoUnknown
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.groups[group(desired)][keyOf(desired)]
-	return ok && e.print == print && e.resourceVersion == resourceVersion
+	g := m.groups[group(desired)]
+	key := keyOf(desired)
+	e, ok := g[key]
+	switch {
+	case !ok:
+		return memoUnknown
+	case e.resourceVersion == resourceVersion:
+		if e.digest == "" && digest != "" {
+			// Landlord's own write, now in the cache: its digest stands for it from here on.
+			e.digest = digest
+			g[key] = e
+		}
+	case e.digest != "" && e.digest == digest:
+		e.resourceVersion = resourceVersion
+		g[key] = e
+	default:
+		return memoMoved
+	}
+	if e.print != print {
+		return memoWanted
+	}
+	return memoSame
 }
 
-func (m *Memo) record(desired client.Object, print Fingerprint, resourceVersion string) {
+// matched reports whether the live object is known to carry the desired one.
+func (m *Memo) matched(desired client.Object, print Fingerprint, resourceVersion, digest string) bool {
+	return m.lookup(desired, print, resourceVersion, digest) == memoSame
+}
+
+// record remembers that the live object, at resourceVersion and with digest ("" for the
+// answer to a write, which the cache has not digested yet), carries the desired one.
+func (m *Memo) record(desired client.Object, print Fingerprint, resourceVersion, digest string) {
 	if m == nil || resourceVersion == "" {
 		return
 	}
@@ -100,7 +149,7 @@ func (m *Memo) record(desired client.Object, print Fingerprint, resourceVersion 
 		g = map[memoKey]memoEntry{}
 		m.groups[group(desired)] = g
 	}
-	g[keyOf(desired)] = memoEntry{print: print, resourceVersion: resourceVersion}
+	g[keyOf(desired)] = memoEntry{print: print, resourceVersion: resourceVersion, digest: digest}
 }
 
 // Forget drops what is remembered about a namespace, its objects and the Namespace itself.

@@ -65,31 +65,59 @@ func TestMemo(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("an object never compared is not matched", func(t *testing.T) {
-		if NewMemo().matched(desired, print, "7") {
-			t.Error("matched")
+	t.Run("an object never compared is unknown", func(t *testing.T) {
+		if got := NewMemo().lookup(desired, print, "7", "d1"); got != memoUnknown {
+			t.Errorf("state = %v, want unknown", got)
 		}
 	})
-	t.Run("a recorded object matches at the same resourceVersion and fingerprint only", func(t *testing.T) {
+	cases := []struct {
+		name           string
+		recordedRV     string
+		recordedDigest string
+		print          Fingerprint
+		liveRV, digest string
+		want           memoState
+	}{
+		{"an unchanged object at the recorded resourceVersion is the same", "7", "d1", print, "7", "d1", memoSame},
+		{"a status write moves the resourceVersion but not the content", "7", "d1", print, "8", "d1", memoSame},
+		{"an edit moves the resourceVersion and the content", "7", "d1", print, "8", "d2", memoMoved},
+		{"a changed desired object is wanted although the live one is as it was", "7", "d1", other, "7", "d1", memoWanted},
+		{"the answer to a write is the same once the cache shows that resourceVersion", "7", "", print, "7", "d1", memoSame},
+		{"the answer to a write tells nothing of a later resourceVersion", "7", "", print, "8", "d1", memoMoved},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMemo()
+			m.record(desired, print, tc.recordedRV, tc.recordedDigest)
+			if got := m.lookup(desired, tc.print, tc.liveRV, tc.digest); got != tc.want {
+				t.Errorf("state = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("a match by digest is remembered at the new resourceVersion", func(t *testing.T) {
 		m := NewMemo()
-		m.record(desired, print, "7")
-		if !m.matched(desired, print, "7") {
-			t.Error("not matched at the recorded version")
+		m.record(desired, print, "7", "")
+		if !m.matched(desired, print, "7", "d1") {
+			t.Fatal("not matched at the written resourceVersion")
 		}
-		if m.matched(desired, print, "8") {
-			t.Error("matched after the live object changed")
+		if !m.matched(desired, print, "9", "d1") {
+			t.Fatal("a status write was taken for an edit")
 		}
-		if m.matched(desired, other, "7") {
-			t.Error("matched after the desired object changed")
+		if !m.matched(desired, print, "9", "") {
+			t.Error("the status write's resourceVersion was not remembered")
 		}
-		if m.matched(role("tenant-b", "get"), print, "7") {
-			t.Error("matched an object in another namespace")
+	})
+	t.Run("an object in another namespace is unknown", func(t *testing.T) {
+		m := NewMemo()
+		m.record(desired, print, "7", "d1")
+		if got := m.lookup(role("tenant-b", "get"), print, "7", "d1"); got != memoUnknown {
+			t.Errorf("state = %v, want unknown", got)
 		}
 	})
 	t.Run("an empty resourceVersion is never recorded", func(t *testing.T) {
 		m := NewMemo()
-		m.record(desired, print, "")
-		if m.matched(desired, print, "") || m.Len() != 0 {
+		m.record(desired, print, "", "d1")
+		if m.matched(desired, print, "", "d1") || m.Len() != 0 {
 			t.Error("recorded an object without a resourceVersion")
 		}
 	})
@@ -100,11 +128,11 @@ func TestMemo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.record(desired, print, "7")
-		m.record(ns, nsPrint, "3")
-		m.record(role("tenant-b", "get"), print, "9")
+		m.record(desired, print, "7", "d1")
+		m.record(ns, nsPrint, "3", "d2")
+		m.record(role("tenant-b", "get"), print, "9", "d3")
 		m.Forget("tenant-a")
-		if m.matched(desired, print, "7") || m.matched(ns, nsPrint, "3") {
+		if m.matched(desired, print, "7", "d1") || m.matched(ns, nsPrint, "3", "d2") {
 			t.Error("still matched after Forget")
 		}
 		if m.Len() != 1 {
@@ -113,9 +141,9 @@ func TestMemo(t *testing.T) {
 	})
 	t.Run("a nil memo remembers nothing and does not fail", func(t *testing.T) {
 		var m *Memo
-		m.record(desired, print, "7")
+		m.record(desired, print, "7", "d1")
 		m.Forget("tenant-a")
-		if m.matched(desired, print, "7") {
+		if m.matched(desired, print, "7", "d1") {
 			t.Error("a nil memo matched")
 		}
 	})

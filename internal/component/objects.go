@@ -1,12 +1,17 @@
 package component
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/landlord-dev/landlord/internal/apply"
 )
 
 // ScaleToZero sets spec.replicas to 0 on the Deployments and StatefulSets among objs, in place,
@@ -71,4 +76,49 @@ func ParseInventoryKey(key string) (gk schema.GroupKind, name string, err error)
 		return schema.GroupKind{}, "", fmt.Errorf("inventory entry %q is not group/Kind/name", key)
 	}
 	return schema.GroupKind{Group: parts[0], Kind: parts[1]}, parts[2], nil
+}
+
+// MarkHealth records kstatus's verdict on obj, of kind gvk, in apply.HealthAnnotation, for a
+// cache that then keeps obj without its body and status (the verdict needs both).
+func MarkHealth(obj client.Object, gvk schema.GroupVersionKind) {
+	h, err := healthOf(obj, gvk)
+	if err != nil {
+		h.Message = err.Error()
+	}
+	raw, err := json.Marshal(h)
+	if err != nil {
+		return
+	}
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[apply.HealthAnnotation] = string(raw)
+	obj.SetAnnotations(annotations)
+}
+
+// CachedHealth is the verdict MarkHealth recorded on obj, or kstatus's verdict on obj itself
+// when none was recorded (an object as the API server answered a write).
+func CachedHealth(obj client.Object, gvk schema.GroupVersionKind) (Health, error) {
+	if raw, ok := obj.GetAnnotations()[apply.HealthAnnotation]; ok {
+		var h Health
+		if err := json.Unmarshal([]byte(raw), &h); err == nil {
+			return h, nil
+		}
+	}
+	return healthOf(obj, gvk)
+}
+
+// healthOf is HealthOf for an object of any Go type.
+func healthOf(obj client.Object, gvk schema.GroupVersionKind) (Health, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return Health{}, err
+		}
+		u = &unstructured.Unstructured{Object: content}
+		u.SetGroupVersionKind(gvk)
+	}
+	return HealthOf(u)
 }

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -121,8 +122,7 @@ func (w *kindWatches) start(ctx context.Context, gvk schema.GroupVersionKind) (k
 	if kind, ok := w.watching[gvk]; ok {
 		return kind, nil
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
+	u := newObject(w.client.Scheme(), gvk)
 	informer, err := w.cache.GetInformer(ctx, u, cache.BlockUntilSynced(false))
 	if err != nil {
 		return kindInformer{}, fmt.Errorf("starting the informer for %s: %w", gvk.Kind, err)
@@ -158,6 +158,21 @@ func (w *kindWatches) allowed(ctx context.Context, gvk schema.GroupVersionKind) 
 		}
 	}
 	return nil
+}
+
+// newObject is an empty object of the kind: typed when the scheme knows it, so that a kind a
+// component renders and Landlord also watches (a Secret) is read through the one informer, and
+// unstructured otherwise.
+func newObject(scheme *runtime.Scheme, gvk schema.GroupVersionKind) client.Object {
+	if typed, err := scheme.New(gvk); err == nil {
+		if obj, ok := typed.(client.Object); ok {
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+			return obj
+		}
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
 }
 
 // kindsOf is the distinct kinds of objs, in order of first appearance.
@@ -322,18 +337,20 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, s *tenantScope, 
 	}
 	var notReady, failures []string
 	for _, obj := range objs {
-		live, ok := written[component.InventoryKey(obj)]
-		if !ok {
-			live = &unstructured.Unstructured{}
-			live.SetGroupVersionKind(obj.GroupVersionKind())
-			// component.HealthOf only reads: no need for the cache's deep copy.
+		var live client.Object
+		if answer, ok := written[component.InventoryKey(obj)]; ok {
+			live = answer
+		} else {
+			live = newObject(r.Client.Scheme(), obj.GroupVersionKind())
+			// Only read: no need for the cache's deep copy. The cache keeps the object's
+			// health, worked out when it arrived, in place of its body.
 			if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), live, client.UnsafeDisableDeepCopy); err != nil {
 				// Not in the cache yet; its arrival re-triggers us.
 				notReady = append(notReady, fmt.Sprintf("%s %s: waiting to be observed", obj.GetKind(), obj.GetName()))
 				continue
 			}
 		}
-		h, err := component.HealthOf(live)
+		h, err := component.CachedHealth(live, obj.GroupVersionKind())
 		if err != nil {
 			h.Message = err.Error()
 		}
@@ -445,8 +462,7 @@ func (r *TenantReconciler) prune(ctx context.Context, s *tenantScope, inventory 
 			}
 			return err
 		}
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(mapping.GroupVersionKind)
+		obj := newObject(r.Client.Scheme(), mapping.GroupVersionKind)
 		if err := r.Kinds.ensure(ctx, mapping.GroupVersionKind); err != nil {
 			return err
 		}

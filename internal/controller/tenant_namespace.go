@@ -126,8 +126,9 @@ func (r *TenantReconciler) stopPods(ctx context.Context, s *tenantScope) error {
 // a roleRef, so the old binding is deleted and the new one created. Its subjects lose access
 // for the moment between the two requests.
 func (r *TenantReconciler) rebind(ctx context.Context, applier *apply.Applier, t *tenancyv1alpha1.Tenant, desired *rbacv1.RoleBinding) (apply.Result, error) {
+	// From the API server: the cache keeps bindings without their roleRef.
 	live := &rbacv1.RoleBinding{}
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
 		return apply.Unchanged, err
 	}
 	if live.RoleRef == desired.RoleRef {

@@ -128,7 +128,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			// Only what Landlord manages is cached, so memory follows the number of tenants and
 			// not the size of the cluster. Tenants themselves are cached whole.
 			DefaultLabelSelector: managed,
-			DefaultTransform:     cacheTransform(),
+			DefaultTransform:     cacheTransform(tenancyv1alpha1.Scheme()),
 			ByObject: map[client.Object]cache.ByObject{
 				&tenancyv1alpha1.Tenant{}:            {Label: labels.Everything()},
 				&tenancyv1alpha1.DatabaseServer{}:    {Label: labels.Everything()},

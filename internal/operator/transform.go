@@ -1,22 +1,198 @@
 package operator
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
-	toolscache "k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"reflect"
+	"unique"
 
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/component"
 )
 
-// cacheTransform drops managed fields, as everywhere, after reading from them the one thing
-// Landlord needs: whether someone else owns a field in an object's body
-// (apply.MarkForeignFields), which drift repair of the isolation objects acts on.
-func cacheTransform() toolscache.TransformFunc {
-	strip := cache.TransformStripManagedFields()
+// cacheTransform shapes every object as it enters the operator's cache, so that memory follows
+// what Landlord compares and not what the objects hold:
+//
+//   - managed fields are dropped, after reading from them the one thing Landlord needs: whether
+//     someone else owns a field in an object's body (apply.MarkForeignFields), which drift
+//     repair acts on;
+//   - the objects a tenant owns keep their metadata and a digest of their content
+//     (apply.ContentDigestAnnotation) in place of their body, except what Landlord reads: a
+//     tenant's database credentials and its namespace are kept whole, a quota keeps its pods
+//     count, and a rendered component object kstatus's verdict on it (apply.HealthAnnotation);
+//   - strings repeated across objects (namespaces, label keys and values, owner references) are
+//     stored once.
+func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
-		if m, err := meta.Accessor(obj); err == nil {
-			apply.MarkForeignFields(m)
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return obj, nil
 		}
-		return strip(obj)
+		// The server's values of the cache's own annotations never count.
+		if a := m.GetAnnotations(); a != nil {
+			delete(a, apply.ContentDigestAnnotation)
+			delete(a, apply.HealthAnnotation)
+		}
+		apply.MarkForeignFields(m)
+		m.SetManagedFields(nil)
+		if ownedByTenant(m) {
+			if err := keepWhatIsCompared(scheme, obj, m); err != nil {
+				return nil, err
+			}
+		}
+		internMetadata(obj, m)
+		return obj, nil
 	}
+}
+
+// ownedByTenant reports whether a Tenant controls obj.
+func ownedByTenant(m metav1.Object) bool {
+	for _, ref := range m.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "Tenant" && ref.APIVersion == tenancyv1alpha1.GroupVersion.String() {
+			return true
+		}
+	}
+	return false
+}
+
+// keepWhatIsCompared digests obj's content and drops the body of the kinds Landlord never reads
+// back: the applier compares them by digest, and reads one from the API server only when its
+// digest moved.
+func keepWhatIsCompared(scheme *runtime.Scheme, obj any, m metav1.Object) error {
+	if o, ok := obj.(client.Object); ok && m.GetLabels()[tenancyv1alpha1.ComponentLabel] != "" {
+		// kstatus needs the body and status; the verdict is what the tenant's status reports.
+		gvk, err := apiutil.GVKForObject(o, scheme)
+		if err != nil {
+			return err
+		}
+		component.MarkHealth(o, gvk)
+	}
+	// The digest first: it covers the body about to go.
+	digest, err := apply.ContentDigest(m)
+	if err != nil {
+		return err
+	}
+	dropped := true
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		if o.Labels[tenancyv1alpha1.DatabaseEngineLabel] != "" {
+			// A tenant's database credentials are read back to keep its password.
+			dropped = false
+			break
+		}
+		o.Data, o.StringData = nil, nil
+	case *corev1.ResourceQuota:
+		o.Spec = corev1.ResourceQuotaSpec{}
+		// Whether a Frozen tenant's pods are all gone is read from the quota's count.
+		used, counted := o.Status.Used[corev1.ResourcePods]
+		o.Status = corev1.ResourceQuotaStatus{}
+		if counted {
+			o.Status.Used = corev1.ResourceList{corev1.ResourcePods: used}
+		}
+	case *corev1.LimitRange:
+		o.Spec = corev1.LimitRangeSpec{}
+	case *networkingv1.NetworkPolicy:
+		o.Spec = networkingv1.NetworkPolicySpec{}
+	case *rbacv1.RoleBinding:
+		o.Subjects, o.RoleRef = nil, rbacv1.RoleRef{}
+	case *corev1.ConfigMap:
+		o.Data, o.BinaryData = nil, nil
+	case *corev1.Service:
+		o.Spec, o.Status = corev1.ServiceSpec{}, corev1.ServiceStatus{}
+	case *unstructured.Unstructured:
+		for k := range o.Object {
+			if k != "apiVersion" && k != "kind" && k != "metadata" {
+				delete(o.Object, k)
+			}
+		}
+	case *corev1.Namespace:
+		// Its phase and annotations are read; it is small.
+		dropped = false
+	default:
+		// Any other kind a component renders (a Deployment, a Job): spec and status go.
+		dropped = dropSpecAndStatus(obj)
+	}
+	if dropped {
+		annotations := m.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[apply.ContentDigestAnnotation] = digest
+		m.SetAnnotations(annotations)
+	}
+	return nil
+}
+
+// dropSpecAndStatus zeroes the Spec and Status fields of a typed object that has a Spec, and
+// reports whether it did.
+func dropSpecAndStatus(obj any) bool {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	spec := v.Elem().FieldByName("Spec")
+	if !spec.IsValid() || !spec.CanSet() {
+		return false
+	}
+	spec.Set(reflect.Zero(spec.Type()))
+	if status := v.Elem().FieldByName("Status"); status.IsValid() && status.CanSet() {
+		status.Set(reflect.Zero(status.Type()))
+	}
+	return true
+}
+
+// internMetadata stores the strings that repeat across a tenant's objects, and across tenants,
+// once: a cache of thousands of tenants holds each namespace name, label and owner reference
+// about fifteen times. Unstructured objects are left as they are: their metadata is a map that
+// rewriting would copy.
+func internMetadata(obj any, m metav1.Object) {
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		return
+	}
+	m.SetNamespace(intern(m.GetNamespace()))
+	m.SetLabels(internMap(m.GetLabels()))
+	if annotations := m.GetAnnotations(); len(annotations) > 0 {
+		out := make(map[string]string, len(annotations))
+		for k, v := range annotations {
+			// Values are mostly digests, unique to the object; keys repeat.
+			out[intern(k)] = v
+		}
+		m.SetAnnotations(out)
+	}
+	refs := m.GetOwnerReferences()
+	for i := range refs {
+		refs[i].APIVersion = intern(refs[i].APIVersion)
+		refs[i].Kind = intern(refs[i].Kind)
+		refs[i].Name = intern(refs[i].Name)
+		refs[i].UID = types.UID(intern(string(refs[i].UID)))
+	}
+}
+
+func internMap(in map[string]string) map[string]string {
+	if len(in) == 0 {
+		return in
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[intern(k)] = intern(v)
+	}
+	return out
+}
+
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
 }

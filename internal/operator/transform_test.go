@@ -1,13 +1,21 @@
 package operator
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/component"
 )
 
 func fields(manager, raw string) metav1.ManagedFieldsEntry {
@@ -32,7 +40,7 @@ func TestCacheTransform(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := cacheTransform()(&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{
+			out, err := cacheTransform(tenancyv1alpha1.Scheme())(&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{
 				ManagedFields: tc.entries,
 				// The server's value of the annotation never counts: only the managed fields do.
 				Annotations: map[string]string{apply.ForeignFieldsAnnotation: "forged"},
@@ -50,11 +58,149 @@ func TestCacheTransform(t *testing.T) {
 		})
 	}
 	t.Run("managed fields are stripped from every kind", func(t *testing.T) {
-		out, _ := cacheTransform()(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{
+		out, _ := cacheTransform(tenancyv1alpha1.Scheme())(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "landlord"}},
 		}})
 		if len(out.(*rbacv1.RoleBinding).ManagedFields) != 0 {
 			t.Error("managed fields kept")
 		}
 	})
+}
+
+func tenantOwned(labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Namespace: "tenant-acme", Name: "x", Labels: labels, ResourceVersion: "5",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "tenancy.landlord.dev/v1alpha1", Kind: "Tenant", Name: "acme", UID: "u1", Controller: ptr.To(true)}},
+	}
+}
+
+func TestTheCacheKeepsATenantsObjectsWithoutTheirBody(t *testing.T) {
+	pods := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}
+	cases := []struct {
+		name    string
+		obj     client.Object
+		dropped bool
+		check   func(t *testing.T, obj client.Object)
+	}{
+		{"a network policy keeps only its metadata", &networkingv1.NetworkPolicy{ObjectMeta: tenantOwned(nil), Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{"Ingress"}}}, true,
+			func(t *testing.T, obj client.Object) {
+				if len(obj.(*networkingv1.NetworkPolicy).Spec.PolicyTypes) != 0 {
+					t.Error("spec kept")
+				}
+			}},
+		{"a quota keeps its pods count and nothing else", &corev1.ResourceQuota{ObjectMeta: tenantOwned(nil),
+			Spec:   corev1.ResourceQuotaSpec{Hard: pods},
+			Status: corev1.ResourceQuotaStatus{Hard: pods, Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2"), corev1.ResourceCPU: resource.MustParse("1")}}}, true,
+			func(t *testing.T, obj client.Object) {
+				q := obj.(*corev1.ResourceQuota)
+				if len(q.Spec.Hard) != 0 || len(q.Status.Hard) != 0 || len(q.Status.Used) != 1 || q.Status.Used.Pods().Value() != 2 {
+					t.Errorf("quota kept %+v %+v", q.Spec, q.Status)
+				}
+			}},
+		{"a shared secret copy loses its data", &corev1.Secret{ObjectMeta: tenantOwned(nil), Data: map[string][]byte{"k": []byte("v")}}, true,
+			func(t *testing.T, obj client.Object) {
+				if len(obj.(*corev1.Secret).Data) != 0 {
+					t.Error("data kept")
+				}
+			}},
+		{"database credentials keep their data", &corev1.Secret{ObjectMeta: tenantOwned(map[string]string{"tenancy.landlord.dev/database-engine": "postgres"}), Data: map[string][]byte{"k": []byte("v")}}, false,
+			func(t *testing.T, obj client.Object) {
+				if len(obj.(*corev1.Secret).Data) != 1 {
+					t.Error("data dropped")
+				}
+			}},
+		{"a binding loses its subjects and roleRef", &rbacv1.RoleBinding{ObjectMeta: tenantOwned(nil), RoleRef: rbacv1.RoleRef{Name: "r"}, Subjects: []rbacv1.Subject{{Name: "s"}}}, true,
+			func(t *testing.T, obj client.Object) {
+				if b := obj.(*rbacv1.RoleBinding); b.RoleRef.Name != "" || len(b.Subjects) != 0 {
+					t.Error("body kept")
+				}
+			}},
+		{"a tenant's namespace is kept whole", &corev1.Namespace{ObjectMeta: tenantOwned(nil), Status: corev1.NamespaceStatus{Phase: corev1.NamespaceTerminating}}, false,
+			func(t *testing.T, obj client.Object) {
+				if obj.(*corev1.Namespace).Status.Phase != corev1.NamespaceTerminating {
+					t.Error("status dropped")
+				}
+			}},
+		{"a rendered object keeps its health in place of its body and status", &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"namespace": "tenant-acme", "name": "web", "generation": int64(2), "resourceVersion": "5",
+				"labels":          map[string]any{"tenancy.landlord.dev/component": "web"},
+				"ownerReferences": []any{map[string]any{"apiVersion": "tenancy.landlord.dev/v1alpha1", "kind": "Tenant", "name": "acme", "uid": "u1", "controller": true}}},
+			"spec":   map[string]any{"replicas": int64(3)},
+			"status": map[string]any{"observedGeneration": int64(2), "replicas": int64(3), "updatedReplicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1)},
+		}}, true,
+			func(t *testing.T, obj client.Object) {
+				u := obj.(*unstructured.Unstructured)
+				if _, ok := u.Object["spec"]; ok {
+					t.Error("spec kept")
+				}
+				h, err := component.CachedHealth(u, u.GroupVersionKind())
+				if err != nil || h.Ready || !strings.Contains(h.Message, "1/3") {
+					t.Errorf("health = %+v, %v; want not ready, 1/3 updated", h, err)
+				}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := cacheTransform(tenancyv1alpha1.Scheme())(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj := out.(client.Object)
+			// A content digest stands for the body exactly when the body is gone.
+			if got := obj.GetAnnotations()[apply.ContentDigestAnnotation] != ""; got != tc.dropped {
+				t.Errorf("body dropped = %v, want %v", got, tc.dropped)
+			}
+			tc.check(t, obj)
+		})
+	}
+	t.Run("the server's values of the cache's own annotations are dropped", func(t *testing.T) {
+		meta := tenantOwned(nil)
+		meta.Annotations = map[string]string{apply.ContentDigestAnnotation: "forged", apply.HealthAnnotation: `{"Ready":true}`}
+		out, _ := cacheTransform(tenancyv1alpha1.Scheme())(&corev1.Namespace{ObjectMeta: meta})
+		if a := out.(*corev1.Namespace).Annotations; len(a) != 0 {
+			t.Errorf("annotations kept: %v", a)
+		}
+	})
+	t.Run("an object no tenant controls is kept whole", func(t *testing.T) {
+		out, _ := cacheTransform(tenancyv1alpha1.Scheme())(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "landlord-templates", Name: "s"}, Data: map[string][]byte{"k": []byte("v")}})
+		s := out.(*corev1.Secret)
+		if len(s.Data) != 1 || s.Annotations[apply.ContentDigestAnnotation] != "" {
+			t.Errorf("a template secret was reshaped: %+v", s)
+		}
+	})
+}
+
+func TestTheContentDigestFollowsContentNotStatus(t *testing.T) {
+	quota := func(hard, used string, label string) *corev1.ResourceQuota {
+		q := &corev1.ResourceQuota{ObjectMeta: tenantOwned(map[string]string{"team": label}),
+			Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(hard)}},
+			Status: corev1.ResourceQuotaStatus{Used: corev1.ResourceList{corev1.ResourcePods: resource.MustParse(used)}}}
+		return q
+	}
+	digest := func(q *corev1.ResourceQuota) string {
+		out, err := cacheTransform(tenancyv1alpha1.Scheme())(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*corev1.ResourceQuota).Annotations[apply.ContentDigestAnnotation]
+	}
+	base := digest(quota("10", "1", "a"))
+	cases := []struct {
+		name string
+		q    *corev1.ResourceQuota
+		same bool
+	}{
+		{"the same quota digests the same", quota("10", "1", "a"), true},
+		{"a status change keeps the digest", quota("10", "5", "a"), true},
+		{"a spec change moves the digest", quota("11", "1", "a"), false},
+		{"a label change moves the digest", quota("10", "1", "b"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := digest(tc.q) == base; got != tc.same {
+				t.Errorf("same digest = %v, want %v", got, tc.same)
+			}
+		})
+	}
 }

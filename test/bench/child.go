@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 
@@ -139,6 +140,13 @@ func controlHandler(ctx context.Context, op *operator.Operator, resync chan<- ev
 	// /requests is the operator's own count of its requests, a cross-check of the server's.
 	mux.HandleFunc("GET /requests", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(requests.Snapshot())
+	})
+	// /live-heap collects garbage and answers the bytes still allocated: the live heap.
+	mux.HandleFunc("POST /live-heap", func(w http.ResponseWriter, r *http.Request) {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		fmt.Fprint(w, m.HeapAlloc)
 	})
 	mux.HandleFunc("POST /template-sync", func(w http.ResponseWriter, r *http.Request) {
 		op.TemplateSync.Trigger()

@@ -1,0 +1,99 @@
+package apply
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"hash/fnv"
+	"reflect"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// ContentDigestAnnotation is set in the operator's cache, never on the server, on an object the
+// cache keeps without its body (only its metadata, and whatever part of its status Landlord
+// reads): a digest of everything of the object that Landlord compares (its labels, annotations,
+// owner references and body; not its status, resourceVersion or managed fields). Whether such an
+// object changed since Landlord last looked is answered by this digest: a status write moves
+// the resourceVersion but not the digest, an edit moves both. The applier reads the object from
+// the API server when it must compare it whole.
+const ContentDigestAnnotation = "tenancy.landlord.dev/content-digest"
+
+// cacheOnly are the annotations the cache sets itself: they are not part of the content.
+var cacheOnly = map[string]bool{
+	ContentDigestAnnotation: true, ForeignFieldsAnnotation: true,
+	HealthAnnotation: true,
+}
+
+// HealthAnnotation is set in the operator's cache, never on the server, on rendered component
+// objects kept without their body: kstatus's verdict on the whole object, worked out when it
+// entered the cache (see the component package).
+const HealthAnnotation = "tenancy.landlord.dev/health"
+
+// ContentDigest digests what Landlord compares of obj. Built-in kinds are digested as protobuf
+// (their generated encoders write map keys in order, so equal objects digest equally), others
+// as JSON. Only digests from the same cache are ever compared with each other.
+func ContentDigest(obj metav1.Object) (string, error) {
+	h := fnv.New128a()
+	meta := metav1.ObjectMeta{Labels: obj.GetLabels(), OwnerReferences: obj.GetOwnerReferences()}
+	for k, v := range obj.GetAnnotations() {
+		if !cacheOnly[k] {
+			if meta.Annotations == nil {
+				meta.Annotations = map[string]string{}
+			}
+			meta.Annotations[k] = v
+		}
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		content := make(map[string]any, len(u.Object))
+		for k, v := range u.Object {
+			if k != "metadata" && k != "status" {
+				content[k] = v
+			}
+		}
+		metaMap := map[string]any{"labels": meta.Labels, "annotations": meta.Annotations, "ownerReferences": meta.OwnerReferences}
+		content["metadata"] = metaMap
+		if err := json.NewEncoder(h).Encode(content); err != nil {
+			return "", err
+		}
+		return hex.EncodeToString(h.Sum(nil)), nil
+	}
+	// A shallow copy of the typed object with the metadata reduced to what is compared and the
+	// status zeroed; it shares the original's maps and slices and is only encoded.
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return "", nil
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	if f := cp.Elem().FieldByName("ObjectMeta"); f.IsValid() && f.CanSet() {
+		f.Set(reflect.ValueOf(meta))
+	}
+	// The cache leaves some objects' kind unset and sets others': the memo's key has the kind.
+	if f := cp.Elem().FieldByName("TypeMeta"); f.IsValid() && f.CanSet() {
+		f.Set(reflect.Zero(f.Type()))
+	}
+	if f := cp.Elem().FieldByName("Status"); f.IsValid() && f.CanSet() {
+		f.Set(reflect.Zero(f.Type()))
+	}
+	if m, ok := cp.Interface().(interface{ Marshal() ([]byte, error) }); ok {
+		raw, err := m.Marshal()
+		if err != nil {
+			return "", err
+		}
+		_, _ = h.Write(raw)
+	} else if err := json.NewEncoder(h).Encode(cp.Interface()); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// bodyDropped reports whether the cache kept obj without its body.
+func bodyDropped(obj metav1.Object) bool {
+	return contentDigest(obj) != ""
+}
+
+// contentDigest is the cache's digest of obj, "" when the cache did not set one.
+func contentDigest(obj metav1.Object) string {
+	return obj.GetAnnotations()[ContentDigestAnnotation]
+}
