@@ -416,8 +416,8 @@ func shippedPolicies(t *testing.T) map[string]client.Object {
 		}
 		shipped[typeMeta.Kind+"/"+obj.GetName()] = obj
 	}
-	if len(shipped) != 24 {
-		t.Fatalf("config/policies ships %d policies and bindings, want 12 of each", len(shipped))
+	if len(shipped) != 26 {
+		t.Fatalf("config/policies ships %d policies and bindings, want 13 of each", len(shipped))
 	}
 	return shipped
 }

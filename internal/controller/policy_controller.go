@@ -39,7 +39,7 @@ type PolicyReconciler struct {
 // another admission policy of the cluster. (Kubernetes cannot restrict a create by name.) A
 // test keeps the names in step with internal/policy.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=list;watch;create
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;patch,resourceNames=landlord-node-pool-placement;landlord-node-pool;landlord-service-exposure;landlord-ingress-hosts;landlord-route-hostnames;landlord-ingress-classes;landlord-ingress-annotations;landlord-managed-labels;landlord-operator-namespaces;landlord-tenant-deletion;landlord-tenant-labels;landlord-crd-protection
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;patch,resourceNames=landlord-node-pool-placement;landlord-node-pool;landlord-service-exposure;landlord-ingress-hosts;landlord-route-hostnames;landlord-ingress-classes;landlord-ingress-annotations;landlord-managed-labels;landlord-operator-namespaces;landlord-tenant-deletion;landlord-tenant-labels;landlord-crd-protection;landlord-tenant-finalizer
 
 // policiesRequest is the one request the controller works on: the policies are few and are
 // applied together.

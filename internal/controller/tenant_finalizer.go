@@ -14,8 +14,11 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// addFinalizer makes the tenant's deletion wait for finalize. The patch carries the tenant's
-// resourceVersion, so a tenant written since the cache saw it is looked at again first.
+// addFinalizer makes the tenant's deletion wait for finalize. A tenant created while the
+// admission policy landlord-tenant-finalizer is in force has the finalizer already, and costs
+// no patch; this adds it to one created before the policy, or whose finalizer was removed, so
+// nothing depends on the policy. The patch carries the tenant's resourceVersion, so a tenant
+// written since the cache saw it is looked at again first.
 func (r *TenantReconciler) addFinalizer(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 	orig := t.DeepCopy()
 	controllerutil.AddFinalizer(t, tenancyv1alpha1.Finalizer)

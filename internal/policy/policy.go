@@ -7,8 +7,10 @@
 // the domains and Ingress classes annotations Landlord writes there), never from the Tenant, and
 // every binding of those selects tenant namespaces only: the policies fail closed for tenants and
 // never touch the rest of the cluster. The protection policies guard Landlord's own
-// cluster-scoped objects, and the confinement policy the operator's own requests. The builders are pure; the operator applies their output at start-up and keeps it
-// converged, and config/policies ships the same objects as YAML.
+// cluster-scoped objects, the confinement policy the operator's own requests, and the finalizer
+// policy saves the operator a write per new Tenant. The builders are pure; the operator applies
+// their output at start-up and keeps it converged, and config/policies ships the same objects as
+// YAML.
 package policy
 
 import (
@@ -40,7 +42,8 @@ const (
 func Objects(op Operator) []client.Object {
 	objs := TenantNamespaceObjects(op.User)
 	objs = append(objs, ProtectionObjects(op.User)...)
-	return append(objs, ConfinementObjects(op)...)
+	objs = append(objs, ConfinementObjects(op)...)
+	return append(objs, TenantFinalizerObjects()...)
 }
 
 // TenantNamespaceObjects are the policies over what is created in tenant namespaces, with their
