@@ -11,14 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
@@ -42,39 +39,16 @@ type TenantClaimReconciler struct {
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantclaims/status,verbs=get;patch
 
 // SetupWithManager registers the controller: Pending claims of a pool are looked at again when
-// one of its spares changes (became Ready) or the pool itself does.
+// one of its spares is Ready (or changes while Ready), or the pool appears or goes. The indexes
+// it lists by are registered with RegisterPoolIndexes.
 func (r *TenantClaimReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenantclaim").
 		For(&tenancyv1alpha1.TenantClaim{}).
-		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			t, ok := obj.(*tenancyv1alpha1.Tenant)
-			if !ok || !t.IsUnallocatedSpare() || !t.IsReadySpare() {
-				return nil
-			}
-			return r.pendingClaims(ctx, t.Labels[tenancyv1alpha1.PoolLabel])
-		})).
-		Watches(&tenancyv1alpha1.TenantPool{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			return r.pendingClaims(ctx, obj.GetName())
-		})).
+		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.claimsForSpare)).
+		Watches(&tenancyv1alpha1.TenantPool{}, r.poolHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentBinds, 1)}).
 		Complete(r)
-}
-
-func (r *TenantClaimReconciler) pendingClaims(ctx context.Context, pool string) []reconcile.Request {
-	claims := &tenancyv1alpha1.TenantClaimList{}
-	if err := r.Client.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
-		log.FromContext(ctx).Error(err, "listing claims")
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range claims.Items {
-		c := &claims.Items[i]
-		if c.Spec.Pool == pool && c.Status.Phase != tenancyv1alpha1.ClaimBound {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
-		}
-	}
-	return out
 }
 
 func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -110,8 +84,9 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonPoolNotFound, fmt.Sprintf("TenantPool %s is being deleted", claim.Spec.Pool))
 	}
 
+	// The pool's unallocated tenants only: what it handed out is not visited.
 	spares := &tenancyv1alpha1.TenantList{}
-	if err := r.Client.List(ctx, spares, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool.Name}); err != nil {
+	if err := r.Client.List(ctx, spares, client.MatchingFields{TenantPoolIndex: pool.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	var candidates []*tenancyv1alpha1.Tenant
@@ -152,7 +127,7 @@ func (r *TenantClaimReconciler) boundBefore(ctx context.Context, claim *tenancyv
 		return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name.(string)}}, nil
 	}
 	bound := &tenancyv1alpha1.TenantList{}
-	if err := r.Client.List(ctx, bound, client.MatchingLabels{tenancyv1alpha1.ClaimUIDLabel: string(claim.UID)}); err != nil {
+	if err := r.Client.List(ctx, bound, client.MatchingFields{TenantClaimUIDIndex: string(claim.UID)}); err != nil {
 		return nil, err
 	}
 	if len(bound.Items) == 0 {

@@ -12,18 +12,19 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
 // expectationTTL bounds how long a create or delete the cache has not shown yet is trusted.
 const expectationTTL = time.Minute
+
+// staleSpareRetry is when a pool whose delete of a spare met a newer version of it looks again:
+// the write that changed the spare wakes the pool only if it changed the spare's role.
+const staleSpareRetry = 500 * time.Millisecond
 
 // TenantPoolReconciler keeps each pool's count of unallocated spares at its replicas.
 type TenantPoolReconciler struct {
@@ -34,6 +35,9 @@ type TenantPoolReconciler struct {
 	mu       sync.Mutex
 	creating map[string]map[string]time.Time // pool → tenant name → when
 	deleting map[string]map[string]time.Time
+
+	// allocations counts each pool's allocated tenants, from the tenant events (tenantHandler).
+	allocations allocations
 }
 
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantpools,verbs=get;list;watch;patch
@@ -42,17 +46,13 @@ type TenantPoolReconciler struct {
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=create;delete
 
 // SetupWithManager registers the controller: a pool is looked at again when one of its tenants
-// changes (a spare became Ready, was allocated or was deleted).
+// changes role (a spare became Ready, was allocated or was deleted). The indexes it lists by are
+// registered with RegisterPoolIndexes.
 func (r *TenantPoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenantpool").
 		For(&tenancyv1alpha1.TenantPool{}).
-		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-			if pool := obj.GetLabels()[tenancyv1alpha1.PoolLabel]; pool != "" {
-				return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
-			}
-			return nil
-		})).
+		Watches(&tenancyv1alpha1.Tenant{}, r.tenantHandler()).
 		Complete(r)
 }
 
@@ -64,12 +64,14 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// Its unallocated tenants only: the ones it handed out, however many, are counted by the
+	// tenant events and not listed.
 	tenants := &tenancyv1alpha1.TenantList{}
-	if err := r.Client.List(ctx, tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool.Name}); err != nil {
+	if err := r.Client.List(ctx, tenants, client.MatchingFields{TenantPoolIndex: pool.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	if !pool.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, pool, tenants.Items)
+		return r.finalize(ctx, pool, tenants.Items)
 	}
 	if !controllerutil.ContainsFinalizer(pool, tenancyv1alpha1.Finalizer) {
 		orig := pool.DeepCopy()
@@ -80,26 +82,25 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	var ready, provisioning, collided []string
-	var allocated int32
 	seen := map[string]bool{}
 	for i := range tenants.Items {
 		t := &tenants.Items[i]
 		seen[t.Name] = true
+		_, role := poolRoleOf(t)
+		// Tenants labeled with the pool by someone else are not the pool's to count or delete;
+		// spares on their way out, or deleted moments ago, are not counted.
 		switch {
-		case t.IsAllocated():
-			allocated++
-		case !t.IsUnallocatedSpare():
-			// Labeled with the pool by someone else: not the pool's to count or delete.
-		case !t.DeletionTimestamp.IsZero() || r.expected(r.deleting, pool.Name, t.Name):
-		case holdsForeignData(t):
+		case role == foreignTenant || role == leavingSpare || r.expected(r.deleting, pool.Name, t.Name):
+		case role == collidedSpare:
 			collided = append(collided, t.Name)
-		case t.IsReadySpare():
+		case role == readySpare:
 			ready = append(ready, t.Name)
-		default:
+		case role == provisioningSpare:
 			provisioning = append(provisioning, t.Name)
 		}
 	}
-	r.forgetSeen(pool.Name, seen)
+	// A spare created moments ago may already be allocated when the cache first shows it.
+	r.forgetSeen(pool.Name, func(name string) bool { return seen[name] || r.allocations.has(pool.Name, name) })
 	for name := range r.pending(r.creating, pool.Name) {
 		provisioning = append(provisioning, name)
 	}
@@ -112,6 +113,7 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 		provisioning = append(provisioning, name)
 	}
+	var result ctrl.Result
 	if len(plan.remove) > 0 {
 		byName := map[string]*tenancyv1alpha1.Tenant{}
 		for i := range tenants.Items {
@@ -132,14 +134,16 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			}
 			if deleted {
 				r.expect(&r.deleting, pool.Name, name)
+			} else {
+				result.RequeueAfter = staleSpareRetry
 			}
 		}
 		ready, provisioning = without(ready, plan.remove), without(provisioning, plan.remove)
 	}
 
 	poolSparesReady.WithLabelValues(pool.Name).Set(float64(len(ready)))
-	return ctrl.Result{}, patchStatus(ctx, r.Client, pool, &pool.Status,
-		poolStatus(pool, int32(len(ready)), int32(len(provisioning)), allocated))
+	return result, patchStatus(ctx, r.Client, pool, &pool.Status,
+		poolStatus(pool, int32(len(ready)), int32(len(provisioning)), int32(r.allocations.count(pool.Name))))
 }
 
 // holdsForeignData is whether a spare stalled on data that belongs to another tenant.
@@ -182,7 +186,8 @@ func planPool(spec tenancyv1alpha1.TenantPoolSpec, ready, provisioning, collided
 // hold no customer data) and lets the pool go once they are gone. Allocated tenants carry no
 // owner and are never touched. The garbage collector would remove the spares too; doing it here
 // does not depend on it, and lets the pool's deletion wait for them.
-func (r *TenantPoolReconciler) finalize(ctx context.Context, pool *tenancyv1alpha1.TenantPool, tenants []tenancyv1alpha1.Tenant) error {
+func (r *TenantPoolReconciler) finalize(ctx context.Context, pool *tenancyv1alpha1.TenantPool, tenants []tenancyv1alpha1.Tenant) (ctrl.Result, error) {
+	var result ctrl.Result
 	remaining := 0
 	for i := range tenants {
 		t := &tenants[i]
@@ -191,19 +196,23 @@ func (r *TenantPoolReconciler) finalize(ctx context.Context, pool *tenancyv1alph
 		}
 		remaining++
 		if t.DeletionTimestamp.IsZero() {
-			if _, err := r.deleteSpare(ctx, t); err != nil {
-				return err
+			deleted, err := r.deleteSpare(ctx, t)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if !deleted {
+				result.RequeueAfter = staleSpareRetry
 			}
 		}
 	}
 	if remaining > 0 || !controllerutil.ContainsFinalizer(pool, tenancyv1alpha1.Finalizer) {
 		// Each spare's deletion re-triggers the pool.
-		return nil
+		return result, nil
 	}
 	orig := pool.DeepCopy()
 	controllerutil.RemoveFinalizer(pool, tenancyv1alpha1.Finalizer)
 	poolSparesReady.DeleteLabelValues(pool.Name)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, pool, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, pool, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
 // deleteSpare deletes a spare only as the cache saw it: a claim may have bound it a moment ago,
@@ -296,16 +305,16 @@ func (r *TenantPoolReconciler) pending(set map[string]map[string]time.Time, pool
 }
 
 // forgetSeen drops the creates the cache now shows, and the deletes it shows finished.
-func (r *TenantPoolReconciler) forgetSeen(pool string, seen map[string]bool) {
+func (r *TenantPoolReconciler) forgetSeen(pool string, seen func(name string) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for name, at := range r.creating[pool] {
-		if seen[name] || time.Since(at) >= expectationTTL {
+		if seen(name) || time.Since(at) >= expectationTTL {
 			delete(r.creating[pool], name)
 		}
 	}
 	for name, at := range r.deleting[pool] {
-		if !seen[name] || time.Since(at) >= expectationTTL {
+		if !seen(name) || time.Since(at) >= expectationTTL {
 			delete(r.deleting[pool], name)
 		}
 	}

@@ -188,6 +188,9 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		controller.TenantDomainIndex, controller.TenantDomains); err != nil {
 		return nil, err
 	}
+	if err := controller.RegisterPoolIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
 	conns := &database.Connections{Client: mgr.GetClient(), Namespace: cfg.Databases.CredentialsNamespace}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
