@@ -159,9 +159,10 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 			}
 		case bodyDropped(live) && !appliedAsWanted:
 			// The desired object changed since it was applied: apply it, no need to read.
-		case bodyDropped(live) && state == memoUnknown && others == "":
-			// Landlord applied exactly this, and no one else owns a field of it: the content
-			// is Landlord's. (Only a restarted operator, or a new desired object, gets here.)
+		case bodyDropped(live) && (state == memoWanted || state == memoUnknown && others == ""):
+			// Landlord applied exactly this, and the object has not changed since Landlord
+			// last saw it match (or, unknown to a restarted operator, no one else owns a field
+			// of it): the content is Landlord's.
 			a.Memo.record(desired, print, live.GetResourceVersion(), digest)
 			return Unchanged, nil, nil
 		default:

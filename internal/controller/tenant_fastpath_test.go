@@ -47,5 +47,8 @@ func expectNoRequestsOnResync(t *testing.T, names ...string) {
 	before := op.Requests.Snapshot()
 	resync(t, names...)
 	made := op.Requests.Snapshot().Sub(before)
+	// The DatabaseServer controller writes a server's tenant count when tenants of tests running
+	// alongside move on or off it; no tenant reconcile writes a server's status.
+	delete(made, "PATCH databaseservers/status")
 	NewWithT(t).Expect(made.Total()).To(BeZero(), "requests made by a no-op resync: %s", made)
 }

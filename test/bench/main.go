@@ -37,6 +37,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -405,6 +406,11 @@ func run(p params) error {
 		names[i] = fmt.Sprintf("bench-%05d", i)
 	}
 
+	// As in an install, where config/policies is applied with the CRDs: the operator applies
+	// its admission policies as it starts, and the API server enforces them a moment later.
+	if err := waitPoliciesEnforced(ctx, c, timeout); err != nil {
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "creating %d tenants...\n", p.tenants)
 	if err := record(phaseCreate, func() error {
 		if err := createAll(ctx, c, names, p.postgres, p.component); err != nil {
@@ -796,6 +802,21 @@ func putShared(ctx context.Context, store secret.Store, cfg config.Config, name,
 		ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Secrets.TemplateNamespace, Name: name,
 			Labels: map[string]string{tenancyv1alpha1.SharedLabel: "true"}},
 		Data: map[string][]byte{"token": []byte(value)},
+	})
+}
+
+// waitPoliciesEnforced waits until a Tenant created (as a dry run) gets its finalizer from
+// admission, the sign that the operator's policies are in force.
+func waitPoliciesEnforced(ctx context.Context, c client.Client, timeout time.Duration) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		probe := &tenancyv1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{Name: "bench-policy-probe"},
+			Spec:       tenancyv1alpha1.TenantSpec{Organization: "Bench", Email: "ops@bench.example.com"},
+		}
+		if err := c.Create(ctx, probe, client.DryRunAll); err != nil {
+			return false, err
+		}
+		return slices.Contains(probe.Finalizers, tenancyv1alpha1.Finalizer), nil
 	})
 }
 

@@ -1,0 +1,93 @@
+package controller_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/resources"
+	"github.com/landlord-dev/landlord/test/testenv"
+)
+
+// The operator's cache keeps a tenant's objects as their metadata and a digest of their content.
+// These are the promises that rest on it: the body is gone from memory, a controller writing an
+// object's status costs the operator nothing, and an edit is still found and repaired.
+func TestTheCacheKeepsATenantsObjectsAsMetadataAndADigest(t *testing.T) {
+	ctx := context.Background()
+	const name, ns = "digested", "tenant-digested"
+	createTenant(t, newTenant(name, func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Access.Operators = []tenancyv1alpha1.Subject{{Kind: "User", Name: "dora"}}
+	}))
+	waitReady(t, name)
+
+	t.Run("a tenant's network policy is cached without its spec, with a digest in its place", func(t *testing.T) {
+		g := NewWithT(t)
+		cached := &networkingv1.NetworkPolicy{}
+		g.Expect(op.GetCache().Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.DefaultDenyPolicy}, cached)).To(Succeed())
+		g.Expect(cached.Annotations).To(HaveKey(apply.ContentDigestAnnotation))
+		g.Expect(cached.Spec.PolicyTypes).To(BeEmpty())
+		live := &networkingv1.NetworkPolicy{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.DefaultDenyPolicy}, live)).To(Succeed())
+		g.Expect(live.Spec.PolicyTypes).NotTo(BeEmpty(), "the API server's object has its spec")
+		g.Expect(live.Annotations).NotTo(HaveKey(apply.ContentDigestAnnotation), "the digest is the cache's, never the server's")
+	})
+
+	t.Run("the quota controller counting a pod costs the operator no request", func(t *testing.T) {
+		g := NewWithT(t)
+		waitIdle(t)
+		before := op.Requests.Snapshot()
+		reconciles := tenantReconciles.of(name)
+		g.Expect(impersonate(t, "dora").Create(ctx, restrictedPod(ns, "counted"))).To(Succeed())
+		// kube-controller-manager writes the quota's status; the event reaches the tenant.
+		g.Eventually(func(g Gomega) {
+			quota := &corev1.ResourceQuota{}
+			g.Expect(op.GetCache().Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.QuotaName}, quota)).To(Succeed())
+			g.Expect(quota.Status.Used.Pods().Value()).To(BeEquivalentTo(1))
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Eventually(func() int { return tenantReconciles.of(name) }).WithTimeout(timeout).Should(BeNumerically(">", reconciles))
+		waitIdle(t)
+		made := tenantRequests(op.Requests.Snapshot().Sub(before))
+		g.Expect(made.Total()).To(BeZero(), "requests made after a status write: %s", made)
+	})
+
+	t.Run("a field removed by hand moves the digest: the quota is read whole and repaired", func(t *testing.T) {
+		g := NewWithT(t)
+		waitIdle(t)
+		before := op.Requests.Snapshot()
+		quota := &corev1.ResourceQuota{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.QuotaName}, quota)).To(Succeed())
+		want := quota.Spec.Hard[corev1.ResourcePods]
+		// A removal leaves no other field manager behind: only the digest shows it.
+		delete(quota.Spec.Hard, corev1.ResourcePods)
+		g.Expect(k8s.Update(ctx, quota)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.QuotaName}, quota)).To(Succeed())
+			g.Expect(quota.Spec.Hard).To(HaveKeyWithValue(corev1.ResourcePods, want))
+		}).WithTimeout(timeout).Should(Succeed())
+		waitIdle(t)
+		made := tenantRequests(op.Requests.Snapshot().Sub(before))
+		// Once for the edit; once more at most, when the quota controller's status write of the
+		// edited quota reaches the cache after Landlord's repair was answered.
+		g.Expect(made["GET resourcequotas"]).To(BeNumerically(">=", 1), "the edited quota was not read whole: %s", made)
+		g.Expect(made["GET resourcequotas"]).To(BeNumerically("<=", 2), "%s", made)
+	})
+}
+
+// tenantRequests drops from counts the requests of the operator's other controllers, which
+// tests running alongside (or the policies' first convergence) cause: the admission policy
+// controller's, and the DatabaseServer controller's tenant counts.
+func tenantRequests(counts testenv.Counts) testenv.Counts {
+	for k := range counts {
+		if strings.Contains(k, "admissionpolic") || k == "PATCH databaseservers/status" {
+			delete(counts, k)
+		}
+	}
+	return counts
+}
