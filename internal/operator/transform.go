@@ -2,7 +2,6 @@ package operator
 
 import (
 	"reflect"
-	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -11,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -32,8 +30,9 @@ import (
 //     tenant's database credentials and its namespace are kept whole, a quota keeps its pods
 //     count, and a rendered component object kstatus's verdict on it (apply.HealthAnnotation);
 //   - strings repeated across objects (namespaces, label keys and values, owner references) are
-//     stored once.
+//     stored once, and so are equal label maps (intern.go).
 func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
+	labels := &mapInterner{}
 	return func(obj any) (any, error) {
 		m, err := meta.Accessor(obj)
 		if err != nil {
@@ -51,7 +50,7 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 				return nil, err
 			}
 		}
-		internMetadata(obj, m)
+		internMetadata(obj, m, labels)
 		return obj, nil
 	}
 }
@@ -150,49 +149,4 @@ func dropSpecAndStatus(obj any) bool {
 		status.Set(reflect.Zero(status.Type()))
 	}
 	return true
-}
-
-// internMetadata stores the strings that repeat across a tenant's objects, and across tenants,
-// once: a cache of thousands of tenants holds each namespace name, label and owner reference
-// about fifteen times. Unstructured objects are left as they are: their metadata is a map that
-// rewriting would copy.
-func internMetadata(obj any, m metav1.Object) {
-	if _, ok := obj.(*unstructured.Unstructured); ok {
-		return
-	}
-	m.SetNamespace(intern(m.GetNamespace()))
-	m.SetLabels(internMap(m.GetLabels()))
-	if annotations := m.GetAnnotations(); len(annotations) > 0 {
-		out := make(map[string]string, len(annotations))
-		for k, v := range annotations {
-			// Values are mostly digests, unique to the object; keys repeat.
-			out[intern(k)] = v
-		}
-		m.SetAnnotations(out)
-	}
-	refs := m.GetOwnerReferences()
-	for i := range refs {
-		refs[i].APIVersion = intern(refs[i].APIVersion)
-		refs[i].Kind = intern(refs[i].Kind)
-		refs[i].Name = intern(refs[i].Name)
-		refs[i].UID = types.UID(intern(string(refs[i].UID)))
-	}
-}
-
-func internMap(in map[string]string) map[string]string {
-	if len(in) == 0 {
-		return in
-	}
-	out := make(map[string]string, len(in))
-	for k, v := range in {
-		out[intern(k)] = intern(v)
-	}
-	return out
-}
-
-func intern(s string) string {
-	if s == "" {
-		return s
-	}
-	return unique.Make(s).Value()
 }

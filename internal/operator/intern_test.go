@@ -1,0 +1,62 @@
+package operator
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestEqualLabelMapsAreSharedAndForgottenWhenUnused(t *testing.T) {
+	same := func(a, b map[string]string) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+	labels := func(tenant string) map[string]string {
+		return map[string]string{"app.kubernetes.io/managed-by": "landlord", "tenancy.landlord.dev/tenant": tenant}
+	}
+
+	t.Run("equal maps get one map, equal to them", func(t *testing.T) {
+		in := &mapInterner{}
+		a, b := in.intern(labels("acme")), in.intern(labels("acme"))
+		if !same(a, b) || !reflect.DeepEqual(a, labels("acme")) {
+			t.Errorf("got %v and %v, shared %v", a, b, same(a, b))
+		}
+	})
+	t.Run("different maps stay different", func(t *testing.T) {
+		in := &mapInterner{}
+		if a, b := in.intern(labels("acme")), in.intern(labels("globex")); same(a, b) || a["tenancy.landlord.dev/tenant"] != "acme" {
+			t.Errorf("got %v and %v", a, b)
+		}
+	})
+	t.Run("a map asked for again in the next generation is still shared", func(t *testing.T) {
+		clock := time.Now()
+		in := &mapInterner{now: func() time.Time { return clock }}
+		a := in.intern(labels("acme"))
+		clock = clock.Add(generationAge)
+		in.intern(labels("globex"))
+		if !same(a, in.intern(labels("acme"))) {
+			t.Error("not shared across one generation")
+		}
+	})
+	t.Run("a map no longer asked for is forgotten after two generations", func(t *testing.T) {
+		clock := time.Now()
+		in := &mapInterner{now: func() time.Time { return clock }}
+		in.intern(labels("gone"))
+		for range 2 {
+			clock = clock.Add(generationAge)
+			in.intern(labels("acme"))
+		}
+		if _, ok := in.current[canonical(labels("gone"))]; ok {
+			t.Error("still in the current generation")
+		}
+		if _, ok := in.previous[canonical(labels("gone"))]; ok {
+			t.Error("still in the previous generation")
+		}
+		for _, gen := range []map[string]map[string]string{in.current, in.previous} {
+			for key := range gen {
+				if key != canonical(labels("acme")) {
+					t.Errorf("remembers %q, want only the map still asked for", key)
+				}
+			}
+		}
+	})
+}
