@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -68,6 +69,7 @@ type kindWatches struct {
 	client   client.Client
 	timeout  time.Duration
 	watching map[schema.GroupVersionKind]kindInformer
+	asking   singleflight.Group
 }
 
 // kindInformer is a kind's informer and when it started: it should have synced a timeout later.
@@ -92,13 +94,21 @@ func (w *kindWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind) e
 	kind, ok := w.watching[gvk]
 	w.mu.Unlock()
 	if !ok {
-		if err := w.allowed(ctx, gvk); err != nil {
+		// One question per kind, however many reconciles render it at once (a restart).
+		_, err, _ := w.asking.Do(gvk.String(), func() (any, error) {
+			if err := w.allowed(ctx, gvk); err != nil {
+				return nil, err
+			}
+			var err error
+			kind, err = w.start(ctx, gvk)
+			return nil, err
+		})
+		if err != nil {
 			return err
 		}
-		var err error
-		if kind, err = w.start(ctx, gvk); err != nil {
-			return err
-		}
+		w.mu.Lock()
+		kind = w.watching[gvk]
+		w.mu.Unlock()
 	}
 	if kind.informer.HasSynced() {
 		return nil
