@@ -70,6 +70,8 @@ type Operator struct {
 	manager.Manager
 	// TemplateSync mirrors the secret store into the template namespace; Trigger syncs now.
 	TemplateSync *controller.TemplateSyncReconciler
+	// Tenants is the tenant reconciler, whose memory tests check.
+	Tenants *controller.TenantReconciler
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -239,6 +241,9 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err := tenants.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant controller: %w", err)
 	}
+	if err := tenants.ForgetWhatIsGone(context.Background(), mgr.GetCache()); err != nil {
+		return nil, fmt.Errorf("setting up tenant controller: %w", err)
+	}
 	pools := &controller.TenantPoolReconciler{Client: mgr.GetClient()}
 	if err := pools.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant pool controller: %w", err)
@@ -281,5 +286,5 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err := sync.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up template namespace sync: %w", err)
 	}
-	return &Operator{Manager: mgr, TemplateSync: sync}, nil
+	return &Operator{Manager: mgr, TemplateSync: sync, Tenants: tenants}, nil
 }
