@@ -53,6 +53,10 @@ func main() {
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	if err := setMemoryLimit(ctrl.Log.WithName("setup")); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "landlord stopped")
+		os.Exit(1)
+	}
 
 	ctx := ctrl.SetupSignalHandler()
 	if err := run(ctx, configPath, overrides, embedded, localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir, Manifests: splitList(manifests)}, opts); err != nil {

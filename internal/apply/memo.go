@@ -188,3 +188,27 @@ func (m *Memo) Len() int {
 	}
 	return n
 }
+
+// ForgetObject drops what is remembered about one object, under any version of its kind: an
+// object deleted from a namespace that stays. namespace is "" for a cluster-scoped object.
+func (m *Memo) ForgetObject(gk schema.GroupKind, namespace, name string) {
+	if m == nil {
+		return
+	}
+	g := namespace
+	if g == "" {
+		g = name
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	entries := m.groups[g]
+	for k := range entries {
+		if k.name == name && k.gvk.GroupKind() == gk {
+			delete(entries, k)
+		}
+	}
+	// An emptied group goes too, so a namespace whose every object went leaves no map behind.
+	if len(entries) == 0 {
+		delete(m.groups, g)
+	}
+}

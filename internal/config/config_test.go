@@ -66,6 +66,7 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a bad egress exception":      {"network: {egressCIDRs: [{cidr: 0.0.0.0/0, except: [nope]}]}", "network.egressCIDRs[0].except[0]"},
 		"a bad selector":              {"network: {platformNamespaceSelector: {matchExpressions: [{key: a, operator: Near}]}}", "network.platformNamespaceSelector"},
 		"a negative concurrency":      {"controller: {maxConcurrentReconciles: -1}", "controller.maxConcurrentReconciles"},
+		"a negative urgent burst":     {"client: {urgent: {burst: -1}}", "client.urgent"},
 		"YAML that is not a mapping":  {"- a", "parsing operator config"},
 		"an unknown store backend":    {"secrets: {store: {backend: vault}}", "secrets.store.backend"},
 		"a gcs store without bucket":  {"secrets: {store: {backend: gcs, gcs: {kmsKey: projects/p/locations/l/keyRings/r/cryptoKeys/k}}}", "secrets.store.gcs.bucket"},
@@ -181,5 +182,32 @@ func TestTheDefaultIngressClassesAreConfigurable(t *testing.T) {
 	}
 	if d := config.Default(); len(d.Isolation.IngressClasses) != 0 {
 		t.Errorf("by default the class is the tenant's, got %v", d.Isolation.IngressClasses)
+	}
+}
+
+// The urgent client carries a shared secret's copies and claim binds; its limits are its own,
+// so raising or lowering the main client's (or its command-line overrides) leaves them be.
+func TestTheUrgentClientHasLimitsOfItsOwn(t *testing.T) {
+	cases := map[string]struct {
+		doc       string
+		overrides config.Overrides
+		want      config.ClientLimits
+	}{
+		"an empty file gives the urgent defaults":              {"", config.Overrides{}, config.ClientLimits{QPS: 1000, Burst: 2000}},
+		"set urgent limits replace the defaults":               {"client: {urgent: {qps: 50, burst: 80}}", config.Overrides{}, config.ClientLimits{QPS: 50, Burst: 80}},
+		"one set urgent limit leaves the other at its default": {"client: {urgent: {qps: 300}}", config.Overrides{}, config.ClientLimits{QPS: 300, Burst: 2000}},
+		"the main client's limits leave the urgent ones":       {"client: {qps: 5, burst: 10}", config.Overrides{}, config.ClientLimits{QPS: 1000, Burst: 2000}},
+		"the main client's overrides leave the urgent ones":    {"", config.Overrides{QPS: 5, Burst: 10}, config.ClientLimits{QPS: 1000, Burst: 2000}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := config.Parse([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.overrides.Apply(c).Client.Urgent; got != tc.want {
+				t.Errorf("client.urgent = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }

@@ -62,6 +62,9 @@ type TenantReconciler struct {
 
 	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
 	Resync <-chan event.GenericEvent
+	// Urgent writes the copies a shared-secret change makes in every tenant namespace, with
+	// rate limits apart from Client's, so the change never waits behind tenants being created.
+	Urgent client.Client
 }
 
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get;list;watch;patch

@@ -27,6 +27,8 @@ func (r *TenantReconciler) copySharedSecrets(ctx context.Context, s *tenantScope
 	}
 
 	applier := r.applier()
+	// A change reaches every tenant at once: its copies have rate limits of their own.
+	applier.Client = r.Urgent
 	keep := make(map[string]bool, len(desired))
 	for _, sec := range desired {
 		keep[sec.Name] = true

@@ -30,6 +30,9 @@ type TenantClaimReconciler struct {
 	Recorder events.EventRecorder
 	// MaxConcurrentBinds is how many claims are bound at once.
 	MaxConcurrentBinds int
+	// Urgent writes the binds, with rate limits apart from Client's: a customer waiting on a
+	// signup never queues behind a pool being refilled.
+	Urgent client.Client
 
 	// binds maps the UID of each claim this process bound to its tenant's name.
 	binds sync.Map
@@ -163,7 +166,7 @@ func (r *TenantClaimReconciler) bind(ctx context.Context, claim *tenancyv1alpha1
 	}
 	t.SetAnnotations(annotations)
 	t.SetOwnerReferences(nil)
-	return r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	return r.Urgent.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
 func (r *TenantClaimReconciler) setBound(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, t *tenancyv1alpha1.Tenant) error {

@@ -34,6 +34,12 @@ import (
 	"github.com/landlord-dev/landlord/internal/secret"
 )
 
+// User agents of the operator's two clients.
+const (
+	UserAgent       = "landlord"
+	UrgentUserAgent = "landlord-urgent"
+)
+
 // Options are the process-level settings; everything about tenants is in Config.
 type Options struct {
 	Config config.Config
@@ -64,6 +70,8 @@ type Operator struct {
 	manager.Manager
 	// TemplateSync mirrors the secret store into the template namespace; Trigger syncs now.
 	TemplateSync *controller.TemplateSyncReconciler
+	// Tenants is the tenant reconciler, whose memory tests check.
+	Tenants *controller.TenantReconciler
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -120,7 +128,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS = cfg.Client.QPS
 	restCfg.Burst = cfg.Client.Burst
-	restCfg.UserAgent = "landlord"
+	restCfg.UserAgent = UserAgent
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme: tenancyv1alpha1.Scheme(),
@@ -169,6 +177,21 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
+	// The writes a change or a customer waits on (a shared secret's copies, claim binds) go
+	// through a client whose token buckets are its own: creating tenants or refilling a pool
+	// drains the manager client's, never these. Reads come from the same cache. Its user agent
+	// tells its requests apart in the API server's audit log.
+	urgentCfg := rest.CopyConfig(restCfg)
+	urgentCfg.QPS = cfg.Client.Urgent.QPS
+	urgentCfg.Burst = cfg.Client.Urgent.Burst
+	urgentCfg.UserAgent = UrgentUserAgent
+	urgent, err := client.New(urgentCfg, client.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		Cache: &client.CacheOptions{Reader: mgr.GetCache(), Unstructured: true},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the urgent client: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
 	}
@@ -216,8 +239,12 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		})},
 		Databases: conns,
 		Resync:    opts.Resync,
+		Urgent:    urgent,
 	}
 	if err := tenants.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up tenant controller: %w", err)
+	}
+	if err := tenants.ForgetWhatIsGone(context.Background(), mgr.GetCache()); err != nil {
 		return nil, fmt.Errorf("setting up tenant controller: %w", err)
 	}
 	pools := &controller.TenantPoolReconciler{Client: mgr.GetClient()}
@@ -225,7 +252,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		return nil, fmt.Errorf("setting up tenant pool controller: %w", err)
 	}
 	claims := &controller.TenantClaimReconciler{
-		Client: mgr.GetClient(), Config: &cfg,
+		Client: mgr.GetClient(), Urgent: urgent, Config: &cfg,
 		Recorder: mgr.GetEventRecorder("landlord"), MaxConcurrentBinds: cfg.Controller.MaxConcurrentReconciles,
 	}
 	if err := claims.SetupWithManager(mgr); err != nil {
@@ -262,5 +289,5 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err := sync.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up template namespace sync: %w", err)
 	}
-	return &Operator{Manager: mgr, TemplateSync: sync}, nil
+	return &Operator{Manager: mgr, TemplateSync: sync, Tenants: tenants}, nil
 }
