@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -55,14 +56,33 @@ func TestRunWithoutAClusterStartsALocalCluster(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(filepath.Join(assets, "kubectl"), args...)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		// Its own discovery cache: kubectl keys the cache by host and port, and a cache left by
+		// another cluster that once listened on the same port would hide the CRDs.
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+filepath.Join(dataDir, "kubectl-cache"))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 		return string(out)
 	}
-	kubectl("apply", "-k", "config/samples")
+	// For a few seconds after the CRDs appear, the API server answers creates of a kind an
+	// admission policy mutates with 503 ServiceUnavailable, until it has loaded the kind's
+	// schema; kubectl does not retry, so the first apply does, as a person would.
+	applied := time.Now()
+	var out []byte
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(context.Context) (bool, error) {
+		cmd := exec.Command(filepath.Join(assets, "kubectl"), "apply", "-k", "config/samples")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+filepath.Join(dataDir, "kubectl-cache"))
+		var err error
+		if out, err = cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "ServiceUnavailable") {
+			return false, err
+		}
+		return err == nil, nil
+	}); err != nil {
+		t.Fatalf("kubectl apply -k config/samples: %v\n%s", err, out)
+	}
+	t.Logf("the samples were accepted %s after the cluster came up", time.Since(applied).Round(time.Second))
 	kubectl("apply", "-k", "config/samples/components")
 	kubectl("wait", "--for=condition=Ready", "tenants", "--all", "--timeout=2m")
 

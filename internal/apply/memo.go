@@ -3,6 +3,7 @@ package apply
 import (
 	"encoding/json"
 	"hash/fnv"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -201,14 +202,13 @@ func (m *Memo) ForgetObject(gk schema.GroupKind, namespace, name string) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	entries := m.groups[g]
-	for k := range entries {
-		if k.name == name && k.gvk.GroupKind() == gk {
-			delete(entries, k)
-		}
-	}
-	// An emptied group goes too, so a namespace whose every object went leaves no map behind.
+	entries := slices.DeleteFunc(m.groups[g], func(e memoEntry) bool {
+		return e.key.name == name && e.key.gvk.GroupKind() == gk
+	})
+	// An emptied group goes too, so a namespace whose every object went leaves nothing behind.
 	if len(entries) == 0 {
 		delete(m.groups, g)
+		return
 	}
+	m.groups[g] = entries
 }

@@ -37,11 +37,11 @@ func TestForgetObject(t *testing.T) {
 					t.Fatal(err)
 				}
 				prints[key] = print
-				m.record(obj, print, "7")
+				m.record(obj, print, "7", "")
 			}
 			m.ForgetObject(tc.gk, tc.namespace, tc.name)
 			for key, obj := range remembered {
-				if got := m.matched(obj, prints[key], "7"); got == tc.forgotten[key] {
+				if got := m.matched(obj, prints[key], "7", ""); got == tc.forgotten[key] {
 					t.Errorf("%s still matched = %v, want %v", key, got, !tc.forgotten[key])
 				}
 			}
@@ -58,7 +58,7 @@ func TestForgetObject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.record(obj, print, "7")
+		m.record(obj, print, "7", "")
 		m.ForgetObject(cmKind, "tenant-a", "settings")
 		if len(m.groups) != 0 {
 			t.Errorf("groups = %v, want none", m.groups)
