@@ -147,7 +147,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 		if want, err = desiredContent(desired); err != nil {
 			return Unchanged, nil, err
 		}
-		appliedAsWanted := live.GetAnnotations()[HashAnnotation] == appliedHash(want)
+		appliedAsWanted := appliedHashOf(live) == appliedHash(want)
 		switch {
 		case len(foreign) > 0:
 			// What Landlord last applied is beside the point: someone else added to the object.

@@ -11,7 +11,7 @@ import (
 )
 
 // Memo remembers which live objects were found to carry everything desired of them: at which
-// resourceVersion, and with which content digest (ContentDigestAnnotation). Comparing a desired
+// resourceVersion, and with which content digest (KeepInCache). Comparing a desired
 // object with the live one means converting both to maps, and, for an object the cache keeps
 // without its body, reading it from the API server. A live object whose resourceVersion has not
 // moved has not changed; one whose resourceVersion moved but whose content digest did not had

@@ -24,7 +24,11 @@ func internMetadata(obj any, m metav1.Object, labels *mapInterner) {
 	if _, ok := obj.(*unstructured.Unstructured); ok {
 		return
 	}
-	m.SetNamespace(intern(m.GetNamespace()))
+	if ns := m.GetNamespace(); ns != "" {
+		// The names of a tenant's objects are the same in every tenant namespace.
+		m.SetName(intern(m.GetName()))
+		m.SetNamespace(intern(ns))
+	}
 	m.SetLabels(labels.intern(m.GetLabels()))
 	if annotations := m.GetAnnotations(); len(annotations) > 0 {
 		out := make(map[string]string, len(annotations))

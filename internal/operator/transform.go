@@ -26,7 +26,7 @@ import (
 //     someone else owns a field in an object's body (apply.MarkForeignFields), which drift
 //     repair acts on;
 //   - the objects a tenant owns keep their metadata and a digest of their content
-//     (apply.ContentDigestAnnotation) in place of their body, except what Landlord reads: a
+//     (apply.KeepInCache) in place of their body, except what Landlord reads: a
 //     tenant's database credentials and its namespace are kept whole, a quota keeps its pods
 //     count, and a rendered component object kstatus's verdict on it (apply.HealthAnnotation);
 //   - strings repeated across objects (namespaces, label keys and values, owner references) are
@@ -38,11 +38,11 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 		if err != nil {
 			return obj, nil
 		}
-		// The server's values of the cache's own annotations never count.
+		// The server's values of the cache's own records never count.
 		if a := m.GetAnnotations(); a != nil {
-			delete(a, apply.ContentDigestAnnotation)
 			delete(a, apply.HealthAnnotation)
 		}
+		m.SetSelfLink("")
 		apply.MarkForeignFields(m)
 		m.SetManagedFields(nil)
 		if ownedByTenant(m) {
@@ -123,12 +123,7 @@ func keepWhatIsCompared(scheme *runtime.Scheme, obj any, m metav1.Object) error 
 		dropped = dropSpecAndStatus(obj)
 	}
 	if dropped {
-		annotations := m.GetAnnotations()
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
-		annotations[apply.ContentDigestAnnotation] = digest
-		m.SetAnnotations(annotations)
+		apply.KeepInCache(m, digest)
 	}
 	return nil
 }

@@ -148,7 +148,7 @@ func TestTheCacheKeepsATenantsObjectsWithoutTheirBody(t *testing.T) {
 			}
 			obj := out.(client.Object)
 			// A content digest stands for the body exactly when the body is gone.
-			if got := obj.GetAnnotations()[apply.ContentDigestAnnotation] != ""; got != tc.dropped {
+			if got := apply.CachedDigest(obj) != ""; got != tc.dropped {
 				t.Errorf("body dropped = %v, want %v", got, tc.dropped)
 			}
 			tc.check(t, obj)
@@ -156,16 +156,17 @@ func TestTheCacheKeepsATenantsObjectsWithoutTheirBody(t *testing.T) {
 	}
 	t.Run("the server's values of the cache's own annotations are dropped", func(t *testing.T) {
 		meta := tenantOwned(nil)
-		meta.Annotations = map[string]string{apply.ContentDigestAnnotation: "forged", apply.HealthAnnotation: `{"Ready":true}`}
+		meta.Annotations = map[string]string{apply.HealthAnnotation: `{"Ready":true}`}
+		meta.SelfLink = "landlord-cache:forged forged"
 		out, _ := cacheTransform(tenancyv1alpha1.Scheme())(&corev1.Namespace{ObjectMeta: meta})
-		if a := out.(*corev1.Namespace).Annotations; len(a) != 0 {
-			t.Errorf("annotations kept: %v", a)
+		if ns := out.(*corev1.Namespace); len(ns.Annotations) != 0 || apply.CachedDigest(ns) != "" {
+			t.Errorf("kept annotations %v and digest %q", ns.Annotations, apply.CachedDigest(ns))
 		}
 	})
 	t.Run("an object no tenant controls is kept whole", func(t *testing.T) {
 		out, _ := cacheTransform(tenancyv1alpha1.Scheme())(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "landlord-templates", Name: "s"}, Data: map[string][]byte{"k": []byte("v")}})
 		s := out.(*corev1.Secret)
-		if len(s.Data) != 1 || s.Annotations[apply.ContentDigestAnnotation] != "" {
+		if len(s.Data) != 1 || apply.CachedDigest(s) != "" {
 			t.Errorf("a template secret was reshaped: %+v", s)
 		}
 	})
@@ -183,7 +184,7 @@ func TestTheContentDigestFollowsContentNotStatus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return out.(*corev1.ResourceQuota).Annotations[apply.ContentDigestAnnotation]
+		return apply.CachedDigest(out.(*corev1.ResourceQuota))
 	}
 	base := digest(quota("10", "1", "a"))
 	cases := []struct {

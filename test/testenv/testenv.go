@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
@@ -154,7 +156,30 @@ func (e *Env) StartOperator(cfg config.Config, store secret.Store, wraps ...tran
 		cancel()
 		return nil, errors.Join(errors.New("operator cache did not sync"), <-op.done)
 	}
+	if err := e.waitTenantsAdmitted(ctx); err != nil {
+		cancel()
+		return nil, errors.Join(err, <-op.done)
+	}
 	return op, nil
+}
+
+// waitTenantsAdmitted waits until the API server admits a Tenant (a dry run): for a few seconds
+// after the operator applies its admission policies, it answers creates of a kind a policy
+// mutates with 503 ServiceUnavailable, while it loads the kind's schema.
+func (e *Env) waitTenantsAdmitted(ctx context.Context) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		probe := &tenancyv1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{Name: "admission-probe"},
+			Spec:       tenancyv1alpha1.TenantSpec{Organization: "Probe", Email: "ops@probe.example.com"},
+		}
+		last = e.AdminClient.Create(ctx, probe, client.DryRunAll)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the API server does not admit Tenants: %w (last answer: %v)", err, last)
+	}
+	return nil
 }
 
 // Stop stops the operator and waits for it to return.
