@@ -38,6 +38,12 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 		if err != nil {
 			return obj, nil
 		}
+		if apply.CachedDigest(m) != "" {
+			// Already shaped: an informer may hand the same object over twice (its initial
+			// list). The record can only be the transform's own: the API server clears
+			// selfLink before it stores an object, so none comes from it.
+			return obj, nil
+		}
 		// The server's values of the cache's own records never count.
 		if a := m.GetAnnotations(); a != nil {
 			delete(a, apply.HealthAnnotation)

@@ -157,10 +157,23 @@ func TestTheCacheKeepsATenantsObjectsWithoutTheirBody(t *testing.T) {
 	t.Run("the server's values of the cache's own annotations are dropped", func(t *testing.T) {
 		meta := tenantOwned(nil)
 		meta.Annotations = map[string]string{apply.HealthAnnotation: `{"Ready":true}`}
-		meta.SelfLink = "landlord-cache:forged forged"
 		out, _ := cacheTransform(tenancyv1alpha1.Scheme())(&corev1.Namespace{ObjectMeta: meta})
 		if ns := out.(*corev1.Namespace); len(ns.Annotations) != 0 || apply.CachedDigest(ns) != "" {
 			t.Errorf("kept annotations %v and digest %q", ns.Annotations, apply.CachedDigest(ns))
+		}
+	})
+	t.Run("shaping an object twice keeps what the first time recorded", func(t *testing.T) {
+		meta := tenantOwned(nil)
+		meta.Annotations = map[string]string{apply.HashAnnotation: "applied"}
+		transform := cacheTransform(tenancyv1alpha1.Scheme())
+		once, _ := transform(&networkingv1.NetworkPolicy{ObjectMeta: meta})
+		digest := apply.CachedDigest(once.(client.Object))
+		twice, _ := transform(once)
+		if got := apply.CachedDigest(twice.(client.Object)); got == "" || got != digest {
+			t.Errorf("digest %q after a second pass, %q after the first", got, digest)
+		}
+		if got := twice.(client.Object).GetSelfLink(); got != "landlord-cache:"+digest+" applied" {
+			t.Errorf("record %q after a second pass", got)
 		}
 	})
 	t.Run("an object no tenant controls is kept whole", func(t *testing.T) {
