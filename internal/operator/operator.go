@@ -63,6 +63,10 @@ type Options struct {
 
 	// Store overrides the secret store the configuration names (tests use it to inject faults).
 	Store secret.Store
+
+	// AnotherInProcess lets this operator share its process with another (tests that restart
+	// the operator): controller names are otherwise unique per process.
+	AnotherInProcess bool
 }
 
 // Operator is a configured manager and the parts of it callers may poke.
@@ -167,6 +171,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Controller: ctrlconfig.Controller{
+			SkipNameValidation:    ptr.To(opts.AnotherInProcess),
 			CacheSyncTimeout:      cfg.Controller.CacheSyncTimeout.Duration,
 			ReconciliationTimeout: cfg.Controller.ReconcileTimeout.Duration,
 			// Start-up enqueues every tenant at once; the priority queue serves events for

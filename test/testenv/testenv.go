@@ -144,7 +144,7 @@ func (e *Env) StartOperator(cfg config.Config, store secret.Store, wraps ...tran
 		restCfg.Wrap(w)
 	}
 	restCfg.Wrap(op.Requests.Wrap)
-	mgr, err := operator.New(restCfg, operator.Options{Config: cfg, MetricsAddr: "0", ProbeAddr: "0", Resync: op.Resync, Store: store})
+	mgr, err := operator.New(restCfg, operator.Options{Config: cfg, MetricsAddr: "0", ProbeAddr: "0", Resync: op.Resync, Store: store, AnotherInProcess: true})
 	if err != nil {
 		return nil, err
 	}
