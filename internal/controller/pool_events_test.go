@@ -151,7 +151,7 @@ func TestBindingAClaimVisitsWhatChangedNotEveryTenant(t *testing.T) {
 			reader := &cacheVisits{Client: inner}
 			cfg := config.Default()
 			pools := &TenantPoolReconciler{Client: reader}
-			claims := &TenantClaimReconciler{Client: reader, Config: &cfg, Recorder: events.NewFakeRecorder(10)}
+			claims := &TenantClaimReconciler{Client: reader, Urgent: reader, Config: &cfg, Recorder: events.NewFakeRecorder(10)}
 			poolEvents, claimEvents := pools.tenantHandler(), claims.poolHandler()
 			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 			defer q.ShutDown()
