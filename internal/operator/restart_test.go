@@ -5,20 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
-	"github.com/landlord-dev/landlord/internal/secret"
-	"github.com/landlord-dev/landlord/test/testenv"
 )
-
-const timeout = 2 * time.Minute
 
 // A restarted operator remembers nothing of what it compared. It finds its tenants' objects as
 // it left them from what its cache keeps of them (their applied digests, and no other field
@@ -27,23 +21,13 @@ const timeout = 2 * time.Minute
 func TestARestartedOperatorSendsNothingForUnchangedTenants(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env, err := testenv.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	dir := t.TempDir()
-	store, err := secret.NewFileStore(dir, dir+"/key.json")
-	g.Expect(err).NotTo(HaveOccurred())
+	env, store := startEnv(t)
 	cfg := config.Default()
 
 	first, err := env.StartOperator(cfg, store)
 	g.Expect(err).NotTo(HaveOccurred())
 	names := []string{"restart-0", "restart-1", "restart-2"}
-	for _, name := range names {
-		g.Expect(env.AdminClient.Create(ctx, &tenancyv1alpha1.Tenant{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       tenancyv1alpha1.TenantSpec{Organization: "Acme Inc.", Email: "ops@acme.example.com"},
-		})).To(Succeed())
-	}
+	createTenants(t, env, names...)
 	g.Eventually(func(g Gomega) {
 		for _, name := range names {
 			tenant := &tenancyv1alpha1.Tenant{}

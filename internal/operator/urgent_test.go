@@ -17,7 +17,6 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/operator"
-	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
@@ -77,12 +76,7 @@ func namespaceOf(path string) string {
 func TestUrgentWritesGoThroughTheirOwnClient(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env, err := testenv.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
-	dir := t.TempDir()
-	store, err := secret.NewFileStore(dir, dir+"/key.json")
-	g.Expect(err).NotTo(HaveOccurred())
+	env, store := startEnv(t)
 	writes := &writesByClient{counts: map[string]int{}}
 	cfg := config.Default()
 	op, err := env.StartOperator(cfg, store, writes.Wrap)
@@ -90,12 +84,7 @@ func TestUrgentWritesGoThroughTheirOwnClient(t *testing.T) {
 	t.Cleanup(func() { _ = op.Stop() })
 
 	tenants := []string{"urgent-0", "urgent-1", "urgent-2"}
-	for _, name := range tenants {
-		g.Expect(env.AdminClient.Create(ctx, &tenancyv1alpha1.Tenant{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       tenancyv1alpha1.TenantSpec{Organization: "Acme Inc.", Email: "ops@acme.example.com"},
-		})).To(Succeed())
-	}
+	createTenants(t, env, tenants...)
 	share := func(g Gomega, value string) {
 		g.Expect(store.Put(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Secrets.TemplateNamespace, Name: "api-key",
