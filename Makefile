@@ -56,7 +56,7 @@ vet: ## go vet.
 control-plane: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/kwok ## Build the local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok) from source into bin/k8s (once).
 
 # The script builds whatever is missing, so each target is the same call.
-$(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/kwok:
+$(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/kwok $(ENVTEST_ASSETS)/kubectl:
 	KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-control-plane.sh
 
 .PHONY: databases
@@ -83,9 +83,30 @@ dev-databases: databases ## Next to `make run`: start local PostgreSQL and Maria
 build: ## Build the manager binary.
 	CGO_ENABLED=0 go build -o $(BIN)/landlord ./cmd/landlord
 
+# Where `make run` runs the operator: `embedded` (the default) is the whole local cluster in
+# bin/embedded, whatever kubeconfig you have; `current` is your kubeconfig's current context, named
+# before the operator starts, with its secret store in bin/run/<context>/ rather than the
+# production path /var/lib/landlord.
+CLUSTER ?= embedded
+RUN_FLAGS := --metrics-bind-address :8080 --metrics-insecure
+
 .PHONY: run
-run: control-plane ## Run the operator against the current kubeconfig, or a whole local cluster when there is none.
-	go run ./cmd/landlord --config config/manager/landlord.yaml --metrics-bind-address :8080 --metrics-insecure --embedded-dir $(BIN)/embedded
+run: ## Run the operator on a whole local cluster (never your kubeconfig's); CLUSTER=current runs it against your kubeconfig's current context.
+ifeq ($(CLUSTER),embedded)
+run: control-plane
+	go run ./cmd/landlord --embedded=always --config config/manager/landlord.yaml $(RUN_FLAGS) --embedded-dir $(BIN)/embedded
+else ifeq ($(CLUSTER),current)
+run: $(ENVTEST_ASSETS)/kubectl
+	@context=$$($(ENVTEST_ASSETS)/kubectl config current-context) || { echo "CLUSTER=current: your kubeconfig has no current context"; exit 1; }; \
+	server=$$($(ENVTEST_ASSETS)/kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}'); \
+	dir=$(BIN)/run/$$context; mkdir -p $$dir; \
+	sed 's|/var/lib/landlord/secrets|'"$$dir"'/secrets|' config/manager/landlord.yaml > $$dir/landlord.yaml; \
+	echo "Landlord runs against context $$context ($$server); its secret store is $$dir/secrets."; \
+	go run ./cmd/landlord --embedded=never --config $$dir/landlord.yaml $(RUN_FLAGS)
+else
+run:
+	@echo "CLUSTER=$(CLUSTER): use CLUSTER=embedded (the default, the local cluster) or CLUSTER=current (your kubeconfig's current context)"; exit 1
+endif
 
 .PHONY: docker-build
 docker-build: ## Build the container image.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +23,14 @@ import (
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
-// On a machine with no cluster, the operator brings up a whole local cluster, writes a
+// `make run` brings up a whole local cluster even when a kubeconfig names another cluster (here
+// one that does not answer: anything the operator sent there would fail the test), writes a
 // kubeconfig for people, and the README's quick start works as written: the samples, the
 // component sample included, become Ready, and the component's pods run on its node pool.
 func TestRunWithoutAClusterStartsALocalCluster(t *testing.T) {
 	root := testenv.RepoRoot()
+	t.Setenv("KUBECONFIG", otherClusterKubeconfig(t))
+	mode := makeRunEmbedded(t)
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
 		assets = filepath.Join(root, "bin", "k8s", testenv.KubeVersion)
@@ -35,7 +39,7 @@ func TestRunWithoutAClusterStartsALocalCluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, filepath.Join(root, "config", "manager", "landlord.yaml"), config.Overrides{}, "always",
+		done <- run(ctx, filepath.Join(root, "config", "manager", "landlord.yaml"), config.Overrides{}, mode,
 			localcluster.Options{
 				AssetsDir: assets, DataDir: dataDir, CRDDir: filepath.Join(root, "config", "crd", "bases"),
 				Manifests: []string{filepath.Join(root, "config", "rbac", "tenant_roles.yaml")},
@@ -150,5 +154,82 @@ func TestInAPodAFileStoreThatDoesNotOutliveThePodIsRefused(t *testing.T) {
 	err = run(context.Background(), path, config.Overrides{}, "never", localcluster.Options{}, operator.Options{})
 	if err == nil || !strings.Contains(err.Error(), "memory-backed") || !strings.Contains(err.Error(), "PersistentVolumeClaim") {
 		t.Fatalf("run = %v, want the file store refused as memory-backed, naming the way out", err)
+	}
+}
+
+// otherClusterHost is the server of the kubeconfig that stands for a real cluster: nothing
+// listens there.
+const otherClusterHost = "https://127.0.0.1:1"
+
+// otherClusterKubeconfig writes a kubeconfig whose current context is another cluster.
+func otherClusterKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	kubeconfig := `apiVersion: v1
+kind: Config
+clusters:
+- name: production
+  cluster: {server: "` + otherClusterHost + `"}
+users:
+- name: admin
+  user: {token: not-a-token}
+contexts:
+- name: production
+  context: {cluster: production, user: admin}
+current-context: production
+`
+	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// makeRunEmbedded is the --embedded value of the command `make run` runs by default (CLUSTER
+// unset), read from the Makefile so that this test follows what a person's `make run` does.
+func makeRunEmbedded(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^CLUSTER \?= embedded$`).Match(data) {
+		t.Fatal("the Makefile does not default CLUSTER to embedded")
+	}
+	_, recipe, ok := strings.Cut(string(data), "ifeq ($(CLUSTER),embedded)\n")
+	if !ok {
+		t.Fatal("the Makefile's run target has no CLUSTER=embedded branch")
+	}
+	recipe, _, _ = strings.Cut(recipe, "\nelse")
+	m := regexp.MustCompile(`go run \./cmd/landlord .*--embedded=(\S+)`).FindStringSubmatch(recipe)
+	if m == nil {
+		t.Fatalf("make run does not pass --embedded to the operator:\n%s", recipe)
+	}
+	return m[1]
+}
+
+// With a kubeconfig pointing at a real cluster, `make run` still uses the local cluster: only an
+// explicit choice (CLUSTER=current, --embedded=never) reaches the kubeconfig's cluster.
+func TestMakeRunIgnoresAKubeconfigThatNamesAnotherCluster(t *testing.T) {
+	t.Setenv("KUBECONFIG", otherClusterKubeconfig(t))
+	for _, tc := range []struct {
+		name, embedded string
+		wantLocal      bool
+	}{
+		{"make run starts the local cluster", makeRunEmbedded(t), true},
+		{"--embedded=auto would have used the kubeconfig's cluster", "auto", false},
+		{"--embedded=never uses the kubeconfig's cluster", "never", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := clusterConfig(tc.embedded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.wantLocal && cfg != nil:
+				t.Fatalf("--embedded=%s targets %s, want the local cluster", tc.embedded, cfg.Host)
+			case !tc.wantLocal && (cfg == nil || cfg.Host != otherClusterHost):
+				t.Fatalf("--embedded=%s gives %v, want the kubeconfig's cluster %s", tc.embedded, cfg, otherClusterHost)
+			}
+		})
 	}
 }

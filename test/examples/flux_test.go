@@ -26,8 +26,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -425,6 +425,9 @@ func TestTheFluxExampleBecomesReadyOnALocalCluster(t *testing.T) {
 					if err := c.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
 						return "", err
 					}
+					if err := observed(live); err != nil {
+						return "", err
+					}
 					res, err := status.Compute(live)
 					if err != nil {
 						return "", err
@@ -506,4 +509,23 @@ func layerTimeout(ks *kustomizev1.Kustomization) time.Duration {
 		d = ks.Spec.Timeout.Duration
 	}
 	return d + time.Minute
+}
+
+// observed fails until the controller of a Tenant or Deployment has reported on the object's
+// current generation. kstatus counts an object with no status yet as Current, and a wait that
+// ended before the operator or kube-controller-manager looked would prove nothing.
+func observed(u *unstructured.Unstructured) error {
+	switch u.GetKind() {
+	case "Tenant", "Deployment":
+	default:
+		return nil
+	}
+	got, found, err := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if err != nil {
+		return err
+	}
+	if !found || got != u.GetGeneration() {
+		return fmt.Errorf("%s: status.observedGeneration is %d, generation %d", key(u), got, u.GetGeneration())
+	}
+	return nil
 }
