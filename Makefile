@@ -40,9 +40,13 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and the operator's RBAC from the m
 generate: $(CONTROLLER_GEN) ## Generate deepcopy functions.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
+.PHONY: api-docs
+api-docs: manifests ## Generate the API reference (docs/api.md) from the CRDs.
+	go run ./hack/apidocs --crd-dir config/crd/bases --out docs/api.md
+
 .PHONY: verify-generated
-verify-generated: manifests generate ## Fail when committed generated files are stale.
-	@git diff --exit-code -- api config || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+verify-generated: manifests generate api-docs ## Fail when committed generated files are stale.
+	@git diff --exit-code -- api config docs || { echo "generated files are stale: run 'make manifests generate api-docs' and commit"; exit 1; }
 
 .PHONY: fmt
 fmt: ## gofmt the tree.
