@@ -100,7 +100,7 @@ func run(ctx context.Context, configPath string, overrides config.Overrides, emb
 		abs, _ := filepath.Abs(cluster.KubeconfigPath)
 		assets, _ := filepath.Abs(local.AssetsDir)
 		fmt.Fprintf(os.Stderr, `
-Landlord is running on a local cluster (no cluster was configured): etcd, kube-apiserver,
+Landlord is running on a local cluster (--embedded=%s): etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler, and kwok playing the nodes %s. Logs: %s.
 Use it from another shell:
 
@@ -110,7 +110,7 @@ Use it from another shell:
   kubectl wait --for=condition=Ready tenants --all --timeout=2m
   kubectl get pods -A -o wide
 
-`, nodeNames(local.Nodes), cluster.LogDir, abs, assets)
+`, embedded, nodeNames(local.Nodes), cluster.LogDir, abs, assets)
 	}
 
 	mgr, err := operator.New(restCfg, opts)

@@ -32,6 +32,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -484,6 +486,51 @@ func TestTheFluxExampleBecomesReadyOnALocalCluster(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("landlordctl rollout refuses a tenant whose version Flux owns and changes nothing", func(t *testing.T) {
+		tenant := &tenancyv1alpha1.Tenant{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "globex"}, tenant); err != nil {
+			t.Fatal(err)
+		}
+		before := tenant.Spec.Components[0].Version
+		bin := filepath.Join(t.TempDir(), "landlordctl")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/landlordctl")
+		build.Dir = testenv.RepoRoot()
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build ./cmd/landlordctl: %v\n%s", err, out)
+		}
+		rollout := exec.Command(bin, "rollout", "--component", "web", "--version", "1.1.0", "--tenants", "globex")
+		rollout.Env = append(os.Environ(), "KUBECONFIG="+writeKubeconfig(t, env))
+		out, err := rollout.CombinedOutput()
+		if err == nil {
+			t.Fatalf("the rollout succeeded on a tenant Flux manages:\n%s", out)
+		}
+		if !strings.Contains(string(out), "managed by "+fieldManager) {
+			t.Errorf("the rollout did not name Flux's manager as the version's owner:\n%s", out)
+		}
+		if err := c.Get(ctx, client.ObjectKey{Name: "globex"}, tenant); err != nil {
+			t.Fatal(err)
+		}
+		if got := tenant.Spec.Components[0].Version; got != before {
+			t.Errorf("globex's web version is %s after the refused rollout, want Git's %s", got, before)
+		}
+	})
+}
+
+// writeKubeconfig writes an administrator's kubeconfig for the cluster, as landlordctl reads it.
+func writeKubeconfig(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	c := env.Admin
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
+	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "admin"}
+	kc.CurrentContext = "local"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // stage orders objects the way Flux's server-side apply stages them.
