@@ -249,4 +249,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
