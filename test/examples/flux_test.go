@@ -21,6 +21,9 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"github.com/fluxcd/pkg/apis/kustomize"
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/ext"
 	kustomizev1 "github.com/fluxcd/kustomize-controller/api/v1"
 	sourcev1 "github.com/fluxcd/source-controller/api/v1"
 	. "github.com/onsi/gomega"
@@ -487,6 +490,41 @@ func TestTheFluxExampleBecomesReadyOnALocalCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("the tenants layer's health checks hold a new tenant in progress and pass a Ready one", func(t *testing.T) {
+		var exprs []kustomize.CustomHealthCheck
+		for _, ks := range order {
+			for _, e := range ks.Spec.HealthCheckExprs {
+				if e.Kind == "Tenant" {
+					exprs = append(exprs, e)
+				}
+			}
+		}
+		if len(exprs) != 1 {
+			t.Fatalf("the example has %d health check expressions for Tenants, want 1", len(exprs))
+		}
+		fresh := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "tenancy.landlord.dev/v1alpha1", "kind": "Tenant",
+			"metadata": map[string]any{"name": "new", "generation": int64(1)}, "spec": map[string]any{},
+		}}
+		if got := healthOf(t, exprs[0], fresh); got == "current" {
+			t.Errorf("a tenant with no status yet is %s, want anything but current", got)
+		}
+		fresh.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}
+		if got := healthOf(t, exprs[0], fresh); got != "inProgress" {
+			t.Errorf("a tenant whose status has no observed generation is %s, want inProgress", got)
+		}
+		for _, name := range tenants {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(tenancyv1alpha1.GroupVersion.WithKind("Tenant"))
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, live); err != nil {
+				t.Fatal(err)
+			}
+			if got := healthOf(t, exprs[0], live); got != "current" {
+				t.Errorf("Ready tenant %s is %s, want current", name, got)
+			}
+		}
+	})
+
 	t.Run("landlordctl rollout refuses a tenant whose version Flux owns and changes nothing", func(t *testing.T) {
 		tenant := &tenancyv1alpha1.Tenant{}
 		if err := c.Get(ctx, client.ObjectKey{Name: "globex"}, tenant); err != nil {
@@ -575,4 +613,45 @@ func observed(u *unstructured.Unstructured) error {
 		return fmt.Errorf("%s: status.observedGeneration is %d, generation %d", key(u), got, u.GetGeneration())
 	}
 	return nil
+}
+
+// healthOf evaluates a Kustomization's health check expressions on an object as Flux's
+// kustomize-controller does (github.com/fluxcd/pkg/runtime/cel, RFC 0009): an observed generation
+// behind the object's is in progress; then inProgress, failed and current are tried in that order
+// on the object's content, parsed rather than compiled against declared variables. An expression
+// that cannot be evaluated (an object with no status at all) leaves the status unknown, which
+// Flux's wait does not count as current.
+func healthOf(t *testing.T, check kustomize.CustomHealthCheck, obj *unstructured.Unstructured) string {
+	t.Helper()
+	observed, ok, err := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	if err == nil && ok && observed != obj.GetGeneration() {
+		return "inProgress"
+	}
+	env, err := cel.NewEnv(cel.HomogeneousAggregateLiterals(), cel.EagerlyValidateDeclarations(true),
+		cel.DefaultUTCTimeZone(true), cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(),
+		ext.Strings(), ext.Sets(), ext.Encoders())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, expr string }{{"inProgress", check.InProgress}, {"failed", check.Failed}, {"current", check.Current}} {
+		if c.expr == "" {
+			continue
+		}
+		ast, iss := env.Parse(c.expr)
+		if iss.Err() != nil {
+			t.Fatalf("%s expression %q: %v", c.name, c.expr, iss.Err())
+		}
+		prg, err := env.Program(ast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := prg.Eval(obj.Object)
+		if err != nil {
+			return "unknown"
+		}
+		if out.Value() == true {
+			return c.name
+		}
+	}
+	return "inProgress"
 }
