@@ -1,14 +1,14 @@
-# syntax=docker/dockerfile:1
-#
 # Landlord's operator image: a static binary on distroless, running as non-root.
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 \
 #     --build-arg GOPROXY=https://proxy.example.com --build-arg VERSION=v0.2.0 \
 #     --build-arg COMMIT=$(git rev-parse HEAD) -t registry.example.com/landlord:v0.2.0 .
 #
-# The build reaches nothing but the Go module proxy named by GOPROXY: go.sum pins every module,
-# and the toolchain is the image's own (GOTOOLCHAIN=local). The builder runs on the build
-# machine's platform and cross-compiles for each target, so no emulator runs the compiler.
+# Besides its two base images, the build reaches nothing but the Go module proxy named by GOPROXY:
+# go.sum pins every module, and the toolchain is the image's own (GOTOOLCHAIN=local). No syntax
+# directive, so no Dockerfile frontend image is fetched either (BuildKit's built-in one has
+# RUN --mount). The builder runs on the build machine's platform and cross-compiles for each
+# target, so no emulator runs the compiler.
 
 # Build: a static binary, no cgo.
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
