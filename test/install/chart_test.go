@@ -369,3 +369,21 @@ func TestTheChartsMonitoringObjectsAreSwitchedByValues(t *testing.T) {
 		}
 	}
 }
+
+func TestTheChartPassesHelmLint(t *testing.T) {
+	for name, values := range map[string]string{
+		"with its defaults":                            "",
+		"with the gcs store and a PodDisruptionBudget": "config.secrets.store.backend=gcs,replicas=2,podDisruptionBudget.enabled=true",
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"lint", "--strict", filepath.Join(root, "charts", "landlord"), "--namespace", "landlord-system", "--kube-version", kubeVersion}
+			if values != "" {
+				args = append(args, "--set", values)
+			}
+			out := run(t, nil, helmPath(t), args...)
+			if !strings.Contains(out, "1 chart(s) linted, 0 chart(s) failed") {
+				t.Errorf("helm lint:\n%s", out)
+			}
+		})
+	}
+}
