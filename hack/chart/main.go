@@ -118,9 +118,16 @@ func generate(root, kubectl string) error {
 	if err != nil {
 		return err
 	}
+	inDefault := map[string]bool{}
+	for _, obj := range objects {
+		inDefault[Key(obj)] = true
+	}
 	for _, obj := range monitoring {
 		kind, _ := obj["kind"].(string)
 		value, ok := Switched[kind]
+		if !ok && inDefault[Key(obj)] {
+			continue // config/prometheus may name the metrics Service config/default installs.
+		}
 		if !ok {
 			return fmt.Errorf("config/prometheus: %s is neither a ServiceMonitor nor a PrometheusRule; the chart has no switch for it", Key(obj))
 		}
