@@ -5,9 +5,13 @@ SHELL := /usr/bin/env bash -o pipefail
 KUBE_VERSION ?= 1.37.2
 ETCD_VERSION ?= 3.7.3
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
+# Helm, built from the Go module proxy, renders the chart in test/install (which names the same
+# version).
+HELM_VERSION ?= v3.22.0
 
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+HELM := $(BIN)/helm-$(HELM_VERSION)
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBE_VERSION)
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 
@@ -21,6 +25,12 @@ BENCH_CLAIMS ?= 50
 # Extra flags, e.g. BENCH_FLAGS="-profile bin/bench-profiles -concurrency 16".
 BENCH_FLAGS ?=
 IMG ?= landlord:dev
+# Stamped into the image's binary (internal/version); empty falls back to what Go records.
+VERSION ?= $(shell git describe --tags --dirty 2>/dev/null)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+# The Go module proxy the image build downloads modules from: the only network it needs.
+GOPROXY ?= $(shell go env GOPROXY)
+PLATFORMS ?= linux/amd64,linux/arm64
 
 .PHONY: all
 all: build
@@ -44,9 +54,14 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy functions.
 api-docs: manifests ## Generate the API reference (docs/api.md) from the CRDs.
 	go run ./hack/apidocs --crd-dir config/crd/bases --out docs/api.md
 
+.PHONY: chart
+chart: control-plane ## Generate the Helm chart's CRDs, RBAC, policies and values from config/ (charts/landlord).
+	go run ./hack/chart -kubectl $(ENVTEST_ASSETS)/kubectl
+
 .PHONY: verify-generated
-verify-generated: manifests generate api-docs ## Fail when committed generated files are stale.
-	@git diff --exit-code -- api config docs || { echo "generated files are stale: run 'make manifests generate api-docs' and commit"; exit 1; }
+verify-generated: manifests generate api-docs chart ## Fail when committed generated files are stale.
+	@git diff --exit-code -- api config docs charts || { echo "generated files are stale: run 'make manifests generate api-docs chart' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- charts)" || { git status --porcelain -- charts; echo "the chart has files not committed: run 'make chart' and commit"; exit 1; }
 
 .PHONY: fmt
 fmt: ## gofmt the tree.
@@ -68,7 +83,7 @@ databases: ## Install PostgreSQL and MariaDB (Debian packages) when missing; tes
 	hack/install-databases.sh
 
 .PHONY: test
-test: manifests generate vet control-plane databases ## Run the whole test suite on a real local cluster and real database servers.
+test: manifests generate chart vet control-plane databases $(HELM) ## Run the whole test suite on a real local cluster and real database servers.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go test $(GO_TEST_FLAGS) ./...
 
@@ -112,17 +127,35 @@ run:
 	@echo "CLUSTER=$(CLUSTER): use CLUSTER=embedded (the default, the local cluster) or CLUSTER=current (your kubeconfig's current context)"; exit 1
 endif
 
+DOCKER_BUILD_ARGS = --build-arg GOPROXY=$(GOPROXY) --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT)
+
 .PHONY: docker-build
-docker-build: ## Build the container image.
-	docker build -t $(IMG) .
+docker-build: ## Build the container image IMG for this machine's platform.
+	docker build $(DOCKER_BUILD_ARGS) -t $(IMG) .
+
+.PHONY: docker-buildx
+docker-buildx: ## Build IMG for every platform of PLATFORMS and push it.
+	docker buildx build $(DOCKER_BUILD_ARGS) --platform $(PLATFORMS) --push -t $(IMG) .
+
+.PHONY: build-installer
+build-installer: manifests control-plane ## Write dist/install.yaml: CRDs, RBAC, policies and the Deployment of image IMG, for kubectl apply --server-side.
+	KUBECTL=$(ENVTEST_ASSETS)/kubectl hack/build-installer.sh $(IMG) dist/install.yaml
 
 .PHONY: install
 install: manifests ## Install the CRDs into the current cluster.
 	$(ENVTEST_ASSETS)/kubectl apply --server-side -k config/crd
 
 .PHONY: deploy
-deploy: manifests ## Deploy the operator into the current cluster.
-	$(ENVTEST_ASSETS)/kubectl apply --server-side -k config/default
+deploy: build-installer ## Deploy the operator (image IMG) into the current cluster: dist/install.yaml.
+	$(ENVTEST_ASSETS)/kubectl apply --server-side -f dist/install.yaml
+
+.PHONY: helm
+helm: $(HELM) ## Build Helm from the Go module proxy into bin/ (once).
+
+$(HELM):
+	@mkdir -p $(BIN)/.helm-$(HELM_VERSION)
+	GOBIN=$(BIN)/.helm-$(HELM_VERSION) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(BIN)/.helm-$(HELM_VERSION)/helm $(HELM) && rmdir $(BIN)/.helm-$(HELM_VERSION)
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(BIN)

@@ -1,0 +1,323 @@
+// Command chart generates the parts of the Helm chart (charts/landlord) that config/ already
+// says, so that the chart cannot drift from what `kubectl apply -k config/default` installs:
+//
+//   - crds/: the CRDs of config/default, verbatim (Helm installs crds/ once and never deletes it);
+//   - templates/generated-*.yaml: every other object of config/default (RBAC, admission policies,
+//     the metrics Service, ...) with Helm's labels added;
+//   - templates/generated-servicemonitor.yaml and -prometheusrule.yaml from config/prometheus,
+//     when it exists, each switched by its value (metrics.serviceMonitor.enabled,
+//     metrics.prometheusRule.enabled);
+//   - values.yaml: hack/chart/values.yaml, then config/manager/landlord.yaml (comments and all)
+//     as the value `config`.
+//
+// The objects the chart parameterises (the Deployment, the store's PersistentVolumeClaim and the
+// configuration's ConfigMap) are templates written by hand in charts/landlord/templates, and the
+// Namespace is Helm's release namespace; test/install compares what the whole chart renders
+// with config/default. Run by `make chart`.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+func main() {
+	root := flag.String("root", ".", "the repository root")
+	kubectl := flag.String("kubectl", "kubectl", "a kubectl with kustomize built in")
+	flag.Parse()
+	if err := generate(*root, *kubectl); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// Handwritten names the objects of config/default that the chart's own templates render, with
+// what values parameterise in them.
+var Handwritten = map[string]string{
+	"Namespace/landlord-system":              "Helm's release namespace",
+	"Deployment/landlord-controller-manager": "templates/deployment.yaml",
+	"PersistentVolumeClaim/landlord-secrets": "templates/pvc.yaml",
+	"ConfigMap/landlord-config":              "templates/configmap.yaml",
+}
+
+// Switched are the kinds of config/prometheus, each rendered only when its value is true: they
+// need the prometheus-operator's CRDs.
+var Switched = map[string]string{
+	"ServiceMonitor": "metrics.serviceMonitor",
+	"PrometheusRule": "metrics.prometheusRule",
+}
+
+// Key is how Handwritten names an object; a generated ConfigMap loses its content hash.
+func Key(obj map[string]any) string {
+	kind, _ := obj["kind"].(string)
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	if kind == "ConfigMap" && strings.HasPrefix(name, "landlord-config-") {
+		name = "landlord-config"
+	}
+	return kind + "/" + name
+}
+
+func generate(root, kubectl string) error {
+	chart := filepath.Join(root, "charts", "landlord")
+	objects, err := kustomize(kubectl, filepath.Join(root, "config", "default"))
+	if err != nil {
+		return err
+	}
+	// Whatever an earlier run generated goes, so an object removed from config/ leaves the chart.
+	stale, _ := filepath.Glob(filepath.Join(chart, "crds", "*.yaml"))
+	generated, _ := filepath.Glob(filepath.Join(chart, "templates", "generated-*.yaml"))
+	for _, f := range append(stale, generated...) {
+		if err := os.Remove(f); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(chart, "crds"), 0o755); err != nil {
+		return err
+	}
+
+	files := map[string][]string{}
+	for _, obj := range objects {
+		kind, _ := obj["kind"].(string)
+		if _, ok := Handwritten[Key(obj)]; ok {
+			continue
+		}
+		if kind == "CustomResourceDefinition" {
+			data, err := sigsyaml.Marshal(obj)
+			if err != nil {
+				return err
+			}
+			meta, _ := obj["metadata"].(map[string]any)
+			name := filepath.Join(chart, "crds", fmt.Sprint(meta["name"])+".yaml")
+			if err := os.WriteFile(name, append([]byte(header("config/crd")), data...), 0o644); err != nil {
+				return err
+			}
+			continue
+		}
+		doc, err := Template(obj, "")
+		if err != nil {
+			return err
+		}
+		file := templateFile(obj)
+		files[file] = append(files[file], doc)
+	}
+
+	monitoring, err := prometheusObjects(root, kubectl)
+	if err != nil {
+		return err
+	}
+	inDefault := map[string]bool{}
+	for _, obj := range objects {
+		inDefault[Key(obj)] = true
+	}
+	for _, obj := range monitoring {
+		kind, _ := obj["kind"].(string)
+		value, ok := Switched[kind]
+		if !ok && inDefault[Key(obj)] {
+			continue // config/prometheus may name the metrics Service config/default installs.
+		}
+		if !ok {
+			return fmt.Errorf("config/prometheus: %s is neither a ServiceMonitor nor a PrometheusRule; the chart has no switch for it", Key(obj))
+		}
+		doc, err := Template(obj, value)
+		if err != nil {
+			return err
+		}
+		doc = fmt.Sprintf("{{- if .Values.%s.enabled }}\n%s{{- end }}\n", value, doc)
+		file := templateFile(obj)
+		files[file] = append(files[file], doc)
+	}
+
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		text := header("config/") + strings.Join(files[name], "---\n")
+		if err := os.WriteFile(filepath.Join(chart, "templates", name), []byte(text), 0o644); err != nil {
+			return err
+		}
+	}
+	return writeValues(root, chart)
+}
+
+func header(from string) string {
+	return "# Generated from " + from + " by hack/chart (make chart): edit the source, not this file.\n"
+}
+
+// templateFile groups the generated objects by what they are about.
+func templateFile(obj map[string]any) string {
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	switch {
+	case strings.HasPrefix(apiVersion, "rbac.authorization.k8s.io/") || kind == "ServiceAccount":
+		return "generated-rbac.yaml"
+	case strings.HasPrefix(apiVersion, "admissionregistration.k8s.io/"):
+		return "generated-admission-policies.yaml"
+	default:
+		return "generated-" + strings.ToLower(kind) + ".yaml"
+	}
+}
+
+// Sentinels stand where template actions go once the object is marshalled.
+const (
+	labelsSentinel      = "zz.landlord.dev/helm-labels"
+	annotationsSentinel = "zz-landlord-helm-annotations"
+)
+
+// helmAction matches a template action in config/'s text (a PrometheusRule's {{ $labels.x }}),
+// which Helm must print rather than run.
+var helmAction = regexp.MustCompile(`\{\{.*?\}\}`)
+
+// Template is one object as a Helm template: config/'s content, Helm's labels added (and the
+// value's extra labels for a switched kind), the ServiceAccount's annotations from values.
+func Template(obj map[string]any, value string) (string, error) {
+	obj = deepCopy(obj)
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		return "", fmt.Errorf("%s has no metadata", Key(obj))
+	}
+	labels, _ := meta["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+		meta["labels"] = labels
+	}
+	// Objects Landlord manages itself keep their managed-by label: the operator's cache
+	// selects on it.
+	include := "landlord.labels"
+	if _, ok := labels["app.kubernetes.io/managed-by"]; ok {
+		include = "landlord.chartLabels"
+	}
+	labels[labelsSentinel] = ""
+	serviceAccount := Key(obj) == "ServiceAccount/landlord-controller-manager"
+	if serviceAccount {
+		if _, ok := meta["annotations"]; ok {
+			return "", errors.New("config/rbac's ServiceAccount has annotations: the chart sets them from serviceAccount.annotations")
+		}
+		meta[annotationsSentinel] = ""
+	}
+	data, err := sigsyaml.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	text := helmAction.ReplaceAllStringFunc(string(data), func(action string) string {
+		return "{{`" + action + "`}}"
+	})
+	labelLines := `    {{- include "` + include + `" . | nindent 4 }}`
+	if value != "" {
+		labelLines += "\n    {{- with .Values." + value + ".labels }}\n    {{- toYaml . | nindent 4 }}\n    {{- end }}"
+	}
+	text = replaceLine(text, "    "+labelsSentinel+`: ""`, labelLines)
+	if serviceAccount {
+		text = replaceLine(text, "  "+annotationsSentinel+`: ""`,
+			"  {{- with .Values.serviceAccount.annotations }}\n  annotations: {{- toYaml . | nindent 4 }}\n  {{- end }}")
+	}
+	if strings.Contains(text, "zz") && (strings.Contains(text, labelsSentinel) || strings.Contains(text, annotationsSentinel)) {
+		return "", fmt.Errorf("%s: a sentinel was not replaced", Key(obj))
+	}
+	return text, nil
+}
+
+func replaceLine(text, line, with string) string {
+	return strings.Replace(text, line+"\n", with+"\n", 1)
+}
+
+func deepCopy(obj map[string]any) map[string]any {
+	data, _ := sigsyaml.Marshal(obj)
+	out := map[string]any{}
+	_ = sigsyaml.Unmarshal(data, &out)
+	return out
+}
+
+// prometheusObjects are config/prometheus's objects, when the directory exists.
+func prometheusObjects(root, kubectl string) ([]map[string]any, error) {
+	dir := filepath.Join(root, "config", "prometheus")
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kustomization.yaml")); err == nil {
+		return kustomize(kubectl, dir)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	var objects []map[string]any
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		objects = append(objects, docs...)
+	}
+	return objects, nil
+}
+
+func kustomize(kubectl, dir string) ([]map[string]any, error) {
+	var stderr bytes.Buffer
+	cmd := exec.Command(kubectl, "kustomize", dir)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", dir, err, stderr.String())
+	}
+	return Decode(out)
+}
+
+// Decode splits a YAML stream into objects, skipping empty documents.
+func Decode(data []byte) ([]map[string]any, error) {
+	decoder := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objects []map[string]any
+	for {
+		obj := map[string]any{}
+		if err := decoder.Decode(&obj); errors.Is(err, io.EOF) {
+			return objects, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if len(obj) > 0 {
+			objects = append(objects, obj)
+		}
+	}
+}
+
+// writeValues is hack/chart/values.yaml, then the operator's configuration file as `config`.
+func writeValues(root, chart string) error {
+	head, err := os.ReadFile(filepath.Join(root, "hack", "chart", "values.yaml"))
+	if err != nil {
+		return err
+	}
+	config, err := os.ReadFile(filepath.Join(root, "config", "manager", "landlord.yaml"))
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString(header("hack/chart/values.yaml and config/manager/landlord.yaml"))
+	b.Write(head)
+	b.WriteString("\n# The operator's configuration file, config/manager/landlord.yaml, mounted at\n" +
+		"# /etc/landlord/landlord.yaml. secrets.store.backend chooses the store: \"file\" keeps it on the\n" +
+		"# PersistentVolumeClaim above, one replica; \"gcs\" needs no volume and allows replicas > 1.\n" +
+		"config:\n")
+	for _, line := range strings.Split(strings.TrimRight(string(config), "\n"), "\n") {
+		if line == "" {
+			b.WriteString("\n")
+			continue
+		}
+		b.WriteString("  " + line + "\n")
+	}
+	return os.WriteFile(filepath.Join(chart, "values.yaml"), []byte(b.String()), 0o644)
+}
