@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
@@ -35,13 +36,14 @@ func truncate(s string, n int) string {
 	return s[:n]
 }
 
-// driftRepaired returns an apply.Applier's Repaired hook: it counts the repair and records a
-// warning on regarding (the tenant, or nil for Landlord's own cluster-wide objects) naming the
-// object and who had added to it.
-func driftRepaired(recorder events.EventRecorder, regarding client.Object) func(client.Object, []string) {
+// driftRepaired returns an apply.Applier's Repaired hook: it counts and logs the repair and
+// records a warning on regarding (the tenant, or nil for Landlord's own cluster-wide objects)
+// naming the object and who had added to it.
+func driftRepaired(logger logr.Logger, recorder events.EventRecorder, regarding client.Object) func(client.Object, []string) {
 	return func(obj client.Object, foreign []string) {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
 		driftRepairs.WithLabelValues(kind).Inc()
+		logger.Info("drift repaired", append(objectLogKeys(obj), "fieldManagers", foreign)...)
 		if recorder == nil || regarding == nil {
 			return
 		}

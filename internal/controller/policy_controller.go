@@ -76,14 +76,14 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 	var errs []error
 	for _, obj := range policy.Objects(r.Operator) {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
-		applier.Repaired = driftRepaired(r.Recorder, obj)
+		applier.Repaired = driftRepaired(log.FromContext(ctx), r.Recorder, obj)
 		result, err := applier.Apply(ctx, obj)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("applying %s %s: %w", kind, obj.GetName(), err))
 			continue
 		}
 		if result != apply.Unchanged {
-			log.FromContext(ctx).Info("admission policy "+result.String(), "kind", kind, "name", obj.GetName())
+			log.FromContext(ctx).Info("admission policy "+result.String(), objectLogKeys(obj)...)
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)

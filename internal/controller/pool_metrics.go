@@ -10,6 +10,12 @@ var (
 		Name: "landlord_pool_spares_ready",
 		Help: "Ready, unallocated spare tenants per TenantPool.",
 	}, []string{"pool"})
+	// poolSparesDesired is the pool's target beside poolSparesReady, so an alert compares the
+	// two without knowing any pool's size.
+	poolSparesDesired = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "landlord_pool_spares_desired",
+		Help: "Spare tenants each TenantPool is asked to keep (spec.replicas).",
+	}, []string{"pool"})
 	claimBindSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "landlord_claim_bind_seconds",
 		Help:    "Time from a TenantClaim's creation until it is Bound to a tenant.",
@@ -18,5 +24,5 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(poolSparesReady, claimBindSeconds)
+	metrics.Registry.MustRegister(poolSparesReady, poolSparesDesired, claimBindSeconds)
 }

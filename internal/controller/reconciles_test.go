@@ -54,6 +54,9 @@ func (s *countingSink) Info(level int, msg string, keysAndValues ...any) {
 	if msg == "Reconcile successful" || strings.HasPrefix(msg, "Reconcile done") {
 		s.count(keysAndValues)
 	}
+	if recordedMessages[msg] {
+		landlordLogs.add(msg, append(append([]any{}, s.values...), keysAndValues...))
+	}
 	if s.next.Enabled(level) {
 		s.next.Info(level, msg, keysAndValues...)
 	}
@@ -102,4 +105,59 @@ func (s *countingSink) WithCallDepth(depth int) logr.LogSink {
 		next = d.WithCallDepth(depth)
 	}
 	return &countingSink{next: next, counter: s.counter, values: s.values}
+}
+
+// recordedMessages are Landlord's log lines that tests read back (landlordLogs).
+var recordedMessages = map[string]bool{
+	"tenant stalled": true, "database provisioned": true, "database dropped": true, "drift repaired": true,
+}
+
+// landlordLogs keeps the lines of recordedMessages with every key and value they carry, those
+// of the loggers they were made from included.
+var landlordLogs = &logRecorder{}
+
+type logRecorder struct {
+	mu    sync.Mutex
+	lines []logLine
+}
+
+// logLine is one log line: its message and its values by key (the last value of a key given
+// twice, as a JSON reader would keep it; keys counts how often each was given).
+type logLine struct {
+	msg    string
+	values map[string]any
+	keys   map[string]int
+}
+
+func (r *logRecorder) add(msg string, keysAndValues []any) {
+	line := logLine{msg: msg, values: map[string]any{}, keys: map[string]int{}}
+	for i := 0; i+1 < len(keysAndValues); i += 2 {
+		if k, ok := keysAndValues[i].(string); ok {
+			line.values[k] = keysAndValues[i+1]
+			line.keys[k]++
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, line)
+}
+
+// find returns the lines with the message whose values include want.
+func (r *logRecorder) find(msg string, want map[string]any) []logLine {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []logLine
+	for _, l := range r.lines {
+		if l.msg != msg {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			match = match && l.values[k] == v
+		}
+		if match {
+			out = append(out, l)
+		}
+	}
+	return out
 }

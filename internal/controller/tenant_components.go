@@ -269,6 +269,7 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, s *tenantScope, 
 			msg = prefix + ": " + msg
 		}
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Render", "%s", msg)
+		componentRenderFailures.WithLabelValues(c.Name, reason).Inc()
 		return keep(stalled(reason, "%s", msg))
 	}
 

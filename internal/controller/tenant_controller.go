@@ -13,6 +13,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -173,10 +176,26 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	s := newTenantScope(t, r.Config.NamespaceName(t.Name))
 	phases := phasesFor(t.Spec.State)
 	results := r.runPhases(ctx, s, phases)
-	if err := patchStatus(ctx, r.Client, t, &t.Status, computeStatus(t, s.namespace, s.status, results)); err != nil {
+	next := computeStatus(t, s.namespace, s.status, results)
+	logStall(ctx, t, next)
+	if err := patchStatus(ctx, r.Client, t, &t.Status, next); err != nil {
 		return ctrl.Result{}, err
 	}
 	return requeueAfter(phases, results)
+}
+
+// logStall logs a tenant that stalls, or stalls for another reason than it did: once per
+// change, not on every retry, so the log shows when a person was first needed and why.
+func logStall(ctx context.Context, t *tenancyv1alpha1.Tenant, next tenancyv1alpha1.TenantStatus) {
+	now := meta.FindStatusCondition(next.Conditions, tenancyv1alpha1.StalledCondition)
+	if now == nil || now.Status != metav1.ConditionTrue {
+		return
+	}
+	if was := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.StalledCondition); was != nil &&
+		was.Status == metav1.ConditionTrue && was.Reason == now.Reason {
+		return
+	}
+	log.FromContext(ctx).Info("tenant stalled", "tenant", t.Name, "reason", now.Reason, "message", now.Message)
 }
 
 // requeueAfter turns the phases' outcomes into the reconcile's result: errors are retried with

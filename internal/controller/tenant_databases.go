@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -179,9 +180,11 @@ func (r *TenantReconciler) ensureDatabase(ctx context.Context, s *tenantScope, e
 		}
 	}
 	if rotated {
+		databaseLog(ctx, t, e, c).Info("database password rotated", "rotation", c.Rotation)
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Rotated", "Rotate",
 			"new password for %s on DatabaseServer %s (rotation %q)", e, c.Server, c.Rotation)
 	} else if prev == nil {
+		databaseLog(ctx, t, e, c).Info("database provisioned")
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Provisioned", "Provision",
 			"%s is in place on DatabaseServer %s as %s", e, c.Server, c.Account.Database)
 	}
@@ -517,6 +520,7 @@ func (r *TenantReconciler) dropDatabase(ctx context.Context, t *tenancyv1alpha1.
 	var foreign *database.ForeignError
 	switch {
 	case err == nil:
+		databaseLog(ctx, t, e, c).Info("database dropped")
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonDatabasesDropped, "Purge",
 			"dropped %s (database %s) on DatabaseServer %s", e, c.Account.Database, c.Server)
 		return outcome{done: true}
@@ -528,6 +532,13 @@ func (r *TenantReconciler) dropDatabase(ctx context.Context, t *tenancyv1alpha1.
 	return r.abandonOrStall(ctx, t, e, c, r.serverFailed(t, e, c.Server, err))
 }
 
+// databaseLog is the logger of one of the tenant's databases, with the keys every database log
+// line carries.
+func databaseLog(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials) logr.Logger {
+	return log.FromContext(ctx).WithValues("tenant", t.Name, "engine", string(e.engine), "database", e.Name,
+		"server", c.Server, "serverDatabase", c.Account.Database)
+}
+
 // abandonOrStall is what a purge does with a database it cannot drop: res (retried, or stalled)
 // unless the tenant carries AbandonDataAnnotation with its own UID, in which case the database
 // is forgotten, and an event and the log say exactly what was left where.
@@ -536,7 +547,7 @@ func (r *TenantReconciler) abandonOrStall(ctx context.Context, t *tenancyv1alpha
 		return res
 	}
 	where := fmt.Sprintf("%s (database %q, login %q) on DatabaseServer %q", e, c.Account.Database, c.Account.Username, c.Server)
-	log.FromContext(ctx).Info("abandoned tenant data that could not be reached", "data", where, "cause", res.message)
+	databaseLog(ctx, t, e, c).Info("abandoned tenant data that could not be reached", "data", where, "cause", res.message)
 	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonDataAbandoned, "Abandon",
 		"abandoned %s: it may still exist there and must be dropped by hand; its stored credentials are forgotten (%s)", where, res.message)
 	return outcome{done: true}

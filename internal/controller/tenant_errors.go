@@ -32,7 +32,20 @@ func (r *TenantReconciler) applyFailed(t *tenancyv1alpha1.Tenant, obj client.Obj
 		res = outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: msg, err: err}
 	}
 	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, res.reason, "Apply", "%s", msg)
+	applyFailures.WithLabelValues(obj.GetObjectKind().GroupVersionKind().Kind, res.reason).Inc()
 	return res
+}
+
+// objectLogKeys are the log keys that name an object Landlord acts on. controller-runtime's
+// reconcile logger already carries "namespace" and "name" for the object reconciled (the
+// tenant), so another object's are named apart: a log query on namespace or name then always
+// means the reconciled object.
+func objectLogKeys(obj client.Object) []any {
+	keys := []any{"kind", obj.GetObjectKind().GroupVersionKind().Kind, "objectName", obj.GetName()}
+	if ns := obj.GetNamespace(); ns != "" {
+		keys = append(keys, "objectNamespace", ns)
+	}
+	return keys
 }
 
 func objectRef(obj client.Object) string {

@@ -64,7 +64,7 @@ func (r *TenantReconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tena
 			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
 		}
 		if deleted {
-			log.FromContext(ctx).Info("deleted tenant namespace", "namespace", ns.Name)
+			log.FromContext(ctx).Info("deleted tenant namespace", "tenant", t.Name, "kind", "Namespace", "objectName", ns.Name)
 		}
 	case err != nil && !apierrors.IsNotFound(err):
 		return err

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
@@ -57,7 +58,7 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 	applier.Inputs = &inputs
 	// These objects are the isolation boundary: anything someone else adds to them is removed.
 	applier.WholeObject = true
-	applier.Repaired = driftRepaired(r.Recorder, t)
+	applier.Repaired = driftRepaired(log.FromContext(ctx).WithValues("tenant", t.Name), r.Recorder, t)
 	var repaired []string
 	for _, obj := range resources.Build(t, r.Config) {
 		result, err := applier.Apply(ctx, obj)

@@ -61,6 +61,7 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			poolSparesReady.DeleteLabelValues(req.Name)
+			poolSparesDesired.DeleteLabelValues(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -142,6 +143,7 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 
 	poolSparesReady.WithLabelValues(pool.Name).Set(float64(len(ready)))
+	poolSparesDesired.WithLabelValues(pool.Name).Set(float64(pool.Spec.Replicas))
 	return result, patchStatus(ctx, r.Client, pool, &pool.Status,
 		poolStatus(pool, int32(len(ready)), int32(len(provisioning)), int32(r.allocations.count(pool.Name))))
 }
@@ -212,6 +214,7 @@ func (r *TenantPoolReconciler) finalize(ctx context.Context, pool *tenancyv1alph
 	orig := pool.DeepCopy()
 	controllerutil.RemoveFinalizer(pool, tenancyv1alpha1.Finalizer)
 	poolSparesReady.DeleteLabelValues(pool.Name)
+	poolSparesDesired.DeleteLabelValues(pool.Name)
 	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, pool, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 

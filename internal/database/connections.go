@@ -127,7 +127,8 @@ func (c *Connections) conn(ctx context.Context, name string) (*dbConn, error) {
 	if c.conns == nil {
 		c.conns = map[string]*dbConn{}
 	}
-	conn := &dbConn{key: key, prov: prov}
+	// Every call through the connection is counted and timed, whoever opened it.
+	conn := &dbConn{key: key, prov: Instrumented(name, s.Engine, prov)}
 	c.conns[name] = conn
 	return conn, nil
 }

@@ -122,7 +122,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			return nil, fmt.Errorf("opening secret store: %w", err)
 		}
 	}
-	store = secret.WithTimeout(store, cfg.Secrets.Store.Timeout.Duration)
+	store = secret.Instrumented(secret.WithTimeout(store, cfg.Secrets.Store.Timeout.Duration), cfg.Secrets.Store.Backend)
 	if len(cfg.Isolation.IngressClasses) == 0 {
 		// Not an error: a cluster with one ingress controller has no class to choose. With
 		// more, a tenant could publish through any of them, the platform's internal one included.
@@ -225,6 +225,10 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		conns.Close()
 		return nil
 	})); err != nil {
+		return nil, err
+	}
+	// landlord_tenants is counted from the cache at scrape time, by the leader.
+	if err := mgr.Add(&controller.TenantCounts{Reader: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
 	tenants := &controller.TenantReconciler{
