@@ -209,13 +209,24 @@ func Template(obj map[string]any, value string) (string, error) {
 		}
 		meta[annotationsSentinel] = ""
 	}
+	// Template actions in string values become tokens without spaces before marshalling, so
+	// that the marshaller's line folding can never split one (the brace keeps a value that starts
+	// with an action quoted, as the action itself would); each is put back escaped.
+	var actions []string
+	obj = mapStrings(obj, func(s string) string {
+		return helmAction.ReplaceAllStringFunc(s, func(action string) string {
+			actions = append(actions, action)
+			return fmt.Sprintf("{zzlandlordhelmaction%dzz}", len(actions)-1)
+		})
+	}).(map[string]any)
 	data, err := sigsyaml.Marshal(obj)
 	if err != nil {
 		return "", err
 	}
-	text := helmAction.ReplaceAllStringFunc(string(data), func(action string) string {
-		return "{{`" + action + "`}}"
-	})
+	text := string(data)
+	for i := len(actions) - 1; i >= 0; i-- {
+		text = strings.ReplaceAll(text, fmt.Sprintf("{zzlandlordhelmaction%dzz}", i), "{{`"+actions[i]+"`}}")
+	}
 	labelLines := `    {{- include "` + include + `" . | nindent 4 }}`
 	if value != "" {
 		labelLines += "\n    {{- with .Values." + value + ".labels }}\n    {{- toYaml . | nindent 4 }}\n    {{- end }}"
@@ -320,4 +331,26 @@ func writeValues(root, chart string) error {
 		b.WriteString("  " + line + "\n")
 	}
 	return os.WriteFile(filepath.Join(chart, "values.yaml"), []byte(b.String()), 0o644)
+}
+
+// mapStrings returns v with f applied to every string value in it (not to keys).
+func mapStrings(v any, f func(string) string) any {
+	switch v := v.(type) {
+	case string:
+		return f(v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = mapStrings(e, f)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = mapStrings(e, f)
+		}
+		return out
+	default:
+		return v
+	}
 }
