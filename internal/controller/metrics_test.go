@@ -129,6 +129,8 @@ func TestOperatorMetrics(t *testing.T) {
 		waitComponentsStalled(t, name, tenancyv1alpha1.ReasonRenderFailed)
 		waitIdle(t)
 		g.Expect(count(g, "landlord_component_render_failures_total", failures)).To(BeNumerically(">=", 1))
+		// The alert on stalled tenants selects stalled="true": this tenant is one of them.
+		g.Expect(count(g, "landlord_tenants", map[string]string{"reason": tenancyv1alpha1.ReasonRenderFailed, "stalled": "true"})).To(BeNumerically(">=", 1))
 		stalls := landlordLogs.find("tenant stalled", map[string]any{"tenant": name, "reason": tenancyv1alpha1.ReasonRenderFailed})
 		g.Expect(stalls).NotTo(BeEmpty())
 

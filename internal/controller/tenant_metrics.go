@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,8 +38,8 @@ var (
 // tenantsDesc is landlord_tenants: how many tenants are in each lifecycle state and Ready
 // status, computed from the cache when scraped.
 var tenantsDesc = prometheus.NewDesc("landlord_tenants",
-	"Tenants by lifecycle state (spec.state), Ready condition status (True, False, Unknown) and Ready reason; reported by the leading replica.",
-	[]string{"state", "ready", "reason"}, nil)
+	"Tenants by lifecycle state (spec.state), Ready condition status (True, False, Unknown), Ready reason, and whether they are Stalled (true, false); reported by the leading replica.",
+	[]string{"state", "ready", "reason", "stalled"}, nil)
 
 // tenants serves landlord_tenants for whichever operator of this process leads.
 var tenants = &tenantCounts{}
@@ -78,12 +79,17 @@ func (c *tenantCounts) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for key, n := range countTenants(list.Items) {
-		ch <- prometheus.MustNewConstMetric(tenantsDesc, prometheus.GaugeValue, float64(n), key.state, key.ready, key.reason)
+		ch <- prometheus.MustNewConstMetric(tenantsDesc, prometheus.GaugeValue, float64(n), key.state, key.ready, key.reason, strconv.FormatBool(key.stalled))
 	}
 }
 
 // tenantKey is one landlord_tenants series.
-type tenantKey struct{ state, ready, reason string }
+type tenantKey struct {
+	state, ready, reason string
+	// stalled: the tenant waits for a person (Stalled=True), where other reasons are retried.
+	// Alerts select on it rather than on a list of reasons that could fall behind the code.
+	stalled bool
+}
 
 // countTenants counts tenants by state, Ready status and Ready reason. A tenant not yet
 // reconciled has no Ready condition: Unknown, with no reason.
@@ -98,6 +104,7 @@ func countTenants(items []tenancyv1alpha1.Tenant) map[tenantKey]int {
 		if ready := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ReadyCondition); ready != nil {
 			key.ready, key.reason = string(ready.Status), ready.Reason
 		}
+		key.stalled = meta.IsStatusConditionTrue(t.Status.Conditions, tenancyv1alpha1.StalledCondition)
 		counts[key]++
 	}
 	return counts
