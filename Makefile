@@ -80,8 +80,10 @@ dev-databases: databases ## Next to `make run`: start local PostgreSQL and Maria
 	go run ./hack/devdatabases
 
 .PHONY: build
-build: ## Build the manager binary.
+build: ## Build the manager binary, landlordctl, and landlordctl as the kubectl plugin kubectl-landlord.
 	CGO_ENABLED=0 go build -o $(BIN)/landlord ./cmd/landlord
+	CGO_ENABLED=0 go build -o $(BIN)/landlordctl ./cmd/landlordctl
+	cp $(BIN)/landlordctl $(BIN)/kubectl-landlord
 
 .PHONY: run
 run: control-plane ## Run the operator against the current kubeconfig, or a whole local cluster when there is none.

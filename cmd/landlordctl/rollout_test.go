@@ -259,8 +259,9 @@ func TestATenantIsDoneOnlyWhenItsOperatorReportsTheVersionReadyForTheAppliedGene
 	cond := func(typ string, status metav1.ConditionStatus, reason string, gen int64) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: reason + " message", ObservedGeneration: gen}
 	}
+	// As the API server returns it after the rollout's apply: at generation 4 at least.
 	status := func(observed int64, version string, ready bool, conds ...metav1.Condition) *tenancyv1alpha1.Tenant {
-		return &tenancyv1alpha1.Tenant{Status: tenancyv1alpha1.TenantStatus{
+		return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Generation: max(observed, 4)}, Status: tenancyv1alpha1.TenantStatus{
 			ObservedGeneration: observed,
 			Components:         []tenancyv1alpha1.ComponentStatus{{Name: "web", Version: version, Ready: ready}},
 			Conditions:         conds,
@@ -382,8 +383,6 @@ var fleet struct {
 
 func TestMain(m *testing.M) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	// A rollout waits on the operator; tests have no one watching and poll faster than people need.
-	pollInterval = 200 * time.Millisecond
 	code := m.Run()
 	if fleet.op != nil {
 		_ = fleet.op.Stop()
