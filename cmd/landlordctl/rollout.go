@@ -45,6 +45,7 @@ type rolloutOptions struct {
 	timeout     time.Duration
 	contexts    []string
 	dryRun      bool
+	output      string
 	force       bool
 }
 
@@ -73,7 +74,7 @@ turn; the other connection flags (--kubeconfig, --as, ...) apply to every one of
   landlordctl rollout --component api --version 2.0.1 --context eu-1 --context us-1 --max-failures 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRollout(cmd.Context(), root, o)
+			return runRollout(cmd.Context(), root, o, cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -87,6 +88,7 @@ turn; the other connection flags (--kubeconfig, --as, ...) apply to every one of
 	f.StringArrayVar(&o.contexts, "context", nil, "Kubeconfig context to roll out to (repeatable, in order; default: the current context).")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Print the plan and change nothing.")
 	f.BoolVar(&o.force, "force", false, "Take the version over from any other field manager.")
+	f.StringVarP(&o.output, "output", "o", "", "Print the outcome as json|yaml on stdout (the progress then goes to stderr).")
 	_ = cmd.MarkFlagRequired("component")
 	_ = cmd.MarkFlagRequired("version")
 	return cmd
@@ -376,14 +378,57 @@ type rollout struct {
 	size     batchSize
 	selector labels.Selector
 	// failed counts failed tenants across contexts, against --max-failures.
-	failed int
-	totals counts
+	failed  int
+	totals  counts
+	summary rolloutSummary
+}
+
+// rolloutSummary is the outcome of a rollout, as -o json|yaml prints it.
+type rolloutSummary struct {
+	Component string           `json:"component"`
+	Version   string           `json:"version"`
+	DryRun    bool             `json:"dryRun,omitempty"`
+	Contexts  []contextSummary `json:"contexts"`
+	Totals    summaryTotals    `json:"totals"`
+}
+
+type contextSummary struct {
+	Name       string          `json:"name"`
+	Batches    [][]string      `json:"batches"`
+	Succeeded  []string        `json:"succeeded,omitempty"`
+	Failed     []tenantOutcome `json:"failed,omitempty"`
+	Refused    []tenantOutcome `json:"refused,omitempty"`
+	Skipped    []tenantOutcome `json:"skipped,omitempty"`
+	NotStarted []string        `json:"notStarted,omitempty"`
+}
+
+type tenantOutcome struct {
+	Tenant string `json:"tenant"`
+	Reason string `json:"reason"`
+}
+
+type summaryTotals struct {
+	Ready      int `json:"ready"`
+	Failed     int `json:"failed"`
+	Refused    int `json:"refused"`
+	NotStarted int `json:"notStarted"`
+	Skipped    int `json:"skipped"`
+}
+
+func outcomes(o []outcome) []tenantOutcome {
+	out := make([]tenantOutcome, 0, len(o))
+	for _, x := range o {
+		out = append(out, tenantOutcome{Tenant: x.tenant, Reason: x.reason})
+	}
+	return out
 }
 
 type counts struct{ ready, failed, refused, notStarted, skipped int }
 
-func runRollout(ctx context.Context, root *rootOptions, o *rolloutOptions) error {
+func runRollout(ctx context.Context, root *rootOptions, o *rolloutOptions, stderr io.Writer) error {
 	switch {
+	case o.output != "" && o.output != "json" && o.output != "yaml":
+		return fmt.Errorf("--output %q: want json or yaml", o.output)
 	case !componentName.MatchString(o.component) || len(o.component) > 40:
 		return fmt.Errorf("--component %q: want a DNS label (lowercase letters, digits and '-')", o.component)
 	case !componentVersion.MatchString(o.version) || len(o.version) > 63:
@@ -406,6 +451,16 @@ func runRollout(ctx context.Context, root *rootOptions, o *rolloutOptions) error
 		return err
 	}
 	r := &rollout{o: o, out: root.out, size: size, selector: selector}
+	if o.output != "" {
+		// stdout is for the outcome, that scripts read.
+		r.out = stderr
+		defer func() {
+			r.summary.Component, r.summary.Version, r.summary.DryRun = o.component, o.version, o.dryRun
+			t := r.totals
+			r.summary.Totals = summaryTotals{Ready: t.ready, Failed: t.failed, Refused: t.refused, NotStarted: t.notStarted, Skipped: t.skipped}
+			_ = printData(root.out, o.output, r.summary)
+		}()
+	}
 	var halted error
 	for i, cl := range targets {
 		if halted = r.cluster(ctx, cl); halted != nil {
@@ -449,11 +504,18 @@ func (r *rollout) cluster(ctx context.Context, cl cluster) error {
 	r.totals.refused += len(p.refused)
 	if r.o.dryRun {
 		r.totals.notStarted += p.tenants()
+		r.summary.Contexts = append(r.summary.Contexts, contextSummary{Name: cl.name, Batches: p.batches,
+			Skipped: outcomes(p.skipped), Refused: outcomes(p.refused)})
 		return nil
 	}
 
 	rep := &report{}
 	defer r.add(rep)
+	defer func() {
+		r.summary.Contexts = append(r.summary.Contexts, contextSummary{Name: cl.name, Batches: p.batches,
+			Succeeded: rep.succeeded, Failed: outcomes(rep.failed), Refused: outcomes(append(slices.Clone(p.refused), rep.refused...)),
+			Skipped: outcomes(append(slices.Clone(p.skipped), rep.skipped...)), NotStarted: rep.notStarted})
+	}()
 	for i, batch := range p.batches {
 		if r.failed > r.o.maxFailures {
 			for _, b := range p.batches[i:] {
