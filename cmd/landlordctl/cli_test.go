@@ -114,10 +114,25 @@ func TestGetShowsTenantsWithTheirStateReadinessNamespaceAndVersions(t *testing.T
 		}
 	})
 
+	t.Run("one tenant asked for by name is printed as itself", func(t *testing.T) {
+		out, _, err := run(t, binaryName, "get", "tenant", "listed-a", "-o", "yaml", "--kubeconfig", kubeconfig)
+		var tenant tenancyv1alpha1.Tenant
+		if err != nil || yaml.Unmarshal([]byte(out), &tenant) != nil || tenant.Kind != "Tenant" || tenant.Name != "listed-a" {
+			t.Errorf("err=%v\n%s", err, out)
+		}
+	})
+
 	t.Run("name is kind and name, one a line", func(t *testing.T) {
 		out, _, err := run(t, binaryName, "get", "tenants", "-l", "group=listed", "-o", "name", "--kubeconfig", kubeconfig)
 		if err != nil || out != "tenant.tenancy.landlord.dev/listed-a\ntenant.tenancy.landlord.dev/listed-b\n" {
 			t.Errorf("err=%v out=%q", err, out)
+		}
+	})
+
+	t.Run("--as impersonates, as with kubectl", func(t *testing.T) {
+		_, _, err := run(t, binaryName, "get", "tenants", "--as", "intern@example.com", "--kubeconfig", kubeconfig)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "intern@example.com" cannot list resource "tenants"`) {
+			t.Errorf("err=%v, want the impersonated user forbidden", err)
 		}
 	})
 

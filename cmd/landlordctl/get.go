@@ -77,7 +77,7 @@ func runGet(cmd *cobra.Command, root *rootOptions, o *getOptions, kind string, n
 	} else if err := getNamed(cmd, c, list, namespace, names); err != nil {
 		return err
 	}
-	return printList(root.out, cmd.ErrOrStderr(), o.output, list, o.allNamespaces)
+	return printList(root.out, cmd.ErrOrStderr(), o.output, list, o.allNamespaces, len(names) == 1)
 }
 
 // getNamed reads the named objects one by one, reporting those that do not exist as kubectl
@@ -119,7 +119,7 @@ func getNamed(cmd *cobra.Command, c client.Client, list client.ObjectList, names
 	return nil
 }
 
-func printList(out, errOut io.Writer, f *outputFlags, list client.ObjectList, withNamespace bool) error {
+func printList(out, errOut io.Writer, f *outputFlags, list client.ObjectList, withNamespace, single bool) error {
 	if f.human() {
 		switch l := list.(type) {
 		case *tenancyv1alpha1.TenantList:
@@ -138,6 +138,10 @@ func printList(out, errOut io.Writer, f *outputFlags, list client.ObjectList, wi
 	}
 	if err := setKinds(list); err != nil {
 		return err
+	}
+	if items, err := meta.ExtractList(list); err == nil && len(items) == 1 && single {
+		// One object asked for by name is printed as itself, as kubectl does.
+		return f.printObject(out, items[0])
 	}
 	if f.format() == "name" {
 		// One line per object, as kubectl prints a list by name.
