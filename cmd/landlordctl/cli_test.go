@@ -4,19 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -472,10 +477,68 @@ spec:
 			t.Errorf("output lacks %s", want)
 		}
 	}
+
+	// Waiting again on the tenant, still not Ready: one list of the batch, then the watch.
+	wc, requests := countingClient(t)
+	r := &rollout{o: &rolloutOptions{component: "web", version: "2.0.0-unschedulable", timeout: 2 * time.Second}, out: io.Discard}
+	rep := &report{}
+	r.wait(context.Background(), wc, "batch 1/1", map[string]int64{"pending-a": getTenant(t, c, "pending-a").Generation}, rep)
+	if len(rep.failed) != 1 || !strings.HasPrefix(rep.failed[0].reason, "not ready after 2s") {
+		t.Errorf("failed = %+v", rep.failed)
+	}
+	if got, want := requests(), (testenv.Counts{"GET tenants": 1}); !reflect.DeepEqual(got, want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
 }
 
 // defaultNamespace is the tenant's namespace under the default operator configuration.
 func defaultNamespace(tenant string) string {
 	cfg := config.Default()
 	return cfg.NamespaceName(tenant)
+}
+
+// ---- Waits are driven by watches: the requests they make do not grow with the time waited.
+
+// countingClient is a client of the shared cluster whose requests other than watches are
+// counted from now on. It has read Landlord's kinds once, so the counts leave out discovery.
+func countingClient(t *testing.T) (client.WithWatch, func() testenv.Counts) {
+	t.Helper()
+	sharedCluster(t)
+	counter := testenv.NewRequestCounter()
+	cfg := rest.CopyConfig(fleet.env.Admin)
+	cfg.Wrap(counter.Wrap)
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: tenancyv1alpha1.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, list := range []client.ObjectList{&tenancyv1alpha1.TenantList{}, &tenancyv1alpha1.TenantClaimList{}} {
+		if err := c.List(context.Background(), list, client.Limit(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := counter.Snapshot()
+	return c, func() testenv.Counts { return counter.Snapshot().Sub(before) }
+}
+
+func TestWaitingForAClaimReadsItOnceAndListsItOnceHoweverLongItWaits(t *testing.T) {
+	c, requests := countingClient(t)
+	claim := &tenancyv1alpha1.TenantClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "watched"},
+		Spec:       tenancyv1alpha1.TenantClaimSpec{Pool: "no-such-pool", Organization: "Acme Inc.", Email: "ops@acme.example.com"},
+	}
+	if err := fleet.env.AdminClient.Create(context.Background(), claim); err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	_, err := waitBound(context.Background(), c, claim, 3*time.Second, &progress)
+	if err == nil || !strings.Contains(err.Error(), "not bound within 3s: Pending: PoolNotFound") {
+		t.Fatalf("err = %v", err)
+	}
+	// One get, one list, then the watch (not counted); polling every 200ms would have made 15.
+	if got, want := requests(), (testenv.Counts{"GET tenantclaims": 2}); !reflect.DeepEqual(got, want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
+	if !strings.Contains(progress.String(), "claim default/watched: Pending: PoolNotFound") {
+		t.Errorf("progress = %q", progress.String())
+	}
 }
