@@ -99,8 +99,10 @@ dev-databases: databases ## Next to `make run`: start local PostgreSQL and Maria
 	go run ./hack/devdatabases
 
 .PHONY: build
-build: ## Build the manager binary.
+build: ## Build the manager binary, landlordctl, and landlordctl as the kubectl plugin kubectl-landlord.
 	CGO_ENABLED=0 go build -o $(BIN)/landlord ./cmd/landlord
+	CGO_ENABLED=0 go build -o $(BIN)/landlordctl ./cmd/landlordctl
+	cp $(BIN)/landlordctl $(BIN)/kubectl-landlord
 
 # Where `make run` runs the operator: `embedded` (the default) is the whole local cluster in
 # bin/embedded, whatever kubeconfig you have; `current` is your kubeconfig's current context, named

@@ -9,19 +9,18 @@ import (
 	"strings"
 	"time"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
-
-// claimPollInterval is how often a claim is read while waiting for it to be bound: a bind takes
-// a fraction of a second when the pool has a Ready spare, and one get per interval costs the API
-// server next to nothing.
-var claimPollInterval = 200 * time.Millisecond
 
 const (
 	// reservedLabelPrefix is Landlord's own label space; the API refuses claim labels under it.
@@ -43,7 +42,7 @@ type claimOptions struct {
 	name         string
 	wait         bool
 	timeout      time.Duration
-	context      string
+	output       *outputFlags
 }
 
 func newClaimCommand(root *rootOptions) *cobra.Command {
@@ -56,8 +55,8 @@ allocated, stamps the organization and email on it and releases it from the pool
 refills. Label keys under tenancy.landlord.dev/ are Landlord's own and refused.
 
 Without --wait, the claim's namespace/name is printed and the command returns at once; follow it
-with kubectl get tenantclaim. With --wait, the claim is read every 200ms until it is bound, and the
-tenant's name is printed alone on stdout, one line, for scripts:
+with landlordctl get claims. With --wait, the claim is watched until it is bound, and the tenant's
+name is printed alone on stdout, one line, for scripts:
 
   tenant=$(landlordctl claim --pool standard --org "Acme Inc." --email ops@acme.example --wait)
 
@@ -65,7 +64,10 @@ Progress and the outcome for people go to stderr: the claim's name, why it is st
 as NoReadySpare while the pool refills, or PoolNotFound), then the tenant's namespace and how long
 the bind took, as seen from landlordctl. A claim that fails, or is not bound within --timeout, makes
 the command exit non-zero with the claim's phase, reason and message; a claim not bound in time is
-left in place and still binds once the pool has a Ready spare, unless it is deleted.`,
+left in place and still binds once the pool has a Ready spare, unless it is deleted.
+
+The claim is created in --namespace, or the namespace of the kubeconfig's context. With -o
+json|yaml|name the claim itself is printed instead (once bound, with --wait).`,
 		Example: `  landlordctl claim --pool standard --org "Acme Inc." --email ops@acme.example --label plan=trial
   landlordctl claim --pool standard --org "Acme Inc." --email ops@acme.example -n signups --name acme --wait --timeout 30s`,
 		Args: cobra.NoArgs,
@@ -77,12 +79,11 @@ left in place and still binds once the pool has a Ready spare, unless it is dele
 	f.StringVar(&o.pool, "pool", "", "TenantPool to take a spare from (required).")
 	f.StringVar(&o.organization, "org", "", "The customer's organization (required).")
 	f.StringVar(&o.email, "email", "", "The customer's contact address (required).")
-	f.StringVarP(&o.namespace, "namespace", "n", "default", "Namespace of the claim.")
 	f.StringArrayVar(&o.labels, "label", nil, "Label for the tenant, KEY=VALUE (repeatable); keys under tenancy.landlord.dev/ are reserved.")
 	f.StringVar(&o.name, "name", "", `Name of the claim (default: generated, "claim-" and a suffix).`)
 	f.BoolVar(&o.wait, "wait", false, "Wait until the claim is bound and print the tenant's name.")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "How long --wait waits for the bind.")
-	f.StringVar(&o.context, "context", "", "Kubeconfig context (default: the current context).")
+	o.output = addOutputFlags(cmd, false)
 	_ = cmd.MarkFlagRequired("pool")
 	_ = cmd.MarkFlagRequired("org")
 	_ = cmd.MarkFlagRequired("email")
@@ -155,25 +156,34 @@ func (o *claimOptions) newClaim() (*tenancyv1alpha1.TenantClaim, error) {
 }
 
 func runClaim(ctx context.Context, root *rootOptions, o *claimOptions, stderr io.Writer) error {
+	if !o.output.human() {
+		if _, err := o.output.print.ToPrinter(); err != nil {
+			return err
+		}
+	}
+	ns, err := root.namespace()
+	if err != nil {
+		return err
+	}
+	o.namespace = ns
 	claim, err := o.newClaim()
 	if err != nil {
 		return err
 	}
-	var contexts []string
-	if o.context != "" {
-		contexts = []string{o.context}
-	}
-	targets, err := clusters(root.kubeconfig, contexts)
+	c, err := root.client()
 	if err != nil {
 		return err
 	}
-	c := targets[0].client
 	start := time.Now()
 	if err := c.Create(ctx, claim); err != nil {
 		return fmt.Errorf("creating the claim: %w", err)
 	}
 	key := claim.Namespace + "/" + claim.Name
 	if !o.wait {
+		if !o.output.human() {
+			claim.SetGroupVersionKind(tenancyv1alpha1.GroupVersion.WithKind("TenantClaim"))
+			return o.output.printObject(root.out, claim)
+		}
 		fmt.Fprintln(root.out, key)
 		return nil
 	}
@@ -182,66 +192,86 @@ func runClaim(ctx context.Context, root *rootOptions, o *claimOptions, stderr io
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(root.out, bound.Status.Tenant)
+	if o.output.human() {
+		fmt.Fprintln(root.out, bound.Status.Tenant)
+	} else {
+		bound.SetGroupVersionKind(tenancyv1alpha1.GroupVersion.WithKind("TenantClaim"))
+		if err := o.output.printObject(root.out, bound); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stderr, "claim %s bound tenant %s (namespace %s) in %s\n",
 		key, bound.Status.Tenant, bound.Status.Namespace, time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-// waitBound reads the created claim until it is Bound, gone, or the time is up.
-// Each new reason the claim gives while pending is written to progress.
-func waitBound(parent context.Context, c client.Client, created *tenancyv1alpha1.TenantClaim, timeout time.Duration, progress io.Writer) (*tenancyv1alpha1.TenantClaim, error) {
+// waitBound watches the created claim until it is Bound, gone, failed (kstatus Failed: a
+// Stalled condition), or the time is up. Each new reason the claim gives while pending is
+// written to progress.
+func waitBound(parent context.Context, c client.WithWatch, created *tenancyv1alpha1.TenantClaim, timeout time.Duration, progress io.Writer) (*tenancyv1alpha1.TenantClaim, error) {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
-	ticker := time.NewTicker(claimPollInterval)
-	defer ticker.Stop()
 	key, pool := client.ObjectKeyFromObject(created), created.Spec.Pool
 	name := key.Namespace + "/" + key.Name
-	var (
-		last    *tenancyv1alpha1.TenantClaim // the claim as last read
-		readErr error                        // why the last read failed, if it did
-	)
-	for {
-		claim := &tenancyv1alpha1.TenantClaim{}
-		switch err := c.Get(ctx, key, claim); {
-		case apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("claim %s was deleted before it was bound", name)
-		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-			return nil, fmt.Errorf("reading claim %s: %w", name, err)
-		case err != nil:
-			// Kept trying until the time is up: the API server may be briefly unreachable.
-			readErr = err
-		default:
-			if claim.Status.Phase == tenancyv1alpha1.ClaimBound {
-				return claim, nil
-			}
-			if claim.Status.Reason != "" && (last == nil || last.Status.Reason != claim.Status.Reason || last.Status.Message != claim.Status.Message) {
-				fmt.Fprintf(progress, "claim %s: %s\n", name, claimStatus(claim))
-			}
-			last, readErr = claim, nil
-		}
-		select {
-		case <-ctx.Done():
-			if parent.Err() != nil {
-				return nil, fmt.Errorf("waiting for claim %s: %w", name, parent.Err())
-			}
-			// What the claim said when last read. A read that failed since is not reported over
-			// it: the last read before the deadline commonly fails for want of time, as the
-			// client's rate limiter refuses to wait past the deadline.
-			var why string
-			switch {
-			case last == nil && readErr != nil:
-				why = "it could not be read: " + readErr.Error()
-			case last == nil || last.Status.Phase == "":
-				why = "it has no status yet; is the Landlord operator running?"
-			default:
-				why = claimStatus(last)
-			}
-			return nil, fmt.Errorf("claim %s not bound within %s: %s (the claim is left in place and binds once pool %s has a Ready spare; delete it to withdraw)",
-				name, timeout, why, pool)
-		case <-ticker.C:
-		}
+	// One read first: a claim already gone, or one this user may not read, is said at once
+	// rather than after the informer underneath the watch retried until the timeout.
+	last := &tenancyv1alpha1.TenantClaim{}
+	switch err := c.Get(ctx, key, last); {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("claim %s was deleted before it was bound", name)
+	case err != nil:
+		return nil, fmt.Errorf("reading claim %s: %w", name, err)
 	}
+	if last.Status.Reason != "" {
+		fmt.Fprintf(progress, "claim %s: %s\n", name, claimStatus(last))
+	}
+	var bound *tenancyv1alpha1.TenantClaim
+	seen := func(obj runtime.Object, deleted bool) (bool, error) {
+		claim, ok := obj.(*tenancyv1alpha1.TenantClaim)
+		if !ok || claim.Name != key.Name || claim.Namespace != key.Namespace {
+			return false, nil
+		}
+		if deleted {
+			return false, fmt.Errorf("claim %s was deleted before it was bound", name)
+		}
+		if claim.Status.Phase == tenancyv1alpha1.ClaimBound {
+			bound = claim
+			return true, nil
+		}
+		if res, err := kstatusOf(claim, "TenantClaim"); err == nil && res.Status == kstatus.FailedStatus {
+			return false, fmt.Errorf("claim %s failed: %s", name, claimStatus(claim))
+		}
+		if claim.Status.Reason != "" && (last.Status.Reason != claim.Status.Reason || last.Status.Message != claim.Status.Message) {
+			fmt.Fprintf(progress, "claim %s: %s\n", name, claimStatus(claim))
+		}
+		last = claim
+		return false, nil
+	}
+	settle := func(store cache.Store) (bool, error) {
+		if _, exists, _ := store.Get(created); !exists {
+			return false, fmt.Errorf("claim %s was deleted before it was bound", name)
+		}
+		return false, nil
+	}
+	scope := watchScope{
+		list: &tenancyv1alpha1.TenantClaimList{}, namespace: key.Namespace,
+		fields: fields.OneTermEqualSelector("metadata.name", key.Name),
+	}
+	err := watchUntil(ctx, c, scope, &tenancyv1alpha1.TenantClaim{}, seen, settle)
+	switch {
+	case bound != nil:
+		return bound, nil
+	case parent.Err() != nil:
+		return nil, fmt.Errorf("waiting for claim %s: %w", name, parent.Err())
+	case ctx.Err() == nil && err != nil:
+		return nil, err
+	}
+	why := claimStatus(last)
+	if last.Status.Phase == "" {
+		why = "it has no status yet; is the Landlord operator running?"
+	}
+	return nil, fmt.Errorf("claim %s not bound within %s: %s (the claim is left in place and binds once pool %s has a Ready spare; delete it to withdraw)",
+		name, timeout, why, pool)
 }
 
 // claimStatus is the claim's phase, reason and message, as one line.

@@ -98,7 +98,10 @@ func TestWaitingEndsAtOnceOnADeletedClaimAndAtTheTimeoutOnOneNobodyAnswered(t *t
 		}
 	}
 	unanswered := claim("unanswered", tenancyv1alpha1.TenantClaimStatus{})
-	c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).WithObjects(unanswered).Build()
+	// The wait watches the claim by name, a field selector the fake client answers from an index.
+	c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).WithObjects(unanswered).
+		WithIndex(&tenancyv1alpha1.TenantClaim{}, "metadata.name", func(o client.Object) []string { return []string{o.GetName()} }).
+		Build()
 
 	for _, tc := range []struct {
 		claim   *tenancyv1alpha1.TenantClaim

@@ -1,6 +1,8 @@
-// Command landlordctl operates Landlord from a workstation or a pipeline: the secret store (put,
-// get, list, delete, and sync into the cluster's template namespace), fleet rollouts of a
-// component version, batch by batch, across clusters, and claims of a pool's spare tenants.
+// Command landlordctl operates Landlord from a workstation or a pipeline, as kubectl does and
+// with kubectl's connection flags: tenants and their status, fleet rollouts of a component
+// version, batch by batch, across clusters, claims of a pool's spare tenants, local renders of
+// component templates, and the secret store. Installed as kubectl-landlord on the PATH, it is
+// the kubectl plugin `kubectl landlord`.
 package main
 
 import (
@@ -9,8 +11,9 @@ import (
 )
 
 func main() {
-	if err := newRootCommand(os.Stdout).Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "landlordctl:", err)
+	name := commandName(os.Args[0])
+	if err := newRootCommandAs(name, os.Stdout).Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
 	}
 }

@@ -14,26 +14,21 @@ import (
 	"strings"
 	"time"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
-
-// pollInterval is how often a batch's tenants are read while waiting for them: often enough that
-// a rollout of many small batches is not dominated by waiting, rarely enough to cost the API
-// server next to nothing.
-var pollInterval = time.Second
-
-// getLimit is the number of tenants still awaited above which one list is cheaper than a get each.
-const getLimit = 16
 
 var (
 	componentName    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -50,6 +45,7 @@ type rolloutOptions struct {
 	timeout     time.Duration
 	contexts    []string
 	dryRun      bool
+	output      string
 	force       bool
 }
 
@@ -67,13 +63,18 @@ stops and reports what succeeded, what failed and why, and what was not started.
 Only the component's version is written, with server-side apply under the field manager
 landlordctl-rollout-<component>, so rollouts of different components run side by side. A tenant
 whose version is owned by another manager (a GitOps controller, the tool that created it) is
-refused, since that manager would put its own version back; --force takes the version over.`,
+refused, since that manager would put its own version back; --force takes the version over.
+
+Each batch's tenants are watched (not polled) until the operator reports them; while they are
+pending, the reasons their Ready conditions give are printed as they change, and each batch
+ends with a line of progress. --context may be repeated to roll out to several clusters in
+turn; the other connection flags (--kubeconfig, --as, ...) apply to every one of them.`,
 		Example: `  landlordctl rollout --component web --version 1.2.0 --selector plan=trial --batch 25% --dry-run
   landlordctl rollout --component web --version 1.2.0 --tenants acme,globex --batch 1
   landlordctl rollout --component api --version 2.0.1 --context eu-1 --context us-1 --max-failures 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runRollout(cmd.Context(), root, o)
+			return runRollout(cmd.Context(), root, o, cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -87,6 +88,7 @@ refused, since that manager would put its own version back; --force takes the ve
 	f.StringArrayVar(&o.contexts, "context", nil, "Kubeconfig context to roll out to (repeatable, in order; default: the current context).")
 	f.BoolVar(&o.dryRun, "dry-run", false, "Print the plan and change nothing.")
 	f.BoolVar(&o.force, "force", false, "Take the version over from any other field manager.")
+	f.StringVarP(&o.output, "output", "o", "", "Print the outcome as json|yaml on stdout (the progress then goes to stderr).")
 	_ = cmd.MarkFlagRequired("component")
 	_ = cmd.MarkFlagRequired("version")
 	return cmd
@@ -278,14 +280,12 @@ const (
 	progressStalled
 )
 
-// progress reads a tenant's status against the generation the rollout's apply produced: ready
-// once the operator observed that generation, reports the component at the version and ready,
-// and the tenant Ready; stalled once it gave up on that generation.
+// progress reads a tenant's status against the generation the rollout's apply produced. kstatus
+// judges the tenant as a whole, as Flux's health checks and kubectl wait do: Failed (Stalled) at
+// the generation fails it, Current (observed at its latest generation and Ready) lets it pass.
+// On top, the operator must have observed the applied generation and report the component at
+// the version and ready.
 func progress(t *tenancyv1alpha1.Tenant, component, version string, generation int64) (progressState, string) {
-	if stalled := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.StalledCondition); stalled != nil &&
-		stalled.Status == metav1.ConditionTrue && max(stalled.ObservedGeneration, t.Status.ObservedGeneration) >= generation {
-		return progressStalled, conditionMessage(stalled)
-	}
 	ready := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ReadyCondition)
 	// The Ready message is what a person can act on; the rest says which part is missing.
 	waiting := func(why string) (progressState, string) {
@@ -294,10 +294,24 @@ func progress(t *tenancyv1alpha1.Tenant, component, version string, generation i
 		}
 		return progressWaiting, why
 	}
+	if t.Status.ObservedGeneration < generation {
+		return waiting(fmt.Sprintf("generation %d not observed yet (at %d)", generation, t.Status.ObservedGeneration))
+	}
+	res, err := kstatusOf(t, "Tenant")
+	if err != nil {
+		return waiting(err.Error())
+	}
+	switch res.Status {
+	case kstatus.FailedStatus:
+		if stalled := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.StalledCondition); stalled != nil {
+			return progressStalled, conditionMessage(stalled)
+		}
+		return progressStalled, res.Message
+	case kstatus.TerminatingStatus:
+		return progressStalled, "tenant is being deleted"
+	}
 	i := slices.IndexFunc(t.Status.Components, func(c tenancyv1alpha1.ComponentStatus) bool { return c.Name == component })
 	switch {
-	case t.Status.ObservedGeneration < generation:
-		return waiting(fmt.Sprintf("generation %d not observed yet (at %d)", generation, t.Status.ObservedGeneration))
 	case i < 0:
 		return waiting("component " + component + " not reported yet")
 	case t.Status.Components[i].Version != version || !t.Status.Components[i].Ready:
@@ -308,9 +322,12 @@ func progress(t *tenancyv1alpha1.Tenant, component, version string, generation i
 		}
 		return waiting(why)
 	case ready == nil:
+		// kstatus takes a resource without conditions for Current; Landlord always sets Ready.
 		return waiting("no Ready condition yet")
 	case ready.Status != metav1.ConditionTrue:
 		return progressWaiting, conditionMessage(ready)
+	case res.Status != kstatus.CurrentStatus:
+		return waiting(fmt.Sprintf("%s: %s", res.Status, res.Message))
 	}
 	return progressReady, ""
 }
@@ -322,37 +339,30 @@ func conditionMessage(c *metav1.Condition) string {
 // cluster is one kubeconfig context taking part in the rollout.
 type cluster struct {
 	name   string
-	client client.Client
+	client client.WithWatch
 }
 
 // clusters connects to every context before anything changes, so a misspelled last context does
-// not leave a fleet half rolled out.
-func clusters(kubeconfig string, contexts []string) ([]cluster, error) {
+// not leave a fleet half rolled out. No context means the one the flags name.
+func clusters(root *rootOptions, contexts []string) ([]cluster, error) {
 	if len(contexts) == 0 {
 		contexts = []string{""}
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
 	var out []cluster
 	for _, name := range contexts {
-		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: name})
-		raw, err := cc.RawConfig()
+		restCfg, err := root.restConfigFor(name)
 		if err != nil {
-			return nil, fmt.Errorf("loading kubeconfig: %w", err)
+			if name != "" {
+				return nil, fmt.Errorf("context %s: %w", name, err)
+			}
+			return nil, err
 		}
 		if name == "" {
-			if name = raw.CurrentContext; name == "" {
-				return nil, errors.New("kubeconfig has no current context: name one with --context")
+			if name = root.contextName(); name == "" {
+				name = restCfg.Host
 			}
 		}
-		if _, ok := raw.Contexts[name]; !ok {
-			return nil, fmt.Errorf("kubeconfig has no context %q", name)
-		}
-		restCfg, err := cc.ClientConfig()
-		if err != nil {
-			return nil, fmt.Errorf("context %s: %w", name, err)
-		}
-		c, err := client.New(restCfg, client.Options{Scheme: tenancyv1alpha1.Scheme()})
+		c, err := client.NewWithWatch(restCfg, client.Options{Scheme: tenancyv1alpha1.Scheme()})
 		if err != nil {
 			return nil, fmt.Errorf("context %s: %w", name, err)
 		}
@@ -368,14 +378,57 @@ type rollout struct {
 	size     batchSize
 	selector labels.Selector
 	// failed counts failed tenants across contexts, against --max-failures.
-	failed int
-	totals counts
+	failed  int
+	totals  counts
+	summary rolloutSummary
+}
+
+// rolloutSummary is the outcome of a rollout, as -o json|yaml prints it.
+type rolloutSummary struct {
+	Component string           `json:"component"`
+	Version   string           `json:"version"`
+	DryRun    bool             `json:"dryRun,omitempty"`
+	Contexts  []contextSummary `json:"contexts"`
+	Totals    summaryTotals    `json:"totals"`
+}
+
+type contextSummary struct {
+	Name       string          `json:"name"`
+	Batches    [][]string      `json:"batches"`
+	Succeeded  []string        `json:"succeeded,omitempty"`
+	Failed     []tenantOutcome `json:"failed,omitempty"`
+	Refused    []tenantOutcome `json:"refused,omitempty"`
+	Skipped    []tenantOutcome `json:"skipped,omitempty"`
+	NotStarted []string        `json:"notStarted,omitempty"`
+}
+
+type tenantOutcome struct {
+	Tenant string `json:"tenant"`
+	Reason string `json:"reason"`
+}
+
+type summaryTotals struct {
+	Ready      int `json:"ready"`
+	Failed     int `json:"failed"`
+	Refused    int `json:"refused"`
+	NotStarted int `json:"notStarted"`
+	Skipped    int `json:"skipped"`
+}
+
+func outcomes(o []outcome) []tenantOutcome {
+	out := make([]tenantOutcome, 0, len(o))
+	for _, x := range o {
+		out = append(out, tenantOutcome{Tenant: x.tenant, Reason: x.reason})
+	}
+	return out
 }
 
 type counts struct{ ready, failed, refused, notStarted, skipped int }
 
-func runRollout(ctx context.Context, root *rootOptions, o *rolloutOptions) error {
+func runRollout(ctx context.Context, root *rootOptions, o *rolloutOptions, stderr io.Writer) error {
 	switch {
+	case o.output != "" && o.output != "json" && o.output != "yaml":
+		return fmt.Errorf("--output %q: want json or yaml", o.output)
 	case !componentName.MatchString(o.component) || len(o.component) > 40:
 		return fmt.Errorf("--component %q: want a DNS label (lowercase letters, digits and '-')", o.component)
 	case !componentVersion.MatchString(o.version) || len(o.version) > 63:
@@ -393,11 +446,21 @@ func runRollout(ctx context.Context, root *rootOptions, o *rolloutOptions) error
 	if err != nil {
 		return fmt.Errorf("--selector: %w", err)
 	}
-	targets, err := clusters(root.kubeconfig, o.contexts)
+	targets, err := clusters(root, o.contexts)
 	if err != nil {
 		return err
 	}
 	r := &rollout{o: o, out: root.out, size: size, selector: selector}
+	if o.output != "" {
+		// stdout is for the outcome, that scripts read.
+		r.out = stderr
+		defer func() {
+			r.summary.Component, r.summary.Version, r.summary.DryRun = o.component, o.version, o.dryRun
+			t := r.totals
+			r.summary.Totals = summaryTotals{Ready: t.ready, Failed: t.failed, Refused: t.refused, NotStarted: t.notStarted, Skipped: t.skipped}
+			_ = printData(root.out, o.output, r.summary)
+		}()
+	}
 	var halted error
 	for i, cl := range targets {
 		if halted = r.cluster(ctx, cl); halted != nil {
@@ -441,11 +504,18 @@ func (r *rollout) cluster(ctx context.Context, cl cluster) error {
 	r.totals.refused += len(p.refused)
 	if r.o.dryRun {
 		r.totals.notStarted += p.tenants()
+		r.summary.Contexts = append(r.summary.Contexts, contextSummary{Name: cl.name, Batches: p.batches,
+			Skipped: outcomes(p.skipped), Refused: outcomes(p.refused)})
 		return nil
 	}
 
 	rep := &report{}
 	defer r.add(rep)
+	defer func() {
+		r.summary.Contexts = append(r.summary.Contexts, contextSummary{Name: cl.name, Batches: p.batches,
+			Succeeded: rep.succeeded, Failed: outcomes(rep.failed), Refused: outcomes(append(slices.Clone(p.refused), rep.refused...)),
+			Skipped: outcomes(append(slices.Clone(p.skipped), rep.skipped...)), NotStarted: rep.notStarted})
+	}()
 	for i, batch := range p.batches {
 		if r.failed > r.o.maxFailures {
 			for _, b := range p.batches[i:] {
@@ -460,7 +530,11 @@ func (r *rollout) cluster(ctx context.Context, cl cluster) error {
 			rep.print(r.out, cl.name)
 			return fmt.Errorf("rollout interrupted in context %s: %w", cl.name, err)
 		}
-		r.batch(ctx, cl, fmt.Sprintf("batch %d/%d", i+1, len(p.batches)), batch, rep)
+		label := fmt.Sprintf("batch %d/%d", i+1, len(p.batches))
+		r.batch(ctx, cl, label, batch, rep)
+		done := len(rep.succeeded) + len(rep.failed) + len(rep.refused) + len(rep.skipped)
+		fmt.Fprintf(r.out, "%s done in context %s: %d of %d tenants finished (%d ready, %d failed)\n",
+			label, cl.name, done, p.tenants(), len(rep.succeeded), len(rep.failed))
 	}
 	if len(rep.failed)+len(rep.refused)+len(rep.notStarted) > 0 {
 		rep.print(r.out, cl.name)
@@ -635,99 +709,85 @@ func (r *rollout) versionOwnersNow(ctx context.Context, c client.Client, name st
 	return versionOwners(live, r.o.component), nil
 }
 
-// wait polls the batch's tenants until each is ready or failed, or the batch's time is up.
-func (r *rollout) wait(parent context.Context, c client.Client, label string, generations map[string]int64, rep *report) {
+// wait watches the batch's tenants until each is ready or failed, or the batch's time is up.
+// A batch of one watches that tenant alone; a larger batch watches the tenants the rollout
+// selected (one list, then changes as they happen). Whenever a pending tenant's Ready
+// condition says something new, it is printed: that is what a person watching acts on.
+func (r *rollout) wait(parent context.Context, c client.WithWatch, label string, generations map[string]int64, rep *report) {
 	ctx, cancel := context.WithTimeout(parent, r.o.timeout)
 	defer cancel()
 	pending := map[string]string{} // tenant → what it is waiting for
+	said := map[string]string{}    // tenant → the Ready reason and message last printed
 	for name := range generations {
 		pending[name] = "not read yet"
 	}
-	ticker := time.NewTicker(pollInterval)
-	defer ticker.Stop()
-	for {
-		tenants, missing, err := fetch(ctx, c, pending)
+	prefix := func(name string) string { return fmt.Sprintf("%s: %s → %s ...", label, name, r.o.version) }
+	seen := func(obj runtime.Object, deleted bool) (bool, error) {
+		t, ok := obj.(*tenancyv1alpha1.Tenant)
+		if !ok {
+			return false, nil
+		}
+		if _, waiting := pending[t.Name]; !waiting {
+			return len(pending) == 0, nil
+		}
+		if deleted {
+			delete(pending, t.Name)
+			r.fail(rep, t.Name, "tenant was deleted")
+			fmt.Fprintf(r.out, "%s failed: tenant was deleted\n", prefix(t.Name))
+			return len(pending) == 0, nil
+		}
+		switch state, msg := progress(t, r.o.component, r.o.version, generations[t.Name]); state {
+		case progressReady:
+			delete(pending, t.Name)
+			rep.succeeded = append(rep.succeeded, t.Name)
+			fmt.Fprintf(r.out, "%s ready\n", prefix(t.Name))
+		case progressStalled:
+			delete(pending, t.Name)
+			r.fail(rep, t.Name, msg)
+			fmt.Fprintf(r.out, "%s failed: %s\n", prefix(t.Name), msg)
+		default:
+			pending[t.Name] = msg
+			if ready := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ReadyCondition); ready != nil &&
+				ready.Status != metav1.ConditionTrue && said[t.Name] != ready.Reason+ready.Message {
+				said[t.Name] = ready.Reason + ready.Message
+				fmt.Fprintf(r.out, "%s: %s pending: %s\n", label, t.Name, conditionMessage(ready))
+			}
+		}
+		return len(pending) == 0, nil
+	}
+	// Tenants the first list did not return were deleted since their apply.
+	settle := func(store cache.Store) (bool, error) {
 		for _, name := range sortedNames(pending) {
-			prefix := fmt.Sprintf("%s: %s → %s ...", label, name, r.o.version)
-			if slices.Contains(missing, name) {
-				delete(pending, name)
-				r.fail(rep, name, "tenant was deleted")
-				fmt.Fprintf(r.out, "%s failed: tenant was deleted\n", prefix)
-				continue
-			}
-			t, ok := tenants[name]
-			if !ok {
-				if err != nil {
-					pending[name] = err.Error()
+			if _, exists, _ := store.GetByKey(name); !exists {
+				if _, err := seen(&tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}, true); err != nil {
+					return false, err
 				}
-				continue
-			}
-			switch state, msg := progress(t, r.o.component, r.o.version, generations[name]); state {
-			case progressReady:
-				delete(pending, name)
-				rep.succeeded = append(rep.succeeded, name)
-				fmt.Fprintf(r.out, "%s ready\n", prefix)
-			case progressStalled:
-				delete(pending, name)
-				r.fail(rep, name, msg)
-				fmt.Fprintf(r.out, "%s failed: %s\n", prefix, msg)
-			default:
-				pending[name] = msg
 			}
 		}
-		if len(pending) == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			why := fmt.Sprintf("not ready after %s", r.o.timeout)
-			if parent.Err() != nil {
-				why = "interrupted"
-			}
-			for _, name := range sortedNames(pending) {
-				msg := why + ": " + pending[name]
-				r.fail(rep, name, msg)
-				fmt.Fprintf(r.out, "%s: %s → %s ... failed: %s\n", label, name, r.o.version, msg)
-			}
-			return
-		case <-ticker.C:
+		return len(pending) == 0, nil
+	}
+	scope := watchScope{list: &tenancyv1alpha1.TenantList{}, labels: r.selector}
+	if len(generations) == 1 {
+		for name := range generations {
+			scope = watchScope{list: &tenancyv1alpha1.TenantList{}, fields: fields.OneTermEqualSelector("metadata.name", name)}
 		}
 	}
-}
-
-// fetch reads the awaited tenants: one get each for a few, one list for many.
-func fetch(ctx context.Context, c client.Client, pending map[string]string) (map[string]*tenancyv1alpha1.Tenant, []string, error) {
-	found := map[string]*tenancyv1alpha1.Tenant{}
-	var missing []string
-	if len(pending) <= getLimit {
-		for name := range pending {
-			t := &tenancyv1alpha1.Tenant{}
-			switch err := c.Get(ctx, client.ObjectKey{Name: name}, t); {
-			case apierrors.IsNotFound(err):
-				missing = append(missing, name)
-			case err != nil:
-				return found, missing, err
-			default:
-				found[name] = t
-			}
-		}
-		return found, missing, nil
+	err := watchUntil(ctx, c, scope, &tenancyv1alpha1.Tenant{}, seen, settle)
+	if len(pending) == 0 {
+		return
 	}
-	list := &tenancyv1alpha1.TenantList{}
-	if err := c.List(ctx, list); err != nil {
-		return found, nil, err
+	why := fmt.Sprintf("not ready after %s", r.o.timeout)
+	switch {
+	case parent.Err() != nil:
+		why = "interrupted"
+	case ctx.Err() == nil && err != nil:
+		why = "watch failed: " + err.Error()
 	}
-	for i := range list.Items {
-		if _, ok := pending[list.Items[i].Name]; ok {
-			found[list.Items[i].Name] = &list.Items[i]
-		}
+	for _, name := range sortedNames(pending) {
+		msg := why + ": " + pending[name]
+		r.fail(rep, name, msg)
+		fmt.Fprintf(r.out, "%s failed: %s\n", prefix(name), msg)
 	}
-	for name := range pending {
-		if found[name] == nil {
-			missing = append(missing, name)
-		}
-	}
-	return found, missing, nil
 }
 
 func sortedNames(m map[string]string) []string {

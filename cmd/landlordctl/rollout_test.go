@@ -259,8 +259,9 @@ func TestATenantIsDoneOnlyWhenItsOperatorReportsTheVersionReadyForTheAppliedGene
 	cond := func(typ string, status metav1.ConditionStatus, reason string, gen int64) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: reason + " message", ObservedGeneration: gen}
 	}
+	// As the API server returns it after the rollout's apply: at generation 4 at least.
 	status := func(observed int64, version string, ready bool, conds ...metav1.Condition) *tenancyv1alpha1.Tenant {
-		return &tenancyv1alpha1.Tenant{Status: tenancyv1alpha1.TenantStatus{
+		return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Generation: max(observed, 4)}, Status: tenancyv1alpha1.TenantStatus{
 			ObservedGeneration: observed,
 			Components:         []tenancyv1alpha1.ComponentStatus{{Name: "web", Version: version, Ready: ready}},
 			Conditions:         conds,
@@ -382,8 +383,6 @@ var fleet struct {
 
 func TestMain(m *testing.M) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	// A rollout waits on the operator; tests have no one watching and poll faster than people need.
-	pollInterval = 200 * time.Millisecond
 	code := m.Run()
 	if fleet.op != nil {
 		_ = fleet.op.Stop()
@@ -582,6 +581,15 @@ func TestARolloutInBatchesOfTwoMovesFiveTenantsOneReadyBatchAtATime(t *testing.T
 	if !strings.Contains(out, "rollout web → 1.1.0: 5 ready, 0 failed, 0 refused, 0 not started, 0 skipped") {
 		t.Errorf("no summary line")
 	}
+	for _, want := range []string{
+		"batch 1/3 done in context envtest: 2 of 5 tenants finished (2 ready, 0 failed)\n",
+		"batch 2/3 done in context envtest: 4 of 5 tenants finished (4 ready, 0 failed)\n",
+		"batch 3/3 done in context envtest: 5 of 5 tenants finished (5 ready, 0 failed)\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no progress line %q", want)
+		}
+	}
 	for _, name := range names {
 		tenant := waitReady(t, c, name, "web=1.1.0")
 		if v := specVersion(tenant, "web"); v != "1.1.0" {
@@ -631,6 +639,30 @@ func TestADryRunPrintsThePlanOfEveryContextAndChangesNothing(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// The same plan for scripts: the outcome on stdout as JSON, the progress on stderr.
+	var stdout, stderr bytes.Buffer
+	cmd := newRootCommand(&stdout)
+	cmd.SetErr(&stderr)
+	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "1.1.0",
+		"--selector", "group=dry", "--batch", "1", "--dry-run", "--context", "eu-1", "--context", "us-1", "-o", "json"})
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var summary rolloutSummary
+	if err := json.Unmarshal(stdout.Bytes(), &summary); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	wantContext := func(name string) contextSummary {
+		return contextSummary{Name: name, Batches: [][]string{{"dry-a"}, {"dry-b"}},
+			Skipped: []tenantOutcome{{"dry-c", "already at 1.1.0"}, {"dry-d", "has no component web"}}}
+	}
+	want := rolloutSummary{Component: "web", Version: "1.1.0", DryRun: true,
+		Contexts: []contextSummary{wantContext("eu-1"), wantContext("us-1")},
+		Totals:   summaryTotals{NotStarted: 4, Skipped: 4}}
+	if !reflect.DeepEqual(summary, want) || !strings.Contains(stderr.String(), "context eu-1: web → 1.1.0 for 2 tenants in 2 batches (dry run)") {
+		t.Errorf("summary = %+v\nwant %+v\nstderr:\n%s", summary, want, stderr.String())
+	}
+
 	for name, was := range before {
 		now := getTenant(t, c, name)
 		if now.Generation != was.Generation || !reflect.DeepEqual(now.Spec, was.Spec) {

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,66 +14,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/internal/templatesync"
 )
-
-type rootOptions struct {
-	configPath string
-	kubeconfig string
-	namespace  string
-	out        io.Writer
-}
-
-func newRootCommand(out io.Writer) *cobra.Command {
-	o := &rootOptions{out: out}
-	root := &cobra.Command{
-		Use:           "landlordctl",
-		Short:         "Operate Landlord: the secret store, component rollouts, spare pool claims and more.",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.PersistentFlags().StringVar(&o.configPath, "config", os.Getenv("LANDLORD_CONFIG"), "Operator configuration file naming the secret store ($LANDLORD_CONFIG).")
-	root.PersistentFlags().StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
-	root.AddCommand(newSecretsCommand(o), newRolloutCommand(o), newClaimCommand(o))
-	return root
-}
-
-func (o *rootOptions) load() (config.Config, secret.Store, error) {
-	cfg, err := config.Load(o.configPath)
-	if err != nil {
-		return cfg, nil, err
-	}
-	store, err := secret.Open(context.Background(), cfg.Secrets.Store)
-	if err != nil {
-		return cfg, nil, err
-	}
-	if o.namespace == "" {
-		o.namespace = cfg.Secrets.TemplateNamespace
-	}
-	return cfg, store, nil
-}
 
 func newSecretsCommand(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "secrets",
 		Short: "Manage secrets in the encrypted secret store.",
-		Long: `Manage secrets in the encrypted secret store. Secrets in the template namespace (the default
---namespace) are mirrored into the cluster by the operator; those labeled shared (--shared) are copied
-into every tenant, or only into tenants matching --tenant-selector. Values are never printed unless
-asked for with --show.`,
+		Long: `Manage secrets in the encrypted secret store. The commands act on the store's template
+namespace, unless --namespace names another store namespace (the kubeconfig's namespace is not
+used: the store is not the cluster). Secrets in the template namespace are mirrored into the
+cluster by the operator; those labeled shared (--shared) are copied into every tenant, or only
+into tenants matching --tenant-selector. Values are never printed unless asked for with --show.`,
 	}
-	cmd.PersistentFlags().StringVarP(&o.namespace, "namespace", "n", "", "Store namespace (default: the template namespace).")
-	cmd.AddCommand(newPutCommand(o), newGetCommand(o), newListCommand(o), newDeleteCommand(o), newSyncCommand(o))
+	cmd.AddCommand(newSecretPutCommand(o), newSecretGetCommand(o), newSecretListCommand(o), newSecretDeleteCommand(o), newSecretSyncCommand(o))
 	return cmd
 }
 
-func newPutCommand(o *rootOptions) *cobra.Command {
+func newSecretPutCommand(o *rootOptions) *cobra.Command {
 	var (
 		literals, files []string
 		secretType      string
@@ -95,12 +54,12 @@ func newPutCommand(o *rootOptions) *cobra.Command {
 					return fmt.Errorf("--tenant-selector: %w", err)
 				}
 			}
-			_, store, err := o.load()
+			_, store, namespace, err := o.load()
 			if err != nil {
 				return err
 			}
 			s := &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: args[0]},
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: args[0]},
 				Type:       corev1.SecretType(secretType),
 				Data:       map[string][]byte{},
 			}
@@ -143,18 +102,18 @@ func newPutCommand(o *rootOptions) *cobra.Command {
 	return cmd
 }
 
-func newGetCommand(o *rootOptions) *cobra.Command {
+func newSecretGetCommand(o *rootOptions) *cobra.Command {
 	var show bool
 	cmd := &cobra.Command{
 		Use:   "get NAME",
 		Short: "Show a secret's keys (and, with --show, its values).",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, store, err := o.load()
+			_, store, namespace, err := o.load()
 			if err != nil {
 				return err
 			}
-			s, err := store.Get(cmd.Context(), o.namespace, args[0])
+			s, err := store.Get(cmd.Context(), namespace, args[0])
 			if err != nil {
 				return err
 			}
@@ -181,17 +140,17 @@ func newGetCommand(o *rootOptions) *cobra.Command {
 	return cmd
 }
 
-func newListCommand(o *rootOptions) *cobra.Command {
+func newSecretListCommand(o *rootOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the secrets of a namespace.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, store, err := o.load()
+			_, store, namespace, err := o.load()
 			if err != nil {
 				return err
 			}
-			secrets, err := store.List(cmd.Context(), o.namespace)
+			secrets, err := store.List(cmd.Context(), namespace)
 			if err != nil {
 				return err
 			}
@@ -212,30 +171,27 @@ func newListCommand(o *rootOptions) *cobra.Command {
 	}
 }
 
-func newDeleteCommand(o *rootOptions) *cobra.Command {
+func newSecretDeleteCommand(o *rootOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a secret from the store (the next sync removes a shared secret from every tenant).",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, store, err := o.load()
+			_, store, namespace, err := o.load()
 			if err != nil {
 				return err
 			}
-			if err := store.Delete(cmd.Context(), o.namespace, args[0]); err != nil {
+			if err := store.Delete(cmd.Context(), namespace, args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(o.out, "secret %s/%s deleted\n", o.namespace, args[0])
+			fmt.Fprintf(o.out, "secret %s/%s deleted\n", namespace, args[0])
 			return nil
 		},
 	}
 }
 
-func newSyncCommand(o *rootOptions) *cobra.Command {
-	var (
-		kubeconfig         string
-		maxDeletionPercent int
-	)
+func newSecretSyncCommand(o *rootOptions) *cobra.Command {
+	var maxDeletionPercent int
 	cmd := &cobra.Command{
 		Use:   "sync",
 		Short: "Bring the cluster's template namespace in line with the store now.",
@@ -245,17 +201,11 @@ or context), and removes nothing when more than --max-deletion-percent of the na
 secrets left the store (the configuration's secrets.maxDeletionPercent by default).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, store, err := o.load()
+			cfg, store, _, err := o.load()
 			if err != nil {
 				return err
 			}
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = kubeconfig
-			restCfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-			if err != nil {
-				return fmt.Errorf("loading kubeconfig: %w", err)
-			}
-			c, err := client.New(restCfg, client.Options{Scheme: tenancyv1alpha1.Scheme()})
+			c, err := o.client()
 			if err != nil {
 				return err
 			}
@@ -270,7 +220,6 @@ secrets left the store (the configuration's secrets.maxDeletionPercent by defaul
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
 	cmd.Flags().IntVar(&maxDeletionPercent, "max-deletion-percent", 0, "Largest share of the namespace's shared secrets this sync may remove (100 to remove every one the store no longer holds).")
 	return cmd
 }

@@ -79,6 +79,35 @@ func TestSecretsCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("--namespace names another store namespace; the kubeconfig's namespace does not", func(t *testing.T) {
+		// A kubeconfig whose context defaults to a namespace: the store is not the cluster.
+		kc := clientcmdapi.NewConfig()
+		kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+		kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", Namespace: "team-a"}
+		kc.CurrentContext = "c"
+		kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+			t.Fatal(err)
+		}
+		out, err := landlordctl(t, cfg, "secrets", "put", "webhook", "-n", "team-b", "--from-literal", "token=x")
+		if err != nil || !strings.Contains(out, "secret team-b/webhook stored (1 keys)") {
+			t.Fatalf("out=%q err=%v", out, err)
+		}
+		for _, tc := range []struct {
+			args []string
+			want bool
+		}{
+			{[]string{"secrets", "list", "-n", "team-b"}, true},
+			{[]string{"-n", "team-b", "secrets", "list"}, true},
+			{[]string{"secrets", "list", "--kubeconfig", kubeconfig}, false},
+		} {
+			out, err := landlordctl(t, cfg, tc.args...)
+			if err != nil || strings.Contains(out, "webhook") != tc.want {
+				t.Errorf("%v: err=%v, lists webhook: %t, want %t\n%s", tc.args, err, !tc.want, tc.want, out)
+			}
+		}
+	})
+
 	t.Run("bad input is refused with a reason", func(t *testing.T) {
 		for args, want := range map[string]string{
 			"secrets put empty":                                     "nothing to store",
@@ -96,7 +125,9 @@ func TestSecretsCommands(t *testing.T) {
 }
 
 func TestSecretsSyncWritesTheTemplateNamespace(t *testing.T) {
-	env, err := testenv.Start()
+	// Its own API server, with no operator syncing the template namespace on its own: only
+	// the CLI can have written the secret found there.
+	env, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

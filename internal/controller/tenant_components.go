@@ -3,7 +3,6 @@ package controller
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"golang.org/x/sync/singleflight"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -409,30 +407,7 @@ func (r *TenantReconciler) render(t *tenancyv1alpha1.Tenant, nsName string, tmpl
 }
 
 func (r *TenantReconciler) renderNow(tmpl *tenancyv1alpha1.ComponentTemplate, c tenancyv1alpha1.Component, in component.Input) ([]*unstructured.Unstructured, error) {
-	defaults, err := component.DecodeValues("template values", tmpl.Spec.Values)
-	if err != nil {
-		return nil, err
-	}
-	tenantValues, err := component.DecodeValues("spec.components["+c.Name+"].values", c.Values)
-	if err != nil {
-		return nil, err
-	}
-	var operatorDefaults map[string]any
-	if d := r.Config.Components.DefaultValues[c.Name]; d != nil {
-		// Through JSON, so whole numbers are int64 as in the other layers, not YAML's float64.
-		raw, err := json.Marshal(d)
-		if err != nil {
-			return nil, err
-		}
-		if operatorDefaults, err = component.DecodeValues("components.defaultValues."+c.Name, &apiextensionsv1.JSON{Raw: raw}); err != nil {
-			return nil, err
-		}
-	}
-	values := component.MergeValues(defaults, operatorDefaults, tenantValues)
-	if err := component.ValidateValues(tmpl.Spec.ValuesSchema, values); err != nil {
-		return nil, err
-	}
-	return component.RenderWithin(tmpl, in, values, r.Config.Components.Render.Limits())
+	return component.RenderForTenant(tmpl, c, in, r.Config.Components.DefaultValues[c.Name], r.Config.Components.Render.Limits())
 }
 
 // checkKind allows only kinds the API server knows, that components may render

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/yaml"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// outputFlags is -o, as kubectl has it: json, yaml, name, go-template and jsonpath through
+// cli-runtime's printers, and for commands with a table, the table (the default) and wide.
+type outputFlags struct {
+	print *genericclioptions.PrintFlags
+	table bool
+}
+
+func addOutputFlags(cmd *cobra.Command, table bool) *outputFlags {
+	f := &outputFlags{print: genericclioptions.NewPrintFlags("").WithTypeSetter(tenancyv1alpha1.Scheme()), table: table}
+	f.print.AddFlags(cmd)
+	formats := f.print.AllowedFormats()
+	if table {
+		formats = append([]string{"wide"}, formats...)
+	}
+	cmd.Flags().Lookup("output").Usage = "Output format: " + strings.Join(formats, "|") + " (default: a table for people)."
+	return f
+}
+
+func (f *outputFlags) format() string { return *f.print.OutputFormat }
+
+// human is whether people read the output: the default table or view, or wide.
+func (f *outputFlags) human() bool {
+	return f.format() == "" || (f.table && f.format() == "wide")
+}
+
+// printObject writes obj (a Landlord or Kubernetes object, or a list of them) in the format asked.
+func (f *outputFlags) printObject(out io.Writer, obj runtime.Object) error {
+	p, err := f.print.ToPrinter()
+	if err != nil {
+		return err
+	}
+	return p.PrintObj(obj, out)
+}
+
+// printTable writes a table in the default or the wide format.
+func (f *outputFlags) printTable(out io.Writer, table *metav1.Table, withNamespace bool) error {
+	p := printers.NewTablePrinter(printers.PrintOptions{Wide: f.format() == "wide", WithNamespace: withNamespace})
+	return p.PrintObj(table, out)
+}
+
+// printData writes a value that is not a Kubernetes object (a build's version, a rollout's
+// summary) as json or yaml.
+func printData(out io.Writer, format string, v any) error {
+	switch format {
+	case "json":
+		b, err := json.MarshalIndent(v, "", "    ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s\n", b)
+		return err
+	case "yaml":
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	return fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: json,yaml", format)
+}
+
+// age is how kubectl writes an object's age.
+func age(t metav1.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(time.Since(t.Time))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// readyOf is the tenant's Ready condition's status, reason and message; "Unknown" when the
+// operator has not said yet.
+func readyOf(conds []metav1.Condition) (status, reason, message string) {
+	c := meta.FindStatusCondition(conds, tenancyv1alpha1.ReadyCondition)
+	if c == nil {
+		return string(metav1.ConditionUnknown), "", ""
+	}
+	return string(c.Status), c.Reason, c.Message
+}
+
+// versions are the tenant's components as name=version, in the spec's order.
+func versions(t *tenancyv1alpha1.Tenant) string {
+	parts := make([]string, 0, len(t.Spec.Components))
+	for _, c := range t.Spec.Components {
+		parts = append(parts, c.Name+"="+c.Version)
+	}
+	return strings.Join(parts, ",")
+}
+
+// tenantTable is the tenants as `get tenants` shows them; wide adds the organization and the
+// Ready message.
+func tenantTable(tenants []tenancyv1alpha1.Tenant) *metav1.Table {
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "State", Type: "string"},
+		{Name: "Ready", Type: "string"},
+		{Name: "Reason", Type: "string"},
+		{Name: "Namespace", Type: "string"},
+		{Name: "Versions", Type: "string"},
+		{Name: "Age", Type: "string"},
+		{Name: "Organization", Type: "string", Priority: 1},
+		{Name: "Message", Type: "string", Priority: 1},
+	}}
+	for i := range tenants {
+		t := &tenants[i]
+		state := string(t.Spec.State)
+		if state == "" {
+			state = string(tenancyv1alpha1.StateActive)
+		}
+		status, reason, message := readyOf(t.Status.Conditions)
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells: []any{t.Name, state, status, orNone(reason), orNone(t.Status.Namespace), orNone(versions(t)),
+				age(t.CreationTimestamp), orNone(t.OrganizationName()), orNone(message)},
+			Object: runtime.RawExtension{Object: t},
+		})
+	}
+	return table
+}
+
+// claimTable is the claims as `get claims` shows them; wide adds the tenant's namespace and
+// the claim's message.
+func claimTable(claims []tenancyv1alpha1.TenantClaim) *metav1.Table {
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Pool", Type: "string"},
+		{Name: "Phase", Type: "string"},
+		{Name: "Tenant", Type: "string"},
+		{Name: "Reason", Type: "string"},
+		{Name: "Age", Type: "string"},
+		{Name: "Tenant Namespace", Type: "string", Priority: 1},
+		{Name: "Message", Type: "string", Priority: 1},
+	}}
+	for i := range claims {
+		c := &claims[i]
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells: []any{c.Name, c.Spec.Pool, orNone(string(c.Status.Phase)), orNone(c.Status.Tenant), orNone(c.Status.Reason),
+				age(c.CreationTimestamp), orNone(c.Status.Namespace), orNone(c.Status.Message)},
+			Object: runtime.RawExtension{Object: c},
+		})
+	}
+	return table
+}
+
+// sortedConditions puts Ready first, then the rest by type, for a stable view.
+func sortedConditions(conds []metav1.Condition) []metav1.Condition {
+	out := slices.Clone(conds)
+	slices.SortStableFunc(out, func(a, b metav1.Condition) int {
+		switch {
+		case a.Type == tenancyv1alpha1.ReadyCondition:
+			return -1
+		case b.Type == tenancyv1alpha1.ReadyCondition:
+			return 1
+		}
+		return strings.Compare(a.Type, b.Type)
+	})
+	return out
+}
