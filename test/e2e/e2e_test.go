@@ -7,6 +7,7 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -21,11 +22,15 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/landlord-dev/landlord/internal/localcluster"
+	"github.com/landlord-dev/landlord/test/shipped"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
@@ -42,6 +47,9 @@ type suite struct {
 	assets     string
 	dir        string
 	kubeconfig string
+	// metrics is the operator's metrics endpoint, served over HTTPS and authorized by the API
+	// server as in a cluster.
+	metrics string
 }
 
 func TestLandlordAsAUserInstallsAndUsesIt(t *testing.T) {
@@ -197,6 +205,98 @@ spec:
 			t.Errorf("the bound tenant's organization is %q, want Initrode", org)
 		}
 	})
+
+	t.Run("Prometheus bound to landlord-metrics-reader scrapes what the dashboard and the alerts query; others are refused", func(t *testing.T) {
+		s.kubectl(t, "create", "namespace", "monitoring")
+		s.kubectl(t, "-n", "monitoring", "create", "serviceaccount", "prometheus")
+		s.kubectl(t, "-n", "monitoring", "create", "serviceaccount", "someone")
+		s.kubectl(t, "create", "clusterrolebinding", "prometheus-landlord", "--clusterrole=landlord-metrics-reader", "--serviceaccount=monitoring:prometheus")
+		status, _ := s.scrape(t, s.kubectl(t, "-n", "monitoring", "create", "token", "someone"))
+		if status != http.StatusForbidden {
+			t.Errorf("a ServiceAccount not bound to landlord-metrics-reader got HTTP %d, want 403", status)
+		}
+		var families map[string]*dto.MetricFamily
+		token := s.kubectl(t, "-n", "monitoring", "create", "token", "prometheus")
+		// RBAC reaches the operator's authorizer through the API server's cache: a moment.
+		s.eventually(t, "a scrape by Prometheus's ServiceAccount", func() bool {
+			status, families = s.scrape(t, token)
+			return status == http.StatusOK
+		})
+		list := make([]*dto.MetricFamily, 0, len(families))
+		for _, f := range families {
+			list = append(list, f)
+		}
+		exprs, err := shipped.DashboardExpressions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules, err := shipped.RuleExpressions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, expr := range rules {
+			exprs = append(exprs, expr)
+		}
+		// Series of these appear only once what they count has happened, and nothing in this
+		// story makes it happen (no database, no failed render or write, no edit of a managed
+		// object); TestOperatorMetrics drives each of them.
+		notInThisStory := map[string]bool{
+			"landlord_database_operations_total": true, "landlord_database_operation_duration_seconds": true,
+			"landlord_component_render_failures_total": true, "landlord_apply_failures_total": true,
+			"landlord_drift_repairs_total": true,
+		}
+		seen := map[string]bool{}
+		for _, expr := range exprs {
+			names, err := shipped.MetricNames(expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range names {
+				if seen[name] || notInThisStory[strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")] {
+					continue
+				}
+				seen[name] = true
+				if name == "up" {
+					continue // Prometheus's own, per target.
+				}
+				if !shipped.Exported(name, list) {
+					t.Errorf("the dashboard or an alert queries %s, which the operator's endpoint does not serve", name)
+				}
+			}
+		}
+		if len(seen) < 15 {
+			t.Errorf("checked %d metric names, want the dashboard's and the alerts' (at least 15)", len(seen))
+		}
+		if got := families["landlord_build_info"]; got == nil || len(got.Metric) != 1 || got.Metric[0].GetGauge().GetValue() != 1 {
+			t.Errorf("landlord_build_info is %v, want one series of value 1", got)
+		}
+	})
+}
+
+// scrape GETs the operator's metrics with a bearer token, as the shipped ServiceMonitor does
+// (HTTPS, the operator's self-signed certificate), and parses them when the answer is 200.
+func (s *suite) scrape(t *testing.T, token string) (int, map[string]*dto.MetricFamily) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "https://"+s.metrics+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // as the ServiceMonitor: a self-signed certificate
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, nil
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, families
 }
 
 // startOperator runs the landlord binary with the installed configuration, as the shipped
@@ -237,6 +337,7 @@ func (s *suite) startOperator(t *testing.T) {
 	}
 
 	probes := freeAddr(t)
+	s.metrics = freeAddr(t)
 	logPath := filepath.Join(s.dir, "landlord.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -244,7 +345,7 @@ func (s *suite) startOperator(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "--config="+cfgPath, "--embedded=never",
 		"--leader-elect", "--leader-election-namespace=landlord-system",
-		"--metrics-bind-address=0", "--health-probe-bind-address="+probes)
+		"--metrics-bind-address="+s.metrics, "--health-probe-bind-address="+probes)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+operatorKubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
