@@ -153,14 +153,8 @@ func TestSecretsSyncWritesTheTemplateNamespace(t *testing.T) {
 
 func writeKubeconfig(t *testing.T, env *testenv.Env) string {
 	t.Helper()
-	c := env.Admin
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
-	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	kc.CurrentContext = "envtest"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+	path, err := env.WriteKubeconfig(t.TempDir(), "envtest")
+	if err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +13,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/test/shipped"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // count adds up a metric's samples whose labels include the given ones: counter and gauge
@@ -21,39 +21,7 @@ import (
 func count(g Gomega, name string, labels map[string]string) float64 {
 	families, err := ctrlmetrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if !labelsInclude(m, labels) {
-				continue
-			}
-			switch {
-			case m.Counter != nil:
-				total += m.Counter.GetValue()
-			case m.Gauge != nil:
-				total += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				total += float64(m.Histogram.GetSampleCount())
-			}
-		}
-	}
-	return total
-}
-
-func labelsInclude(m *dto.Metric, want map[string]string) bool {
-	have := map[string]string{}
-	for _, l := range m.GetLabel() {
-		have[l.GetName()] = l.GetValue()
-	}
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
+	return testenv.CountMetric(families, name, labels)
 }
 
 // dbOps are the labels of one database operation's counter on the PostgreSQL test server.

@@ -35,8 +35,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -555,17 +553,10 @@ func TestTheFluxExampleBecomesReadyOnALocalCluster(t *testing.T) {
 	})
 }
 
-// writeKubeconfig writes an administrator's kubeconfig for the cluster, as landlordctl reads it.
 func writeKubeconfig(t *testing.T, env *testenv.Env) string {
 	t.Helper()
-	c := env.Admin
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["local"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
-	kc.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "admin"}
-	kc.CurrentContext = "local"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+	path, err := env.WriteKubeconfig(t.TempDir(), "local")
+	if err != nil {
 		t.Fatal(err)
 	}
 	return path

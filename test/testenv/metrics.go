@@ -25,6 +25,15 @@ func OperatorMetric(name string, labels map[string]string) (float64, error) {
 // SumMetric adds up the counter, gauge and histogram-sum samples of a metric whose labels
 // include the given ones.
 func SumMetric(families []*dto.MetricFamily, name string, labels map[string]string) float64 {
+	return addUp(families, name, labels, (*dto.Histogram).GetSampleSum)
+}
+
+// CountMetric is SumMetric with a histogram's number of observations in place of their sum.
+func CountMetric(families []*dto.MetricFamily, name string, labels map[string]string) float64 {
+	return addUp(families, name, labels, func(h *dto.Histogram) float64 { return float64(h.GetSampleCount()) })
+}
+
+func addUp(families []*dto.MetricFamily, name string, labels map[string]string, histogram func(*dto.Histogram) float64) float64 {
 	sum := 0.0
 	for _, f := range families {
 		if f.GetName() != name {
@@ -40,7 +49,7 @@ func SumMetric(families []*dto.MetricFamily, name string, labels map[string]stri
 			case m.Gauge != nil:
 				sum += m.Gauge.GetValue()
 			case m.Histogram != nil:
-				sum += m.Histogram.GetSampleSum()
+				sum += histogram(m.Histogram)
 			}
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/transport"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -186,4 +188,17 @@ func (e *Env) waitTenantsAdmitted(ctx context.Context) error {
 func (o *Operator) Stop() error {
 	o.cancel()
 	return <-o.done
+}
+
+// WriteKubeconfig writes an administrator's kubeconfig for the cluster into dir, with one
+// context named context, as a user's tools (kubectl, landlordctl, helm) read it.
+func (e *Env) WriteKubeconfig(dir, context string) (string, error) {
+	c := e.Admin
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[context] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.CertData, ClientKeyData: c.KeyData, Token: c.BearerToken}
+	kc.Contexts[context] = &clientcmdapi.Context{Cluster: context, AuthInfo: "admin"}
+	kc.CurrentContext = context
+	path := filepath.Join(dir, "kubeconfig")
+	return path, clientcmd.WriteToFile(*kc, path)
 }
