@@ -43,6 +43,7 @@ func newRootCommand(out io.Writer) *cobra.Command {
 	root.PersistentFlags().StringVar(&o.configPath, "config", os.Getenv("LANDLORD_CONFIG"), "Operator configuration file naming the secret store ($LANDLORD_CONFIG).")
 	root.PersistentFlags().StringVar(&o.kubeconfig, "kubeconfig", "", "Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).")
 	root.AddCommand(newSecretsCommand(o), newRolloutCommand(o), newClaimCommand(o))
+	root.AddCommand(newSuspendCommand(o), newResumeCommand(o), newReconcileCommand(o))
 	return root
 }
 

@@ -244,3 +244,95 @@ func count(g Gomega, list client.ObjectList, opts ...client.ListOption) int {
 	g.Expect(k8s.List(context.Background(), list, opts...)).To(Succeed())
 	return meta.LenList(list)
 }
+
+// Deleting a suspended tenant goes ahead, as Flux lets a suspended object go, and runs the
+// finalizer all the same: it is what keeps a tenant's data when its namespace goes.
+func TestDeletingASuspendedTenantProceedsAndKeepsItsData(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	tenant := createTenant(t, newTenant("paused-deleted", func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app"}}
+	}))
+	app := account(credentials(g, tenant.Name, "app"))
+	setSuspend(g, tenant.Name, true)
+	waitSuspended(t, tenant.Name)
+
+	g.Expect(confirmedDelete(ctx, tenant.Name)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(tenant), &tenancyv1alpha1.Tenant{}))
+	}).WithTimeout(timeout).Should(BeTrue())
+	waitNamespaceGone(t, opConfig.NamespaceName(tenant.Name))
+
+	g.Expect(dbtest.CanUse(ctx, pg.Server, app)).To(Succeed())
+	stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(stored.Data[tenancyv1alpha1.CredentialsKeyPassword])).To(Equal(app.Password))
+}
+
+// claimKStatus is the claim's status as kstatus-aware tools (Flux, kubectl wait) compute it.
+func claimKStatus(g Gomega, name string) (*tenancyv1alpha1.TenantClaim, status.Status) {
+	claim := &tenancyv1alpha1.TenantClaim{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, claim)).To(Succeed())
+	res, err := testenv.KStatus(claim)
+	g.Expect(err).NotTo(HaveOccurred())
+	return claim, res.Status
+}
+
+// A suspended spare's Ready condition is what was last observed, not what is: it is never
+// handed to a claim, and the pool does not count it Ready. Resumed, it is bound at once. The
+// claim says all along, in kstatus conditions, whether it is Ready.
+func TestASuspendedSpareIsNotHandedToAClaimUntilItIsResumed(t *testing.T) {
+	const poolName = "pool-paused"
+	createPool(t, newPool(poolName, 1))
+	waitPool(t, poolName, 1, 0)
+	g := NewWithT(t)
+	spares, _ := poolTenants(g, poolName)
+	g.Expect(spares).To(HaveLen(1))
+	spare := spares[0].Name
+	setSuspend(g, spare, true)
+	waitSuspended(t, spare)
+
+	t.Run("the pool counts the suspended spare, but not as Ready", func(t *testing.T) {
+		NewWithT(t).Eventually(func(g Gomega) {
+			pool := &tenancyv1alpha1.TenantPool{}
+			g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: poolName}, pool)).To(Succeed())
+			g.Expect(pool.Status.Ready).To(BeZero(), "status: %+v", pool.Status)
+			g.Expect(pool.Status.Provisioning).To(BeEquivalentTo(1), "status: %+v", pool.Status)
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	createClaim(t, newClaim("waits-for-paused", poolName))
+
+	t.Run("the claim stays pending, Reconciling and not Ready, with the reason it waits", func(t *testing.T) {
+		NewWithT(t).Eventually(func(g Gomega) {
+			claim, st := claimKStatus(g, "waits-for-paused")
+			g.Expect(claim.Status.Phase).To(Equal(tenancyv1alpha1.ClaimPending))
+			g.Expect(st).To(Equal(status.InProgressStatus))
+			ready := meta.FindStatusCondition(claim.Status.Conditions, tenancyv1alpha1.ReadyCondition)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Reason).To(Equal(tenancyv1alpha1.ReasonNoReadySpare))
+			g.Expect(ready.Message).To(ContainSubstring(poolName))
+			g.Expect(meta.IsStatusConditionTrue(claim.Status.Conditions, tenancyv1alpha1.ReconcilingCondition)).To(BeTrue())
+			g.Expect(claim.Status.ObservedGeneration).To(Equal(claim.Generation))
+		}).WithTimeout(timeout).Should(Succeed())
+		_, allocated := poolTenants(NewWithT(t), poolName)
+		NewWithT(t).Expect(allocated).To(BeEmpty())
+	})
+
+	t.Run("resumed, the spare is bound and the claim is Ready", func(t *testing.T) {
+		g := NewWithT(t)
+		setSuspend(g, spare, false)
+		bound := waitBound(t, "waits-for-paused")
+		g.Expect(bound.Status.Tenant).To(Equal(spare))
+		g.Eventually(func(g Gomega) {
+			claim, st := claimKStatus(g, "waits-for-paused")
+			g.Expect(st).To(Equal(status.CurrentStatus))
+			ready := meta.FindStatusCondition(claim.Status.Conditions, tenancyv1alpha1.ReadyCondition)
+			g.Expect(ready).NotTo(BeNil())
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(ready.Reason).To(Equal(tenancyv1alpha1.ReasonBound))
+			g.Expect(meta.FindStatusCondition(claim.Status.Conditions, tenancyv1alpha1.ReconcilingCondition)).To(BeNil())
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+}
