@@ -230,8 +230,15 @@ func TestKubectlWaitsForAClaimAndListsLandlordsObjects(t *testing.T) {
 
 		_, _, err = landlordctlClaim(t, "suspend", spares[0], "--kubeconfig", kubeconfig)
 		g.Expect(err).NotTo(HaveOccurred())
+		out, err = kubectl(t, kubeconfig, "wait", "--for=condition=Suspended", "tenant/"+spares[0], "--timeout=30s")
+		g.Expect(err).NotTo(HaveOccurred(), out)
 		paused, err := kubectl(t, kubeconfig, "get", "tenant", spares[0], "--no-headers")
 		g.Expect(err).NotTo(HaveOccurred(), paused)
 		g.Expect(strings.Fields(paused)[4]).To(Equal("true"), paused)
+		// Ready is as last observed, for the generation before spec.suspend: kubectl wait does
+		// not take it for the current one.
+		out, err = kubectl(t, kubeconfig, "wait", "--for=condition=Ready", "tenant/"+spares[0], "--timeout=1s")
+		g.Expect(err).To(HaveOccurred(), out)
+		g.Expect(out).To(ContainSubstring("timed out"))
 	})
 }

@@ -336,3 +336,16 @@ func TestASuspendedSpareIsNotHandedToAClaimUntilItIsResumed(t *testing.T) {
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 }
+
+// A pool whose spares would all be suspended would never have one to hand out.
+func TestAPoolTemplateThatSuspendsItsSparesIsRejected(t *testing.T) {
+	g := NewWithT(t)
+	pool := newPool("pool-suspended", 1)
+	pool.Spec.Template.Spec.Suspend = true
+	err := k8s.Create(context.Background(), pool)
+	if err == nil {
+		_ = k8s.Delete(context.Background(), pool)
+	}
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "expected Invalid, got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spares are not suspended"))
+}
