@@ -55,7 +55,7 @@ type ComponentTemplateSpec struct {
 // +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
 // +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/prune=disabled"
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=ct
+// +kubebuilder:resource:scope=Cluster,shortName=ct,categories=landlord
 // +kubebuilder:printcolumn:name="Component",type=string,JSONPath=`.spec.component`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -1,11 +1,13 @@
 package v1alpha1
 
 // Condition types. Ready is always present; Reconciling and Stalled are present only while
-// true (kstatus); each of the others is owned by one phase of the reconcile.
+// true (kstatus); Suspended only while spec.suspend is true; each of the others is owned by one
+// phase of the reconcile.
 const (
 	ReadyCondition           = "Ready"
 	ReconcilingCondition     = "Reconciling"
 	StalledCondition         = "Stalled"
+	SuspendedCondition       = "Suspended"
 	NamespaceReadyCondition  = "NamespaceReady"
 	SecretsReadyCondition    = "SecretsReady"
 	DatabasesReadyCondition  = "DatabasesReady"
@@ -14,6 +16,8 @@ const (
 
 // Condition reasons.
 const (
+	// ReasonSuspended: spec.suspend is true, and Landlord changes nothing of the tenant.
+	ReasonSuspended            = "Suspended"
 	ReasonSucceeded            = "Succeeded"
 	ReasonProgressing          = "Progressing"
 	ReasonNamespaceTerminating = "NamespaceTerminating"
@@ -146,6 +150,12 @@ const (
 	// switched it to Retain, restored when the tenant is Purged.
 	VolumeClaimAnnotation   = "tenancy.landlord.dev/claim-name"
 	ReclaimPolicyAnnotation = "tenancy.landlord.dev/reclaim-policy"
+	// ReconcileRequestAnnotation on a Tenant requests a reconcile now: each time its value (any
+	// string, commonly an RFC 3339 time) changes, the tenant is converged at once, every object
+	// of it compared in full and its databases checked on their servers, and the value is copied
+	// to status.lastHandledReconcileAt. It is Landlord's counterpart of Flux's
+	// reconcile.fluxcd.io/requestedAt. A suspended tenant handles it once resumed.
+	ReconcileRequestAnnotation = "tenancy.landlord.dev/reconcile-requested-at"
 	// Finalizer makes tenant deletion orderly.
 	Finalizer = "tenancy.landlord.dev/finalizer"
 )

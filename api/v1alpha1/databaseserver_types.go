@@ -119,7 +119,7 @@ type DatabaseServerStatus struct {
 // +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/prune=disabled"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=dbs
+// +kubebuilder:resource:scope=Cluster,shortName=dbs,categories=landlord
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.status) || !has(oldSelf.status.tenants) || oldSelf.status.tenants == 0 || (self.spec.host == oldSelf.spec.host && (has(self.spec.port) ? self.spec.port : 0) == (has(oldSelf.spec.port) ? oldSelf.spec.port : 0) && (has(self.spec.tls) ? self.spec.tls : 'unset') == (has(oldSelf.spec.tls) ? oldSelf.spec.tls : 'unset') && self.spec.adminCredentials.name == oldSelf.spec.adminCredentials.name)",message="spec.host, spec.port, spec.tls and spec.adminCredentials cannot change while tenants have databases on the server: move them first, or create a new DatabaseServer"
 // +kubebuilder:printcolumn:name="Engine",type=string,JSONPath=`.spec.engine`
 // +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.spec.host`

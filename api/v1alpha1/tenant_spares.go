@@ -21,8 +21,10 @@ func (t *Tenant) IsUnallocatedSpare() bool {
 }
 
 // IsReadySpare is whether a tenant is ready to be handed out now: Ready for its current
-// generation and not being deleted. (It says nothing of allocation; see IsUnallocatedSpare.)
+// generation, not suspended and not being deleted. (It says nothing of allocation; see
+// IsUnallocatedSpare.) A suspended spare is not handed out: whoever suspended it is looking at
+// it, and its Ready condition is what was last observed, not what is.
 func (t *Tenant) IsReadySpare() bool {
-	return t.DeletionTimestamp.IsZero() && t.Status.ObservedGeneration == t.Generation &&
+	return t.DeletionTimestamp.IsZero() && !t.Spec.Suspend && t.Status.ObservedGeneration == t.Generation &&
 		meta.IsStatusConditionTrue(t.Status.Conditions, ReadyCondition)
 }

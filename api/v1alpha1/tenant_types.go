@@ -103,6 +103,15 @@ type TenantSpec struct {
 	// +optional
 	State TenantState `json:"state,omitempty"`
 
+	// Suspend, while true, stops Landlord from changing anything of the tenant: no lifecycle
+	// phase runs, nothing that drifted is repaired, no shared secret is copied, no component or
+	// database is changed. The status says so with the Suspended condition and otherwise keeps
+	// what was last observed. Setting it back to false (or removing it) converges the tenant at
+	// once, repairing whatever drifted meanwhile. Deleting a suspended tenant still runs its
+	// finalizer, which keeps its data unless it is Purged.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
 	// PurgeConfirmation must equal the tenant's name when state is Purged, so that data is never
 	// dropped by a typo or a copied manifest.
 	// +kubebuilder:validation:MaxLength=63
@@ -332,8 +341,14 @@ type TenantStatus struct {
 	// +optional
 	Components []ComponentStatus `json:"components,omitempty"`
 
-	// Conditions: Ready (always), Reconciling and Stalled (only while true), and one condition
-	// per concern (NamespaceReady, SecretsReady, DatabasesReady, ComponentsReady).
+	// LastHandledReconcileAt is the value of the ReconcileRequestAnnotation the last reconcile
+	// handled, so a client that set the annotation can wait for its request to be served.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+
+	// Conditions: Ready (always), Reconciling and Stalled (only while true), Suspended (only
+	// while spec.suspend is true), and one condition per concern (NamespaceReady, SecretsReady,
+	// DatabasesReady, ComponentsReady).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -345,11 +360,14 @@ type TenantStatus struct {
 // +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/prune=disabled"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=tnt
+// +kubebuilder:resource:scope=Cluster,shortName=tnt,categories=landlord
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self.metadata.name) <= 50",message="metadata.name must be a DNS label of at most 50 characters (lowercase letters, digits and '-') so the tenant's namespace name fits"
 // +kubebuilder:validation:XValidation:rule="self.spec.state != 'Purged' || (has(self.spec.purgeConfirmation) && self.spec.purgeConfirmation == self.metadata.name)",message="spec.purgeConfirmation must equal the tenant's name to purge it",fieldPath=".spec.purgeConfirmation"
 type Tenant struct {

@@ -15,6 +15,7 @@ type TenantTemplate struct {
 
 	// Spec is the spares' Tenant spec. Organization and email come from the claim.
 	// +kubebuilder:validation:XValidation:rule="!has(self.state) || self.state == 'Active'",message="spares are Active"
+	// +kubebuilder:validation:XValidation:rule="!has(self.suspend) || !self.suspend",message="spares are not suspended: a suspended spare is never Ready for a claim; suspend one spare by itself instead"
 	Spec TenantSpec `json:"spec"`
 }
 
@@ -62,7 +63,7 @@ type TenantPoolStatus struct {
 // +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/prune=disabled"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:scope=Cluster,shortName=tp
+// +kubebuilder:resource:scope=Cluster,shortName=tp,categories=landlord
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.ready`
 // +kubebuilder:printcolumn:name="Provisioning",type=integer,JSONPath=`.status.provisioning`
@@ -141,6 +142,9 @@ type TenantClaimSpec struct {
 
 // TenantClaimStatus is the outcome of a claim.
 type TenantClaimStatus struct {
+	// ObservedGeneration is the generation of the claim the status reports on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration"`
 	// Phase is Pending until a spare is bound, then Bound. A claim never fails: a missing pool
 	// may yet be created, and an empty one refills.
 	// +optional
@@ -160,6 +164,13 @@ type TenantClaimStatus struct {
 	// Message explains Reason.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Conditions follow kstatus, so kubectl wait --for=condition=Ready and Flux health checks
+	// work on a claim: Ready is True once the claim is Bound; while it is Pending, Ready is False
+	// and Reconciling True, both with the reason it waits (NoReadySpare, PoolNotFound).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // TenantClaim is a signup: it binds one Ready spare of a pool to a customer.
@@ -167,7 +178,7 @@ type TenantClaimStatus struct {
 // +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/prune=disabled"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=tc
+// +kubebuilder:resource:shortName=tc,categories=landlord
 // +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.pool`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Tenant",type=string,JSONPath=`.status.tenant`
@@ -180,6 +191,7 @@ type TenantClaim struct {
 	// +required
 	Spec TenantClaimSpec `json:"spec"`
 
+	// +kubebuilder:default={"observedGeneration":-1}
 	// +optional
 	Status TenantClaimStatus `json:"status,omitempty"`
 }

@@ -85,6 +85,11 @@ type Applier struct {
 	// isolation boundary, which only Landlord may shape. The cache must carry
 	// ForeignFieldsAnnotation (MarkForeignFields).
 	WholeObject bool
+	// Verify compares every object with the API server's own copy: one the cache keeps without
+	// its body is read, rather than taken for Landlord's on the strength of the memo, its
+	// applied-hash annotation and the absence of other field managers. It is for a person's
+	// request to check a tenant now, when what the cache and the memo say is in doubt.
+	Verify bool
 	// Repaired, when set, hears of every repair: the object, and the field managers that had
 	// added to it (none when only fields of Landlord's had changed).
 	Repaired func(obj client.Object, foreign []string)
@@ -139,7 +144,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 		}
 		digest := contentDigest(live)
 		state := memoUnknown
-		if len(foreign) == 0 {
+		if len(foreign) == 0 && !a.Verify {
 			if state = a.Memo.lookup(desired, print, live.GetResourceVersion(), digest); state == memoSame {
 				return Unchanged, nil, nil
 			}
@@ -159,7 +164,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 			}
 		case bodyDropped(live) && !appliedAsWanted:
 			// The desired object changed since it was applied: apply it, no need to read.
-		case bodyDropped(live) && (state == memoWanted || state == memoUnknown && others == ""):
+		case bodyDropped(live) && !a.Verify && (state == memoWanted || state == memoUnknown && others == ""):
 			// Landlord applied exactly this, and the object has not changed since Landlord
 			// last saw it match (or, unknown to a restarted operator, no one else owns a field
 			// of it): the content is Landlord's.

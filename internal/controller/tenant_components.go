@@ -309,7 +309,7 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, s *tenantScope, 
 		}
 	}
 
-	applier := r.applier()
+	applier := r.applier(s)
 	inventory := make([]string, 0, len(objs))
 	current := map[string]bool{}
 	// What the API server answered to this reconcile's writes: the cache sees them only later.

@@ -104,6 +104,21 @@ var dataAnnotationsChanged = predicate.Funcs{
 	},
 }
 
+// reconcileRequested passes updates that set ReconcileRequestAnnotation to a new value: a
+// request to reconcile the tenant now. Removing the annotation requests nothing.
+var reconcileRequested = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return false
+		}
+		requested := e.ObjectNew.GetAnnotations()[tenancyv1alpha1.ReconcileRequestAnnotation]
+		return requested != "" && requested != e.ObjectOld.GetAnnotations()[tenancyv1alpha1.ReconcileRequestAnnotation]
+	},
+}
+
 // domainsChanged passes deleted tenants and updates that change spec.domains.
 var domainsChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -124,8 +139,8 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
 		// Labels select shared secrets, so a label change is a change to converge; so are the
-		// annotations that take over or abandon data.
-		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, dataAnnotationsChanged))).
+		// annotations that take over or abandon data, and a request to reconcile now.
+		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, dataAnnotationsChanged, reconcileRequested))).
 		Owns(&corev1.Namespace{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&corev1.ResourceQuota{}).
@@ -156,9 +171,14 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Reconcile converges one tenant: fetch it, make deletion orderly (finalize a deleted tenant;
-// add the finalizer to a new one), run the phases its lifecycle state lists (tenant_phases.go),
-// and write the status they add up to, only when it changed: an unchanged tenant costs no API
-// request at all.
+// add the finalizer to a new one), stop there if it is suspended, run the phases its lifecycle
+// state lists (tenant_phases.go), and write the status they add up to, only when it changed: an
+// unchanged tenant costs no API request at all.
+//
+// A deleted tenant is finalized even while suspended, as Flux lets a suspended object go: the
+// finalizer is what keeps a tenant's data (databases, stored credentials, volumes switched to
+// Retain) when its namespace goes, and skipping it would leave the namespace to the garbage
+// collector, volumes and all.
 func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &tenancyv1alpha1.Tenant{}
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
@@ -173,11 +193,28 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	}
 
+	if t.Spec.Suspend {
+		// Events of its objects still come here; they cost a cache read, and once the status
+		// says Suspended, nothing else.
+		return ctrl.Result{}, patchStatus(ctx, r.Client, t, &t.Status, suspendedStatus(t))
+	}
+
 	s := newTenantScope(t, r.Config.NamespaceName(t.Name))
+	requested := t.Annotations[tenancyv1alpha1.ReconcileRequestAnnotation]
+	if requested != "" && requested != t.Status.LastHandledReconcileAt {
+		// Asked for by a person, typically during an incident: what Landlord remembers of the
+		// tenant's objects is not trusted, and each is compared in full again.
+		r.forget(s.namespace)
+		s.verify = true
+	}
 	phases := phasesFor(t.Spec.State)
 	results := r.runPhases(ctx, s, phases)
 	next := computeStatus(t, s.namespace, s.status, results)
 	logStall(ctx, t, next)
+	if s.verify {
+		// Handled, whatever the outcome: the conditions say how it went.
+		next.LastHandledReconcileAt = requested
+	}
 	if err := patchStatus(ctx, r.Client, t, &t.Status, next); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -79,7 +79,8 @@ func placedDatabases(t *tenancyv1alpha1.Tenant) map[dbKey]*tenancyv1alpha1.Datab
 
 // ensureDatabases converges the tenant's databases and records those in place in the status
 // draft. A database whose credentials Secret is intact and whose status records it in place
-// costs nothing but a cache-compared apply: no store read, no login to its server. Everything
+// costs nothing but a cache-compared apply: no store read, no login to its server, unless a
+// reconcile was asked for (tenantScope.verify), which checks it on its server. Everything
 // else takes the slow path: credentials from the store (created there first for a new
 // database), the database ensured on its server, then the Secret written.
 func (r *TenantReconciler) ensureDatabases(ctx context.Context, s *tenantScope) outcome {
@@ -142,7 +143,7 @@ func (r *TenantReconciler) ensureDatabase(ctx context.Context, s *tenantScope, e
 		return prev, stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
 			"%s is on DatabaseServer %s, not %s: databases are never moved", e, prev.Server, e.Server)
 	}
-	if prev != nil && (e.Rotation == "" || e.Rotation == prev.Rotation) {
+	if prev != nil && !s.verify && (e.Rotation == "" || e.Rotation == prev.Rotation) {
 		existing := &corev1.Secret{}
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: tenancyv1alpha1.DatabaseSecretName(e.Name)}, existing)
 		switch {
@@ -410,7 +411,7 @@ func (r *TenantReconciler) publishCredentials(ctx context.Context, s *tenantScop
 		return prev, r.serverFailed(t, e, c.Server, err)
 	}
 	sec := resources.DatabaseSecret(t, s.namespace, c, database.Address(ds))
-	if _, err := r.applier().Apply(ctx, sec); err != nil {
+	if _, err := r.applier(s).Apply(ctx, sec); err != nil {
 		return prev, r.applyFailed(t, sec, err)
 	}
 	return &tenancyv1alpha1.DatabaseStatus{

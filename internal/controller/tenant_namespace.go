@@ -54,7 +54,7 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 	if err != nil {
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
-	applier := r.applier()
+	applier := r.applier(s)
 	applier.Inputs = &inputs
 	// These objects are the isolation boundary: anything someone else adds to them is removed.
 	applier.WholeObject = true
@@ -183,7 +183,8 @@ func (r *TenantReconciler) removeNamespace(ctx context.Context, s *tenantScope) 
 	return progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "waiting for namespace %s to finish terminating", s.namespace)
 }
 
-// applier applies the tenant's objects: cache-compared, remembered once found in place.
-func (r *TenantReconciler) applier() *apply.Applier {
-	return &apply.Applier{Client: r.Client, APIReader: r.APIReader, Memo: r.Applied}
+// applier applies the tenant's objects: cache-compared, remembered once found in place, and
+// compared with the API server's copies when a reconcile was asked for (tenantScope.verify).
+func (r *TenantReconciler) applier(s *tenantScope) *apply.Applier {
+	return &apply.Applier{Client: r.Client, APIReader: r.APIReader, Memo: r.Applied, Verify: s.verify}
 }

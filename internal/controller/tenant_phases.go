@@ -21,6 +21,9 @@ type tenantScope struct {
 	tenant    *tenancyv1alpha1.Tenant
 	namespace string
 	status    tenancyv1alpha1.TenantStatus
+	// verify: a reconcile was asked for (ReconcileRequestAnnotation), and what earlier
+	// reconciles found in place is checked again rather than trusted: databases on their servers.
+	verify bool
 }
 
 func newTenantScope(t *tenancyv1alpha1.Tenant, namespace string) *tenantScope {

@@ -26,7 +26,7 @@ func (r *TenantReconciler) copySharedSecrets(ctx context.Context, s *tenantScope
 		r.Recorder.Eventf(e.Source, t, corev1.EventTypeWarning, tenancyv1alpha1.ReasonInvalidObject, "Share", "%v", e.Err)
 	}
 
-	applier := r.applier()
+	applier := r.applier(s)
 	// A change reaches every tenant at once: its copies have rate limits of their own.
 	applier.Client = r.Urgent
 	keep := make(map[string]bool, len(desired))

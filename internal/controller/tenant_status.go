@@ -57,6 +57,7 @@ func computeStatus(t *tenancyv1alpha1.Tenant, namespace string, draft tenancyv1a
 			conds.remove(c)
 		}
 	}
+	conds.remove(tenancyv1alpha1.SuspendedCondition)
 
 	switch {
 	case stalledBy != nil:
@@ -89,4 +90,21 @@ func readyMessage(t *tenancyv1alpha1.Tenant, namespace string) string {
 		state = tenancyv1alpha1.StateActive
 	}
 	return fmt.Sprintf("tenant is %s in namespace %s", state, namespace)
+}
+
+// suspendedStatus is the status of a tenant whose spec.suspend is true: what was last observed,
+// untouched (Ready, Reconciling, Stalled and the phases' conditions say how the tenant was when
+// Landlord stopped looking), with the Suspended condition saying that Landlord changes nothing
+// and observedGeneration current, since the spec was read and suspend is what it asks. kstatus
+// therefore reports the last observed health: Current for a tenant that was Ready, InProgress
+// for one suspended while it was still converging, Failed for one that was stalled. A request
+// to reconcile now is not handled while suspended (lastHandledReconcileAt stays), so a client
+// waiting on it keeps waiting, until the tenant is resumed.
+func suspendedStatus(t *tenancyv1alpha1.Tenant) tenancyv1alpha1.TenantStatus {
+	s := *t.Status.DeepCopy()
+	conds := conditions{list: &s.Conditions, generation: t.Generation}
+	conds.set(tenancyv1alpha1.SuspendedCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonSuspended,
+		"spec.suspend is true: Landlord changes nothing of this tenant (no phase runs, no drift is repaired) until it is set to false")
+	s.ObservedGeneration = t.Generation
+	return s
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -127,5 +128,67 @@ func TestComputeStatus(t *testing.T) {
 				t.Error("computeStatus changed the tenant it was given")
 			}
 		})
+	}
+}
+
+func TestSuspendedStatusKeepsWhatWasObservedAndSaysWhy(t *testing.T) {
+	observed := []metav1.Condition{
+		{Type: tenancyv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: tenancyv1alpha1.ReasonRollingOut, ObservedGeneration: 3},
+		{Type: tenancyv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonRollingOut, ObservedGeneration: 3},
+		{Type: tenancyv1alpha1.ComponentsReadyCondition, Status: metav1.ConditionFalse, Reason: tenancyv1alpha1.ReasonRollingOut, ObservedGeneration: 3},
+	}
+	tenant := &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme", Generation: 7},
+		Spec:       tenancyv1alpha1.TenantSpec{Suspend: true},
+		Status: tenancyv1alpha1.TenantStatus{
+			ObservedGeneration: 3, Namespace: "tenant-acme", LastHandledReconcileAt: "earlier",
+			Conditions: append([]metav1.Condition(nil), observed...),
+		},
+	}
+	before := *tenant.Status.DeepCopy()
+
+	got := suspendedStatus(tenant)
+
+	t.Run("the Suspended condition names spec.suspend, for the current generation", func(t *testing.T) {
+		c := meta.FindStatusCondition(got.Conditions, tenancyv1alpha1.SuspendedCondition)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != tenancyv1alpha1.ReasonSuspended || c.ObservedGeneration != 7 {
+			t.Fatalf("Suspended = %+v, want True/Suspended at generation 7", c)
+		}
+		if !strings.Contains(c.Message, "spec.suspend") {
+			t.Errorf("message %q does not name spec.suspend", c.Message)
+		}
+	})
+	t.Run("observedGeneration is current", func(t *testing.T) {
+		if got.ObservedGeneration != 7 {
+			t.Errorf("observedGeneration = %d, want 7", got.ObservedGeneration)
+		}
+	})
+	t.Run("every other condition and field is as last observed", func(t *testing.T) {
+		for _, want := range observed {
+			c := meta.FindStatusCondition(got.Conditions, want.Type)
+			if c == nil || c.Status != want.Status || c.Reason != want.Reason || c.ObservedGeneration != want.ObservedGeneration {
+				t.Errorf("%s = %+v, want %+v", want.Type, c, want)
+			}
+		}
+		if len(got.Conditions) != len(observed)+1 {
+			t.Errorf("%d conditions, want %d", len(got.Conditions), len(observed)+1)
+		}
+		if got.Namespace != "tenant-acme" || got.LastHandledReconcileAt != "earlier" {
+			t.Errorf("namespace %q, lastHandledReconcileAt %q changed", got.Namespace, got.LastHandledReconcileAt)
+		}
+	})
+	t.Run("resumed, computeStatus removes the Suspended condition", func(t *testing.T) {
+		resumed := tenant.DeepCopy()
+		resumed.Spec.Suspend = false
+		resumed.Status = got
+		next := computeStatus(resumed, "tenant-acme", *got.DeepCopy(), []phaseResult{
+			{tenancyv1alpha1.NamespaceReadyCondition, done(tenancyv1alpha1.ReasonSucceeded, "namespace is ready")},
+		})
+		if c := meta.FindStatusCondition(next.Conditions, tenancyv1alpha1.SuspendedCondition); c != nil {
+			t.Errorf("Suspended = %+v after resuming, want it absent", c)
+		}
+	})
+	if !equality.Semantic.DeepEqual(tenant.Status, before) {
+		t.Error("suspendedStatus changed the tenant it was given")
 	}
 }

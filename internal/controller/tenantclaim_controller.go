@@ -62,6 +62,10 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if claim.Status.Phase == tenancyv1alpha1.ClaimBound || !claim.DeletionTimestamp.IsZero() {
 		// The status says it now; memory no longer has to.
 		r.binds.Delete(claim.UID)
+		if claim.Status.Phase == tenancyv1alpha1.ClaimBound && claim.DeletionTimestamp.IsZero() {
+			// A claim bound before claims had conditions gets them; any other costs nothing.
+			return ctrl.Result{}, patchStatus(ctx, r.Client, claim, &claim.Status, claimStatus(claim, claim.Status))
+		}
 		return ctrl.Result{}, nil
 	}
 
@@ -172,10 +176,10 @@ func (r *TenantClaimReconciler) bind(ctx context.Context, claim *tenancyv1alpha1
 func (r *TenantClaimReconciler) setBound(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, t *tenancyv1alpha1.Tenant) error {
 	now := metav1.Now()
 	orig := claim.DeepCopy()
-	claim.Status = tenancyv1alpha1.TenantClaimStatus{
+	claim.Status = claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{
 		Phase: tenancyv1alpha1.ClaimBound, Tenant: t.Name, Namespace: r.Config.NamespaceName(t.Name),
 		BoundTime: &now, Reason: tenancyv1alpha1.ReasonBound, Message: fmt.Sprintf("bound to tenant %s", t.Name),
-	}
+	})
 	// Optimistic: a reconcile working from a stale copy of a claim already Bound must not bind
 	// it again (a second event, a second latency sample, a new boundTime).
 	if err := r.Client.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -191,5 +195,21 @@ func (r *TenantClaimReconciler) setBound(ctx context.Context, claim *tenancyv1al
 
 func (r *TenantClaimReconciler) setPending(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, reason, msg string) error {
 	return patchStatus(ctx, r.Client, claim, &claim.Status,
-		tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: reason, Message: msg})
+		claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: reason, Message: msg}))
+}
+
+// claimStatus is next, the claim's phase, reason and message, with the kstatus conditions they
+// stand for, so kubectl wait --for=condition=Ready and Flux health checks work on claims: a
+// Bound claim is Ready; a Pending one is Reconciling, not Ready, with the reason it waits. A
+// claim never stalls: a missing pool may yet be created, and an empty one refills.
+func claimStatus(claim *tenancyv1alpha1.TenantClaim, next tenancyv1alpha1.TenantClaimStatus) tenancyv1alpha1.TenantClaimStatus {
+	next.ObservedGeneration = claim.Generation
+	next.Conditions = append([]metav1.Condition(nil), claim.Status.Conditions...)
+	conds := conditions{list: &next.Conditions, generation: claim.Generation}
+	if next.Phase == tenancyv1alpha1.ClaimBound {
+		conds.ready(next.Reason, next.Message)
+	} else {
+		conds.reconciling(next.Reason, next.Message)
+	}
+	return next
 }
