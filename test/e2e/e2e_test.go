@@ -112,6 +112,30 @@ stringData: {color: %s}
 			})
 		}
 	})
+	t.Run("kubectl landlord pauses a tenant, and resuming it repairs what was changed meanwhile; a check on request finds it Ready", func(t *testing.T) {
+		plugin := s.plugin(t)
+		if out := plugin("get", "tenants"); !strings.Contains(out, "pied-piper") || !strings.Contains(out, "REASON") {
+			t.Errorf("kubectl landlord get tenants:\n%s", out)
+		}
+		plugin("suspend", "pied-piper")
+		s.kubectl(t, "wait", "--for=condition=Suspended", "tenant/pied-piper", "--timeout=1m")
+		s.kubectl(t, "-n", "tenant-pied-piper", "patch", "resourcequota", "tenant-quota", "--type=merge", "-p", `{"spec":{"hard":{"pods":"999"}}}`)
+		if out := plugin("status", "pied-piper"); !strings.Contains(out, "Suspended") {
+			t.Errorf("kubectl landlord status does not say the tenant is suspended:\n%s", out)
+		}
+		plugin("resume", "pied-piper")
+		s.eventually(t, "the quota edited while pied-piper was suspended is repaired", func() bool {
+			pods, err := s.kubectlErr("-n", "tenant-pied-piper", "get", "resourcequota", "tenant-quota", "-o", "jsonpath={.spec.hard.pods}")
+			return err == nil && pods != "" && pods != "999"
+		})
+		s.eventually(t, "pied-piper's Suspended condition is gone", func() bool {
+			out, err := s.kubectlErr("get", "tenant", "pied-piper", "-o", `jsonpath={.status.conditions[?(@.type=="Suspended")].status}`)
+			return err == nil && out == ""
+		})
+		if out := plugin("reconcile", "pied-piper", "--wait"); !strings.Contains(out, "Ready=True") {
+			t.Errorf("kubectl landlord reconcile --wait:\n%s", out)
+		}
+	})
 	t.Run("a component upgrade rolls out the new version and says so in an event", func(t *testing.T) {
 		template, err := os.ReadFile(filepath.Join(s.root, "config", "samples", "components", "web-1.0.0.yaml"))
 		if err != nil {
@@ -271,6 +295,29 @@ spec:
 			t.Errorf("landlord_build_info is %v, want one series of value 1", got)
 		}
 	})
+}
+
+// plugin builds landlordctl as the kubectl plugin kubectl-landlord and returns a function that
+// runs `kubectl landlord ARGS...` through the real kubectl, as the administrator; a failure fails
+// the test.
+func (s *suite) plugin(t *testing.T) func(args ...string) string {
+	t.Helper()
+	dir := filepath.Join(s.dir, "plugins")
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-landlord"), "./cmd/landlordctl")
+	build.Dir = s.root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building kubectl-landlord: %v\n%s", err, out)
+	}
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(s.assets, "kubectl"), append([]string{"landlord"}, args...)...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl landlord %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
 }
 
 // scrape GETs the operator's metrics with a bearer token, as the shipped ServiceMonitor does
