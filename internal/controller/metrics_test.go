@@ -16,9 +16,9 @@ import (
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
-// count adds up a metric's samples whose labels include the given ones: counter and gauge
+// metric adds up a metric's samples whose labels include the given ones: counter and gauge
 // values, and a histogram's number of observations.
-func count(g Gomega, name string, labels map[string]string) float64 {
+func metric(g Gomega, name string, labels map[string]string) float64 {
 	families, err := ctrlmetrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
 	return testenv.CountMetric(families, name, labels)
@@ -41,49 +41,49 @@ func TestOperatorMetrics(t *testing.T) {
 		g := NewWithT(t)
 		active := map[string]string{"state": "Active", "ready": "True", "reason": tenancyv1alpha1.ReasonSucceeded}
 		frozen := map[string]string{"state": "Frozen", "ready": "True", "reason": tenancyv1alpha1.ReasonSucceeded}
-		beforeActive, beforeFrozen := count(g, "landlord_tenants", active), count(g, "landlord_tenants", frozen)
+		beforeActive, beforeFrozen := metric(g, "landlord_tenants", active), metric(g, "landlord_tenants", frozen)
 		createTenant(t, newTenant("metrics-active"))
 		createTenant(t, newTenant("metrics-frozen", func(t *tenancyv1alpha1.Tenant) { t.Spec.State = tenancyv1alpha1.StateFrozen }))
 		g.Eventually(func(g Gomega) {
-			g.Expect(count(g, "landlord_tenants", active)).To(Equal(beforeActive + 1))
-			g.Expect(count(g, "landlord_tenants", frozen)).To(Equal(beforeFrozen + 1))
+			g.Expect(metric(g, "landlord_tenants", active)).To(Equal(beforeActive + 1))
+			g.Expect(metric(g, "landlord_tenants", frozen)).To(Equal(beforeFrozen + 1))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
 	t.Run("a tenant's PostgreSQL database is ensured, counted and timed; a resync of the Ready tenant calls no server; the purge drops it once", func(t *testing.T) {
 		g := NewWithT(t)
 		name := "metrics-db"
-		ensured, ensureFailed := count(g, "landlord_database_operations_total", dbOps("ensure", "success")), count(g, "landlord_database_operations_total", dbOps("ensure", "error"))
-		timed := count(g, "landlord_database_operation_duration_seconds", map[string]string{"server": pgServer, "operation": "ensure"})
-		dropped := count(g, "landlord_database_operations_total", dbOps("drop", "success"))
-		puts := count(g, "landlord_secret_store_operations_total", map[string]string{"backend": "file", "operation": "put", "result": "success"})
+		ensured, ensureFailed := metric(g, "landlord_database_operations_total", dbOps("ensure", "success")), metric(g, "landlord_database_operations_total", dbOps("ensure", "error"))
+		timed := metric(g, "landlord_database_operation_duration_seconds", map[string]string{"server": pgServer, "operation": "ensure"})
+		dropped := metric(g, "landlord_database_operations_total", dbOps("drop", "success"))
+		puts := metric(g, "landlord_secret_store_operations_total", map[string]string{"backend": "file", "operation": "put", "result": "success"})
 
 		createTenant(t, newTenant(name, func(t *tenancyv1alpha1.Tenant) {
 			t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app"}}
 		}))
 		waitIdle(t)
-		ensures := count(g, "landlord_database_operations_total", dbOps("ensure", "success")) - ensured
+		ensures := metric(g, "landlord_database_operations_total", dbOps("ensure", "success")) - ensured
 		g.Expect(ensures).To(BeNumerically(">=", 1))
-		g.Expect(count(g, "landlord_database_operations_total", dbOps("ensure", "error"))).To(Equal(ensureFailed))
-		g.Expect(count(g, "landlord_database_operation_duration_seconds", map[string]string{"server": pgServer, "operation": "ensure"})-timed).To(Equal(ensures),
+		g.Expect(metric(g, "landlord_database_operations_total", dbOps("ensure", "error"))).To(Equal(ensureFailed))
+		g.Expect(metric(g, "landlord_database_operation_duration_seconds", map[string]string{"server": pgServer, "operation": "ensure"})-timed).To(Equal(ensures),
 			"every ensure is timed once")
-		g.Expect(count(g, "landlord_secret_store_operations_total", map[string]string{"backend": "file", "operation": "put", "result": "success"})).To(BeNumerically(">", puts),
+		g.Expect(metric(g, "landlord_secret_store_operations_total", map[string]string{"backend": "file", "operation": "put", "result": "success"})).To(BeNumerically(">", puts),
 			"the credentials were stored")
 		provisioned := landlordLogs.find("database provisioned", map[string]any{"tenant": name, "database": "app"})
 		g.Expect(provisioned).NotTo(BeEmpty())
 		g.Expect(provisioned[0].values).To(HaveKeyWithValue("server", pgServer))
 		g.Expect(provisioned[0].values).To(HaveKeyWithValue("engine", "postgres"))
 
-		settled := count(g, "landlord_database_operations_total", dbOps("ensure", "success"))
-		storedPuts := count(g, "landlord_secret_store_operations_total", map[string]string{"operation": "put"})
+		settled := metric(g, "landlord_database_operations_total", dbOps("ensure", "success"))
+		storedPuts := metric(g, "landlord_secret_store_operations_total", map[string]string{"operation": "put"})
 		resync(t, name)
-		g.Expect(count(g, "landlord_database_operations_total", dbOps("ensure", "success"))).To(Equal(settled))
-		g.Expect(count(g, "landlord_secret_store_operations_total", map[string]string{"operation": "put"})).To(Equal(storedPuts))
+		g.Expect(metric(g, "landlord_database_operations_total", dbOps("ensure", "success"))).To(Equal(settled))
+		g.Expect(metric(g, "landlord_secret_store_operations_total", map[string]string{"operation": "put"})).To(Equal(storedPuts))
 
 		setState(t, name, tenancyv1alpha1.StatePurged)
 		waitReady(t, name)
 		waitIdle(t)
-		g.Expect(count(g, "landlord_database_operations_total", dbOps("drop", "success")) - dropped).To(Equal(1.0))
+		g.Expect(metric(g, "landlord_database_operations_total", dbOps("drop", "success")) - dropped).To(Equal(1.0))
 		g.Expect(landlordLogs.find("database dropped", map[string]any{"tenant": name, "database": "app"})).To(HaveLen(1))
 	})
 
@@ -96,15 +96,15 @@ func TestOperatorMetrics(t *testing.T) {
 		t.Cleanup(func() { deleteTenant(t, name) })
 		waitComponentsStalled(t, name, tenancyv1alpha1.ReasonRenderFailed)
 		waitIdle(t)
-		g.Expect(count(g, "landlord_component_render_failures_total", failures)).To(BeNumerically(">=", 1))
+		g.Expect(metric(g, "landlord_component_render_failures_total", failures)).To(BeNumerically(">=", 1))
 		// The alert on stalled tenants selects stalled="true": this tenant is one of them.
-		g.Expect(count(g, "landlord_tenants", map[string]string{"reason": tenancyv1alpha1.ReasonRenderFailed, "stalled": "true"})).To(BeNumerically(">=", 1))
+		g.Expect(metric(g, "landlord_tenants", map[string]string{"reason": tenancyv1alpha1.ReasonRenderFailed, "stalled": "true"})).To(BeNumerically(">=", 1))
 		stalls := landlordLogs.find("tenant stalled", map[string]any{"tenant": name, "reason": tenancyv1alpha1.ReasonRenderFailed})
 		g.Expect(stalls).NotTo(BeEmpty())
 
-		before, reconciles := count(g, "landlord_component_render_failures_total", failures), tenantReconciles.of(name)
+		before, reconciles := metric(g, "landlord_component_render_failures_total", failures), tenantReconciles.of(name)
 		resync(t, name)
-		g.Expect(count(g, "landlord_component_render_failures_total", failures) - before).To(Equal(float64(tenantReconciles.of(name) - reconciles)))
+		g.Expect(metric(g, "landlord_component_render_failures_total", failures) - before).To(Equal(float64(tenantReconciles.of(name) - reconciles)))
 		g.Expect(landlordLogs.find("tenant stalled", map[string]any{"tenant": name, "reason": tenancyv1alpha1.ReasonRenderFailed})).To(HaveLen(len(stalls)),
 			"a stall that goes on is not logged again")
 	})
@@ -119,11 +119,11 @@ func TestOperatorMetrics(t *testing.T) {
 		t.Cleanup(func() { deleteTenant(t, name) })
 		waitComponentsStalled(t, name, tenancyv1alpha1.ReasonInvalidObject)
 		waitIdle(t)
-		g.Expect(count(g, "landlord_apply_failures_total", failures)).To(BeNumerically(">=", 1))
+		g.Expect(metric(g, "landlord_apply_failures_total", failures)).To(BeNumerically(">=", 1))
 
-		before, reconciles := count(g, "landlord_apply_failures_total", failures), tenantReconciles.of(name)
+		before, reconciles := metric(g, "landlord_apply_failures_total", failures), tenantReconciles.of(name)
 		resync(t, name)
-		g.Expect(count(g, "landlord_apply_failures_total", failures) - before).To(Equal(float64(tenantReconciles.of(name) - reconciles)))
+		g.Expect(metric(g, "landlord_apply_failures_total", failures) - before).To(Equal(float64(tenantReconciles.of(name) - reconciles)))
 	})
 
 	t.Run("a drift repair is counted and logged with the object's own keys, never controller-runtime's", func(t *testing.T) {
@@ -136,10 +136,10 @@ func TestOperatorMetrics(t *testing.T) {
 		g.Expect(k8s.List(ctx, quotas, client.InNamespace(ns))).To(Succeed())
 		g.Expect(quotas.Items).NotTo(BeEmpty())
 		quota := &quotas.Items[0]
-		before := count(g, "landlord_drift_repairs_total", map[string]string{"kind": "ResourceQuota"})
+		before := metric(g, "landlord_drift_repairs_total", map[string]string{"kind": "ResourceQuota"})
 		g.Expect(k8s.Patch(ctx, quota, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"hard":{"pods":"999"}}}`)), client.FieldOwner("someone"))).To(Succeed())
 		g.Eventually(func() float64 {
-			return count(g, "landlord_drift_repairs_total", map[string]string{"kind": "ResourceQuota"})
+			return metric(g, "landlord_drift_repairs_total", map[string]string{"kind": "ResourceQuota"})
 		}).WithTimeout(timeout).Should(BeNumerically(">", before))
 		var repairs []logLine
 		g.Eventually(func() []logLine {
@@ -162,19 +162,19 @@ func TestOperatorMetrics(t *testing.T) {
 		createPool(outer, newPool(pool, 1))
 		waitPool(t, pool, 1, 0)
 		g.Eventually(func(g Gomega) {
-			g.Expect(count(g, "landlord_pool_spares_desired", map[string]string{"pool": pool})).To(Equal(1.0))
-			g.Expect(count(g, "landlord_pool_spares_ready", map[string]string{"pool": pool})).To(Equal(1.0))
+			g.Expect(metric(g, "landlord_pool_spares_desired", map[string]string{"pool": pool})).To(Equal(1.0))
+			g.Expect(metric(g, "landlord_pool_spares_ready", map[string]string{"pool": pool})).To(Equal(1.0))
 		}).WithTimeout(timeout).Should(Succeed())
 		createClaim(outer, newClaim("metrics-claim", pool))
 		waitBound(t, "metrics-claim")
 		g.Eventually(func() float64 {
-			return count(g, "landlord_claim_bind_seconds", map[string]string{"pool": pool})
+			return metric(g, "landlord_claim_bind_seconds", map[string]string{"pool": pool})
 		}).WithTimeout(timeout).Should(Equal(1.0))
 	})
 
 	t.Run("landlord_build_info is 1 for the running build", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(count(g, "landlord_build_info", map[string]string{"go_version": runtime.Version()})).To(Equal(1.0))
+		g.Expect(metric(g, "landlord_build_info", map[string]string{"go_version": runtime.Version()})).To(Equal(1.0))
 	})
 
 	t.Run("every metric the dashboard and the alerts query is one the operator exports", func(t *testing.T) {
