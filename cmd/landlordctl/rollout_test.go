@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -444,20 +445,10 @@ func startFleet() error {
 	return nil
 }
 
-// waitFor polls until check passes or the deadline is reached.
+// waitFor waits until check passes, and fails the test with check's last error at the timeout.
 func waitFor(t *testing.T, timeout time.Duration, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	gomega.NewWithT(t).Eventually(check).WithTimeout(timeout).Should(gomega.Succeed(), what)
 }
 
 // createTenants creates Ready tenants labeled group=<group>, each pinning the given component
