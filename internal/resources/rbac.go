@@ -99,6 +99,9 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   ClusterRoleName(name),
 				Labels: map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue},
+				// Every tenant's RoleBindings name these roles: uninstalling the operator's
+				// Helm release must not take away every tenant's access.
+				Annotations: map[string]string{"helm.sh/resource-policy": "keep"},
 			},
 			Rules: rules[name],
 		})

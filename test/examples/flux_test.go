@@ -293,16 +293,31 @@ func TestTheFluxExampleIsWellFormed(t *testing.T) {
 		}
 	})
 
-	t.Run("no object is applied by two layers, and the CRDs are never pruned", func(t *testing.T) {
+	t.Run("no object is applied by two layers, and neither the CRDs nor the secret store are ever pruned", func(t *testing.T) {
 		owner := map[string]string{}
 		for name, ks := range ex.kustomizations {
-			for _, obj := range build(t, ex.dir(ks)) {
+			objs := build(t, ex.dir(ks))
+			// The namespaces holding a PersistentVolumeClaim (the secret store's): pruning one
+			// deletes the claim with it, whatever the claim's own annotation says.
+			holdsData := sets.New[string]()
+			for _, obj := range objs {
+				if obj.GetKind() == "PersistentVolumeClaim" {
+					holdsData.Insert(obj.GetNamespace())
+				}
+			}
+			for _, obj := range objs {
 				if other, ok := owner[key(obj)]; ok {
 					t.Errorf("%s is applied by both %s and %s: the one removed from Git would prune it", key(obj), other, name)
 				}
 				owner[key(obj)] = name
-				if obj.GetKind() == "CustomResourceDefinition" && ks.Spec.Prune {
+				kept := !ks.Spec.Prune || obj.GetAnnotations()["kustomize.toolkit.fluxcd.io/prune"] == "disabled"
+				switch {
+				case obj.GetKind() == "CustomResourceDefinition" && !kept:
 					t.Errorf("%s prunes the CRD %s: removing it deletes every object of its kind", name, obj.GetName())
+				case obj.GetKind() == "PersistentVolumeClaim" && !kept:
+					t.Errorf("%s prunes the claim %s: removing it deletes the data on it", name, key(obj))
+				case obj.GetKind() == "Namespace" && holdsData.Has(obj.GetName()) && !kept:
+					t.Errorf("%s prunes the namespace %s, and with it the claims in it", name, obj.GetName())
 				}
 			}
 		}

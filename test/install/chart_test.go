@@ -114,7 +114,7 @@ func TestTheChartInstallsWhatConfigDefaultInstalls(t *testing.T) {
 	}
 	delete(want, "Namespace//landlord-system")
 	// The chart's defaults are config/default's but for the image tag (the chart's appVersion).
-	rendered := render(t, filepath.Join(root, "charts", "landlord"), "image.tag=dev")
+	rendered := render(t, filepath.Join(root, "charts", "landlord"), "image.repository=landlord", "image.tag=dev")
 	got := normalizeAll(rendered)
 
 	keys := func(m map[string]object) []string {
@@ -201,8 +201,8 @@ func TestTheChartsValues(t *testing.T) {
 				if _, ok := objects[pdb]; ok {
 					t.Error("a PodDisruptionBudget is rendered though it is off by default")
 				}
-				if image := container(t, objects)["image"]; image != "landlord:0.1.0" {
-					t.Errorf("image %v, want landlord:<appVersion>", image)
+				if image := container(t, objects)["image"]; image != "ghcr.io/landlord-dev/landlord:v0.1.0" {
+					t.Errorf("image %v, want the release's: ghcr.io/landlord-dev/landlord:v<appVersion>", image)
 				}
 			},
 		},

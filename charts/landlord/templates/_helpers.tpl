@@ -21,7 +21,7 @@ app.kubernetes.io/component: controller-manager
 {{- end }}
 
 {{- define "landlord.version" -}}
-{{ .Values.image.tag | default .Chart.AppVersion }}
+{{ .Values.image.tag | default (printf "v%s" .Chart.AppVersion) }}
 {{- end }}
 
 {{/* The store backend the operator's configuration names: file (the default) or gcs. */}}
