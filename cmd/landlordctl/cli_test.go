@@ -147,6 +147,13 @@ func TestGetShowsTenantsWithTheirStateReadinessNamespaceAndVersions(t *testing.T
 			t.Errorf("err=%v stderr=%q", err, stderr)
 		}
 	})
+
+	t.Run("of a found and a missing tenant, the found one is printed and the command still fails, as kubectl's", func(t *testing.T) {
+		out, stderr, err := run(t, binaryName, "get", "tenants", "listed-a", "nobody", "-o", "name", "--kubeconfig", kubeconfig)
+		if err == nil || out != "tenant.tenancy.landlord.dev/listed-a\n" || !strings.Contains(stderr, `tenant "nobody" not found`) {
+			t.Errorf("err=%v out=%q stderr=%q", err, out, stderr)
+		}
+	})
 }
 
 func TestClaimsAreMadeAndListedInTheNamespaceOfTheKubeconfigContext(t *testing.T) {
@@ -267,6 +274,17 @@ func TestVersionReportsTheClientAndTheOperatorFoundInTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), deploy) })
+	// A tenant's look-alike, in a namespace listed before landlord-system, is not the operator.
+	decoy := deploy.DeepCopy()
+	decoy.Namespace, decoy.ResourceVersion, decoy.UID = "aaa-tenant", "", ""
+	decoy.Spec.Template.Spec.Containers[0].Image = "ghcr.io/landlord-dev/landlord:v6.6.6"
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: decoy.Namespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if err := c.Create(context.Background(), decoy); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), decoy) })
 	out, _, err = run(t, binaryName, "version", "-o", "yaml", "--kubeconfig", kubeconfig)
 	info = versionInfo{}
 	if err != nil || yaml.Unmarshal([]byte(out), &info) != nil || info.Operator == nil ||

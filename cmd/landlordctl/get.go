@@ -70,19 +70,30 @@ func runGet(cmd *cobra.Command, root *rootOptions, o *getOptions, kind string, n
 		return err
 	}
 	ctx := cmd.Context()
+	var missing int
 	if len(names) == 0 {
 		if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
 			return err
 		}
-	} else if err := getNamed(cmd, c, list, namespace, names); err != nil {
+	} else if missing, err = getNamed(cmd, c, list, namespace, names); err != nil {
 		return err
 	}
-	return printList(root.out, cmd.ErrOrStderr(), o.output, list, o.allNamespaces, len(names) == 1)
+	if missing == len(names) && missing > 0 {
+		return fmt.Errorf("%d of %d not found", missing, len(names))
+	}
+	if err := printList(root.out, cmd.ErrOrStderr(), o.output, list, o.allNamespaces, len(names) == 1); err != nil {
+		return err
+	}
+	// As kubectl: what was found is printed, and the command still fails.
+	if missing > 0 {
+		return fmt.Errorf("%d of %d not found", missing, len(names))
+	}
+	return nil
 }
 
 // getNamed reads the named objects one by one, reporting those that do not exist as kubectl
-// does, and fails once all are read if any was missing.
-func getNamed(cmd *cobra.Command, c client.Client, list client.ObjectList, namespace string, names []string) error {
+// does, and returns how many were missing.
+func getNamed(cmd *cobra.Command, c client.Client, list client.ObjectList, namespace string, names []string) (int, error) {
 	var missing int
 	key := func(n string) client.ObjectKey { return client.ObjectKey{Namespace: namespace, Name: n} }
 	switch l := list.(type) {
@@ -91,7 +102,7 @@ func getNamed(cmd *cobra.Command, c client.Client, list client.ObjectList, names
 			t := tenancyv1alpha1.Tenant{}
 			if err := c.Get(cmd.Context(), key(n), &t); err != nil {
 				if !apierrors.IsNotFound(err) {
-					return err
+					return missing, err
 				}
 				missing++
 				fmt.Fprintf(cmd.ErrOrStderr(), "tenant %q not found\n", n)
@@ -104,7 +115,7 @@ func getNamed(cmd *cobra.Command, c client.Client, list client.ObjectList, names
 			tc := tenancyv1alpha1.TenantClaim{}
 			if err := c.Get(cmd.Context(), key(n), &tc); err != nil {
 				if !apierrors.IsNotFound(err) {
-					return err
+					return missing, err
 				}
 				missing++
 				fmt.Fprintf(cmd.ErrOrStderr(), "claim %s/%s not found\n", namespace, n)
@@ -113,10 +124,7 @@ func getNamed(cmd *cobra.Command, c client.Client, list client.ObjectList, names
 			l.Items = append(l.Items, tc)
 		}
 	}
-	if missing > 0 && missing == len(names) {
-		return fmt.Errorf("%d of %d not found", missing, len(names))
-	}
-	return nil
+	return missing, nil
 }
 
 func printList(out, errOut io.Writer, f *outputFlags, list client.ObjectList, withNamespace, single bool) error {

@@ -14,6 +14,9 @@ import (
 	"github.com/landlord-dev/landlord/internal/version"
 )
 
+// operatorNamespace is where config/manager and the chart install the operator.
+const operatorNamespace = "landlord-system"
+
 // operatorLabels select the operator's Deployment, as config/manager labels it.
 var operatorLabels = client.MatchingLabels{"app.kubernetes.io/name": "landlord", "app.kubernetes.io/component": "controller-manager"}
 
@@ -97,7 +100,9 @@ func findOperator(parent context.Context, root *rootOptions) *operatorInfo {
 	ctx, cancel := context.WithTimeout(parent, operatorTimeout)
 	defer cancel()
 	list := &appsv1.DeploymentList{}
-	if err := c.List(ctx, list, operatorLabels); err != nil {
+	// Only the operator's own namespace: the labels are not protected elsewhere, and a tenant
+	// could label a Deployment of its own to pass for the operator.
+	if err := c.List(ctx, list, operatorLabels, client.InNamespace(operatorNamespace)); err != nil {
 		return unknown("listing Deployments: %v", err)
 	}
 	for _, d := range list.Items {
