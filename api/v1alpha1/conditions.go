@@ -69,8 +69,11 @@ const (
 	ReasonVolumesDeleted = "VolumesDeleted"
 
 	// DatabaseServer reasons.
-	ReasonReachable          = "Reachable"
-	ReasonUnreachable        = "Unreachable"
+	ReasonReachable   = "Reachable"
+	ReasonUnreachable = "Unreachable"
+	// ReasonCredentialsMissing: a DatabaseServer's admin credentials Secret is missing or
+	// incomplete; on a tenant, a database in place has neither its stored credentials nor an
+	// intact credentials Secret, and is not given a new password without a rotation request.
 	ReasonCredentialsMissing = "CredentialsMissing"
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/crdcheck"
 )
 
 // fieldManager is the field manager of landlordctl's writes. A name of its own matters on
@@ -95,14 +97,44 @@ request until it is resumed.`,
 	return cmd
 }
 
-// patchTenant merge-patches one tenant: only the field the command is about is sent.
+// patchTenant merge-patches one tenant: only the field the command is about is sent. Strict
+// field validation makes the API server refuse a field the installed CRD does not declare,
+// rather than drop it and answer success.
 func patchTenant(ctx context.Context, c client.Client, name, patch string) (*tenancyv1alpha1.Tenant, error) {
 	t := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	err := c.Patch(ctx, t, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(fieldManager))
-	if apierrors.IsNotFound(err) {
+	err := c.Patch(ctx, t, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(fieldManager), client.FieldValidation("Strict"))
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("tenant %s not found", name)
+	case (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) && strings.Contains(err.Error(), "strict decoding error"):
+		// The error quotes the whole tenant; the part that matters is its last clause.
+		why := err.Error()
+		if i := strings.LastIndex(why, "strict decoding error"); i >= 0 {
+			why = why[i:]
+		}
+		return nil, fmt.Errorf("the API server refused the patch (%s); %s", why, outdatedCRD)
 	}
 	return t, err
+}
+
+// outdatedCRD is what to do about a Tenant CRD older than landlordctl.
+const outdatedCRD = "the installed Tenant CRD is older than landlordctl: apply the CRDs of this release " +
+	"(Helm never upgrades crds/: kubectl apply --server-side -f the chart's crds/)"
+
+// checkTenantCRD refuses a Tenant CRD that lacks the fields suspend, resume and reconcile write
+// or wait for: the API server would drop them and the command would look as if it worked. A
+// check that cannot be made (an API server not serving OpenAPI v3 to this user) refuses
+// nothing: the strict patch still catches a dropped spec.suspend.
+func checkTenantCRD(ctx context.Context, root *rootOptions) error {
+	cfg, err := root.restConfig()
+	if err != nil {
+		return err
+	}
+	var outdated *crdcheck.OutdatedError
+	if err := crdcheck.Tenant(ctx, cfg); errors.As(err, &outdated) {
+		return err
+	}
+	return nil
 }
 
 func setSuspend(ctx context.Context, root *rootOptions, o *tenantOptions, name string, suspend bool) error {
@@ -115,8 +147,15 @@ func setSuspend(ctx context.Context, root *rootOptions, o *tenantOptions, name s
 	if suspend {
 		patch, doing, verb = `{"spec":{"suspend":true}}`, "suspending", "suspended"
 	}
-	if _, err := patchTenant(ctx, c, name, patch); err != nil {
+	if err := checkTenantCRD(ctx, root); err != nil {
 		return fmt.Errorf("%s tenant %s: %w", doing, name, err)
+	}
+	t, err := patchTenant(ctx, c, name, patch)
+	if err != nil {
+		return fmt.Errorf("%s tenant %s: %w", doing, name, err)
+	}
+	if t.Spec.Suspend != suspend {
+		return fmt.Errorf("%s tenant %s: the API server answered with spec.suspend %t; %s", doing, name, t.Spec.Suspend, outdatedCRD)
 	}
 	fmt.Fprintf(root.out, "tenant/%s %s\n", name, verb)
 	return nil
@@ -129,6 +168,10 @@ func requestReconcile(ctx context.Context, root *rootOptions, o *tenantOptions, 
 	c, err := root.client()
 	if err != nil {
 		return err
+	}
+	// Without status.lastHandledReconcileAt the request is never seen handled.
+	if err := checkTenantCRD(ctx, root); err != nil {
+		return fmt.Errorf("requesting a reconcile of tenant %s: %w", name, err)
 	}
 	current := &tenancyv1alpha1.Tenant{}
 	switch err := c.Get(ctx, client.ObjectKey{Name: name}, current); {

@@ -62,6 +62,8 @@ type TenantReconciler struct {
 	Applied *apply.Memo
 	// rendered remembers each component's last rendering.
 	rendered renderMemo
+	// requests remembers the reconcile requests handled, should the status not keep them.
+	requests handledRequests
 
 	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
 	Resync <-chan event.GenericEvent
@@ -182,6 +184,9 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &tenancyv1alpha1.Tenant{}
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.requests.forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !t.DeletionTimestamp.IsZero() {
@@ -201,7 +206,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 	s := newTenantScope(t, r.Config.NamespaceName(t.Name))
 	requested := t.Annotations[tenancyv1alpha1.ReconcileRequestAnnotation]
-	if requested != "" && requested != t.Status.LastHandledReconcileAt {
+	if requested != "" && requested != t.Status.LastHandledReconcileAt && !r.requests.handled(t, requested) {
 		// Asked for by a person, typically during an incident: what Landlord remembers of the
 		// tenant's objects is not trusted, and each is compared in full again.
 		r.forget(s.namespace)
@@ -217,6 +222,10 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	if err := patchStatus(ctx, r.Client, t, &t.Status, next); err != nil {
 		return ctrl.Result{}, err
+	}
+	if s.verify {
+		// t is now as the API server returned it.
+		r.handledRequest(ctx, t, requested, t.Status.LastHandledReconcileAt)
 	}
 	return requeueAfter(phases, results)
 }

@@ -144,17 +144,12 @@ func (r *TenantReconciler) ensureDatabase(ctx context.Context, s *tenantScope, e
 			"%s is on DatabaseServer %s, not %s: databases are never moved", e, prev.Server, e.Server)
 	}
 	if prev != nil && !s.verify && (e.Rotation == "" || e.Rotation == prev.Rotation) {
-		existing := &corev1.Secret{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: tenancyv1alpha1.DatabaseSecretName(e.Name)}, existing)
-		switch {
-		case err == nil && metav1.IsControlledBy(existing, t):
-			c, ok := resources.CredentialsFromSecret(existing, e.Name)
-			if ok && c.Engine == e.engine && c.Server == prev.Server &&
-				c.Account.Database == prev.Database && c.Account.Username == prev.Username {
-				return r.publishCredentials(ctx, s, c, prev)
-			}
-		case err != nil && !apierrors.IsNotFound(err):
+		c, ok, err := r.intactCredentials(ctx, s, e, prev)
+		if err != nil {
 			return prev, failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		}
+		if ok {
+			return r.publishCredentials(ctx, s, c, prev)
 		}
 	}
 
@@ -192,10 +187,31 @@ func (r *TenantReconciler) ensureDatabase(ctx context.Context, s *tenantScope, e
 	return r.publishCredentials(ctx, s, c, prev)
 }
 
+// intactCredentials reads the credentials of a database in place from the tenant's own Secret:
+// ok only when the Secret is the tenant's (controlled by it), unedited (its digest matches) and
+// names the engine, server, database and login the status records.
+func (r *TenantReconciler) intactCredentials(ctx context.Context, s *tenantScope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, error) {
+	existing := &corev1.Secret{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: tenancyv1alpha1.DatabaseSecretName(e.Name)}, existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		return resources.DatabaseCredentials{}, false, nil
+	case err != nil:
+		return resources.DatabaseCredentials{}, false, err
+	case !metav1.IsControlledBy(existing, s.tenant):
+		return resources.DatabaseCredentials{}, false, nil
+	}
+	c, ok := resources.CredentialsFromSecret(existing, e.Name)
+	ok = ok && c.Engine == e.engine && c.Server == prev.Server &&
+		c.Account.Database == prev.Database && c.Account.Username == prev.Username
+	return c, ok, nil
+}
+
 // credentials returns a database's credentials from the store, creating them there for a new
 // database (after choosing its server) and replacing the password when a rotation is requested.
 // The store is written before the server, so no database ever exists that the store does not
-// know about.
+// know about. A database the status records in place is never created again: see
+// restoreCredentials.
 func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, outcome) {
 	ok := outcome{done: true}
 	name := tenancyv1alpha1.DatabaseSecretName(e.Name)
@@ -231,6 +247,8 @@ func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e db
 			return c, false, storeFailed(e, err)
 		}
 		return c, true, ok
+	case errors.Is(err, secret.ErrNotFound) && prev != nil:
+		return r.restoreCredentials(ctx, s, e, prev)
 	case errors.Is(err, secret.ErrNotFound):
 	default:
 		return resources.DatabaseCredentials{}, false, storeFailed(e, err)
@@ -263,6 +281,63 @@ func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e db
 		return c, false, storeFailed(e, err)
 	}
 	return c, false, ok
+}
+
+// restoreCredentials answers a store that holds no record of a database the tenant's status
+// records in place: a record deleted by hand, a store restored from an older backup, the file
+// store's volume replaced or the operator pointed at another bucket or prefix (the store
+// identity check catches a whole other store, not a store missing some records). The database
+// exists on its server, with a password the tenant's running applications hold, so it is never
+// given a newly generated one because the store lost its record: that would lock every one of
+// them out, on a request to reconcile now as on any reconcile.
+//
+// The tenant's own Secret, when intact and consistent (intactCredentials), is the password in
+// use: it is written back to the store, and the caller ensures the database with it. Without
+// it, nothing holds the password any more; the database stalls (CredentialsMissing) until an
+// administrator puts the record back in the store (from a backup) or asks for a new password
+// by setting the database's rotation to a new value, which is then minted as any rotation is.
+// This holds when the Secret was deleted too, rather than minting as the store's answer alone
+// would suggest: a deleted Secret does not stop applications that read it at start, and a
+// silent new password would also hide that the store lost data.
+func (r *TenantReconciler) restoreCredentials(ctx context.Context, s *tenantScope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, outcome) {
+	t := s.tenant
+	c, intact, err := r.intactCredentials(ctx, s, e, prev)
+	if err != nil {
+		return c, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
+	}
+	rotate := e.Rotation != "" && e.Rotation != prev.Rotation
+	if !intact {
+		if !rotate {
+			return c, false, stalled(tenancyv1alpha1.ReasonCredentialsMissing,
+				"%s on DatabaseServer %s: the stored credentials are missing (the secret store holds no record %s/%s) and the tenant's Secret %s is gone or was edited, "+
+					"so nothing holds the password of database %q any more; it is not replaced without a request. "+
+					"Put the record back in the store from a backup, or set the database's rotation to a new value to give it a new password",
+				e, prev.Server, s.namespace, tenancyv1alpha1.DatabaseSecretName(e.Name), tenancyv1alpha1.DatabaseSecretName(e.Name), prev.Database)
+		}
+		// A rotation asked for a new password; the database keeps its names.
+		c = resources.DatabaseCredentials{
+			Engine: e.engine, Name: e.Name, Server: prev.Server, Rotation: prev.Rotation,
+			Account: database.Account{Database: prev.Database, Username: prev.Username},
+		}
+	}
+	c.UID = string(t.UID)
+	c.Account.Owner, c.Account.Adopt = string(t.UID), adoptedUID(t)
+	if rotate {
+		password, err := database.GeneratePassword()
+		if err != nil {
+			return c, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		}
+		c.Account.Password, c.Rotation = password, e.Rotation
+	}
+	if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.namespace, c)); err != nil {
+		return c, false, storeFailed(e, err)
+	}
+	if !rotate {
+		databaseLog(ctx, t, e, c).Info("stored credentials were missing; written back from the tenant's Secret")
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, "CredentialsRestored", "Restore",
+			"the secret store held no record of %s; the password in the tenant's Secret %s is written back to it and kept", e, tenancyv1alpha1.DatabaseSecretName(e.Name))
+	}
+	return c, rotate, outcome{done: true}
 }
 
 // claimRecord decides whether a stored record is the tenant's to use. A record names the UID of

@@ -29,6 +29,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/crdcheck"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/policy"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -133,6 +134,16 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	restCfg.QPS = cfg.Client.QPS
 	restCfg.Burst = cfg.Client.Burst
 	restCfg.UserAgent = UserAgent
+	// Helm never upgrades a chart's crds/: an operator upgraded without its CRDs has fields it
+	// writes silently dropped by the API server. It says so at start, as an error, and runs on:
+	// refusing to start would stop every tenant's convergence for the want of fields only
+	// suspend and reconcile requests use, and the tenant controller bounds what a dropped
+	// status.lastHandledReconcileAt costs (a request is verified once per process).
+	crdCtx, cancelCRD := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := crdcheck.Tenant(crdCtx, restCfg); err != nil {
+		ctrl.Log.WithName("setup").Error(err, "checking the installed Tenant CRD")
+	}
+	cancelCRD()
 
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme: tenancyv1alpha1.Scheme(),
