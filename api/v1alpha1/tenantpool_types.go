@@ -21,7 +21,8 @@ type TenantTemplate struct {
 
 // TenantPoolSpec is how many ready spares a pool keeps, and what they are.
 type TenantPoolSpec struct {
-	// Replicas is how many unallocated spares the pool keeps, Ready or on their way.
+	// Replicas is how many unallocated spares the pool keeps, Ready or on their way; suspended
+	// spares are not counted.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	Replicas int32 `json:"replicas"`
@@ -47,6 +48,11 @@ type TenantPoolStatus struct {
 	// Provisioning spares are on their way to Ready.
 	// +optional
 	Provisioning int32 `json:"provisioning"`
+	// Suspended spares were suspended by someone looking at them: the pool neither hands them
+	// out nor counts them towards replicas or maxProvisioning, creates others in their place,
+	// and never deletes them when it shrinks. They count again once resumed.
+	// +optional
+	Suspended int32 `json:"suspended"`
 	// Allocated tenants were handed out by this pool; the pool never touches them again.
 	// +optional
 	Allocated int32 `json:"allocated"`
@@ -68,6 +74,7 @@ type TenantPoolStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.ready`
 // +kubebuilder:printcolumn:name="Provisioning",type=integer,JSONPath=`.status.provisioning`
 // +kubebuilder:printcolumn:name="Allocated",type=integer,JSONPath=`.status.allocated`
+// +kubebuilder:printcolumn:name="Suspended",type=integer,JSONPath=`.status.suspended`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters, so spare names fit"
 type TenantPool struct {

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,12 +89,35 @@ func TestGetShowsTenantsWithTheirStateReadinessNamespaceAndVersions(t *testing.T
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "NAME STATE READY REASON NAMESPACE VERSIONS AGE" {
+		if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "NAME STATE READY REASON SUSPENDED NAMESPACE VERSIONS AGE" {
 			t.Fatalf("table:\n%s", out)
 		}
 		row := strings.Fields(lines[1])
-		if want := []string{"listed-a", "Active", "True", "Succeeded", ns, "web=1.0.0"}; !slices.Equal(row[:6], want) {
+		if want := []string{"listed-a", "Active", "True", "Succeeded", "false", ns, "web=1.0.0"}; !slices.Equal(row[:7], want) {
 			t.Errorf("row %q, want %q", row, want)
+		}
+	})
+
+	t.Run("a suspended tenant says so, as kubectl's Suspended column does", func(t *testing.T) {
+		suspended := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "listed-b"}}
+		if err := c.Patch(context.Background(), suspended, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = c.Patch(context.Background(), suspended, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":null}}`)))
+		})
+		out, _, err := run(t, binaryName, "get", "tenants", "-l", "group=listed", "--kubeconfig", kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+			if f := strings.Fields(line); len(f) > 4 {
+				rows[f[0]] = f[4]
+			}
+		}
+		if want := map[string]string{"listed-a": "false", "listed-b": "true"}; !reflect.DeepEqual(rows, want) {
+			t.Errorf("SUSPENDED = %v, want %v\n%s", rows, want, out)
 		}
 	})
 

@@ -124,6 +124,8 @@ func tenantTable(tenants []tenancyv1alpha1.Tenant) *metav1.Table {
 		{Name: "State", Type: "string"},
 		{Name: "Ready", Type: "string"},
 		{Name: "Reason", Type: "string"},
+		// As kubectl's printer column: the conditions of a suspended tenant are as last observed.
+		{Name: "Suspended", Type: "boolean"},
 		{Name: "Namespace", Type: "string"},
 		{Name: "Versions", Type: "string"},
 		{Name: "Age", Type: "string"},
@@ -138,7 +140,7 @@ func tenantTable(tenants []tenancyv1alpha1.Tenant) *metav1.Table {
 		}
 		status, reason, message := readyOf(t.Status.Conditions)
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{t.Name, state, status, orNone(reason), orNone(t.Status.Namespace), orNone(versions(t)),
+			Cells: []any{t.Name, state, status, orNone(reason), t.Spec.Suspend, orNone(t.Status.Namespace), orNone(versions(t)),
 				age(t.CreationTimestamp), orNone(t.OrganizationName()), orNone(message)},
 			Object: runtime.RawExtension{Object: t},
 		})

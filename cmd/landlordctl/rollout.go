@@ -63,7 +63,8 @@ stops and reports what succeeded, what failed and why, and what was not started.
 Only the component's version is written, with server-side apply under the field manager
 landlordctl-rollout-<component>, so rollouts of different components run side by side. A tenant
 whose version is owned by another manager (a GitOps controller, the tool that created it) is
-refused, since that manager would put its own version back; --force takes the version over.
+refused, since that manager would put its own version back; --force takes the version over. A
+suspended tenant is refused too, --force or not: it would report no version until resumed.
 
 Each batch's tenants are watched (not polled) until the operator reports them; while they are
 pending, the reasons their Ready conditions give are printed as they change, and each batch
@@ -157,6 +158,11 @@ func classify(t *tenancyv1alpha1.Tenant, component, version string, force bool) 
 	}
 	if t.Spec.Components[i].Version == version {
 		return verdict{actionSkip, "already at " + version}
+	}
+	if t.Spec.Suspend {
+		// It would take the version and never report it: the batch would wait its whole
+		// timeout. Not even --force: resuming is a decision about the whole tenant.
+		return verdict{actionRefuse, fmt.Sprintf("suspended (landlordctl resume %s first)", t.Name)}
 	}
 	if owners := versionOwners(t, component); len(owners) > 0 && !force {
 		return verdict{actionRefuse, managedByMessage(component, owners)}

@@ -109,6 +109,45 @@ func TestPlanLeavesDeletedAndPurgedTenantsAlone(t *testing.T) {
 	}
 }
 
+// A suspended tenant would take the version and never report it: the rollout would wait its
+// whole timeout. It is refused up front, --force or not, unless there is nothing to change.
+func TestASuspendedTenantIsRefusedUntilItIsResumed(t *testing.T) {
+	suspended := func(pins ...string) *tenancyv1alpha1.Tenant {
+		tenant := pinned("acme", nil, pins...)
+		tenant.Spec.Suspend = true
+		return &tenant
+	}
+	refusal := verdict{actionRefuse, "suspended (landlordctl resume acme first)"}
+	for _, tc := range []struct {
+		name   string
+		tenant *tenancyv1alpha1.Tenant
+		force  bool
+		want   verdict
+	}{
+		{"a suspended tenant is refused", suspended("web=1.0.0"), false, refusal},
+		{"--force does not take a suspended tenant over", suspended("web=1.0.0"), true, refusal},
+		{"a suspended tenant already at the version is skipped", suspended("web=1.1.0"), false, verdict{actionSkip, "already at 1.1.0"}},
+		{"a suspended tenant without the component is skipped", suspended("api=2.0.0"), false, verdict{actionSkip, "has no component web"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := classify(tc.tenant, "web", "1.1.0", tc.force); got != tc.want {
+				t.Errorf("classify = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+
+	t.Run("the plan lists it as refused and changes the others", func(t *testing.T) {
+		all := []tenancyv1alpha1.Tenant{*suspended("web=1.0.0"), pinned("globex", nil, "web=1.0.0")}
+		p := planRollout(all, labels.Everything(), nil, rolloutOf("web", "1.1.0"), batchSize{count: 10})
+		if want := [][]string{{"globex"}}; !reflect.DeepEqual(p.batches, want) {
+			t.Errorf("batches = %v, want %v", p.batches, want)
+		}
+		if want := []outcome{{"acme", refusal.reason}}; !reflect.DeepEqual(p.refused, want) {
+			t.Errorf("refused = %v, want %v", p.refused, want)
+		}
+	})
+}
+
 func TestBatchSizesAreCountsOrPercentagesOfTheTenantsToChangeRoundedUp(t *testing.T) {
 	for _, tc := range []struct {
 		flag  string
@@ -773,5 +812,27 @@ func TestAVersionManagedByGitOpsIsRefusedUntilForced(t *testing.T) {
 	}
 	if tenant.Spec.Organization != "GitOps Inc." {
 		t.Errorf("the rest of the spec changed: %+v", tenant.Spec)
+	}
+}
+
+// A suspended tenant in the selection is refused and left as it is, and the rollout moves the
+// others and ends at once, rather than wait its timeout for a version that would never be
+// reported.
+func TestARolloutRefusesASuspendedTenantAndMovesTheOthers(t *testing.T) {
+	c, kubeconfig := sharedCluster(t)
+	createTenants(t, c, "paused", []string{"paused-a", "paused-b"}, "web=1.0.0")
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
+	if err := c.Patch(context.Background(), &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "paused-a"}}, patch); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := landlordctlRollout(t, "--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "1.1.0",
+		"--selector", "group=paused", "--timeout", "60s")
+	if err == nil || !strings.Contains(out, "refuse paused-a: suspended (landlordctl resume paused-a first)") ||
+		!strings.Contains(out, "batch 1/1: paused-b → 1.1.0 ... ready") || !strings.Contains(out, "1 ready, 0 failed, 1 refused") {
+		t.Fatalf("err=%v\n%s", err, out)
+	}
+	if v := specVersion(getTenant(t, c, "paused-a"), "web"); v != "1.0.0" {
+		t.Errorf("the suspended tenant was changed to %s", v)
 	}
 }

@@ -50,6 +50,27 @@ func TestOperatorMetrics(t *testing.T) {
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
+	t.Run("a suspended tenant is counted under suspended=true, out of what the alerts on tenants select", func(t *testing.T) {
+		g := NewWithT(t)
+		const name = "metrics-suspended"
+		ready := func(suspended string) map[string]string {
+			return map[string]string{"state": "Active", "ready": "True", "reason": tenancyv1alpha1.ReasonSucceeded, "suspended": suspended}
+		}
+		createTenant(t, newTenant(name))
+		waitReady(t, name)
+		g.Eventually(func(g Gomega) {
+			g.Expect(metric(g, "landlord_tenants", ready("false"))).To(BeNumerically(">=", 1))
+		}).WithTimeout(timeout).Should(Succeed())
+		running, suspended := metric(g, "landlord_tenants", ready("false")), metric(g, "landlord_tenants", ready("true"))
+		setSuspend(g, name, true)
+		waitSuspended(t, name)
+		// Its Ready condition is frozen as it was: the tenant moves from one series to the other.
+		g.Eventually(func(g Gomega) {
+			g.Expect(metric(g, "landlord_tenants", ready("true"))).To(Equal(suspended + 1))
+			g.Expect(metric(g, "landlord_tenants", ready("false"))).To(Equal(running - 1))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
 	t.Run("a tenant's PostgreSQL database is ensured, counted and timed; a resync of the Ready tenant calls no server; the purge drops it once", func(t *testing.T) {
 		g := NewWithT(t)
 		name := "metrics-db"

@@ -29,6 +29,7 @@ const (
 	collidedSpare              // stalled on the data of an earlier tenant of its name
 	readySpare                 // Ready to be bound
 	provisioningSpare          // not Ready yet
+	suspendedSpare             // suspended by someone looking at it: kept, and not counted
 )
 
 // poolRoleOf is the pool a tenant's label names and what the tenant is to it.
@@ -43,6 +44,9 @@ func poolRoleOf(t *tenancyv1alpha1.Tenant) (string, poolRole) {
 		return pool, foreignTenant
 	case !t.DeletionTimestamp.IsZero():
 		return pool, leavingSpare
+	case t.Spec.Suspend:
+		// Before the collided check: a person suspended it to look at it, whatever it holds.
+		return pool, suspendedSpare
 	case holdsForeignData(t):
 		return pool, collidedSpare
 	case t.IsReadySpare():

@@ -38,8 +38,8 @@ var (
 // tenantsDesc is landlord_tenants: how many tenants are in each lifecycle state and Ready
 // status, computed from the cache when scraped.
 var tenantsDesc = prometheus.NewDesc("landlord_tenants",
-	"Tenants by lifecycle state (spec.state), Ready condition status (True, False, Unknown), Ready reason, and whether they are Stalled (true, false); reported by the leading replica.",
-	[]string{"state", "ready", "reason", "stalled"}, nil)
+	"Tenants by lifecycle state (spec.state), Ready condition status (True, False, Unknown), Ready reason, whether they are Stalled (true, false) and whether they are suspended (spec.suspend: true, false); reported by the leading replica.",
+	[]string{"state", "ready", "reason", "stalled", "suspended"}, nil)
 
 // tenants serves landlord_tenants for whichever operator of this process leads.
 var tenants = &tenantCounts{}
@@ -79,7 +79,8 @@ func (c *tenantCounts) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for key, n := range countTenants(list.Items) {
-		ch <- prometheus.MustNewConstMetric(tenantsDesc, prometheus.GaugeValue, float64(n), key.state, key.ready, key.reason, strconv.FormatBool(key.stalled))
+		ch <- prometheus.MustNewConstMetric(tenantsDesc, prometheus.GaugeValue, float64(n), key.state, key.ready, key.reason,
+			strconv.FormatBool(key.stalled), strconv.FormatBool(key.suspended))
 	}
 }
 
@@ -89,9 +90,12 @@ type tenantKey struct {
 	// stalled: the tenant waits for a person (Stalled=True), where other reasons are retried.
 	// Alerts select on it rather than on a list of reasons that could fall behind the code.
 	stalled bool
+	// suspended: spec.suspend is true, so the conditions are as last observed, on purpose. The
+	// alerts on tenants leave such tenants out.
+	suspended bool
 }
 
-// countTenants counts tenants by state, Ready status and Ready reason. A tenant not yet
+// countTenants counts tenants by state, Ready status and reason, stall and suspension. A tenant not yet
 // reconciled has no Ready condition: Unknown, with no reason.
 func countTenants(items []tenancyv1alpha1.Tenant) map[tenantKey]int {
 	counts := map[tenantKey]int{}
@@ -105,6 +109,7 @@ func countTenants(items []tenancyv1alpha1.Tenant) map[tenantKey]int {
 			key.ready, key.reason = string(ready.Status), ready.Reason
 		}
 		key.stalled = meta.IsStatusConditionTrue(t.Status.Conditions, tenancyv1alpha1.StalledCondition)
+		key.suspended = t.Spec.Suspend
 		counts[key]++
 	}
 	return counts

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -278,32 +279,71 @@ func claimKStatus(g Gomega, name string) (*tenancyv1alpha1.TenantClaim, status.S
 	return claim, res.Status
 }
 
-// A suspended spare's Ready condition is what was last observed, not what is: it is never
-// handed to a claim, and the pool does not count it Ready. Resumed, it is bound at once. The
-// claim says all along, in kstatus conditions, whether it is Ready.
-func TestASuspendedSpareIsNotHandedToAClaimUntilItIsResumed(t *testing.T) {
+// poolCounts waits until the pool has acted on its current spec and reports these counts.
+func poolCounts(t *testing.T, name string, ready, provisioning, suspended, allocated int32) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		pool := &tenancyv1alpha1.TenantPool{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, pool)).To(Succeed())
+		g.Expect(pool.Status.ObservedGeneration).To(Equal(pool.Generation))
+		g.Expect([]int32{pool.Status.Ready, pool.Status.Provisioning, pool.Status.Suspended, pool.Status.Allocated}).
+			To(Equal([]int32{ready, provisioning, suspended, allocated}), "status: %+v", pool.Status)
+	}).WithTimeout(2 * timeout).Should(Succeed())
+}
+
+// A suspended spare's Ready condition is what was last observed, not what is, and whoever
+// suspended it is looking at it: it is never handed to a claim, and the pool keeps it out of
+// its counts. The pool creates a spare in its place, even when maxProvisioning is 1, so claims
+// are bound meanwhile; and shrinking never deletes it (deleting a spare drops its databases).
+// Resumed, it is an ordinary spare again. Claims say all along, in kstatus conditions, whether
+// they are Ready.
+func TestASuspendedSpareIsReplacedNeverHandedOutAndNeverScaledAway(t *testing.T) {
+	ctx := context.Background()
 	const poolName = "pool-paused"
-	createPool(t, newPool(poolName, 1))
+	pool := newPool(poolName, 1)
+	pool.Spec.MaxProvisioning = ptr.To[int32](1)
+	pool.Spec.Template.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app"}}
+	createPool(t, pool)
 	waitPool(t, poolName, 1, 0)
 	g := NewWithT(t)
 	spares, _ := poolTenants(g, poolName)
 	g.Expect(spares).To(HaveLen(1))
 	spare := spares[0].Name
+	data := account(credentials(g, spare, "app"))
 	setSuspend(g, spare, true)
 	waitSuspended(t, spare)
+	createClaim(t, newClaim("while-paused", poolName))
 
-	t.Run("the pool counts the suspended spare, but not as Ready", func(t *testing.T) {
-		NewWithT(t).Eventually(func(g Gomega) {
-			pool := &tenancyv1alpha1.TenantPool{}
-			g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: poolName}, pool)).To(Succeed())
-			g.Expect(pool.Status.Ready).To(BeZero(), "status: %+v", pool.Status)
-			g.Expect(pool.Status.Provisioning).To(BeEquivalentTo(1), "status: %+v", pool.Status)
+	t.Run("the claim is bound to a spare created in place of the suspended one", func(t *testing.T) {
+		g := NewWithT(t)
+		bound := waitBound(t, "while-paused")
+		g.Expect(bound.Status.Tenant).NotTo(Equal(spare))
+		paused := &tenancyv1alpha1.Tenant{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: spare}, paused)).To(Succeed())
+		g.Expect(paused.IsAllocated()).To(BeFalse())
+		g.Expect(paused.Spec.Suspend).To(BeTrue())
+	})
+
+	t.Run("the pool refills and reports the suspended spare on its own", func(t *testing.T) {
+		poolCounts(t, poolName, 1, 0, 1, 1)
+	})
+
+	t.Run("scaled to zero, the pool keeps the suspended spare and its data", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.TenantPool{ObjectMeta: metav1.ObjectMeta{Name: poolName}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`)))).To(Succeed())
+		poolCounts(t, poolName, 0, 0, 1, 1)
+		g.Eventually(func(g Gomega) {
+			spares, _ := poolTenants(g, poolName)
+			g.Expect(spares).To(HaveLen(1))
+			g.Expect(spares[0].Name).To(Equal(spare))
 		}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(dbtest.CanUse(ctx, pg.Server, data)).To(Succeed())
 	})
 
 	createClaim(t, newClaim("waits-for-paused", poolName))
 
-	t.Run("the claim stays pending, Reconciling and not Ready, with the reason it waits", func(t *testing.T) {
+	t.Run("a claim on a pool with only a suspended spare stays pending, Reconciling and not Ready, with the reason it waits", func(t *testing.T) {
 		NewWithT(t).Eventually(func(g Gomega) {
 			claim, st := claimKStatus(g, "waits-for-paused")
 			g.Expect(claim.Status.Phase).To(Equal(tenancyv1alpha1.ClaimPending))
@@ -317,14 +357,15 @@ func TestASuspendedSpareIsNotHandedToAClaimUntilItIsResumed(t *testing.T) {
 			g.Expect(claim.Status.ObservedGeneration).To(Equal(claim.Generation))
 		}).WithTimeout(timeout).Should(Succeed())
 		_, allocated := poolTenants(NewWithT(t), poolName)
-		NewWithT(t).Expect(allocated).To(BeEmpty())
+		NewWithT(t).Expect(allocated).To(HaveLen(1))
 	})
 
-	t.Run("resumed, the spare is bound and the claim is Ready", func(t *testing.T) {
+	t.Run("scaled up again, the claim is bound to a new spare and is Ready", func(t *testing.T) {
 		g := NewWithT(t)
-		setSuspend(g, spare, false)
+		g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.TenantPool{ObjectMeta: metav1.ObjectMeta{Name: poolName}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":1}}`)))).To(Succeed())
 		bound := waitBound(t, "waits-for-paused")
-		g.Expect(bound.Status.Tenant).To(Equal(spare))
+		g.Expect(bound.Status.Tenant).NotTo(Equal(spare))
 		g.Eventually(func(g Gomega) {
 			claim, st := claimKStatus(g, "waits-for-paused")
 			g.Expect(st).To(Equal(status.CurrentStatus))
@@ -333,6 +374,17 @@ func TestASuspendedSpareIsNotHandedToAClaimUntilItIsResumed(t *testing.T) {
 			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(ready.Reason).To(Equal(tenancyv1alpha1.ReasonBound))
 			g.Expect(meta.FindStatusCondition(claim.Status.Conditions, tenancyv1alpha1.ReconcilingCondition)).To(BeNil())
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("resumed, the spare counts towards replicas again and the pool keeps one", func(t *testing.T) {
+		g := NewWithT(t)
+		poolCounts(t, poolName, 1, 0, 1, 2)
+		setSuspend(g, spare, false)
+		poolCounts(t, poolName, 1, 0, 0, 2)
+		g.Eventually(func(g Gomega) {
+			spares, _ := poolTenants(g, poolName)
+			g.Expect(spares).To(HaveLen(1))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 }

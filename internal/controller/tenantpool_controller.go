@@ -82,7 +82,7 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		}
 	}
 
-	var ready, provisioning, collided []string
+	var ready, provisioning, collided, suspended []string
 	seen := map[string]bool{}
 	for i := range tenants.Items {
 		t := &tenants.Items[i]
@@ -98,6 +98,10 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			ready = append(ready, t.Name)
 		case role == provisioningSpare:
 			provisioning = append(provisioning, t.Name)
+		case role == suspendedSpare:
+			// Neither counted nor planned: the pool creates others in its place, and never
+			// deletes it when shrinking (that would drop the databases someone is looking at).
+			suspended = append(suspended, t.Name)
 		}
 	}
 	// A spare created moments ago may already be allocated when the cache first shows it.
@@ -145,7 +149,10 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	poolSparesReady.WithLabelValues(pool.Name).Set(float64(len(ready)))
 	poolSparesDesired.WithLabelValues(pool.Name).Set(float64(pool.Spec.Replicas))
 	return result, patchStatus(ctx, r.Client, pool, &pool.Status,
-		poolStatus(pool, int32(len(ready)), int32(len(provisioning)), int32(r.allocations.count(pool.Name))))
+		poolStatus(pool, poolCounts{
+			ready: int32(len(ready)), provisioning: int32(len(provisioning)),
+			suspended: int32(len(suspended)), allocated: int32(r.allocations.count(pool.Name)),
+		}))
 }
 
 // holdsForeignData is whether a spare stalled on data that belongs to another tenant.
@@ -160,7 +167,8 @@ type poolPlan struct {
 	remove []string // which spares to delete
 }
 
-// planPool brings a pool's unallocated spares (ready and provisioning, by name) to its replicas:
+// planPool brings a pool's unallocated spares (ready and provisioning, by name) to its replicas;
+// suspended spares are not given to it, so they are neither counted nor removed:
 // it creates no more than maxProvisioning may be provisioning at once, and when shrinking
 // removes provisioning spares first (they cost least to replace), then ready ones, each in
 // name order so that concurrent reconciles choose the same. Collided spares drew the name of an
@@ -260,17 +268,28 @@ func (r *TenantPoolReconciler) createSpare(ctx context.Context, pool *tenancyv1a
 	return t.Name, nil
 }
 
+// poolCounts are a pool's tenants by what they are to it.
+type poolCounts struct {
+	ready, provisioning, suspended, allocated int32
+}
+
 // poolStatus is the status of a pool with these counts of spares and allocated tenants.
-func poolStatus(pool *tenancyv1alpha1.TenantPool, ready, provisioning, allocated int32) tenancyv1alpha1.TenantPoolStatus {
+func poolStatus(pool *tenancyv1alpha1.TenantPool, n poolCounts) tenancyv1alpha1.TenantPoolStatus {
 	s := *pool.Status.DeepCopy()
 	s.ObservedGeneration = pool.Generation
-	s.Ready, s.Provisioning, s.Allocated = ready, provisioning, allocated
+	s.Ready, s.Provisioning, s.Suspended, s.Allocated = n.ready, n.provisioning, n.suspended, n.allocated
 	c := conditions{list: &s.Conditions, generation: pool.Generation}
-	if ready >= pool.Spec.Replicas {
-		c.ready(tenancyv1alpha1.ReasonSucceeded, fmt.Sprintf("%d spares ready", ready))
+	// Suspended spares are named in the message, so a pool holding more spares than its
+	// replicas says why.
+	var held string
+	if n.suspended > 0 {
+		held = fmt.Sprintf(", %d suspended", n.suspended)
+	}
+	if n.ready >= pool.Spec.Replicas {
+		c.ready(tenancyv1alpha1.ReasonSucceeded, fmt.Sprintf("%d spares ready%s", n.ready, held))
 	} else {
 		c.reconciling(tenancyv1alpha1.ReasonProgressing,
-			fmt.Sprintf("%d of %d spares ready, %d provisioning", ready, pool.Spec.Replicas, provisioning))
+			fmt.Sprintf("%d of %d spares ready, %d provisioning%s", n.ready, pool.Spec.Replicas, n.provisioning, held))
 	}
 	return s
 }
