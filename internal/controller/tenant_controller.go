@@ -87,39 +87,36 @@ type TenantReconciler struct {
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=componenttemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// annotationUpdate passes the updates of a tenant whose annotations changed as changed says,
+// and no create, delete or generic event.
+func annotationUpdate(changed func(before, after map[string]string) bool) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld != nil && e.ObjectNew != nil && changed(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
+		},
+	}
+}
+
 // dataAnnotationsChanged passes updates that add, change or remove AdoptDataAnnotation or
 // AbandonDataAnnotation, which change what the tenant may do with kept data.
-var dataAnnotationsChanged = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		if e.ObjectOld == nil || e.ObjectNew == nil {
-			return false
+var dataAnnotationsChanged = annotationUpdate(func(before, after map[string]string) bool {
+	for _, key := range []string{tenancyv1alpha1.AdoptDataAnnotation, tenancyv1alpha1.AbandonDataAnnotation} {
+		if before[key] != after[key] {
+			return true
 		}
-		for _, key := range []string{tenancyv1alpha1.AdoptDataAnnotation, tenancyv1alpha1.AbandonDataAnnotation} {
-			if e.ObjectOld.GetAnnotations()[key] != e.ObjectNew.GetAnnotations()[key] {
-				return true
-			}
-		}
-		return false
-	},
-}
+	}
+	return false
+})
 
 // reconcileRequested passes updates that set ReconcileRequestAnnotation to a new value: a
 // request to reconcile the tenant now. Removing the annotation requests nothing.
-var reconcileRequested = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		if e.ObjectOld == nil || e.ObjectNew == nil {
-			return false
-		}
-		requested := e.ObjectNew.GetAnnotations()[tenancyv1alpha1.ReconcileRequestAnnotation]
-		return requested != "" && requested != e.ObjectOld.GetAnnotations()[tenancyv1alpha1.ReconcileRequestAnnotation]
-	},
-}
+var reconcileRequested = annotationUpdate(func(before, after map[string]string) bool {
+	requested := after[tenancyv1alpha1.ReconcileRequestAnnotation]
+	return requested != "" && requested != before[tenancyv1alpha1.ReconcileRequestAnnotation]
+})
 
 // domainsChanged passes deleted tenants and updates that change spec.domains.
 var domainsChanged = predicate.Funcs{

@@ -220,15 +220,7 @@ func TestDeletingATenantThatIsNotPurgedKeepsItsData(t *testing.T) {
 			app := account(credentials(g, tenant.Name, "app"))
 
 			g.Expect(confirmedDelete(ctx, tenant.Name, client.PropagationPolicy(policy))).To(Succeed())
-			g.Eventually(func() bool {
-				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(tenant), &tenancyv1alpha1.Tenant{}))
-			}).WithTimeout(timeout).Should(BeTrue())
-			waitNamespaceGone(t, opConfig.NamespaceName(tenant.Name))
-
-			g.Expect(dbtest.CanUse(ctx, pg.Server, app)).To(Succeed())
-			stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(string(stored.Data[tenancyv1alpha1.CredentialsKeyPassword])).To(Equal(app.Password))
+			expectGoneWithDatabaseKept(t, tenant, app)
 		})
 	}
 }
@@ -391,4 +383,21 @@ func TestDatabasePlacement(t *testing.T) {
 			g.Expect(d.Server).To(Equal("pg-spare"))
 		}
 	})
+}
+
+// expectGoneWithDatabaseKept waits until a deleted tenant and its namespace are gone, then checks
+// that its database "app" still takes the tenant's credentials and that the store still holds
+// them.
+func expectGoneWithDatabaseKept(t *testing.T, tenant *tenancyv1alpha1.Tenant, app database.Account) {
+	t.Helper()
+	g, ctx := NewWithT(t), context.Background()
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(tenant), &tenancyv1alpha1.Tenant{}))
+	}).WithTimeout(timeout).Should(BeTrue())
+	waitNamespaceGone(t, opConfig.NamespaceName(tenant.Name))
+
+	g.Expect(dbtest.CanUse(ctx, pg.Server, app)).To(Succeed())
+	stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(stored.Data[tenancyv1alpha1.CredentialsKeyPassword])).To(Equal(app.Password))
 }

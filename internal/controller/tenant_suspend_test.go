@@ -259,15 +259,7 @@ func TestDeletingASuspendedTenantProceedsAndKeepsItsData(t *testing.T) {
 	waitSuspended(t, tenant.Name)
 
 	g.Expect(confirmedDelete(ctx, tenant.Name)).To(Succeed())
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(tenant), &tenancyv1alpha1.Tenant{}))
-	}).WithTimeout(timeout).Should(BeTrue())
-	waitNamespaceGone(t, opConfig.NamespaceName(tenant.Name))
-
-	g.Expect(dbtest.CanUse(ctx, pg.Server, app)).To(Succeed())
-	stored, err := store.Get(ctx, opConfig.NamespaceName(tenant.Name), "db-app")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(stored.Data[tenancyv1alpha1.CredentialsKeyPassword])).To(Equal(app.Password))
+	expectGoneWithDatabaseKept(t, tenant, app)
 }
 
 // claimKStatus is the claim's status as kstatus-aware tools (Flux, kubectl wait) compute it.
