@@ -22,8 +22,12 @@ const (
 	ReasonProgressing          = "Progressing"
 	ReasonNamespaceTerminating = "NamespaceTerminating"
 	ReasonNamespaceRemoved     = "NamespaceRemoved"
-	ReasonOwnershipConflict    = "OwnershipConflict"
-	ReasonInvalidObject        = "InvalidObject"
+	// ReasonNamespaceMoved: the tenant's namespace, as its status records it, is not the one the
+	// operator's configuration names (namespacePrefix changed); Landlord changes nothing of the
+	// tenant rather than start it over in a second namespace.
+	ReasonNamespaceMoved    = "NamespaceMoved"
+	ReasonOwnershipConflict = "OwnershipConflict"
+	ReasonInvalidObject     = "InvalidObject"
 	// ReasonKindNotAllowed: a component renders a kind the operator may not list and watch.
 	ReasonKindNotAllowed = "KindNotAllowed"
 	// ReasonDomainConflict: a domain of the tenant is another tenant's, or no tenant's to take

@@ -201,7 +201,11 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, patchStatus(ctx, r.Client, t, &t.Status, suspendedStatus(t))
 	}
 
-	s := newTenantScope(t, r.Config.NamespaceName(t.Name))
+	namespace := r.Config.NamespaceName(t.Name)
+	if t.Status.Namespace != "" && t.Status.Namespace != namespace {
+		return ctrl.Result{}, patchStatus(ctx, r.Client, t, &t.Status, namespaceMovedStatus(t, namespace))
+	}
+	s := newTenantScope(t, namespace)
 	requested := t.Annotations[tenancyv1alpha1.ReconcileRequestAnnotation]
 	if requested != "" && requested != t.Status.LastHandledReconcileAt && !r.requests.handled(t, requested) {
 		// Asked for by a person, typically during an incident: what Landlord remembers of the

@@ -32,7 +32,15 @@ func (r *TenantReconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tena
 	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
 		return nil
 	}
-	s := newTenantScope(t, r.Config.NamespaceName(t.Name))
+	namespace := r.Config.NamespaceName(t.Name)
+	if t.Status.Namespace != "" && t.Status.Namespace != namespace {
+		// The namespace prefix changed under the tenant: its data is in a namespace the
+		// configuration no longer names. Deletion waits (retried with backoff) until the
+		// prefix is restored, rather than keep or drop the wrong namespace's.
+		return fmt.Errorf("tenant %s: its namespace is %s, but the operator's configuration names %s (namespacePrefix changed): restore namespacePrefix to delete it",
+			t.Name, t.Status.Namespace, namespace)
+	}
+	s := newTenantScope(t, namespace)
 	// A spare no customer has used holds no customer data: deleting it (scaling a pool down,
 	// deleting a pool) drops its databases, as Purged would.
 	purge := t.Spec.State == tenancyv1alpha1.StatePurged || t.IsUnallocatedSpare()

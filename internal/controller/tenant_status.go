@@ -92,6 +92,22 @@ func readyMessage(t *tenancyv1alpha1.Tenant, namespace string) string {
 	return fmt.Sprintf("tenant is %s in namespace %s", state, namespace)
 }
 
+// namespaceMovedStatus is the status of a tenant whose namespace, as its status records it, is
+// not the one the operator's configuration names: the namespace prefix changed under it.
+// Following the configuration would start the tenant over in a second namespace, leaving its
+// volumes in the first and, the store being keyed by namespace, its database credentials out of
+// reach. The tenant stalls, and only its conditions change.
+func namespaceMovedStatus(t *tenancyv1alpha1.Tenant, configured string) tenancyv1alpha1.TenantStatus {
+	s := *t.Status.DeepCopy()
+	conds := conditions{list: &s.Conditions, generation: t.Generation}
+	conds.stalled(tenancyv1alpha1.ReasonNamespaceMoved, fmt.Sprintf(
+		"the tenant's namespace is %s, but the operator's configuration names %s (namespacePrefix changed): "+
+			"Landlord changes nothing of the tenant rather than start it over in a second namespace; restore namespacePrefix",
+		t.Status.Namespace, configured))
+	s.ObservedGeneration = t.Generation
+	return s
+}
+
 // suspendedStatus is the status of a tenant whose spec.suspend is true: what was last observed,
 // untouched (Ready, Reconciling, Stalled and the phases' conditions say how the tenant was when
 // Landlord stopped looking), with the Suspended condition saying that Landlord changes nothing
