@@ -29,14 +29,13 @@ import (
 // field managers, but leaves alone a field its manifests do not set that another manager wrote.
 const fieldManager = "landlordctl"
 
-// tenantOptions are the flags the suspend, resume and reconcile commands share.
-type tenantOptions struct {
+// reconcileOptions are the reconcile command's flags.
+type reconcileOptions struct {
 	wait    bool
 	timeout time.Duration
 }
 
 func newSuspendCommand(root *rootOptions) *cobra.Command {
-	o := &tenantOptions{}
 	cmd := &cobra.Command{
 		Use:   "suspend TENANT",
 		Short: "Stop Landlord from changing a tenant until it is resumed.",
@@ -50,14 +49,13 @@ set spec.suspend; if it does, Git owns the field: suspend the tenant in Git.`,
 		Example: `  landlordctl suspend acme`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return setSuspend(cmd.Context(), root, o, args[0], true)
+			return setSuspend(cmd.Context(), root, args[0], true)
 		},
 	}
 	return cmd
 }
 
 func newResumeCommand(root *rootOptions) *cobra.Command {
-	o := &tenantOptions{}
 	cmd := &cobra.Command{
 		Use:   "resume TENANT",
 		Short: "Let Landlord converge a suspended tenant again, at once.",
@@ -66,14 +64,14 @@ was suspended is repaired, and spec changes made meanwhile are applied.`,
 		Example: `  landlordctl resume acme`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return setSuspend(cmd.Context(), root, o, args[0], false)
+			return setSuspend(cmd.Context(), root, args[0], false)
 		},
 	}
 	return cmd
 }
 
 func newReconcileCommand(root *rootOptions) *cobra.Command {
-	o := &tenantOptions{}
+	o := &reconcileOptions{}
 	cmd := &cobra.Command{
 		Use:   "reconcile TENANT",
 		Short: "Ask Landlord to converge a tenant now, checking everything again.",
@@ -137,7 +135,7 @@ func checkTenantCRD(ctx context.Context, root *rootOptions) error {
 	return nil
 }
 
-func setSuspend(ctx context.Context, root *rootOptions, o *tenantOptions, name string, suspend bool) error {
+func setSuspend(ctx context.Context, root *rootOptions, name string, suspend bool) error {
 	c, err := root.client()
 	if err != nil {
 		return err
@@ -161,7 +159,7 @@ func setSuspend(ctx context.Context, root *rootOptions, o *tenantOptions, name s
 	return nil
 }
 
-func requestReconcile(ctx context.Context, root *rootOptions, o *tenantOptions, name string, progress io.Writer) error {
+func requestReconcile(ctx context.Context, root *rootOptions, o *reconcileOptions, name string, progress io.Writer) error {
 	if o.wait && o.timeout <= 0 {
 		return errors.New("--timeout must be positive")
 	}
