@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -165,9 +166,13 @@ func (e *Env) StartOperator(cfg config.Config, store secret.Store, wraps ...tran
 	return op, nil
 }
 
-// waitTenantsAdmitted waits until the API server admits a Tenant (a dry run): for a few seconds
-// after the operator applies its admission policies, it answers creates of a kind a policy
-// mutates with 503 ServiceUnavailable, while it loads the kind's schema.
+// waitTenantsAdmitted waits until the operator's admission policies are in force for Tenants: a
+// dry-run Tenant comes back with the finalizer the landlord-tenant-finalizer policy adds. A dry
+// run admitted without it proves nothing: the operator applies its policies a moment after its
+// cache syncs, and once a MutatingAdmissionPolicy matches a kind the API server answers creates of
+// that kind with 503 ServiceUnavailable ("Resource kind ... not found") until its own poll of the
+// OpenAPI document, every 5 seconds, has loaded the kind's schema. That 503 ignores the policy's
+// failurePolicy, so a test creating a Tenant in that window would fail.
 func (e *Env) waitTenantsAdmitted(ctx context.Context) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -175,11 +180,17 @@ func (e *Env) waitTenantsAdmitted(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{Name: "admission-probe"},
 			Spec:       tenancyv1alpha1.TenantSpec{Organization: "Probe", Email: "ops@probe.example.com"},
 		}
-		last = e.AdminClient.Create(ctx, probe, client.DryRunAll)
-		return last == nil, nil
+		if last = e.AdminClient.Create(ctx, probe, client.DryRunAll); last != nil {
+			return false, nil
+		}
+		if !slices.Contains(probe.Finalizers, tenancyv1alpha1.Finalizer) {
+			last = errors.New("admitted without the finalizer policy's finalizer: the operator's policies are not in force yet")
+			return false, nil
+		}
+		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the API server does not admit Tenants: %w (last answer: %v)", err, last)
+		return fmt.Errorf("the API server does not admit Tenants through the operator's policies: %w (last answer: %v)", err, last)
 	}
 	return nil
 }
