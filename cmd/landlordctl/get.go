@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -17,6 +18,7 @@ import (
 type getOptions struct {
 	selector      string
 	allNamespaces bool
+	allContexts   bool
 	output        *outputFlags
 }
 
@@ -28,11 +30,16 @@ func newGetCommand(root *rootOptions) *cobra.Command {
 		Long: `List tenants (cluster-wide) or claims (in --namespace, or every namespace with -A), or the named
 ones. The table shows what a person needs to act on: a tenant's state, whether it is Ready and
 why not, its namespace and its components' versions; -o wide adds the organization and the
-Ready message; -o json|yaml|name give the objects as kubectl does.`,
+Ready message; -o json|yaml|name give the objects as kubectl does.
+
+With --all-contexts, the tenants of every context of the kubeconfig (every cluster of a fleet)
+are one table whose first column is the context; a context that cannot be read is named and
+fails the command after the others are printed.`,
 		Example: `  landlordctl get tenants
   landlordctl get tenants -l plan=trial -o wide
   landlordctl get tenant acme -o yaml
-  landlordctl get claims -A`,
+  landlordctl get claims -A
+  landlordctl get tenants --all-contexts`,
 		Args:      cobra.MinimumNArgs(1),
 		ValidArgs: []string{"tenants", "claims"},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -41,6 +48,7 @@ Ready message; -o json|yaml|name give the objects as kubectl does.`,
 	}
 	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "Only objects whose labels match this selector, e.g. plan=trial.")
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Claims of every namespace.")
+	cmd.Flags().BoolVar(&o.allContexts, "all-contexts", false, "Tenants of every context of the kubeconfig, as one table with the context first.")
 	o.output = addOutputFlags(cmd, true)
 	return cmd
 }
@@ -54,8 +62,14 @@ func runGet(cmd *cobra.Command, root *rootOptions, o *getOptions, kind string, n
 	var namespace string
 	switch kind {
 	case "tenants", "tenant", "tnt":
+		if o.allContexts {
+			return getFleet(cmd, root, o, selector, names)
+		}
 		list = &tenancyv1alpha1.TenantList{}
 	case "claims", "claim", "tenantclaims", "tenantclaim", "tc":
+		if o.allContexts {
+			return errors.New("--all-contexts lists tenants only: list claims one context at a time")
+		}
 		list = &tenancyv1alpha1.TenantClaimList{}
 		if !o.allNamespaces {
 			if namespace, err = root.namespace(); err != nil {
