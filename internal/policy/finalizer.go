@@ -24,9 +24,10 @@ func TenantFinalizerObjects() []client.Object {
 // lacks it (one created before the policy, or whose finalizer was removed), so the policy fails
 // open: a CEL error does not refuse a Tenant. One refusal is the API server's own: for up to
 // about 5 seconds after the Tenant CRD is first served (a fresh install applies it and this
-// policy together), creates of Tenants are answered 503 ServiceUnavailable, "Resource kind ...
-// not found", whatever the failure policy, while the API server loads the kind's schema for its
-// mutating policies; clients retry (docs/troubleshooting.md). Only creates are matched: a
+// policy together) or the API server starts, creates of Tenants are answered 503
+// ServiceUnavailable, "Resource kind ... not found", whatever the failure policy, until the API
+// server's poll of its OpenAPI document has seen the kind; clients retry
+// (docs/troubleshooting.md). Only creates are matched: a
 // finalizer removed later, by the operator when it finalizes or by hand, stays removed.
 //
 // The finalizer is metadata, and the mutation adds it only when missing, so a Tenant created

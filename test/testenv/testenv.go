@@ -159,23 +159,40 @@ func (e *Env) StartOperator(cfg config.Config, store secret.Store, wraps ...tran
 		cancel()
 		return nil, errors.Join(errors.New("operator cache did not sync"), <-op.done)
 	}
-	if err := e.waitTenantsAdmitted(ctx); err != nil {
+	// An operator that fails while the policies are awaited says why at once, not after the wait.
+	exited := false
+	running := func() error {
+		select {
+		case err := <-op.done:
+			exited = true
+			return fmt.Errorf("the operator stopped: %v", err)
+		default:
+			return nil
+		}
+	}
+	if err := e.waitTenantsAdmitted(ctx, running); err != nil {
 		cancel()
-		return nil, errors.Join(err, <-op.done)
+		if !exited {
+			err = errors.Join(err, <-op.done)
+		}
+		return nil, err
 	}
 	return op, nil
 }
 
-// waitTenantsAdmitted waits until the operator's admission policies are in force for Tenants: a
-// dry-run Tenant comes back with the finalizer the landlord-tenant-finalizer policy adds. A dry
-// run admitted without it proves nothing: the operator applies its policies a moment after its
-// cache syncs, and once a MutatingAdmissionPolicy matches a kind the API server answers creates of
-// that kind with 503 ServiceUnavailable ("Resource kind ... not found") until its own poll of the
-// OpenAPI document, every 5 seconds, has loaded the kind's schema. That 503 ignores the policy's
-// failurePolicy, so a test creating a Tenant in that window would fail.
-func (e *Env) waitTenantsAdmitted(ctx context.Context) error {
+// waitTenantsAdmitted waits until the operator's finalizer policy is in force for Tenants: a
+// dry-run Tenant comes back with the finalizer landlord-tenant-finalizer adds. A dry run admitted
+// without it proves nothing: the operator applies its policies a moment after its cache syncs,
+// and a create that a MutatingAdmissionPolicy matches is answered 503 ServiceUnavailable
+// ("Resource kind ... not found"), whatever the policy's failurePolicy, until the API server's
+// own poll of its OpenAPI document (every 5 seconds, from its start) has seen the kind. A test
+// creating a Tenant in that window would fail. running reports an operator that has stopped.
+func (e *Env) waitTenantsAdmitted(ctx context.Context, running func() error) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := running(); err != nil {
+			return false, err
+		}
 		probe := &tenancyv1alpha1.Tenant{
 			ObjectMeta: metav1.ObjectMeta{Name: "admission-probe"},
 			Spec:       tenancyv1alpha1.TenantSpec{Organization: "Probe", Email: "ops@probe.example.com"},
@@ -184,13 +201,13 @@ func (e *Env) waitTenantsAdmitted(ctx context.Context) error {
 			return false, nil
 		}
 		if !slices.Contains(probe.Finalizers, tenancyv1alpha1.Finalizer) {
-			last = errors.New("admitted without the finalizer policy's finalizer: the operator's policies are not in force yet")
+			last = errors.New("admitted without the finalizer policy's finalizer: the policy is not in force yet")
 			return false, nil
 		}
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the API server does not admit Tenants through the operator's policies: %w (last answer: %v)", err, last)
+		return fmt.Errorf("the API server does not admit Tenants through the operator's finalizer policy: %w (last answer: %v)", err, last)
 	}
 	return nil
 }
