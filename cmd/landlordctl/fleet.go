@@ -7,13 +7,16 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -23,11 +26,26 @@ import (
 // time of its slowest, not the sum of all.
 const fleetReads = 8
 
-// contextTenants is one kubeconfig context's tenants, or why they could not be read.
+// fleetRequestTimeout bounds each request to a cluster of the fleet unless --request-timeout says
+// otherwise: one cluster that accepts connections and never answers must not hold up the view of
+// all the others for ever. A variable, so that a test can shorten it.
+var fleetRequestTimeout = 30 * time.Second
+
+// perClusterFlags are kubectl's connection flags that name one cluster or one identity. With
+// --all-contexts they would send every context to one server, or one cluster's credentials to
+// every server of the kubeconfig, so they are refused. --as and --request-timeout apply to
+// every context as they say.
+var perClusterFlags = []string{"server", "cluster", "user", "token", "username", "password",
+	"client-certificate", "client-key", "certificate-authority", "insecure-skip-tls-verify", "tls-server-name"}
+
+// contextTenants is one kubeconfig context's tenants, or why they could not be read (Error), or
+// why they were not read though nothing failed (Note: Landlord is not installed there, or
+// another context already listed the same cluster).
 type contextTenants struct {
 	Context string                   `json:"context"`
 	Tenants []tenancyv1alpha1.Tenant `json:"tenants"`
 	Error   string                   `json:"error,omitempty"`
+	Note    string                   `json:"note,omitempty"`
 }
 
 // fleetView is `get tenants --all-contexts -o json|yaml`: the tenants of every context, each
@@ -38,7 +56,8 @@ type fleetView struct {
 
 // getFleet lists tenants in every context of the kubeconfig as one table. A context that cannot
 // be read (a cluster down, expired credentials) is named on stderr and fails the command, after
-// the tenants of the others are printed, as kubectl prints what it found.
+// the tenants of the others are printed, as kubectl prints what it found. A cluster without
+// Landlord, or one another context already listed, is noted and fails nothing.
 func getFleet(cmd *cobra.Command, root *rootOptions, o *getOptions, selector labels.Selector, names []string) error {
 	switch f := o.output.format(); f {
 	case "", "wide", "json", "yaml":
@@ -48,6 +67,11 @@ func getFleet(cmd *cobra.Command, root *rootOptions, o *getOptions, selector lab
 	if *root.kube.Context != "" {
 		return errors.New("--all-contexts reads every context: leave out --context")
 	}
+	for _, name := range perClusterFlags {
+		if f := cmd.Flag(name); f != nil && f.Changed {
+			return fmt.Errorf("--all-contexts connects to each context as the kubeconfig says: leave out --%s, which would apply one cluster's setting to all", name)
+		}
+	}
 	raw, err := root.checkKubeconfig()
 	if err != nil {
 		return err
@@ -56,27 +80,38 @@ func getFleet(cmd *cobra.Command, root *rootOptions, o *getOptions, selector lab
 	if len(contexts) == 0 {
 		return errors.New("kubeconfig has no contexts")
 	}
-	fleet := readFleet(cmd.Context(), root, contexts, selector, names)
+	timeout := fleetRequestTimeout
+	if f := cmd.Flag("request-timeout"); f != nil && f.Changed {
+		timeout = -1 // as the flag says, 0 included
+	}
+	fleet := readFleet(cmd.Context(), root, raw, contexts, timeout, selector, names)
 
 	var failed []string
 	found := map[string]bool{}
 	for _, c := range fleet.Contexts {
-		if c.Error != "" {
+		switch {
+		case c.Error != "":
 			failed = append(failed, c.Context)
 			fmt.Fprintf(cmd.ErrOrStderr(), "context %s: %s\n", c.Context, c.Error)
+		case c.Note != "":
+			fmt.Fprintf(cmd.ErrOrStderr(), "context %s: %s\n", c.Context, c.Note)
 		}
 		for i := range c.Tenants {
 			found[c.Tenants[i].Name] = true
 		}
 	}
+	where := "any context"
+	if len(failed) > 0 {
+		where = "any context that could be read"
+	}
 	var missing []string
 	for _, n := range names {
 		if !found[n] {
 			missing = append(missing, n)
-			fmt.Fprintf(cmd.ErrOrStderr(), "tenant %q not found in any context\n", n)
+			fmt.Fprintf(cmd.ErrOrStderr(), "tenant %q not found in %s\n", n, where)
 		}
 	}
-	if err := printFleet(root, cmd, o.output, fleet); err != nil {
+	if err := printFleet(root, cmd, o.output, fleet, len(failed) == 0); err != nil {
 		return err
 	}
 	var errs []error
@@ -84,23 +119,38 @@ func getFleet(cmd *cobra.Command, root *rootOptions, o *getOptions, selector lab
 		errs = append(errs, fmt.Errorf("%d of %d contexts could not be read: %s", len(failed), len(contexts), strings.Join(failed, ", ")))
 	}
 	if len(missing) > 0 {
-		errs = append(errs, fmt.Errorf("%d of %d tenants not found in any context", len(missing), len(names)))
+		errs = append(errs, fmt.Errorf("%d of %d tenants not found in %s", len(missing), len(names), where))
 	}
 	return errors.Join(errs...)
 }
 
 // readFleet reads the tenants of each context, several contexts at a time. The connections are
 // configured first, one after the other, since the kubeconfig flags are shared state; reaching
-// each cluster (client.New already asks it what it serves) is left to the concurrent reads.
-func readFleet(ctx context.Context, root *rootOptions, contexts []string, selector labels.Selector, names []string) fleetView {
+// each cluster (client.New already asks it what it serves) is left to the concurrent reads. A
+// timeout of -1 leaves each request's timeout to the flags.
+func readFleet(ctx context.Context, root *rootOptions, raw clientcmdapi.Config, contexts []string, timeout time.Duration,
+	selector labels.Selector, names []string) fleetView {
 	view := fleetView{Contexts: make([]contextTenants, len(contexts))}
 	configs := make([]*rest.Config, len(contexts))
+	listedBy := map[string]string{} // server and user → the context that lists them
 	for i, name := range contexts {
 		view.Contexts[i].Context = name
-		cfg, err := root.restConfigFor(name)
+		cfg, err := fleetConfig(root, raw, name)
 		if err != nil {
 			view.Contexts[i].Error = err.Error()
 			continue
+		}
+		// Contexts often differ only in their namespace: a cluster is listed once per user, under
+		// the first context that names both. Another user's context is read on its own, since
+		// what one identity may read says nothing of another's.
+		key := cfg.Host + "\x00" + raw.Contexts[name].AuthInfo
+		if first, ok := listedBy[key]; ok {
+			view.Contexts[i].Note = fmt.Sprintf("the same cluster and user as context %s: listed there", first)
+			continue
+		}
+		listedBy[key] = name
+		if timeout >= 0 {
+			cfg.Timeout = timeout
 		}
 		configs[i] = cfg
 	}
@@ -115,7 +165,10 @@ func readFleet(ctx context.Context, root *rootOptions, contexts []string, select
 			if err == nil {
 				view.Contexts[i].Tenants, err = readTenants(ctx, c, selector, names)
 			}
-			if err != nil {
+			switch {
+			case meta.IsNoMatchError(err):
+				view.Contexts[i].Note = "Landlord is not installed (the cluster serves no Tenant API)"
+			case err != nil:
 				view.Contexts[i].Error = err.Error()
 			}
 			return nil
@@ -123,6 +176,17 @@ func readFleet(ctx context.Context, root *rootOptions, contexts []string, select
 	}
 	_ = g.Wait()
 	return view
+}
+
+// fleetConfig is the connection of one context. A context naming a cluster the kubeconfig lacks
+// is an error here: client-go would fall back to the in-cluster connection, inside a pod, and
+// list that cluster's tenants under this context's name.
+func fleetConfig(root *rootOptions, raw clientcmdapi.Config, name string) (*rest.Config, error) {
+	kctx := raw.Contexts[name]
+	if _, ok := raw.Clusters[kctx.Cluster]; !ok {
+		return nil, fmt.Errorf("the context names cluster %q, which the kubeconfig does not have", kctx.Cluster)
+	}
+	return root.restConfigFor(name)
 }
 
 // readTenants is one cluster's tenants: those matching selector, or the named ones it has (a
@@ -149,13 +213,18 @@ func readTenants(ctx context.Context, c client.Client, selector labels.Selector,
 	return tenants, nil
 }
 
-// printFleet writes the fleet as one table with a Context column, or as json or yaml.
-func printFleet(root *rootOptions, cmd *cobra.Command, f *outputFlags, fleet fleetView) error {
+// printFleet writes the fleet as one table with a Context column, or as json or yaml. An empty
+// table is said to be so only when every context was read (complete).
+func printFleet(root *rootOptions, cmd *cobra.Command, f *outputFlags, fleet fleetView, complete bool) error {
 	if !f.human() {
 		for i := range fleet.Contexts {
 			tenants := fleet.Contexts[i].Tenants
 			for j := range tenants {
 				tenants[j].SetGroupVersionKind(tenancyv1alpha1.GroupVersion.WithKind("Tenant"))
+				// As kubectl prints objects: managed fields only when asked for.
+				if !f.print.JSONYamlPrintFlags.ShowManagedFields {
+					tenants[j].ManagedFields = nil
+				}
 			}
 			if tenants == nil {
 				fleet.Contexts[i].Tenants = []tenancyv1alpha1.Tenant{}
@@ -165,7 +234,9 @@ func printFleet(root *rootOptions, cmd *cobra.Command, f *outputFlags, fleet fle
 	}
 	table := fleetTable(fleet)
 	if len(table.Rows) == 0 {
-		fmt.Fprintln(cmd.ErrOrStderr(), "No tenants found.")
+		if complete {
+			fmt.Fprintln(cmd.ErrOrStderr(), "No tenants found.")
+		}
 		return nil
 	}
 	return f.printTable(root.out, table, false)

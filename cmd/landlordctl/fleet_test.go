@@ -3,14 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/test/testenv"
@@ -18,14 +26,11 @@ import (
 
 // fleetKubeconfig writes one kubeconfig whose contexts are the given clusters' kubeconfigs (each
 // with one context), under the names given, as a person who runs several clusters merges them.
-func fleetKubeconfig(t *testing.T, clusters map[string]string) string {
+// Each context has its own user entry.
+func fleetKubeconfig(t *testing.T, clusters map[string]*clientcmdapi.Config) string {
 	t.Helper()
 	merged := clientcmdapi.NewConfig()
-	for name, path := range clusters {
-		one, err := clientcmd.LoadFromFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for name, one := range clusters {
 		ctx := one.Contexts[one.CurrentContext]
 		merged.Clusters[name] = one.Clusters[ctx.Cluster]
 		merged.AuthInfos[name] = one.AuthInfos[ctx.AuthInfo]
@@ -39,27 +44,81 @@ func fleetKubeconfig(t *testing.T, clusters map[string]string) string {
 	return path
 }
 
-// unreachableKubeconfig is like's kubeconfig pointed at server instead.
-func unreachableKubeconfig(t *testing.T, like, server string) string {
+func loadKubeconfig(t *testing.T, path string) *clientcmdapi.Config {
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(like)
+	cfg, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range cfg.Clusters {
-		c.Server = server
-	}
-	path := t.TempDir() + "/kubeconfig"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	return cfg
+}
+
+// withContext writes the kubeconfig at path with one more context.
+func withContext(t *testing.T, path, name string, context *clientcmdapi.Context) string {
+	t.Helper()
+	cfg := loadKubeconfig(t, path)
+	cfg.Contexts[name] = context
+	out := t.TempDir() + "/kubeconfig"
+	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return out
+}
+
+// pointedAt is like's kubeconfig naming server instead, trusting caPEM when given.
+func pointedAt(t *testing.T, like, server string, caPEM []byte) *clientcmdapi.Config {
+	t.Helper()
+	cfg := loadKubeconfig(t, like)
+	for _, c := range cfg.Clusters {
+		c.Server = server
+		if caPEM != nil {
+			c.CertificateAuthorityData = caPEM
+		}
+	}
+	return cfg
+}
+
+// closedPort is the address of a port nothing listens on: a cluster that is down.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+// silentServer is a cluster that accepts connections and completes TLS, and then never answers.
+// It returns the server's URL and the CA that trusts it.
+func silentServer(t *testing.T) (string, []byte) {
+	t.Helper()
+	release := make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(func() { close(release); srv.Close() })
+	return srv.URL, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+// tableRows are the rows of a table as fields, without the header and the AGE column onwards.
+func tableRows(out string, width int) [][]string {
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(line)
+		rows = append(rows, f[:min(width, len(f))])
+	}
+	return rows
 }
 
 func TestGetAllContextsShowsTheFleetAsOneTable(t *testing.T) {
 	// Two clusters: the shared one, whose operator makes its tenant Ready, and a second API
 	// server with no operator, whose tenant has no status yet.
-	eu, euKubeconfig := sharedCluster(t)
+	eu, euPath := sharedCluster(t)
 	createTenants(t, eu, "fleet-view", []string{"fleet-eu"}, "web=1.0.0")
 	ns := defaultNamespace("fleet-eu")
 	us, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
@@ -75,49 +134,27 @@ func TestGetAllContextsShowsTheFleetAsOneTable(t *testing.T) {
 	if err := us.AdminClient.Create(context.Background(), usTenant); err != nil {
 		t.Fatal(err)
 	}
-	usKubeconfig := writeKubeconfig(t, us)
-	fleet := fleetKubeconfig(t, map[string]string{"eu-1": euKubeconfig, "us-1": usKubeconfig})
-	// A cluster that is down: nothing listens on its port.
-	withOneDown := fleetKubeconfig(t, map[string]string{"eu-1": euKubeconfig, "us-1": usKubeconfig, "down": unreachableKubeconfig(t, usKubeconfig, "https://127.0.0.1:1")})
-	// A cluster that does not answer: connections are accepted and never served.
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	euKube, usKube := loadKubeconfig(t, euPath), loadKubeconfig(t, writeKubeconfig(t, us))
+	fleet := fleetKubeconfig(t, map[string]*clientcmdapi.Config{"eu-1": euKube, "us-1": usKube})
+	withOneDown := fleetKubeconfig(t, map[string]*clientcmdapi.Config{"eu-1": euKube, "us-1": usKube,
+		"down": pointedAt(t, euPath, "https://"+closedPort(t), nil)})
+	silentURL, silentCA := silentServer(t)
+	withOneSilent := fleetKubeconfig(t, map[string]*clientcmdapi.Config{"eu-1": euKube, "silent": pointedAt(t, euPath, silentURL, silentCA)})
+	wantRows := [][]string{
+		{"eu-1", "fleet-eu", "Active", "True", "Succeeded", "false", ns, "web=1.0.0"},
+		{"us-1", "fleet-us", "Active", "Unknown", "<none>", "false", "<none>", "web=2.0.0"},
 	}
-	t.Cleanup(func() { _ = silent.Close() })
-	go func() {
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				_ = c.Close()
-			}
-		}()
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	withOneSilent := fleetKubeconfig(t, map[string]string{"eu-1": euKubeconfig, "silent": unreachableKubeconfig(t, usKubeconfig, "https://"+silent.Addr().String())})
 
 	t.Run("every context's tenants are one table, the context first", func(t *testing.T) {
 		out, stderr, err := run(t, binaryName, "get", "tenants", "--all-contexts", "-l", "group=fleet-view", "--kubeconfig", fleet)
 		if err != nil {
 			t.Fatalf("err=%v stderr=%q", err, stderr)
 		}
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "CONTEXT NAME STATE READY REASON SUSPENDED NAMESPACE VERSIONS AGE" {
+		if header := strings.Fields(strings.SplitN(out, "\n", 2)[0]); strings.Join(header, " ") != "CONTEXT NAME STATE READY REASON SUSPENDED NAMESPACE VERSIONS AGE" {
 			t.Fatalf("table:\n%s", out)
 		}
-		for i, want := range [][]string{
-			{"eu-1", "fleet-eu", "Active", "True", "Succeeded", "false", ns, "web=1.0.0"},
-			{"us-1", "fleet-us", "Active", "Unknown", "<none>", "false", "<none>", "web=2.0.0"},
-		} {
-			if row := strings.Fields(lines[i+1]); len(row) < len(want) || !slices.Equal(row[:len(want)], want) {
-				t.Errorf("row %d = %q, want %q", i+1, row, want)
-			}
+		if got := tableRows(out, 8); !slices.EqualFunc(got, wantRows, slices.Equal) {
+			t.Errorf("rows = %q, want %q", got, wantRows)
 		}
 	})
 
@@ -126,21 +163,39 @@ func TestGetAllContextsShowsTheFleetAsOneTable(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "1 of 3 contexts could not be read: down") {
 			t.Errorf("err=%v, want the unreadable context named", err)
 		}
-		if !strings.Contains(stderr, "context down: ") || !strings.Contains(stderr, "127.0.0.1:1") {
+		if !strings.Contains(stderr, "context down: ") || !strings.Contains(stderr, "connection refused") {
 			t.Errorf("stderr=%q, want the context and why", stderr)
 		}
-		if !strings.Contains(out, "fleet-eu") || !strings.Contains(out, "fleet-us") {
-			t.Errorf("the reachable contexts' tenants are missing:\n%s", out)
+		if got := tableRows(out, 8); !slices.EqualFunc(got, wantRows, slices.Equal) {
+			t.Errorf("rows = %q, want the readable contexts' %q", got, wantRows)
 		}
 	})
 
-	t.Run("--request-timeout bounds the wait for a cluster that does not answer", func(t *testing.T) {
-		out, stderr, err := run(t, binaryName, "get", "tenants", "--all-contexts", "-l", "group=fleet-view", "--request-timeout", "2s", "--kubeconfig", withOneSilent)
-		if err == nil || !strings.Contains(err.Error(), "1 of 2 contexts could not be read: silent") || !strings.Contains(stderr, "context silent: ") {
-			t.Errorf("err=%v stderr=%q", err, stderr)
-		}
-		if !strings.Contains(out, "fleet-eu") {
-			t.Errorf("the answering context's tenants are missing:\n%s", out)
+	t.Run("a cluster that never answers is given up after 30 seconds by default, or after --request-timeout", func(t *testing.T) {
+		// Shortened, so that the test need not wait the default out.
+		saved := fleetRequestTimeout
+		t.Cleanup(func() { fleetRequestTimeout = saved })
+		for _, tc := range []struct {
+			name     string
+			fallback time.Duration
+			args     []string
+		}{
+			{"the default bound", time.Second, nil},
+			{"--request-timeout over the default", time.Hour, []string{"--request-timeout", "1s"}},
+		} {
+			fleetRequestTimeout = tc.fallback
+			args := append([]string{"get", "tenants", "--all-contexts", "-l", "group=fleet-view", "--kubeconfig", withOneSilent}, tc.args...)
+			out, stderr, err := run(t, binaryName, args...)
+			if err == nil || !strings.Contains(err.Error(), "1 of 2 contexts could not be read: silent") {
+				t.Errorf("%s: err=%v", tc.name, err)
+			}
+			// A request timeout, not a refused connection or a TLS failure.
+			if !strings.Contains(stderr, "context silent: ") || !strings.Contains(stderr, "Client.Timeout exceeded") {
+				t.Errorf("%s: stderr=%q, want the request timed out", tc.name, stderr)
+			}
+			if got := tableRows(out, 2); !slices.EqualFunc(got, [][]string{{"eu-1", "fleet-eu"}}, slices.Equal) {
+				t.Errorf("%s: rows = %q", tc.name, got)
+			}
 		}
 	})
 
@@ -157,8 +212,8 @@ func TestGetAllContextsShowsTheFleetAsOneTable(t *testing.T) {
 		for _, c := range view.Contexts {
 			names := []string{}
 			for _, tenant := range c.Tenants {
-				if tenant.Kind != "Tenant" {
-					t.Errorf("%s: kind %q", tenant.Name, tenant.Kind)
+				if tenant.Kind != "Tenant" || len(tenant.ManagedFields) > 0 {
+					t.Errorf("%s: kind %q, %d managed fields: want the kind and, as kubectl, no managed fields", tenant.Name, tenant.Kind, len(tenant.ManagedFields))
 				}
 				names = append(names, tenant.Name)
 			}
@@ -174,24 +229,68 @@ func TestGetAllContextsShowsTheFleetAsOneTable(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "1 of 3 tenants not found in any context") || !strings.Contains(stderr, `tenant "nobody" not found in any context`) {
 			t.Errorf("err=%v stderr=%q", err, stderr)
 		}
-		if !strings.Contains(out, "eu-1") || !strings.Contains(out, "fleet-eu") || !strings.Contains(out, "us-1") || !strings.Contains(out, "fleet-us") {
-			t.Errorf("table:\n%s", out)
+		if got := tableRows(out, 8); !slices.EqualFunc(got, wantRows, slices.Equal) {
+			t.Errorf("rows = %q, want %q", got, wantRows)
 		}
 	})
 
-	t.Run("what cannot say a tenant's context is refused with the reason", func(t *testing.T) {
+	t.Run("contexts of the same cluster and user are listed once", func(t *testing.T) {
+		// As kubectl users keep one context per namespace.
+		path := withContext(t, fleet, "eu-1-team-a", &clientcmdapi.Context{Cluster: "eu-1", AuthInfo: "eu-1", Namespace: "team-a"})
+		out, stderr, err := run(t, binaryName, "get", "tenants", "--all-contexts", "-l", "group=fleet-view", "--kubeconfig", path)
+		if err != nil || !strings.Contains(stderr, "context eu-1-team-a: the same cluster and user as context eu-1: listed there") {
+			t.Errorf("err=%v stderr=%q", err, stderr)
+		}
+		if got := tableRows(out, 8); !slices.EqualFunc(got, wantRows, slices.Equal) {
+			t.Errorf("rows = %q, want %q", got, wantRows)
+		}
+	})
+
+	t.Run("a context naming a cluster the kubeconfig lacks is an error, never another cluster", func(t *testing.T) {
+		path := withContext(t, fleet, "typo", &clientcmdapi.Context{Cluster: "eu-l", AuthInfo: "eu-1"})
+		_, stderr, err := run(t, binaryName, "get", "tenants", "--all-contexts", "-l", "group=fleet-view", "--kubeconfig", path)
+		if err == nil || !strings.Contains(stderr, `context typo: the context names cluster "eu-l", which the kubeconfig does not have`) {
+			t.Errorf("err=%v stderr=%q", err, stderr)
+		}
+	})
+
+	t.Run("what cannot say a tenant's context, or would give one cluster's setting to all, is refused with the reason", func(t *testing.T) {
 		for _, tc := range []struct {
 			args []string
 			want string
 		}{
-			{[]string{"get", "tenants", "--all-contexts", "-o", "name"}, "with --all-contexts use the table, wide, json or yaml"},
-			{[]string{"get", "tenants", "--all-contexts", "--context", "eu-1"}, "leave out --context"},
-			{[]string{"get", "claims", "--all-contexts"}, "--all-contexts lists tenants only"},
+			{[]string{"-o", "name"}, "with --all-contexts use the table, wide, json or yaml"},
+			{[]string{"--context", "eu-1"}, "leave out --context"},
+			{[]string{"--server", "https://127.0.0.1:6443"}, "leave out --server"},
+			{[]string{"--token", "secret-token"}, "leave out --token"},
+			{[]string{"--insecure-skip-tls-verify"}, "leave out --insecure-skip-tls-verify"},
 		} {
-			_, _, err := run(t, binaryName, append(tc.args, "--kubeconfig", fleet)...)
+			args := append([]string{"get", "tenants", "--all-contexts", "--kubeconfig", fleet}, tc.args...)
+			_, _, err := run(t, binaryName, args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%q: err=%v, want %q", tc.args, err, tc.want)
 			}
 		}
+		_, _, err := run(t, binaryName, "get", "claims", "--all-contexts", "--kubeconfig", fleet)
+		if err == nil || !strings.Contains(err.Error(), "--all-contexts lists tenants only") {
+			t.Errorf("get claims --all-contexts: err=%v", err)
+		}
+	})
+
+	// Last: it removes the second cluster's Tenant API.
+	t.Run("a cluster without Landlord is noted and fails nothing", func(t *testing.T) {
+		g := NewWithT(t)
+		crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "tenants." + tenancyv1alpha1.GroupVersion.Group}}
+		scheme := runtime.NewScheme()
+		g.Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
+		crds, err := client.New(us.Admin, client.Options{Scheme: scheme})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(crds.Delete(context.Background(), crd)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			out, stderr, err := run(t, binaryName, "get", "tenants", "--all-contexts", "-l", "group=fleet-view", "--kubeconfig", fleet)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(stderr).To(ContainSubstring("context us-1: Landlord is not installed (the cluster serves no Tenant API)"))
+			g.Expect(tableRows(out, 8)).To(Equal(wantRows[:1]))
+		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 }
