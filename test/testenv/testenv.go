@@ -134,14 +134,16 @@ type Operator struct {
 	// Resync enqueues tenants without touching them.
 	Resync chan event.GenericEvent
 	cancel context.CancelFunc
-	done   chan error
+	// exited is closed when the manager has returned, with err what it returned.
+	exited chan struct{}
+	err    error
 }
 
 // StartOperator runs the operator as OperatorUser with the given configuration and secret store.
 // wraps, when given, sit between the operator's clients and the API server, under the request
 // counter (the fault suite injects failures there).
 func (e *Env) StartOperator(cfg config.Config, store secret.Store, wraps ...transport.WrapperFunc) (*Operator, error) {
-	op := &Operator{Requests: NewRequestCounter(), Resync: make(chan event.GenericEvent, 1024), done: make(chan error, 1)}
+	op := &Operator{Requests: NewRequestCounter(), Resync: make(chan event.GenericEvent, 1024), exited: make(chan struct{})}
 	restCfg := e.As(OperatorUser)
 	for _, w := range wraps {
 		restCfg.Wrap(w)
@@ -154,28 +156,15 @@ func (e *Env) StartOperator(cfg config.Config, store secret.Store, wraps ...tran
 	op.Operator = mgr
 	ctx, cancel := context.WithCancel(context.Background())
 	op.cancel = cancel
-	go func() { op.done <- mgr.Start(ctx) }()
+	go func() {
+		op.err = mgr.Start(ctx)
+		close(op.exited)
+	}()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		cancel()
-		return nil, errors.Join(errors.New("operator cache did not sync"), <-op.done)
+		return nil, errors.Join(errors.New("operator cache did not sync"), op.Stop())
 	}
-	// An operator that fails while the policies are awaited says why at once, not after the wait.
-	exited := false
-	running := func() error {
-		select {
-		case err := <-op.done:
-			exited = true
-			return fmt.Errorf("the operator stopped: %v", err)
-		default:
-			return nil
-		}
-	}
-	if err := e.waitTenantsAdmitted(ctx, running); err != nil {
-		cancel()
-		if !exited {
-			err = errors.Join(err, <-op.done)
-		}
-		return nil, err
+	if err := e.waitTenantsAdmitted(ctx, op.exited); err != nil {
+		return nil, errors.Join(err, op.Stop())
 	}
 	return op, nil
 }
@@ -186,12 +175,15 @@ func (e *Env) StartOperator(cfg config.Config, store secret.Store, wraps ...tran
 // and a create that a MutatingAdmissionPolicy matches is answered 503 ServiceUnavailable
 // ("Resource kind ... not found"), whatever the policy's failurePolicy, until the API server's
 // own poll of its OpenAPI document (every 5 seconds, from its start) has seen the kind. A test
-// creating a Tenant in that window would fail. running reports an operator that has stopped.
-func (e *Env) waitTenantsAdmitted(ctx context.Context, running func() error) error {
+// creating a Tenant in that window would fail. An operator that stops (exited is closed) ends the
+// wait at once, rather than after its timeout.
+func (e *Env) waitTenantsAdmitted(ctx context.Context, exited <-chan struct{}) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if err := running(); err != nil {
-			return false, err
+		select {
+		case <-exited:
+			return false, errors.New("the operator stopped")
+		default:
 		}
 		probe := &tenancyv1alpha1.Tenant{
 			ObjectMeta: metav1.ObjectMeta{Name: "admission-probe"},
@@ -212,10 +204,12 @@ func (e *Env) waitTenantsAdmitted(ctx context.Context, running func() error) err
 	return nil
 }
 
-// Stop stops the operator and waits for it to return.
+// Stop stops the operator and waits for it to return; it returns what the operator returned,
+// however often it is called.
 func (o *Operator) Stop() error {
 	o.cancel()
-	return <-o.done
+	<-o.exited
+	return o.err
 }
 
 // WriteKubeconfig writes an administrator's kubeconfig for the cluster into dir, with one
