@@ -72,19 +72,22 @@ func getFleet(cmd *cobra.Command, root *rootOptions, o *getOptions, selector lab
 			return fmt.Errorf("--all-contexts connects to each context as the kubeconfig says: leave out --%s, which would apply one cluster's setting to all", name)
 		}
 	}
-	raw, err := root.checkKubeconfig()
+	// Loaded without checking the current context: --all-contexts does not use it, and each
+	// context is checked as it is connected to.
+	raw, err := root.kube.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
-		return err
+		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	contexts := slices.Sorted(maps.Keys(raw.Contexts))
 	if len(contexts) == 0 {
 		return errors.New("kubeconfig has no contexts")
 	}
-	timeout := fleetRequestTimeout
-	if f := cmd.Flag("request-timeout"); f != nil && f.Changed {
-		timeout = -1 // as the flag says, 0 included
+	// The bound goes in as the flag's value, so that every context's connection takes it the way
+	// it takes --request-timeout.
+	if f := cmd.Flag("request-timeout"); f == nil || !f.Changed {
+		*root.kube.Timeout = fleetRequestTimeout.String()
 	}
-	fleet := readFleet(cmd.Context(), root, raw, contexts, timeout, selector, names)
+	fleet := readFleet(cmd.Context(), root, raw, contexts, selector, names)
 
 	var failed []string
 	found := map[string]bool{}
@@ -126,16 +129,14 @@ func getFleet(cmd *cobra.Command, root *rootOptions, o *getOptions, selector lab
 
 // readFleet reads the tenants of each context, several contexts at a time. The connections are
 // configured first, one after the other, since the kubeconfig flags are shared state; reaching
-// each cluster (client.New already asks it what it serves) is left to the concurrent reads. A
-// timeout of -1 leaves each request's timeout to the flags.
-func readFleet(ctx context.Context, root *rootOptions, raw clientcmdapi.Config, contexts []string, timeout time.Duration,
-	selector labels.Selector, names []string) fleetView {
+// each cluster (client.New already asks it what it serves) is left to the concurrent reads.
+func readFleet(ctx context.Context, root *rootOptions, raw clientcmdapi.Config, contexts []string, selector labels.Selector, names []string) fleetView {
 	view := fleetView{Contexts: make([]contextTenants, len(contexts))}
 	configs := make([]*rest.Config, len(contexts))
 	listedBy := map[string]string{} // server and user → the context that lists them
 	for i, name := range contexts {
 		view.Contexts[i].Context = name
-		cfg, err := fleetConfig(root, raw, name)
+		cfg, err := root.restConfigFor(name)
 		if err != nil {
 			view.Contexts[i].Error = err.Error()
 			continue
@@ -149,9 +150,6 @@ func readFleet(ctx context.Context, root *rootOptions, raw clientcmdapi.Config, 
 			continue
 		}
 		listedBy[key] = name
-		if timeout >= 0 {
-			cfg.Timeout = timeout
-		}
 		configs[i] = cfg
 	}
 	g := errgroup.Group{}
@@ -176,17 +174,6 @@ func readFleet(ctx context.Context, root *rootOptions, raw clientcmdapi.Config, 
 	}
 	_ = g.Wait()
 	return view
-}
-
-// fleetConfig is the connection of one context. A context naming a cluster the kubeconfig lacks
-// is an error here: client-go would fall back to the in-cluster connection, inside a pod, and
-// list that cluster's tenants under this context's name.
-func fleetConfig(root *rootOptions, raw clientcmdapi.Config, name string) (*rest.Config, error) {
-	kctx := raw.Contexts[name]
-	if _, ok := raw.Clusters[kctx.Cluster]; !ok {
-		return nil, fmt.Errorf("the context names cluster %q, which the kubeconfig does not have", kctx.Cluster)
-	}
-	return root.restConfigFor(name)
 }
 
 // readTenants is one cluster's tenants: those matching selector, or the named ones it has (a
@@ -244,18 +231,13 @@ func printFleet(root *rootOptions, cmd *cobra.Command, f *outputFlags, fleet fle
 
 // fleetTable is tenantTable with the context of each tenant first.
 func fleetTable(fleet fleetView) *metav1.Table {
-	var table *metav1.Table
+	table := tenantTable(nil)
+	table.ColumnDefinitions = append([]metav1.TableColumnDefinition{{Name: "Context", Type: "string"}}, table.ColumnDefinitions...)
 	for _, c := range fleet.Contexts {
-		part := tenantTable(c.Tenants)
-		for i := range part.Rows {
-			part.Rows[i].Cells = append([]any{c.Context}, part.Rows[i].Cells...)
+		for _, row := range tenantTable(c.Tenants).Rows {
+			row.Cells = append([]any{c.Context}, row.Cells...)
+			table.Rows = append(table.Rows, row)
 		}
-		if table == nil {
-			table = part
-			table.ColumnDefinitions = append([]metav1.TableColumnDefinition{{Name: "Context", Type: "string"}}, part.ColumnDefinitions...)
-			continue
-		}
-		table.Rows = append(table.Rows, part.Rows...)
 	}
 	return table
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,6 +103,29 @@ func silentServer(t *testing.T) (string, []byte) {
 		}
 	}))
 	t.Cleanup(func() { close(release); srv.Close() })
+	return srv.URL, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+// barrierServer is a cluster that holds every request until n are waiting, then fails them all
+// with message, which a client shows in the request's error.
+func barrierServer(t *testing.T, n int, message string) (string, []byte) {
+	t.Helper()
+	var mu sync.Mutex
+	arrived, met := 0, make(chan struct{})
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		if arrived++; arrived == n {
+			close(met)
+		}
+		mu.Unlock()
+		select {
+		case <-met:
+		case <-r.Context().Done():
+			return
+		}
+		http.Error(w, message, http.StatusInternalServerError)
+	}))
+	t.Cleanup(srv.Close)
 	return srv.URL, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 }
 
@@ -251,6 +275,43 @@ func TestGetAllContextsShowsTheFleetAsOneTable(t *testing.T) {
 		_, stderr, err := run(t, binaryName, "get", "tenants", "--all-contexts", "-l", "group=fleet-view", "--kubeconfig", path)
 		if err == nil || !strings.Contains(stderr, `context typo: the context names cluster "eu-l", which the kubeconfig does not have`) {
 			t.Errorf("err=%v stderr=%q", err, stderr)
+		}
+		// Every command connects through the same check: one context named, or the current one.
+		const want = `the context names cluster "eu-l", which the kubeconfig does not have`
+		for _, args := range [][]string{
+			{"get", "tenants", "--context", "typo"},
+			{"suspend", "fleet-eu", "--context", "typo"},
+			{"rollout", "--component", "web", "--version", "1.0.0", "--context", "typo"},
+		} {
+			if _, _, err := run(t, binaryName, append(args, "--kubeconfig", path)...); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%q: err=%v, want %q", args, err, want)
+			}
+		}
+		current := loadKubeconfig(t, path)
+		current.CurrentContext = "typo"
+		if err := clientcmd.WriteToFile(*current, path); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := run(t, binaryName, "get", "tenants", "--kubeconfig", path); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the current context: err=%v, want %q", err, want)
+		}
+		// --all-contexts does not use the current context: the others are still listed.
+		out, _, _ := run(t, binaryName, "get", "tenants", "--all-contexts", "-l", "group=fleet-view", "--kubeconfig", path)
+		if got := tableRows(out, 8); !slices.EqualFunc(got, wantRows, slices.Equal) {
+			t.Errorf("rows = %q, want %q", got, wantRows)
+		}
+	})
+
+	t.Run("contexts are read at the same time, not one after the other", func(t *testing.T) {
+		// One server, as two contexts of two users (so neither is listed as the other's
+		// duplicate), that answers no request until requests of both are waiting. Read one after
+		// the other, the first would time out alone.
+		url, ca := barrierServer(t, 2, "both contexts were read at once")
+		a, b := pointedAt(t, euPath, url, ca), pointedAt(t, euPath, url, ca)
+		path := fleetKubeconfig(t, map[string]*clientcmdapi.Config{"par-a": a, "par-b": b})
+		_, stderr, err := run(t, binaryName, "get", "tenants", "--all-contexts", "--request-timeout", "20s", "--kubeconfig", path)
+		if err == nil || strings.Count(stderr, "both contexts were read at once") != 2 {
+			t.Errorf("err=%v stderr=%q, want both contexts answered by the barrier", err, stderr)
 		}
 	})
 

@@ -130,15 +130,26 @@ func (o *rootOptions) restConfigFor(context string) (*rest.Config, error) {
 }
 
 // checkKubeconfig loads the kubeconfig and checks the context the flags name is in it, so that
-// a misspelled --context is said as such.
+// a misspelled --context is said as such, and that the context's cluster is in it too: client-go
+// takes a context without its cluster for no configuration at all and connects to its default,
+// plain http://localhost:8080 (inside a pod, the pod's own cluster), so a command would act on
+// another cluster than the one named.
 func (o *rootOptions) checkKubeconfig() (clientcmdapi.Config, error) {
 	raw, err := o.kube.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
 		return raw, fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	if name := *o.kube.Context; name != "" {
+	name := *o.kube.Context
+	if name != "" {
 		if _, ok := raw.Contexts[name]; !ok {
 			return raw, fmt.Errorf("kubeconfig has no context %q", name)
+		}
+	} else {
+		name = raw.CurrentContext
+	}
+	if kctx, ok := raw.Contexts[name]; ok && *o.kube.ClusterName == "" && *o.kube.APIServer == "" {
+		if _, ok := raw.Clusters[kctx.Cluster]; !ok {
+			return raw, fmt.Errorf("the context names cluster %q, which the kubeconfig does not have", kctx.Cluster)
 		}
 	}
 	return raw, nil
