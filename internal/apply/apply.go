@@ -187,7 +187,11 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 				}
 				if Contains(have, want) {
 					if whole.GetResourceVersion() != live.GetResourceVersion() {
-						digest = ""
+						// The API server's copy is ahead of the cache's: remembered by the digest
+						// the cache gives its content, so that a version in between with the
+						// same content (Landlord's repair, before a status write the read
+						// already carried) needs no read either.
+						digest = a.cacheDigestOf(live, whole)
 					}
 					a.Memo.record(desired, print, whole.GetResourceVersion(), digest)
 					return Unchanged, nil, nil
@@ -290,6 +294,32 @@ func (a *Applier) whole(ctx context.Context, live client.Object) (client.Object,
 		return nil, err
 	}
 	return fresh, nil
+}
+
+// cacheDigestOf is the content digest the cache records for whole, the API server's copy of
+// live, worked out as the cache does it: of the kind's Go type, when the cache holds live as
+// one. It is "" when it cannot be worked out; the memo then knows whole by its resourceVersion
+// alone. A digest that differs from the cache's for equal content costs one more read, never a
+// missed change: equal digests come only from equal content.
+func (a *Applier) cacheDigestOf(live, whole client.Object) string {
+	obj := whole
+	if u, ok := whole.(*unstructured.Unstructured); ok {
+		if _, cachedUnstructured := live.(*unstructured.Unstructured); !cachedUnstructured {
+			typed, err := a.newLike(live)
+			if err != nil {
+				return ""
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
+				return ""
+			}
+			obj = typed
+		}
+	}
+	digest, err := ContentDigest(obj)
+	if err != nil {
+		return ""
+	}
+	return digest
 }
 
 // bodyKey: top-level keys of an object other than its type, metadata and status.

@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -39,6 +41,15 @@ func TestTheCacheKeepsATenantsObjectsAsMetadataAndADigest(t *testing.T) {
 		g.Expect(live.Spec.PolicyTypes).NotTo(BeEmpty(), "the API server's object has its spec")
 		g.Expect(apply.CachedDigest(live)).To(BeEmpty(), "the digest is the cache's, never the server's")
 		g.Expect(live.Annotations).To(HaveKey(apply.HashAnnotation))
+		// A read ahead of the cache is remembered by this digest, worked out from the API
+		// server's JSON rather than the watch's protobuf: the two must agree.
+		read := &unstructured.Unstructured{}
+		read.SetGroupVersionKind(networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"))
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.DefaultDenyPolicy}, read)).To(Succeed())
+		g.Expect(read.GetResourceVersion()).To(Equal(cached.ResourceVersion), "the policy changed while it was compared")
+		typed := &networkingv1.NetworkPolicy{}
+		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(read.Object, typed)).To(Succeed())
+		g.Expect(apply.ContentDigest(typed)).To(Equal(apply.CachedDigest(cached)))
 	})
 
 	t.Run("the quota controller counting a pod costs the operator no request", func(t *testing.T) {
