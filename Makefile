@@ -17,7 +17,7 @@ export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 
 # One package at a time: each envtest package runs its own control plane (and database
 # servers), and on a 2-core machine running them side by side starves their watches.
-GO_TEST_FLAGS ?= -timeout 30m -p 1
+GO_TEST_FLAGS ?= -timeout 60m -p 1
 BENCH_TENANTS ?= 1000
 BENCH_POSTGRES ?= 1
 BENCH_COMPONENT ?= true

@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -505,14 +506,14 @@ spec:
 	createTenants(t, c, "pending", []string{"pending-a"}, "web=1.0.0")
 
 	out, err := landlordctlRollout(t, "--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "2.0.0-unschedulable",
-		"--tenants", "pending-a", "--timeout", "5s")
+		"--tenants", "pending-a", "--timeout", "20s")
 	t.Logf("\n%s", out)
 	if err == nil {
 		t.Fatal("the rollout succeeded")
 	}
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^batch 1/1: pending-a pending: Ready=False \(\w+\): .*Deployment web`),
-		regexp.MustCompile(`(?m)^batch 1/1: pending-a → 2\.0\.0-unschedulable \.\.\. failed: not ready after 5s: `),
+		regexp.MustCompile(`(?m)^batch 1/1: pending-a → 2\.0\.0-unschedulable \.\.\. failed: not ready after 20s: `),
 		regexp.MustCompile(`(?m)^batch 1/1 done in context envtest: 1 of 1 tenants finished \(0 ready, 1 failed\)$`),
 	} {
 		if !want.MatchString(out) {
@@ -570,6 +571,15 @@ func TestWaitingForAClaimReadsItOnceAndListsItOnceHoweverLongItWaits(t *testing.
 	}
 	if err := fleet.env.AdminClient.Create(context.Background(), claim); err != nil {
 		t.Fatal(err)
+	}
+	// The operator's verdict first, by the administrator's client (not counted): the wait is
+	// then about what the wait reads, not about how busy the operator is.
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got := &tenancyv1alpha1.TenantClaim{}
+		err := fleet.env.AdminClient.Get(ctx, client.ObjectKeyFromObject(claim), got)
+		return err == nil && got.Status.Reason == tenancyv1alpha1.ReasonPoolNotFound, err
+	}); err != nil {
+		t.Fatalf("the operator did not say the pool is missing: %v", err)
 	}
 	var progress bytes.Buffer
 	_, err := waitBound(context.Background(), c, claim, 3*time.Second, &progress)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -258,4 +259,16 @@ func zapLevel() zapcore.Level {
 		return zapcore.DebugLevel
 	}
 	return zapcore.ErrorLevel
+}
+
+// tenantRequests drops from counts the requests of the operator's other controllers, which
+// tests running alongside (or the policies' first convergence) cause: the admission policy
+// controller's, and the DatabaseServer controller's tenant counts.
+func tenantRequests(counts testenv.Counts) testenv.Counts {
+	for k := range counts {
+		if strings.Contains(k, "admissionpolic") || k == "PATCH databaseservers/status" {
+			delete(counts, k)
+		}
+	}
+	return counts
 }

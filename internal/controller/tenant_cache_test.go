@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -15,7 +14,6 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/resources"
-	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // The operator's cache keeps a tenant's objects as their metadata and a digest of their content.
@@ -91,16 +89,4 @@ func TestTheCacheKeepsATenantsObjectsAsMetadataAndADigest(t *testing.T) {
 		g.Expect(made["GET resourcequotas"]).To(BeNumerically(">=", 1), "the edited quota was not read whole: %s", made)
 		g.Expect(made["GET resourcequotas"]).To(BeNumerically("<=", 2), "%s", made)
 	})
-}
-
-// tenantRequests drops from counts the requests of the operator's other controllers, which
-// tests running alongside (or the policies' first convergence) cause: the admission policy
-// controller's, and the DatabaseServer controller's tenant counts.
-func tenantRequests(counts testenv.Counts) testenv.Counts {
-	for k := range counts {
-		if strings.Contains(k, "admissionpolic") || k == "PATCH databaseservers/status" {
-			delete(counts, k)
-		}
-	}
-	return counts
 }

@@ -20,11 +20,11 @@ func TestAComponentPastARenderLimitStallsItsTenant(t *testing.T) {
 		"a range over a huge integer": {
 			component: "runaway-range",
 			manifests: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  v: '{{ range 1000000000 }}{{ end }}'\n",
-			want:      []string{"component runaway-range version 1.0.0, line 6", "more than 1000000 range iterations", "components.render.maxIterations"},
+			want:      []string{"component runaway-range version 1.0.0, line 6", "more than 100000 range iterations", "components.render.maxIterations"},
 		},
 		"output past the byte limit": {
 			component: "runaway-output",
-			manifests: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  v: '{{ range 600000 }}xx{{ end }}'\n",
+			manifests: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  v: '{{ range 60000 }}xxxxxxxxxxxxxxxxxxxx{{ end }}'\n",
 			want:      []string{"component runaway-output version 1.0.0", "rendered output is larger than 1048576 bytes", "components.render.maxOutputBytes"},
 		},
 		"a generator asked for too much": {

@@ -369,7 +369,7 @@ metadata:
   name: worker
 spec:
   replicas: 1
-  progressDeadlineSeconds: 3
+  progressDeadlineSeconds: 10
   selector:
     matchLabels: {app: worker}
   template:

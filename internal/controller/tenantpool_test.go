@@ -327,10 +327,16 @@ func TestABoundTenantSurvivesAPoolShrinkingAtTheSameMoment(t *testing.T) {
 				}
 			})
 
-			// Every claim settles, Bound or Pending with a reason, and then stays as it is.
+			// Every claim settles, Bound or Pending with a reason, and then stays as it is. Settled
+			// means the shrink is over too: while a spare is left, a Pending claim may yet bind it.
 			g := NewWithT(t)
 			var settled map[string]string
 			g.Eventually(func(g Gomega) {
+				tenants := &tenancyv1alpha1.TenantList{}
+				g.Expect(k8s.List(ctx, tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: name})).To(Succeed())
+				for _, tn := range tenants.Items {
+					g.Expect(tn.Labels[tenancyv1alpha1.AllocatedLabel] == "true" || tn.DeletionTimestamp != nil).To(BeTrue(), "spare %s is still offered", tn.Name)
+				}
 				settled = claimOutcomes(g, name, 7)
 			}).WithTimeout(timeout).Should(Succeed())
 			g.Expect(settled).To(HaveKeyWithValue(first.Name, firstTenant), "the claim bound before the race lost its tenant")
