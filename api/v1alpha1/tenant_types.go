@@ -197,11 +197,19 @@ type Component struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a DNS label (lowercase letters, digits and '-')"
 	Name string `json:"name"`
 
-	// Version to run: the ComponentTemplate <name>-<version> renders it.
+	// Version to run: the ComponentTemplate <name>-<version> renders it. With followRollouts,
+	// the version to start from: once a ComponentRollout has moved the component, the version
+	// the tenant runs is in status.components.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
 	Version string `json:"version"`
+
+	// FollowRollouts lets ComponentRollouts that choose the tenant move the component to their
+	// version; the spec stays as Git has it. Without it the version is pinned, and rollouts
+	// leave the component alone.
+	// +optional
+	FollowRollouts bool `json:"followRollouts,omitempty"`
 
 	// Values override the template's and the operator's default values.
 	// +kubebuilder:pruning:PreserveUnknownFields
@@ -218,6 +226,10 @@ type ComponentStatus struct {
 	// Version last applied.
 	// +optional
 	Version string `json:"version,omitempty"`
+	// Rollout is the ComponentRollout whose version the component runs, when it follows
+	// rollouts and one has moved it; the version stays when the rollout is deleted.
+	// +optional
+	Rollout string `json:"rollout,omitempty"`
 	// Ready is true when every workload of the applied version has rolled out.
 	Ready bool `json:"ready"`
 	// Message says what the component is waiting for, or why it failed.

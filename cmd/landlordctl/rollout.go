@@ -47,6 +47,7 @@ type rolloutOptions struct {
 	dryRun      bool
 	output      string
 	force       bool
+	serverSide  serverSideOptions
 }
 
 func newRolloutCommand(root *rootOptions) *cobra.Command {
@@ -69,15 +70,27 @@ suspended tenant is refused too, --force or not: it would report no version unti
 Each batch's tenants are watched (not polled) until the operator reports them; while they are
 pending, the reasons their Ready conditions give are printed as they change, and each batch
 ends with a line of progress. --context may be repeated to roll out to several clusters in
-turn; the other connection flags (--kubeconfig, --as, ...) apply to every one of them.`,
-		Example: `  landlordctl rollout --component web --version 1.2.0 --selector plan=trial --batch 25% --dry-run
+turn; the other connection flags (--kubeconfig, --as, ...) apply to every one of them.
+
+With --server-side, the rollout is a ComponentRollout object that the operator runs: it moves
+only components with followRollouts, never writes a tenant's spec, and carries on after the
+command or the operator stops. The command creates it in each context in turn (a rerun follows
+the one it created) and prints each wave as it starts, fails and ends. "rollout status NAME"
+follows an existing one; "rollout halt NAME" and "rollout resume NAME" set its spec.halted.`,
+		Example: `  landlordctl rollout --component web --version 1.2.0 --selector plan=trial --batch 25% --server-side
+  landlordctl rollout halt web-1.2.0
+  landlordctl rollout --component web --version 1.2.0 --selector plan=trial --batch 25% --dry-run
   landlordctl rollout --component web --version 1.2.0 --tenants acme,globex --batch 1
   landlordctl rollout --component api --version 2.0.1 --context eu-1 --context us-1 --max-failures 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.serverSide.enabled {
+				return runServerSideRollout(cmd.Context(), root, o)
+			}
 			return runRollout(cmd.Context(), root, o, cmd.ErrOrStderr())
 		},
 	}
+	cmd.AddCommand(newRolloutHaltCommand(root), newRolloutResumeCommand(root), newRolloutStatusCommand(root))
 	f := cmd.Flags()
 	f.StringVar(&o.component, "component", "", "Component to roll out (required).")
 	f.StringVar(&o.version, "version", "", "Version to move the component to (required).")
@@ -90,6 +103,11 @@ turn; the other connection flags (--kubeconfig, --as, ...) apply to every one of
 	f.BoolVar(&o.dryRun, "dry-run", false, "Print the plan and change nothing.")
 	f.BoolVar(&o.force, "force", false, "Take the version over from any other field manager.")
 	f.StringVarP(&o.output, "output", "o", "", "Print the outcome as json|yaml on stdout (the progress then goes to stderr).")
+	f.BoolVar(&o.serverSide.enabled, "server-side", false, "Create a ComponentRollout that the operator runs, and follow it wave by wave (--timeout is each tenant's progress deadline).")
+	f.StringVar(&o.serverSide.name, "name", "", "With --server-side: the ComponentRollout's name (default <component>-<version>).")
+	f.StringSliceVar(&o.serverSide.canaries, "canaries", nil, "With --server-side: tenants moved first, in a wave of their own (comma separated).")
+	f.DurationVar(&o.serverSide.pause, "pause", 0, "With --server-side: how long to wait between waves.")
+	f.BoolVar(&o.serverSide.noWait, "no-wait", false, "With --server-side: create the ComponentRollout and return.")
 	_ = cmd.MarkFlagRequired("component")
 	_ = cmd.MarkFlagRequired("version")
 	return cmd

@@ -212,7 +212,21 @@ func (r *TenantReconciler) ensureComponents(ctx context.Context, s *tenantScope)
 		waiting  []string
 	)
 	for _, c := range t.Spec.Components {
+		version, rollout, err := r.versionOf(ctx, t, c)
+		if err != nil {
+			if p := prev[c.Name]; p != nil {
+				statuses = append(statuses, *p)
+			}
+			delete(prev, c.Name)
+			errs = append(errs, err)
+			waiting = append(waiting, fmt.Sprintf("component %s: %v", c.Name, err))
+			continue
+		}
+		c.Version = version
 		st, res := r.ensureComponent(ctx, s, c, prev[c.Name])
+		if st.Version == version {
+			st.Rollout = rollout
+		}
 		delete(prev, c.Name)
 		statuses = append(statuses, st)
 		switch {

@@ -149,6 +149,7 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Secret{}, r.templateSecretHandler()).
 		Watches(&tenancyv1alpha1.DatabaseServer{}, r.databaseServerHandler()).
 		Watches(&tenancyv1alpha1.ComponentTemplate{}, handler.EnqueueRequestsFromMapFunc(r.tenantsPinning)).
+		Watches(&tenancyv1alpha1.ComponentRollout{}, r.rolloutHandler()).
 		// A tenant giving a domain up (or going) lets the next tenant listing it take it.
 		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.tenantsSharingDomains), builder.WithPredicates(domainsChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Config.Controller.MaxConcurrentReconciles})

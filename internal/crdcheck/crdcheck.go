@@ -19,10 +19,14 @@ import (
 // tenantFields are the Tenant fields the operator relies on that earlier releases' CRDs lack.
 // The API server silently prunes a field its CRD does not declare: without spec.suspend a
 // suspend is lost, and without status.lastHandledReconcileAt a reconcile request is never seen
-// as handled.
+// as handled; without spec.components[].followRollouts no ComponentRollout moves a tenant, and
+// without status.components[].rollout a tenant forgets that a rollout moved it, and goes back
+// to its spec's version once the rollout is deleted. ("[]" stands for an array's items.)
 var tenantFields = [][]string{
 	{"spec", "suspend"},
 	{"status", "lastHandledReconcileAt"},
+	{"spec", "components", "[]", "followRollouts"},
+	{"status", "components", "[]", "rollout"},
 }
 
 // OutdatedError is an installed Tenant CRD that lacks fields this build needs.
@@ -79,7 +83,7 @@ func Tenant(ctx context.Context, cfg *rest.Config) error {
 	var missing []string
 	for _, field := range tenantFields {
 		if !tenant.has(field) {
-			missing = append(missing, strings.Join(field, "."))
+			missing = append(missing, strings.ReplaceAll(strings.Join(field, "."), ".[]", "[]"))
 		}
 	}
 	if len(missing) > 0 {
@@ -91,6 +95,7 @@ func Tenant(ctx context.Context, cfg *rest.Config) error {
 // openAPISchema is the part of an OpenAPI v3 schema the check reads.
 type openAPISchema struct {
 	Properties map[string]openAPISchema `json:"properties"`
+	Items      *openAPISchema           `json:"items"`
 	GVK        []struct {
 		Group, Version, Kind string
 	} `json:"x-kubernetes-group-version-kind"`
@@ -98,6 +103,13 @@ type openAPISchema struct {
 
 func (s openAPISchema) has(path []string) bool {
 	for _, p := range path {
+		if p == "[]" {
+			if s.Items == nil {
+				return false
+			}
+			s = *s.Items
+			continue
+		}
 		next, ok := s.Properties[p]
 		if !ok {
 			return false

@@ -35,7 +35,8 @@ func TestAnOperatorOnThePreviousTenantCRDSaysSoAndVerifiesARequestOnce(t *testin
 	t.Run("the start-up check names the fields the installed CRD lacks", func(t *testing.T) {
 		NewWithT(t).Eventually(func() error { return crdcheck.Tenant(ctx, asOperator) }).WithTimeout(timeout).Should(
 			MatchError(And(ContainSubstring("older than this build"), ContainSubstring("spec.suspend"),
-				ContainSubstring("status.lastHandledReconcileAt"), ContainSubstring("crds/"))))
+				ContainSubstring("status.lastHandledReconcileAt"), ContainSubstring("spec.components[].followRollouts"),
+				ContainSubstring("status.components[].rollout"), ContainSubstring("crds/"))))
 	})
 
 	op, err := env.StartOperator(config.Default(), store)

@@ -158,6 +158,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 				&tenancyv1alpha1.ComponentTemplate{}: {Label: labels.Everything()},
 				&tenancyv1alpha1.TenantPool{}:        {Label: labels.Everything()},
 				&tenancyv1alpha1.TenantClaim{}:       {Label: labels.Everything()},
+				&tenancyv1alpha1.ComponentRollout{}:  {Label: labels.Everything()},
 				// The template namespace is Landlord's own and is cached whole: its secrets are
 				// the sources of every tenant's shared secrets.
 				// So is the operator's own namespace, for the database servers' admin credentials.
@@ -227,6 +228,10 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		controller.TenantDomainIndex, controller.TenantDomains); err != nil {
 		return nil, err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tenancyv1alpha1.ComponentRollout{},
+		controller.RolloutReleasedIndex, controller.RolloutReleasedKeys); err != nil {
+		return nil, err
+	}
 	if err := controller.RegisterPoolIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
@@ -289,6 +294,10 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	}}
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up admission policy controller: %w", err)
+	}
+	rollouts := &controller.ComponentRolloutReconciler{Client: mgr.GetClient()}
+	if err := rollouts.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up component rollout controller: %w", err)
 	}
 	servers := &controller.DatabaseServerReconciler{Client: mgr.GetClient(), Config: &cfg, Connections: conns}
 	if err := servers.SetupWithManager(mgr); err != nil {

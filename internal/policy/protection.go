@@ -30,6 +30,7 @@ var CRDNames = []string{
 	"tenantclaims." + tenancyv1alpha1.GroupVersion.Group,
 	"databaseservers." + tenancyv1alpha1.GroupVersion.Group,
 	"componenttemplates." + tenancyv1alpha1.GroupVersion.Group,
+	"componentrollouts." + tenancyv1alpha1.GroupVersion.Group,
 }
 
 // guardedLabels and guardedAnnotations decide what a Tenant is (a pool's spare, a customer's

@@ -1,0 +1,202 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// ComponentRolloutSpec moves one component of a set of tenants to a version, wave by wave. Only
+// tenants whose component follows rollouts (spec.components[].followRollouts) are moved; a
+// pinned version is never changed. What is rolled out is fixed when the rollout is created: a
+// new version is a new ComponentRollout. Only spec.halted may change.
+// +kubebuilder:validation:XValidation:rule="self.component == oldSelf.component && self.version == oldSelf.version && has(self.selector) == has(oldSelf.selector) && (!has(self.selector) || self.selector == oldSelf.selector) && has(self.strategy) == has(oldSelf.strategy) && (!has(self.strategy) || self.strategy == oldSelf.strategy)",message="only spec.halted may change: roll out another version as a new ComponentRollout"
+type ComponentRolloutSpec struct {
+	// Component names the component to move (its ComponentTemplates' spec.component).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a DNS label (lowercase letters, digits and '-')"
+	Component string `json:"component"`
+
+	// Version to move the tenants to: the ComponentTemplate <component>-<version> renders it.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+	Version string `json:"version"`
+
+	// Selector chooses the tenants by label; empty chooses every tenant.
+	// +optional
+	Selector metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Strategy is how many tenants move at a time, and when the rollout stops.
+	// +optional
+	Strategy RolloutStrategy `json:"strategy,omitempty"`
+
+	// Halted stops the rollout from starting another wave; the tenants already moved stay
+	// moved. Set it back to false to resume.
+	// +optional
+	Halted bool `json:"halted,omitempty"`
+}
+
+// RolloutStrategy is how a ComponentRollout moves its tenants.
+type RolloutStrategy struct {
+	// Canaries are tenants moved first, as a wave of their own; names that the selector does
+	// not choose, or whose component does not follow rollouts, are left out.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=50
+	// +listType=set
+	// +optional
+	Canaries []string `json:"canaries,omitempty"`
+
+	// BatchSize is how many tenants each wave after the canaries moves: a number, or a
+	// percentage of the tenants chosen ("10%", at least one). Default 1.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="must be a number of at least 1, or a percentage from 1% to 100%"
+	// +optional
+	BatchSize *intstr.IntOrString `json:"batchSize,omitempty"`
+
+	// PauseBetweenWaves is how long to wait after a wave is done before the next one starts.
+	// +optional
+	PauseBetweenWaves *metav1.Duration `json:"pauseBetweenWaves,omitempty"`
+
+	// MaxFailures is how many failed tenants the rollout tolerates; one more halts it until
+	// enough of them recover. Default 0.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxFailures int32 `json:"maxFailures,omitempty"`
+
+	// ProgressDeadline is how long a tenant of a wave may take to run the version Ready before
+	// it counts as failed. Default 10m.
+	// +optional
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+}
+
+// RolloutWave is one wave of a rollout: the tenants it moves, fixed when it is planned.
+type RolloutWave struct {
+	// Tenants moved by the wave.
+	// +listType=atomic
+	Tenants []string `json:"tenants"`
+	// StartedAt is when the wave was released to its tenants; unset while it waits.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// CompletedAt is when every tenant of the wave ran the version Ready, or was given up on
+	// within maxFailures.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Done counts the wave's tenants that run the version Ready.
+	// +optional
+	Done int32 `json:"done,omitempty"`
+	// Pending counts the wave's tenants still moving.
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+	// Skipped counts the wave's tenants no longer chosen (deleted, relabelled, pinned, or not
+	// Active): they are not moved.
+	// +optional
+	Skipped int32 `json:"skipped,omitempty"`
+	// Failed are the wave's tenants that failed, and why.
+	// +listType=map
+	// +listMapKey=tenant
+	// +optional
+	Failed []RolloutFailure `json:"failed,omitempty"`
+}
+
+// RolloutFailure is a tenant that did not run the version Ready.
+type RolloutFailure struct {
+	// Tenant is the tenant's name.
+	Tenant string `json:"tenant"`
+	// Reason is the tenant's Ready reason, or ProgressDeadlineExceeded.
+	Reason string `json:"reason"`
+	// Message is the tenant's Ready message.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ComponentRolloutStatus is the rollout's progress, wave by wave: everything the operator needs
+// to carry on after a restart is here.
+type ComponentRolloutStatus struct {
+	// ObservedGeneration is the generation last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Waves are the rollout's waves in order. Tenants chosen after the rollout was planned are
+	// added in waves at the end.
+	// +listType=atomic
+	// +optional
+	Waves []RolloutWave `json:"waves,omitempty"`
+
+	// Released is the number of waves released to their tenants.
+	// +optional
+	Released int32 `json:"released,omitempty"`
+
+	// Done, Pending, Failed and Skipped count the tenants of every wave.
+	// +optional
+	Done int32 `json:"done,omitempty"`
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// +optional
+	Skipped int32 `json:"skipped,omitempty"`
+
+	// Conditions: Ready (always; True once every wave is done), Reconciling (while waves are
+	// under way) and Stalled (while halted by failures or a missing template), following kstatus.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ComponentRollout moves one component of many tenants to a version in waves, declared in Git
+// next to the tenants. Progress is kept in its status, so a restarted operator carries on where
+// it was.
+// +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=cro,categories=landlord
+// +kubebuilder:printcolumn:name="Component",type=string,JSONPath=`.spec.component`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Done",type=integer,JSONPath=`.status.done`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
+type ComponentRollout struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec ComponentRolloutSpec `json:"spec"`
+
+	// +optional
+	Status ComponentRolloutStatus `json:"status,omitempty"`
+}
+
+// ComponentRolloutList is a list of component rollouts.
+// +kubebuilder:object:root=true
+type ComponentRolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ComponentRollout `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ComponentRollout{}, &ComponentRolloutList{})
+}
+
+// Rollout reasons.
+const (
+	// ReasonWaveInProgress: a wave's tenants are moving.
+	ReasonWaveInProgress = "WaveInProgress"
+	// ReasonPausedBetweenWaves: a wave is done, and the next starts after pauseBetweenWaves.
+	ReasonPausedBetweenWaves = "PausedBetweenWaves"
+	// ReasonHaltedBySpec: spec.halted is true.
+	ReasonHaltedBySpec = "HaltedBySpec"
+	// ReasonTooManyFailures: more tenants failed than maxFailures tolerates; the message names
+	// them. The rollout goes on once enough of them run the version Ready.
+	ReasonTooManyFailures = "TooManyFailures"
+	// ReasonProgressDeadlineExceeded: a tenant did not run the version Ready within the
+	// rollout's progressDeadline.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonRolloutComplete: every wave is done.
+	ReasonRolloutComplete = "RolloutComplete"
+)

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// followingTenants creates Ready tenants labelled group=<group> whose component api follows
+// rollouts from 1.0.0.
+func followingTenants(t *testing.T, c client.Client, group string, names ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, name := range names {
+		tenant := &tenancyv1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"group": group}},
+			Spec: tenancyv1alpha1.TenantSpec{Organization: name + " Inc.", Email: "ops@" + name + ".example.com",
+				Components: []tenancyv1alpha1.Component{{Name: "api", Version: "1.0.0", FollowRollouts: true}}},
+		}
+		if err := c.Create(ctx, tenant); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range names {
+		waitReady(t, c, name, "api=1.0.0")
+	}
+}
+
+// runsVersion fails the test unless each tenant reports component api at version.
+func runsVersion(t *testing.T, c client.Client, version string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		tenant := getTenant(t, c, name)
+		got := ""
+		for _, st := range tenant.Status.Components {
+			if st.Name == "api" {
+				got = st.Version
+			}
+		}
+		if got != version {
+			t.Errorf("tenant %s runs api %q, want %q", name, got, version)
+		}
+	}
+}
+
+func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) {
+	c, kubeconfig := sharedCluster(t)
+	names := []string{"object-a", "object-b", "object-c"}
+	followingTenants(t, c, "object", names...)
+	t.Cleanup(func() {
+		for _, n := range names {
+			_ = c.Delete(context.Background(), &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		}
+		for _, n := range []string{"api-1.1.0", "api-back"} {
+			_ = c.Delete(context.Background(), &tenancyv1alpha1.ComponentRollout{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		}
+	})
+	rollout := func(t *testing.T, args ...string) (string, error) {
+		t.Helper()
+		out, err := landlordctlRollout(t, append([]string{"--kubeconfig", kubeconfig, "rollout"}, args...)...)
+		t.Logf("\n%s", out)
+		return out, err
+	}
+
+	t.Run("flags that name tenants or take a version over are refused", func(t *testing.T) {
+		for flag, want := range map[string]string{
+			"--tenants=object-a": "chooses its tenants by --selector",
+			"--force":            "never writes a tenant's spec",
+		} {
+			_, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", flag)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: err = %v, want %q", flag, err, want)
+			}
+		}
+	})
+
+	t.Run("a dry run creates nothing", func(t *testing.T) {
+		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=object", "--dry-run")
+		if err != nil || !strings.Contains(out, "would be created; nothing was changed") {
+			t.Fatalf("err = %v", err)
+		}
+		if err := c.Get(context.Background(), client.ObjectKey{Name: "api-1.1.0"}, &tenancyv1alpha1.ComponentRollout{}); err == nil {
+			t.Error("a dry run created the rollout")
+		}
+	})
+
+	t.Run("the rollout is created and followed wave by wave until it is done", func(t *testing.T) {
+		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=object", "--batch", "2", "--canaries", "object-c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []*regexp.Regexp{
+			regexp.MustCompile(`(?m)^context \S+: ComponentRollout api-1\.1\.0 created \(api → 1\.1\.0\)$`),
+			regexp.MustCompile(`(?m)^context \S+: api-1\.1\.0: wave 1/2 started: object-c$`),
+			regexp.MustCompile(`(?m)^context \S+: api-1\.1\.0: wave 2/2 started: object-a, object-b$`),
+			regexp.MustCompile(`(?m)^context \S+: api-1\.1\.0: wave 2/2 done: 2 done, 0 failed, 0 skipped$`),
+			regexp.MustCompile(`(?m)^context \S+: api-1\.1\.0: done: 2 of 2 waves released; 3 tenants done`),
+		} {
+			if !want.MatchString(out) {
+				t.Errorf("output lacks %s", want)
+			}
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 6 {
+			t.Errorf("%d lines, want 6: each wave started and done once, then done", len(lines))
+		}
+		runsVersion(t, c, "1.1.0", names...)
+	})
+
+	t.Run("a rerun follows the rollout it created", func(t *testing.T) {
+		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=object")
+		if err != nil || !strings.Contains(out, "ComponentRollout api-1.1.0 exists; following it") || !strings.Contains(out, ": done: ") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+
+	t.Run("a halted rollout is reported as halted, and resume lets it finish", func(t *testing.T) {
+		// Halted from the start, as Git may declare it: no wave starts.
+		back := &tenancyv1alpha1.ComponentRollout{
+			ObjectMeta: metav1.ObjectMeta{Name: "api-back"},
+			Spec: tenancyv1alpha1.ComponentRolloutSpec{Component: "api", Version: "1.0.0", Halted: true,
+				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"group": "object"}}},
+		}
+		if err := c.Create(context.Background(), back); err != nil {
+			t.Fatal(err)
+		}
+		_, err := rollout(t, "status", "api-back")
+		if want := "ComponentRollout api-back is halted (spec.halted): landlordctl rollout resume api-back"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("status: %v, want %q", err, want)
+		}
+		runsVersion(t, c, "1.1.0", names...)
+		if out, err := rollout(t, "resume", "api-back"); err != nil || out != "componentrollout/api-back resumed\n" {
+			t.Fatalf("resume: %q, %v", out, err)
+		}
+		out, err := rollout(t, "status", "api-back")
+		if err != nil || !strings.Contains(out, "api-back: done: 3 of 3 waves released") {
+			t.Fatalf("status: %v", err)
+		}
+		runsVersion(t, c, "1.0.0", names...)
+	})
+
+	t.Run("halt sets spec.halted", func(t *testing.T) {
+		if out, err := rollout(t, "halt", "api-back"); err != nil || out != "componentrollout/api-back halted\n" {
+			t.Fatalf("halt: %q, %v", out, err)
+		}
+		ro := &tenancyv1alpha1.ComponentRollout{}
+		if err := c.Get(context.Background(), client.ObjectKey{Name: "api-back"}, ro); err != nil || !ro.Spec.Halted {
+			t.Fatalf("spec.halted = %v, %v", ro.Spec.Halted, err)
+		}
+		if _, err := rollout(t, "halt", "no-such-rollout"); err == nil || !strings.Contains(err.Error(), "ComponentRollout no-such-rollout not found") {
+			t.Errorf("halt of a missing rollout: %v", err)
+		}
+	})
+
+	t.Run("status of a rollout that does not exist says so", func(t *testing.T) {
+		_, err := rollout(t, "status", "no-such-rollout")
+		if want := fmt.Sprintf("ComponentRollout %s not found", "no-such-rollout"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	})
+}

@@ -1,0 +1,284 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// RolloutReleasedIndex indexes ComponentRollouts by "<component>/<tenant>" for every tenant of
+// a released wave: the tenant reconciler finds the rollouts that may move a component of a
+// tenant from the cache, with no request.
+const RolloutReleasedIndex = "status.waves.released"
+
+// RolloutReleasedKeys is the index function of RolloutReleasedIndex.
+func RolloutReleasedKeys(obj client.Object) []string {
+	ro, ok := obj.(*tenancyv1alpha1.ComponentRollout)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for i, w := range ro.Status.Waves {
+		if i >= int(ro.Status.Released) {
+			break
+		}
+		for _, name := range w.Tenants {
+			out = append(out, rolloutKey(ro.Spec.Component, name))
+		}
+	}
+	return out
+}
+
+func rolloutKey(component, tenant string) string { return component + "/" + tenant }
+
+// ComponentRolloutReconciler moves the tenants of each ComponentRollout to its version, wave by
+// wave. It writes only the rollout's status: a tenant learns that its wave is released from
+// that status (RolloutReleasedIndex), and reports the version it runs in its own. Everything
+// the rollout needs to carry on after a restart is in its status; nothing is kept in memory.
+type ComponentRolloutReconciler struct {
+	Client client.Client
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=componentrollouts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=componentrollouts/status,verbs=get;patch
+
+// SetupWithManager registers the controller: a rollout is looked at again when it changes, when
+// a tenant whose component follows rollouts changes, and when its template is published.
+func (r *ComponentRolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("componentrollout").
+		For(&tenancyv1alpha1.ComponentRollout{}).
+		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfTenant)).
+		Watches(&tenancyv1alpha1.ComponentTemplate{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfTemplate)).
+		Complete(r)
+}
+
+func (r *ComponentRolloutReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ro := &tenancyv1alpha1.ComponentRollout{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ro); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ro.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	s := *ro.Status.DeepCopy()
+	s.ObservedGeneration = ro.Generation
+	c := conditions{list: &s.Conditions, generation: ro.Generation}
+	write := func(result ctrl.Result) (ctrl.Result, error) {
+		// The status is the rollout's only record of what was planned and released: a write
+		// from a cache that has not seen the last one is refused, and the rollout looked at
+		// again, rather than planning or releasing twice.
+		if err := patchStatus(ctx, r.Client, ro, &ro.Status, s, client.MergeFromWithOptimisticLock{}); err != nil {
+			return retryConflict(err)
+		}
+		return result, nil
+	}
+
+	selector, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
+	if err != nil {
+		// The API server validates label selectors only loosely.
+		c.stalled(tenancyv1alpha1.ReasonInvalidObject, fmt.Sprintf("spec.selector: %v", err))
+		return write(ctrl.Result{})
+	}
+	tmplName := tenancyv1alpha1.ComponentTemplateName(ro.Spec.Component, ro.Spec.Version)
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: tmplName}, &tenancyv1alpha1.ComponentTemplate{}); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		// No tenant is moved to a version that cannot render; publishing it resumes.
+		c.stalled(tenancyv1alpha1.ReasonTemplateNotFound, fmt.Sprintf("ComponentTemplate %s not found: publish it, and the rollout starts", tmplName))
+		return write(ctrl.Result{})
+	}
+
+	tenants := &tenancyv1alpha1.TenantList{}
+	if err := r.Client.List(ctx, tenants); err != nil {
+		return ctrl.Result{}, err
+	}
+	superseded, err := r.newerRollouts(ctx, ro)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	byName := make(map[string]*tenancyv1alpha1.Tenant, len(tenants.Items))
+	var chosen []string
+	for i := range tenants.Items {
+		t := &tenants.Items[i]
+		byName[t.Name] = t
+		if followsRollout(ro, selector, t) {
+			chosen = append(chosen, t.Name)
+		}
+	}
+	s.Waves = planWaves(ro, s.Waves, chosen)
+
+	now := r.now()
+	var requeue time.Duration
+	wake := func(d time.Duration) {
+		if d > 0 && (requeue == 0 || d < requeue) {
+			requeue = d
+		}
+	}
+	// Count the released waves, then release the next while the last one is done: a wave whose
+	// tenants already run the version is done at once.
+	failed := r.count(ro, selector, superseded, &s, byName, now, wake)
+	for !ro.Spec.Halted && int(s.Released) < len(s.Waves) && failed <= int(ro.Spec.Strategy.MaxFailures) {
+		if s.Released > 0 {
+			last := s.Waves[s.Released-1]
+			if last.CompletedAt == nil {
+				break
+			}
+			if p := ro.Spec.Strategy.PauseBetweenWaves; p != nil {
+				if left := last.CompletedAt.Add(p.Duration).Sub(now); left > 0 {
+					wake(left)
+					break
+				}
+			}
+		}
+		s.Waves[s.Released].StartedAt = &metav1.Time{Time: now}
+		s.Released++
+		failed = r.count(ro, selector, superseded, &s, byName, now, wake)
+	}
+
+	progress := fmt.Sprintf("%d of %d waves released; %d tenants done, %d pending, %d failed, %d skipped", s.Released, len(s.Waves), s.Done, s.Pending, s.Failed, s.Skipped)
+	allDone := int(s.Released) == len(s.Waves) && s.Pending == 0
+	switch {
+	case failed > int(ro.Spec.Strategy.MaxFailures):
+		c.stalled(tenancyv1alpha1.ReasonTooManyFailures, fmt.Sprintf("%d tenants failed, more than maxFailures (%d): %s; the rollout goes on once they run %s %s Ready. %s",
+			failed, ro.Spec.Strategy.MaxFailures, failedNames(s.Waves), ro.Spec.Component, ro.Spec.Version, progress))
+	case allDone:
+		c.ready(tenancyv1alpha1.ReasonRolloutComplete, progress)
+	case ro.Spec.Halted:
+		c.set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonHaltedBySpec, "spec.halted is true: no wave starts. "+progress)
+		c.remove(tenancyv1alpha1.ReconcilingCondition, tenancyv1alpha1.StalledCondition)
+	case s.Released > 0 && s.Waves[s.Released-1].CompletedAt != nil:
+		c.reconciling(tenancyv1alpha1.ReasonPausedBetweenWaves, progress)
+	default:
+		c.reconciling(tenancyv1alpha1.ReasonWaveInProgress, progress)
+	}
+	return write(ctrl.Result{RequeueAfter: requeue})
+}
+
+// count works out where every tenant of the released waves stands, records it in s (tenants
+// of waves not released yet count as pending), marks the waves now done, and returns how many
+// tenants failed. wake hears how long until a pending tenant's progress deadline passes.
+func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, superseded map[string]bool, s *tenancyv1alpha1.ComponentRolloutStatus, byName map[string]*tenancyv1alpha1.Tenant, now time.Time, wake func(time.Duration)) int {
+	deadline := defaultProgressDeadline
+	if d := ro.Spec.Strategy.ProgressDeadline; d != nil {
+		deadline = d.Duration
+	}
+	s.Done, s.Pending, s.Failed, s.Skipped = 0, 0, 0, 0
+	for i := range s.Waves {
+		w := &s.Waves[i]
+		if i >= int(s.Released) {
+			s.Pending += int32(len(w.Tenants))
+			continue
+		}
+		started := now
+		if w.StartedAt != nil {
+			started = w.StartedAt.Time
+		}
+		w.Done, w.Pending, w.Skipped, w.Failed = 0, 0, 0, nil
+		for _, name := range w.Tenants {
+			t := byName[name]
+			progress, failure := progressOf(ro, followsRollout(ro, selector, t), superseded, t, started, now)
+			switch progress {
+			case tenantDone:
+				w.Done++
+			case tenantSkipped:
+				w.Skipped++
+			case tenantFailed:
+				w.Failed = append(w.Failed, failure)
+			default:
+				w.Pending++
+				wake(started.Add(deadline).Sub(now) + time.Second)
+			}
+		}
+		if w.Pending == 0 && w.CompletedAt == nil {
+			w.CompletedAt = &metav1.Time{Time: now}
+		}
+		s.Done += w.Done
+		s.Pending += w.Pending
+		s.Skipped += w.Skipped
+		s.Failed += int32(len(w.Failed))
+	}
+	return int(s.Failed)
+}
+
+// newerRollouts names the rollouts of the same component created after ro: a tenant one of
+// them has moved runs its version, and is no longer ro's to move.
+func (r *ComponentRolloutReconciler) newerRollouts(ctx context.Context, ro *tenancyv1alpha1.ComponentRollout) (map[string]bool, error) {
+	list := &tenancyv1alpha1.ComponentRolloutList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil, err
+	}
+	newer := map[string]bool{}
+	for i := range list.Items {
+		if other := &list.Items[i]; other.Spec.Component == ro.Spec.Component && newerRollout(other, ro) {
+			newer[other.Name] = true
+		}
+	}
+	return newer, nil
+}
+
+// rolloutsOfTenant maps a tenant to the rollouts of the components it lets rollouts move.
+func (r *ComponentRolloutReconciler) rolloutsOfTenant(ctx context.Context, obj client.Object) []reconcile.Request {
+	t, ok := obj.(*tenancyv1alpha1.Tenant)
+	if !ok {
+		return nil
+	}
+	follows := map[string]bool{}
+	for _, c := range t.Spec.Components {
+		if c.FollowRollouts {
+			follows[c.Name] = true
+		}
+	}
+	if len(follows) == 0 {
+		return nil
+	}
+	return r.rollouts(ctx, func(ro *tenancyv1alpha1.ComponentRollout) bool { return follows[ro.Spec.Component] })
+}
+
+// rolloutsOfTemplate maps a published ComponentTemplate to the rollouts of its version.
+func (r *ComponentRolloutReconciler) rolloutsOfTemplate(ctx context.Context, obj client.Object) []reconcile.Request {
+	tmpl, ok := obj.(*tenancyv1alpha1.ComponentTemplate)
+	if !ok {
+		return nil
+	}
+	return r.rollouts(ctx, func(ro *tenancyv1alpha1.ComponentRollout) bool {
+		return ro.Spec.Component == tmpl.Spec.Component && ro.Spec.Version == tmpl.Spec.Version
+	})
+}
+
+func (r *ComponentRolloutReconciler) rollouts(ctx context.Context, match func(*tenancyv1alpha1.ComponentRollout) bool) []reconcile.Request {
+	list := &tenancyv1alpha1.ComponentRolloutList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		log.FromContext(ctx).Error(err, "listing component rollouts")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if match(&list.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+		}
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package controller
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+func waveTenants(waves []tenancyv1alpha1.RolloutWave) [][]string {
+	out := make([][]string, len(waves))
+	for i, w := range waves {
+		out[i] = w.Tenants
+	}
+	return out
+}
+
+func TestPlanWaves(t *testing.T) {
+	ten := func(prefix string, n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("%s%d", prefix, i))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		batch    *intstr.IntOrString
+		canaries []string
+		planned  [][]string
+		chosen   []string
+		want     [][]string
+	}{
+		{"without a batch size, one tenant moves at a time", nil, nil, nil, []string{"b", "a"}, [][]string{{"a"}, {"b"}}},
+		{"tenants are taken by name in batches", &intstr.IntOrString{IntVal: 2}, nil, nil, []string{"c", "a", "e", "b", "d"}, [][]string{{"a", "b"}, {"c", "d"}, {"e"}}},
+		{"a percentage is of the tenants chosen, rounded up", ptrIntStr("30%"), nil, nil, ten("t", 5), [][]string{{"t0", "t1"}, {"t2", "t3"}, {"t4"}}},
+		{"canaries go first in a wave of their own, in the order given", &intstr.IntOrString{IntVal: 2}, []string{"t3", "gone", "t1"}, nil, ten("t", 4), [][]string{{"t3", "t1"}, {"t0", "t2"}}},
+		{"planned waves never change; tenants chosen later are added at the end", &intstr.IntOrString{IntVal: 2}, []string{"t9"}, [][]string{{"t1", "t0"}}, []string{"t0", "t9", "t2", "t1"}, [][]string{{"t1", "t0"}, {"t2", "t9"}}},
+		{"a tenant no longer chosen stays in its wave", &intstr.IntOrString{IntVal: 2}, nil, [][]string{{"t0", "t1"}}, []string{"t1"}, [][]string{{"t0", "t1"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ro := &tenancyv1alpha1.ComponentRollout{Spec: tenancyv1alpha1.ComponentRolloutSpec{Strategy: tenancyv1alpha1.RolloutStrategy{BatchSize: tc.batch, Canaries: tc.canaries}}}
+			var waves []tenancyv1alpha1.RolloutWave
+			for _, p := range tc.planned {
+				waves = append(waves, tenancyv1alpha1.RolloutWave{Tenants: p})
+			}
+			got := waveTenants(planWaves(ro, waves, tc.chosen))
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("waves %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func ptrIntStr(s string) *intstr.IntOrString {
+	v := intstr.FromString(s)
+	return &v
+}
+
+func TestProgressOf(t *testing.T) {
+	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	ro := &tenancyv1alpha1.ComponentRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-2"},
+		Spec:       tenancyv1alpha1.ComponentRolloutSpec{Component: "web", Version: "2.0.0"},
+	}
+	tenant := func(version, rollout string, ready bool, conds ...metav1.Condition) *tenancyv1alpha1.Tenant {
+		return &tenancyv1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{Name: "acme", Generation: 3},
+			Status: tenancyv1alpha1.TenantStatus{ObservedGeneration: 3, Conditions: conds,
+				Components: []tenancyv1alpha1.ComponentStatus{{Name: "web", Version: version, Rollout: rollout, Ready: ready}}},
+		}
+	}
+	stalled := metav1.Condition{Type: tenancyv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonRenderFailed, Message: "boom"}
+	for _, tc := range []struct {
+		name       string
+		follows    bool
+		tenant     *tenancyv1alpha1.Tenant
+		after      time.Duration
+		want       tenantProgress
+		wantReason string
+	}{
+		{"a tenant running the version Ready is done", true, tenant("2.0.0", "web-2", true), time.Minute, tenantDone, ""},
+		{"a tenant still rolling the version out is pending", true, tenant("2.0.0", "web-2", false), time.Minute, tenantPending, ""},
+		{"a tenant no longer chosen is skipped", false, tenant("1.0.0", "", true), time.Minute, tenantSkipped, ""},
+		{"a tenant a newer rollout moved is skipped", true, tenant("3.0.0", "web-3", true), time.Minute, tenantSkipped, ""},
+		{"a Stalled tenant has failed, with its reason", true, tenant("1.0.0", "", false, stalled), time.Minute, tenantFailed, tenancyv1alpha1.ReasonRenderFailed},
+		{"a tenant not done past the deadline has failed", true, tenant("1.0.0", "", true), 11 * time.Minute, tenantFailed, tenancyv1alpha1.ReasonProgressDeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, failure := progressOf(ro, tc.follows, map[string]bool{"web-3": true}, tc.tenant, start, start.Add(tc.after))
+			if got != tc.want || failure.Reason != tc.wantReason {
+				t.Errorf("progress %d (%q), want %d (%q)", got, failure.Reason, tc.want, tc.wantReason)
+			}
+		})
+	}
+}

@@ -1,0 +1,254 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/test/testenv"
+)
+
+// waveManifests is a component whose ConfigMap says which version rendered it. Version 2.0.0
+// refuses to render for a tenant whose values say broken: that tenant fails its wave.
+func waveManifests(version string) string {
+	guard := ""
+	if version == "2.0.0" {
+		guard = `{{ if .Values.broken }}{{ fail "these values break version 2.0.0" }}{{ end }}`
+	}
+	return guard + `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: wave
+data:
+  version: "` + version + `"
+`
+}
+
+// waveTenants creates tenants following rollouts of the component wave from 1.0.0, labelled
+// rollout=waves (and group=first for the first ten), and one more whose version is pinned.
+// They are removed when the test ends.
+func waveTenants(t *testing.T, n int, broken string) (names []string, pinned string) {
+	t.Helper()
+	ctx := context.Background()
+	g := NewWithT(t)
+	for i := range n {
+		names = append(names, fmt.Sprintf("wave-%02d", i))
+	}
+	pinned = "wave-pinned"
+	all := append(slices.Clone(names), pinned)
+	t.Cleanup(func() { deleteTenants(t, all...) })
+	for _, name := range all {
+		values := "{}"
+		if name == broken {
+			values = `{"broken": true}`
+		}
+		tenant := newTenant(name, pin("wave", "1.0.0", values), func(tn *tenancyv1alpha1.Tenant) {
+			tn.Labels = map[string]string{"rollout": "waves"}
+			if i := slices.Index(names, name); i >= 0 && i < 10 {
+				tn.Labels["group"] = "first"
+			}
+			tn.Spec.Components[0].FollowRollouts = name != pinned
+		})
+		g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	}
+	for _, name := range all {
+		waitReady(t, name)
+	}
+	return names, pinned
+}
+
+// runs reads the version of wave that a tenant runs, as its ConfigMap and its status say it.
+func runs(g Gomega, name string) (configMap, status, rollout string) {
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: opConfig.NamespaceName(name), Name: "wave"}, cm)).To(Succeed())
+	tenant := &tenancyv1alpha1.Tenant{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, tenant)).To(Succeed())
+	i := slices.IndexFunc(tenant.Status.Components, func(c tenancyv1alpha1.ComponentStatus) bool { return c.Name == "wave" })
+	g.Expect(i).NotTo(Equal(-1), "tenant %s reports no component wave", name)
+	return cm.Data["version"], tenant.Status.Components[i].Version, tenant.Status.Components[i].Rollout
+}
+
+func newRollout(name, version string, batch int, selector map[string]string) *tenancyv1alpha1.ComponentRollout {
+	return &tenancyv1alpha1.ComponentRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.ComponentRolloutSpec{
+			Component: "wave", Version: version,
+			Selector: metav1.LabelSelector{MatchLabels: selector},
+			Strategy: tenancyv1alpha1.RolloutStrategy{BatchSize: ptrTo(intstr.FromInt32(int32(batch)))},
+		},
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// rolloutWhere waits until the rollout's status satisfies check, and returns it.
+func rolloutWhere(t *testing.T, name string, check func(g Gomega, ro *tenancyv1alpha1.ComponentRollout)) *tenancyv1alpha1.ComponentRollout {
+	t.Helper()
+	ro := &tenancyv1alpha1.ComponentRollout{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, ro)).To(Succeed())
+		g.Expect(ro.Status.ObservedGeneration).To(Equal(ro.Generation))
+		check(g, ro)
+	}).WithTimeout(2 * timeout).Should(Succeed())
+	return ro
+}
+
+func readyReason(ro *tenancyv1alpha1.ComponentRollout) string {
+	for _, c := range ro.Status.Conditions {
+		if c.Type == tenancyv1alpha1.ReadyCondition {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return ""
+}
+
+// A ComponentRollout, declared next to the tenants, moves 30 tenants in waves of 5. A tenant that
+// fails in the third wave halts it, named, with the later waves untouched; once the tenant is
+// fixed the rollout finishes. A pinned tenant is never moved, and deleting the finished rollout
+// leaves its tenants where it put them.
+func TestAComponentRolloutMovesTenantsInWavesAndHaltsOnAFailure(t *testing.T) {
+	ctx := context.Background()
+	for _, v := range []string{"1.0.0", "2.0.0"} {
+		publish(t, "wave", v, waveManifests(v), "")
+	}
+	names, pinned := waveTenants(t, 30, "wave-12")
+	ro := newRollout("wave-2-0-0", "2.0.0", 5, map[string]string{"rollout": "waves"})
+	NewWithT(t).Expect(k8s.Create(ctx, ro)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, ro) })
+
+	t.Run("a tenant that fails in the third wave halts the rollout and is named", func(t *testing.T) {
+		got := rolloutWhere(t, ro.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
+			g.Expect(testenv.KStatus(ro)).To(HaveField("Status", status.FailedStatus), "%s", readyReason(ro))
+		})
+		g := NewWithT(t)
+		g.Expect(readyReason(got)).To(ContainSubstring(tenancyv1alpha1.ReasonTooManyFailures))
+		g.Expect(readyReason(got)).To(ContainSubstring("wave-12 (RenderFailed)"))
+		g.Expect(got.Status.Waves).To(HaveLen(6))
+		g.Expect(got.Status.Released).To(BeEquivalentTo(3))
+		g.Expect(got.Status.Waves[2].Tenants).To(Equal(names[10:15]))
+		g.Expect(got.Status.Waves[2].Failed).To(ConsistOf(HaveField("Tenant", "wave-12")))
+		for _, w := range got.Status.Waves {
+			g.Expect(w.Tenants).NotTo(ContainElement(pinned))
+		}
+		for i, name := range names {
+			cm, st, rollout := runs(g, name)
+			switch {
+			case i < 15 && name != "wave-12":
+				g.Expect([]string{cm, st, rollout}).To(Equal([]string{"2.0.0", "2.0.0", ro.Name}), "tenant %s of the first three waves", name)
+			default:
+				g.Expect([]string{cm, st, rollout}).To(Equal([]string{"1.0.0", "1.0.0", ""}), "tenant %s", name)
+			}
+		}
+	})
+
+	t.Run("once the failed tenant is fixed the rollout moves every tenant but the pinned one", func(t *testing.T) {
+		fix := []byte(`{"spec":{"components":[{"name":"wave","version":"1.0.0","followRollouts":true,"values":{}}]}}`)
+		NewWithT(t).Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "wave-12"}}, client.RawPatch(types.MergePatchType, fix))).To(Succeed())
+		got := rolloutWhere(t, ro.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
+			g.Expect(testenv.KStatus(ro)).To(HaveField("Status", status.CurrentStatus), "%s", readyReason(ro))
+		})
+		g := NewWithT(t)
+		g.Expect(got.Status.Released).To(BeEquivalentTo(6))
+		g.Expect(got.Status.Done).To(BeEquivalentTo(30))
+		g.Expect(got.Status.Failed).To(BeZero())
+		for _, name := range names {
+			cm, st, rollout := runs(g, name)
+			g.Expect([]string{cm, st, rollout}).To(Equal([]string{"2.0.0", "2.0.0", ro.Name}), "tenant %s", name)
+		}
+		cm, st, rollout := runs(g, pinned)
+		g.Expect([]string{cm, st, rollout}).To(Equal([]string{"1.0.0", "1.0.0", ""}), "the pinned tenant")
+	})
+
+	t.Run("deleting the finished rollout leaves its tenants on its version", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k8s.Delete(ctx, ro)).To(Succeed())
+		resync(t, names...)
+		for _, name := range names {
+			cm, st, _ := runs(g, name)
+			g.Expect([]string{cm, st}).To(Equal([]string{"2.0.0", "2.0.0"}), "tenant %s", name)
+		}
+	})
+}
+
+// A rollout's progress is in its status: an operator that stops in the middle of a wave is
+// replaced by one that carries on from there, without touching the tenants of the finished
+// waves again. spec.halted holds a rollout before its first wave, and releases it when unset.
+func TestAComponentRolloutCarriesOnAfterTheOperatorRestartsMidWave(t *testing.T) {
+	ctx := context.Background()
+	for _, v := range []string{"1.0.0", "3.0.0"} {
+		publish(t, "wave", v, waveManifests(v), "")
+	}
+	names, _ := waveTenants(t, 10, "")
+	// A suspended tenant is left alone, so its wave cannot finish until it is resumed.
+	suspend := func(name string, on bool) {
+		patch := fmt.Appendf(nil, `{"spec":{"suspend":%t}}`, on)
+		NewWithT(t).Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	}
+	suspend("wave-07", true)
+
+	ro := newRollout("wave-3-0-0", "3.0.0", 5, map[string]string{"group": "first"})
+	ro.Spec.Halted = true
+	NewWithT(t).Expect(k8s.Create(ctx, ro)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, ro) })
+
+	t.Run("a halted rollout plans its waves and releases none", func(t *testing.T) {
+		got := rolloutWhere(t, ro.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
+			g.Expect(readyReason(ro)).To(HavePrefix(tenancyv1alpha1.ReasonHaltedBySpec))
+		})
+		NewWithT(t).Expect(got.Status.Waves).To(HaveLen(2))
+		NewWithT(t).Expect(got.Status.Released).To(BeZero())
+	})
+
+	var first tenancyv1alpha1.RolloutWave
+	written := map[string]string{}
+	t.Run("unhalted, it finishes the first wave and waits on the suspended tenant of the second", func(t *testing.T) {
+		NewWithT(t).Expect(k8s.Patch(ctx, ro, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"halted":false}}`)))).To(Succeed())
+		got := rolloutWhere(t, ro.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
+			g.Expect(ro.Status.Released).To(BeEquivalentTo(2))
+			g.Expect(ro.Status.Waves[1].Done).To(BeEquivalentTo(4))
+			g.Expect(ro.Status.Waves[1].Pending).To(BeEquivalentTo(1))
+		})
+		first = got.Status.Waves[0]
+		NewWithT(t).Expect(first.CompletedAt).NotTo(BeNil())
+		for _, name := range names[:5] {
+			cm := &corev1.ConfigMap{}
+			NewWithT(t).Expect(k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.NamespaceName(name), Name: "wave"}, cm)).To(Succeed())
+			NewWithT(t).Expect(cm.Data["version"]).To(Equal("3.0.0"))
+			written[name] = cm.ResourceVersion
+		}
+	})
+
+	t.Run("a new operator finishes the second wave and leaves the first as it was", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(op.Stop()).To(Succeed())
+		var err error
+		op, err = env.StartOperator(opConfig, store)
+		g.Expect(err).NotTo(HaveOccurred())
+		suspend("wave-07", false)
+		got := rolloutWhere(t, ro.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
+			g.Expect(testenv.KStatus(ro)).To(HaveField("Status", status.CurrentStatus), "%s", readyReason(ro))
+		})
+		g.Expect(got.Status.Done).To(BeEquivalentTo(10))
+		g.Expect(got.Status.Waves[0].StartedAt.Equal(first.StartedAt)).To(BeTrue(), "the first wave was started again")
+		g.Expect(got.Status.Waves[0].CompletedAt.Equal(first.CompletedAt)).To(BeTrue(), "the first wave was completed again")
+		for name, rv := range written {
+			cm := &corev1.ConfigMap{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.NamespaceName(name), Name: "wave"}, cm)).To(Succeed())
+			g.Expect(cm.ResourceVersion).To(Equal(rv), "tenant %s of the finished wave was written again", name)
+		}
+		for _, name := range names[5:10] {
+			cm, st, rollout := runs(g, name)
+			g.Expect([]string{cm, st, rollout}).To(Equal([]string{"3.0.0", "3.0.0", ro.Name}), "tenant %s", name)
+		}
+	})
+}
