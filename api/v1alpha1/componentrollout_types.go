@@ -6,8 +6,9 @@ import (
 )
 
 // ComponentRolloutSpec moves one component of a set of tenants to a version, wave by wave. Only
-// tenants whose component follows rollouts (spec.components[].followRollouts) are moved; a
-// pinned version is never changed. What is rolled out is fixed when the rollout is created: a
+// Active tenants, not suspended, whose component follows rollouts
+// (spec.components[].followRollouts) are moved; a pinned version is never changed. A tenant
+// runs the version of the newest rollout (by creation) that reached it. What is rolled out is fixed when the rollout is created: a
 // new version is a new ComponentRollout. Only spec.halted may change.
 // +kubebuilder:validation:XValidation:rule="self.component == oldSelf.component && self.version == oldSelf.version && has(self.selector) == has(oldSelf.selector) && (!has(self.selector) || self.selector == oldSelf.selector) && has(self.strategy) == has(oldSelf.strategy) && (!has(self.strategy) || self.strategy == oldSelf.strategy)",message="only spec.halted may change: roll out another version as a new ComponentRollout"
 type ComponentRolloutSpec struct {
@@ -48,7 +49,8 @@ type RolloutStrategy struct {
 	Canaries []string `json:"canaries,omitempty"`
 
 	// BatchSize is how many tenants each wave after the canaries moves: a number, or a
-	// percentage of the tenants chosen ("10%", at least one). Default 1.
+	// percentage of the tenants chosen (at least one). Default 10%: ten waves, and a status that
+	// stays small however many tenants there are.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^[1-9][0-9]?%$|^100%$')",message="must be a number of at least 1, or a percentage from 1% to 100%"
 	// +optional
@@ -105,7 +107,8 @@ type RolloutFailure struct {
 	Tenant string `json:"tenant"`
 	// Reason is the tenant's Ready reason, or ProgressDeadlineExceeded.
 	Reason string `json:"reason"`
-	// Message is the tenant's Ready message.
+	// Message is the tenant's Ready message, cut to 256 characters.
+	// +kubebuilder:validation:MaxLength=300
 	// +optional
 	Message string `json:"message,omitempty"`
 }

@@ -227,9 +227,14 @@ type ComponentStatus struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 	// Rollout is the ComponentRollout whose version the component runs, when it follows
-	// rollouts and one has moved it; the version stays when the rollout is deleted.
+	// rollouts and one has moved it; the version stays when the rollout is deleted, and while
+	// the tenant is Archived.
 	// +optional
 	Rollout string `json:"rollout,omitempty"`
+	// RolloutCreated is when that rollout was created: only a rollout created later moves the
+	// component again, so deleting the newest rollout never moves a tenant back.
+	// +optional
+	RolloutCreated *metav1.Time `json:"rolloutCreated,omitempty"`
 	// Ready is true when every workload of the applied version has rolled out.
 	Ready bool `json:"ready"`
 	// Message says what the component is waiting for, or why it failed.

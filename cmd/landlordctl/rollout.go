@@ -85,6 +85,7 @@ follows an existing one; "rollout halt NAME" and "rollout resume NAME" set its s
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.serverSide.enabled {
+				o.serverSide.batchSet = cmd.Flags().Changed("batch")
 				return runServerSideRollout(cmd.Context(), root, o)
 			}
 			return runRollout(cmd.Context(), root, o, cmd.ErrOrStderr())

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,9 @@ type serverSideOptions struct {
 	canaries []string
 	pause    time.Duration
 	noWait   bool
+	// batchSet is whether --batch was given: a ComponentRollout's own default (10%) keeps its
+	// status small, where the client-side rollout's (1) would plan a wave per tenant.
+	batchSet bool
 }
 
 // runServerSideRollout creates a ComponentRollout in each context in turn and, unless --no-wait,
@@ -76,14 +80,18 @@ func rolloutObject(o *rolloutOptions, selector metav1.LabelSelector) *tenancyv1a
 	if name == "" {
 		name = o.component + "-" + o.version
 	}
-	batch := intstr.Parse(o.batch)
+	var batch *intstr.IntOrString
+	if o.serverSide.batchSet {
+		b := intstr.Parse(o.batch)
+		batch = &b
+	}
 	ro := &tenancyv1alpha1.ComponentRollout{
 		TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.GroupVersion.String(), Kind: "ComponentRollout"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: tenancyv1alpha1.ComponentRolloutSpec{
 			Component: o.component, Version: o.version, Selector: selector,
 			Strategy: tenancyv1alpha1.RolloutStrategy{
-				Canaries: o.serverSide.canaries, BatchSize: &batch, MaxFailures: int32(o.maxFailures),
+				Canaries: o.serverSide.canaries, BatchSize: batch, MaxFailures: int32(o.maxFailures),
 				ProgressDeadline: &metav1.Duration{Duration: o.timeout},
 			},
 		},
@@ -109,8 +117,17 @@ func createAndFollow(ctx context.Context, out io.Writer, cl cluster, ro *tenancy
 		if err := cl.client.Get(ctx, client.ObjectKeyFromObject(ro), have); err != nil {
 			return err
 		}
-		if have.Spec.Component != ro.Spec.Component || have.Spec.Version != ro.Spec.Version {
-			return fmt.Errorf("ComponentRollout %s exists and moves %s to %s: choose another --name", ro.Name, have.Spec.Component, have.Spec.Version)
+		// Only the same rollout is followed: one that differs in what it moves, or how, would
+		// report done for tenants this command was never asked about, or not for those it was.
+		want, got := ro.Spec, have.Spec
+		want.Halted, got.Halted = false, false
+		if !equality.Semantic.DeepEqual(want, got) {
+			return fmt.Errorf("ComponentRollout %s exists with another spec (%s → %s, selector %s, strategy %s): choose another --name",
+				ro.Name, have.Spec.Component, have.Spec.Version, metav1.FormatLabelSelector(&have.Spec.Selector), strategyOf(have.Spec.Strategy))
+		}
+		if o.dryRun {
+			fmt.Fprintf(out, "context %s: ComponentRollout %s exists as described; nothing was changed\n", cl.name, ro.Name)
+			return nil
 		}
 		fmt.Fprintf(out, "context %s: ComponentRollout %s exists; following it\n", cl.name, ro.Name)
 	case err != nil:
@@ -125,6 +142,25 @@ func createAndFollow(ctx context.Context, out io.Writer, cl cluster, ro *tenancy
 		return nil
 	}
 	return followRollout(ctx, out, cl, ro.Name)
+}
+
+// strategyOf sums a strategy up for a message.
+func strategyOf(s tenancyv1alpha1.RolloutStrategy) string {
+	parts := []string{}
+	if s.BatchSize != nil {
+		parts = append(parts, "batch "+s.BatchSize.String())
+	}
+	if len(s.Canaries) > 0 {
+		parts = append(parts, "canaries "+strings.Join(s.Canaries, ","))
+	}
+	if s.PauseBetweenWaves != nil {
+		parts = append(parts, "pause "+s.PauseBetweenWaves.Duration.String())
+	}
+	parts = append(parts, fmt.Sprintf("max failures %d", s.MaxFailures))
+	if s.ProgressDeadline != nil {
+		parts = append(parts, "deadline "+s.ProgressDeadline.Duration.String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 // followRollout watches a ComponentRollout and prints each wave as it starts and ends, until the
@@ -261,5 +297,11 @@ func setHalted(ctx context.Context, root *rootOptions, name string, halted bool)
 		verb = "halted"
 	}
 	fmt.Fprintf(root.out, "componentrollout/%s %s\n", name, verb)
+	// A GitOps tool that applies spec.halted puts its own value back at its next run.
+	for _, e := range ro.ManagedFields {
+		if e.Manager != fieldManager && e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), `"f:halted"`) {
+			fmt.Fprintf(root.out, "warning: %s also sets spec.halted of componentrollout/%s, and may set it back: halt or resume it where %s's manifests are (in Git)\n", e.Manager, name, e.Manager)
+		}
+	}
 	return nil
 }

@@ -115,9 +115,16 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 	})
 
 	t.Run("a rerun follows the rollout it created", func(t *testing.T) {
-		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=object")
+		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=object", "--batch", "2", "--canaries", "object-c")
 		if err != nil || !strings.Contains(out, "ComponentRollout api-1.1.0 exists; following it") || !strings.Contains(out, ": done: ") {
 			t.Fatalf("err = %v", err)
+		}
+	})
+
+	t.Run("a rerun that asks for another rollout under the same name is refused", func(t *testing.T) {
+		_, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=other")
+		if want := "ComponentRollout api-1.1.0 exists with another spec (api → 1.1.0, selector group=object, strategy batch 2, canaries object-c"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want %q", err, want)
 		}
 	})
 

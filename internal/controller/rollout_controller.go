@@ -3,14 +3,18 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -62,7 +66,7 @@ func (r *ComponentRolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("componentrollout").
 		For(&tenancyv1alpha1.ComponentRollout{}).
-		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfTenant)).
+		Watches(&tenancyv1alpha1.Tenant{}, r.tenantHandler()).
 		Watches(&tenancyv1alpha1.ComponentTemplate{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfTemplate)).
 		Complete(r)
 }
@@ -111,8 +115,9 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return write(ctrl.Result{})
 	}
 
+	// Only read: no need for the cache's deep copy of every tenant.
 	tenants := &tenancyv1alpha1.TenantList{}
-	if err := r.Client.List(ctx, tenants); err != nil {
+	if err := r.Client.List(ctx, tenants, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	superseded, err := r.newerRollouts(ctx, ro)
@@ -127,6 +132,11 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		if followsRollout(ro, selector, t) {
 			chosen = append(chosen, t.Name)
 		}
+	}
+	if len(superseded) > 0 {
+		// A newer rollout of the component takes the tenants chosen from now on: this one
+		// finishes what it planned and grows no more.
+		chosen = nil
 	}
 	s.Waves = planWaves(ro, s.Waves, chosen)
 
@@ -188,8 +198,18 @@ func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout,
 	s.Done, s.Pending, s.Failed, s.Skipped = 0, 0, 0, 0
 	for i := range s.Waves {
 		w := &s.Waves[i]
-		if i >= int(s.Released) {
+		switch {
+		case i >= int(s.Released):
 			s.Pending += int32(len(w.Tenants))
+			continue
+		case w.CompletedAt != nil:
+			// A finished wave is not judged again: a tenant of it that is briefly not Ready
+			// months later is its own matter, not the rollout's. Only its failed tenants are
+			// looked at, to be counted done once they recover.
+			recount(ro, selector, superseded, w, byName, now)
+			s.Done += w.Done
+			s.Skipped += w.Skipped
+			s.Failed += int32(len(w.Failed))
 			continue
 		}
 		started := now
@@ -223,11 +243,32 @@ func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout,
 	return int(s.Failed)
 }
 
+// recount counts the failed tenants of a finished wave that recovered as done.
+func recount(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, superseded map[string]bool, w *tenancyv1alpha1.RolloutWave, byName map[string]*tenancyv1alpha1.Tenant, now time.Time) {
+	started := now
+	if w.StartedAt != nil {
+		started = w.StartedAt.Time
+	}
+	failed := w.Failed[:0:0]
+	for _, f := range w.Failed {
+		t := byName[f.Tenant]
+		switch progress, _ := progressOf(ro, followsRollout(ro, selector, t), superseded, t, started, now); progress {
+		case tenantDone:
+			w.Done++
+		case tenantSkipped:
+			w.Skipped++
+		default:
+			failed = append(failed, f)
+		}
+	}
+	w.Failed = failed
+}
+
 // newerRollouts names the rollouts of the same component created after ro: a tenant one of
 // them has moved runs its version, and is no longer ro's to move.
 func (r *ComponentRolloutReconciler) newerRollouts(ctx context.Context, ro *tenancyv1alpha1.ComponentRollout) (map[string]bool, error) {
 	list := &tenancyv1alpha1.ComponentRolloutList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	newer := map[string]bool{}
@@ -239,22 +280,47 @@ func (r *ComponentRolloutReconciler) newerRollouts(ctx context.Context, ro *tena
 	return newer, nil
 }
 
-// rolloutsOfTenant maps a tenant to the rollouts of the components it lets rollouts move.
-func (r *ComponentRolloutReconciler) rolloutsOfTenant(ctx context.Context, obj client.Object) []reconcile.Request {
-	t, ok := obj.(*tenancyv1alpha1.Tenant)
-	if !ok {
-		return nil
-	}
-	follows := map[string]bool{}
-	for _, c := range t.Spec.Components {
-		if c.FollowRollouts {
-			follows[c.Name] = true
+// tenantHandler maps a tenant's changes to the rollouts of the components it lets rollouts
+// move. A change of what chooses it (labels, spec, deletion) may add it to any of them, finished
+// ones included; a change of its status only matters to the rollouts under way, which wait on it.
+func (r *ComponentRolloutReconciler) tenantHandler() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], underWayOnly bool, tenants ...client.Object) {
+		follows := map[string]bool{}
+		for _, obj := range tenants {
+			if t, ok := obj.(*tenancyv1alpha1.Tenant); ok {
+				for _, c := range t.Spec.Components {
+					if c.FollowRollouts {
+						follows[c.Name] = true
+					}
+				}
+			}
+		}
+		if len(follows) == 0 {
+			return
+		}
+		for _, req := range r.rollouts(ctx, func(ro *tenancyv1alpha1.ComponentRollout) bool {
+			return follows[ro.Spec.Component] && (!underWayOnly || !meta.IsStatusConditionTrue(ro.Status.Conditions, tenancyv1alpha1.ReadyCondition))
+		}) {
+			q.Add(req)
 		}
 	}
-	if len(follows) == 0 {
-		return nil
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, false, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			old, okOld := e.ObjectOld.(*tenancyv1alpha1.Tenant)
+			now, okNew := e.ObjectNew.(*tenancyv1alpha1.Tenant)
+			if !okOld || !okNew {
+				return
+			}
+			chosenChanged := old.Generation != now.Generation || !maps.Equal(old.Labels, now.Labels) || old.DeletionTimestamp.IsZero() != now.DeletionTimestamp.IsZero()
+			enqueue(ctx, q, !chosenChanged, old, now)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, true, e.Object)
+		},
 	}
-	return r.rollouts(ctx, func(ro *tenancyv1alpha1.ComponentRollout) bool { return follows[ro.Spec.Component] })
 }
 
 // rolloutsOfTemplate maps a published ComponentTemplate to the rollouts of its version.
@@ -270,7 +336,7 @@ func (r *ComponentRolloutReconciler) rolloutsOfTemplate(ctx context.Context, obj
 
 func (r *ComponentRolloutReconciler) rollouts(ctx context.Context, match func(*tenancyv1alpha1.ComponentRollout) bool) []reconcile.Request {
 	list := &tenancyv1alpha1.ComponentRolloutList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "listing component rollouts")
 		return nil
 	}

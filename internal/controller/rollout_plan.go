@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,9 +19,10 @@ import (
 const defaultProgressDeadline = 10 * time.Minute
 
 // followsRollout reports whether the rollout may move t: chosen by its selector, Active, not
-// being deleted, and running the component with followRollouts.
+// suspended (Landlord changes nothing of it), not being deleted, and running the component with
+// followRollouts.
 func followsRollout(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, t *tenancyv1alpha1.Tenant) bool {
-	if t == nil || !t.DeletionTimestamp.IsZero() || !selector.Matches(labels.Set(t.Labels)) {
+	if t == nil || !t.DeletionTimestamp.IsZero() || t.Spec.Suspend || !selector.Matches(labels.Set(t.Labels)) {
 		return false
 	}
 	if t.Spec.State != "" && t.Spec.State != tenancyv1alpha1.StateActive {
@@ -71,10 +73,14 @@ func planWaves(ro *tenancyv1alpha1.ComponentRollout, waves []tenancyv1alpha1.Rol
 	return waves
 }
 
+// defaultBatchSize is the batch size of a rollout that sets none: ten waves, whatever the
+// number of tenants, so that the rollout's status stays small.
+var defaultBatchSize = intstr.FromString("10%")
+
 // batchSize resolves the strategy's batch size against the number of tenants chosen: at least 1.
 func batchSize(v *intstr.IntOrString, total int) int {
 	if v == nil {
-		return 1
+		v = &defaultBatchSize
 	}
 	n, err := intstr.GetScaledValueFromIntOrPercent(v, total, true)
 	if err != nil || n < 1 {
@@ -116,8 +122,11 @@ func progressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded m
 	if ready != nil {
 		message = ready.Message
 	}
-	if stalled := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.StalledCondition); stalled != nil && stalled.Status == metav1.ConditionTrue && t.Status.ObservedGeneration == t.Generation {
-		return tenantFailed, tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: stalled.Reason, Message: stalled.Message}
+	// A stall counts once it began after the wave did: a tenant stalled before, for reasons of
+	// its own, is given until the deadline. (Times are kept to the second.)
+	if stalled := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.StalledCondition); stalled != nil && stalled.Status == metav1.ConditionTrue &&
+		!stalled.LastTransitionTime.Time.Before(started.Truncate(time.Second)) {
+		return tenantFailed, tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: stalled.Reason, Message: clip(stalled.Message)}
 	}
 	deadline := defaultProgressDeadline
 	if d := ro.Spec.Strategy.ProgressDeadline; d != nil {
@@ -125,7 +134,7 @@ func progressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded m
 	}
 	if now.Sub(started) > deadline {
 		return tenantFailed, tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: tenancyv1alpha1.ReasonProgressDeadlineExceeded,
-			Message: fmt.Sprintf("not running %s %s Ready %s after its wave started: %s", ro.Spec.Component, ro.Spec.Version, deadline, message)}
+			Message: clip(fmt.Sprintf("not running %s %s Ready %s after its wave started: %s", ro.Spec.Component, ro.Spec.Version, deadline, message))}
 	}
 	return tenantPending, tenancyv1alpha1.RolloutFailure{}
 }
@@ -142,4 +151,17 @@ func failedNames(waves []tenancyv1alpha1.RolloutWave) string {
 		names = append(names[:10], fmt.Sprintf("and %d more", len(names)-10))
 	}
 	return strings.Join(names, ", ")
+}
+
+// clip cuts a tenant's message for the rollout's status, which lists every failed tenant.
+func clip(message string) string {
+	const max = 256
+	if len(message) <= max {
+		return message
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + "…"
 }

@@ -2,8 +2,10 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -35,7 +37,7 @@ func TestPlanWaves(t *testing.T) {
 		chosen   []string
 		want     [][]string
 	}{
-		{"without a batch size, one tenant moves at a time", nil, nil, nil, []string{"b", "a"}, [][]string{{"a"}, {"b"}}},
+		{"without a batch size, a tenth of the tenants moves at a time", nil, nil, nil, ten("t", 20)[:12], [][]string{{"t0", "t1"}, {"t10", "t11"}, {"t2", "t3"}, {"t4", "t5"}, {"t6", "t7"}, {"t8", "t9"}}},
 		{"tenants are taken by name in batches", &intstr.IntOrString{IntVal: 2}, nil, nil, []string{"c", "a", "e", "b", "d"}, [][]string{{"a", "b"}, {"c", "d"}, {"e"}}},
 		{"a percentage is of the tenants chosen, rounded up", ptrIntStr("30%"), nil, nil, ten("t", 5), [][]string{{"t0", "t1"}, {"t2", "t3"}, {"t4"}}},
 		{"canaries go first in a wave of their own, in the order given", &intstr.IntOrString{IntVal: 2}, []string{"t3", "gone", "t1"}, nil, ten("t", 4), [][]string{{"t3", "t1"}, {"t0", "t2"}}},
@@ -74,7 +76,10 @@ func TestProgressOf(t *testing.T) {
 				Components: []tenancyv1alpha1.ComponentStatus{{Name: "web", Version: version, Rollout: rollout, Ready: ready}}},
 		}
 	}
-	stalled := metav1.Condition{Type: tenancyv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonRenderFailed, Message: "boom"}
+	stalled := metav1.Condition{Type: tenancyv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonRenderFailed, Message: "boom",
+		LastTransitionTime: metav1.NewTime(start.Add(time.Minute))}
+	stalledBefore := stalled
+	stalledBefore.LastTransitionTime = metav1.NewTime(start.Add(-time.Hour))
 	for _, tc := range []struct {
 		name       string
 		follows    bool
@@ -88,6 +93,7 @@ func TestProgressOf(t *testing.T) {
 		{"a tenant no longer chosen is skipped", false, tenant("1.0.0", "", true), time.Minute, tenantSkipped, ""},
 		{"a tenant a newer rollout moved is skipped", true, tenant("3.0.0", "web-3", true), time.Minute, tenantSkipped, ""},
 		{"a Stalled tenant has failed, with its reason", true, tenant("1.0.0", "", false, stalled), time.Minute, tenantFailed, tenancyv1alpha1.ReasonRenderFailed},
+		{"a tenant stalled before its wave started is given until the deadline", true, tenant("1.0.0", "", false, stalledBefore), 2 * time.Minute, tenantPending, ""},
 		{"a tenant not done past the deadline has failed", true, tenant("1.0.0", "", true), 11 * time.Minute, tenantFailed, tenancyv1alpha1.ReasonProgressDeadlineExceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,5 +102,16 @@ func TestProgressOf(t *testing.T) {
 				t.Errorf("progress %d (%q), want %d (%q)", got, failure.Reason, tc.want, tc.wantReason)
 			}
 		})
+	}
+}
+
+func TestClipKeepsMessagesShortAndWhole(t *testing.T) {
+	long := strings.Repeat("é", 200)
+	got := clip(long)
+	if len(got) > 260 || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Errorf("clip gave %d bytes, valid UTF-8 %t", len(got), utf8.ValidString(got))
+	}
+	if clip("short") != "short" {
+		t.Error("a short message was changed")
 	}
 }

@@ -9,21 +9,51 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/localcluster"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // waveManifests is a component whose ConfigMap says which version rendered it. Version 2.0.0
 // refuses to render for a tenant whose values say broken: that tenant fails its wave.
+// Version 3.0.0 adds, for a tenant whose values say hold, a Deployment whose pods never pass
+// readiness: that tenant stays rolling out, neither done nor failed, until its values change.
 func waveManifests(version string) string {
 	guard := ""
 	if version == "2.0.0" {
 		guard = `{{ if .Values.broken }}{{ fail "these values break version 2.0.0" }}{{ end }}`
+	}
+	hold := ""
+	if version == "3.0.0" {
+		hold = `{{- if .Values.hold }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: hold
+spec:
+  replicas: 1
+  progressDeadlineSeconds: 3600
+  selector:
+    matchLabels: {app: hold}
+  template:
+    metadata:
+      labels: {app: hold}
+      annotations: {"` + localcluster.NeverReadyAnnotation + `": "true"}
+    spec:
+      securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}}
+      containers:
+        - name: hold
+          image: {{ .Component.ImageRef }}
+          securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}
+{{- end }}
+`
 	}
 	return guard + `apiVersion: v1
 kind: ConfigMap
@@ -31,13 +61,13 @@ metadata:
   name: wave
 data:
   version: "` + version + `"
-`
+` + hold
 }
 
 // waveTenants creates tenants following rollouts of the component wave from 1.0.0, labelled
 // rollout=waves (and group=first for the first ten), and one more whose version is pinned.
 // They are removed when the test ends.
-func waveTenants(t *testing.T, n int, broken string) (names []string, pinned string) {
+func waveTenants(t *testing.T, n int, values map[string]string) (names []string, pinned string) {
 	t.Helper()
 	ctx := context.Background()
 	g := NewWithT(t)
@@ -48,11 +78,11 @@ func waveTenants(t *testing.T, n int, broken string) (names []string, pinned str
 	all := append(slices.Clone(names), pinned)
 	t.Cleanup(func() { deleteTenants(t, all...) })
 	for _, name := range all {
-		values := "{}"
-		if name == broken {
-			values = `{"broken": true}`
+		v := "{}"
+		if values[name] != "" {
+			v = values[name]
 		}
-		tenant := newTenant(name, pin("wave", "1.0.0", values), func(tn *tenancyv1alpha1.Tenant) {
+		tenant := newTenant(name, pin("wave", "1.0.0", v), func(tn *tenancyv1alpha1.Tenant) {
 			tn.Labels = map[string]string{"rollout": "waves"}
 			if i := slices.Index(names, name); i >= 0 && i < 10 {
 				tn.Labels["group"] = "first"
@@ -112,16 +142,35 @@ func readyReason(ro *tenancyv1alpha1.ComponentRollout) string {
 	return ""
 }
 
+// setValues sets the values of a tenant's component wave, as Git would.
+func setValues(t *testing.T, name, values string) {
+	t.Helper()
+	patch := []byte(`{"spec":{"components":[{"name":"wave","version":"1.0.0","followRollouts":true,"values":` + values + `}]}}`)
+	NewWithT(t).Expect(k8s.Patch(context.Background(), &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+// deleteRollout deletes a rollout and waits until the operator's cache no longer has it, so a
+// reconcile after it cannot have read it.
+func deleteRollout(t *testing.T, name string) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(k8s.Delete(context.Background(), &tenancyv1alpha1.ComponentRollout{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	g.Eventually(func() bool {
+		err := op.GetCache().Get(context.Background(), client.ObjectKey{Name: name}, &tenancyv1alpha1.ComponentRollout{})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(timeout).Should(BeTrue())
+}
+
 // A ComponentRollout, declared next to the tenants, moves 30 tenants in waves of 5. A tenant that
 // fails in the third wave halts it, named, with the later waves untouched; once the tenant is
-// fixed the rollout finishes. A pinned tenant is never moved, and deleting the finished rollout
-// leaves its tenants where it put them.
+// fixed the rollout finishes. A pinned tenant is never moved. Deleting rollouts never moves a
+// tenant back, and neither does archiving it and making it Active again.
 func TestAComponentRolloutMovesTenantsInWavesAndHaltsOnAFailure(t *testing.T) {
 	ctx := context.Background()
-	for _, v := range []string{"1.0.0", "2.0.0"} {
+	for _, v := range []string{"1.0.0", "2.0.0", "3.0.0"} {
 		publish(t, "wave", v, waveManifests(v), "")
 	}
-	names, pinned := waveTenants(t, 30, "wave-12")
+	names, pinned := waveTenants(t, 30, map[string]string{"wave-12": `{"broken": true}`})
 	ro := newRollout("wave-2-0-0", "2.0.0", 5, map[string]string{"rollout": "waves"})
 	NewWithT(t).Expect(k8s.Create(ctx, ro)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(ctx, ro) })
@@ -140,20 +189,26 @@ func TestAComponentRolloutMovesTenantsInWavesAndHaltsOnAFailure(t *testing.T) {
 		for _, w := range got.Status.Waves {
 			g.Expect(w.Tenants).NotTo(ContainElement(pinned))
 		}
-		for i, name := range names {
-			cm, st, rollout := runs(g, name)
-			switch {
-			case i < 15 && name != "wave-12":
-				g.Expect([]string{cm, st, rollout}).To(Equal([]string{"2.0.0", "2.0.0", ro.Name}), "tenant %s of the first three waves", name)
-			default:
-				g.Expect([]string{cm, st, rollout}).To(Equal([]string{"1.0.0", "1.0.0", ""}), "tenant %s", name)
+		// The third wave's other tenants may still be on their way; the later waves are not
+		// released while wave-12 has failed, so they are on 1.0.0 for good.
+		g.Eventually(func(g Gomega) {
+			for _, name := range names[:15] {
+				if name != "wave-12" {
+					cm, st, rollout := runs(g, name)
+					g.Expect([]string{cm, st, rollout}).To(Equal([]string{"2.0.0", "2.0.0", ro.Name}), "tenant %s of the first three waves", name)
+				}
 			}
+		}).WithTimeout(timeout).Should(Succeed())
+		for _, name := range append(names[15:], "wave-12") {
+			cm, st, rollout := runs(g, name)
+			g.Expect([]string{cm, st, rollout}).To(Equal([]string{"1.0.0", "1.0.0", ""}), "tenant %s", name)
 		}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ro), got)).To(Succeed())
+		g.Expect(got.Status.Released).To(BeEquivalentTo(3), "a wave was released after the failure")
 	})
 
 	t.Run("once the failed tenant is fixed the rollout moves every tenant but the pinned one", func(t *testing.T) {
-		fix := []byte(`{"spec":{"components":[{"name":"wave","version":"1.0.0","followRollouts":true,"values":{}}]}}`)
-		NewWithT(t).Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "wave-12"}}, client.RawPatch(types.MergePatchType, fix))).To(Succeed())
+		setValues(t, "wave-12", "{}")
 		got := rolloutWhere(t, ro.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
 			g.Expect(testenv.KStatus(ro)).To(HaveField("Status", status.CurrentStatus), "%s", readyReason(ro))
 		})
@@ -169,14 +224,51 @@ func TestAComponentRolloutMovesTenantsInWavesAndHaltsOnAFailure(t *testing.T) {
 		g.Expect([]string{cm, st, rollout}).To(Equal([]string{"1.0.0", "1.0.0", ""}), "the pinned tenant")
 	})
 
-	t.Run("deleting the finished rollout leaves its tenants on its version", func(t *testing.T) {
+	newer := newRollout("wave-3-0-0-first", "3.0.0", 10, map[string]string{"group": "first"})
+	t.Run("a newer rollout moves the tenants it chooses; deleting it moves none of them back", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(k8s.Delete(ctx, ro)).To(Succeed())
+		g.Expect(k8s.Create(ctx, newer)).To(Succeed())
+		t.Cleanup(func() { _ = k8s.Delete(ctx, newer) })
+		rolloutWhere(t, newer.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
+			g.Expect(testenv.KStatus(ro)).To(HaveField("Status", status.CurrentStatus), "%s", readyReason(ro))
+		})
+		deleteRollout(t, newer.Name)
+		// The older rollout, which released every tenant, is still there.
 		resync(t, names...)
-		for _, name := range names {
-			cm, st, _ := runs(g, name)
-			g.Expect([]string{cm, st}).To(Equal([]string{"2.0.0", "2.0.0"}), "tenant %s", name)
+		for i, name := range names {
+			cm, st, rollout := runs(g, name)
+			want := []string{"2.0.0", "2.0.0", ro.Name}
+			if i < 10 {
+				want = []string{"3.0.0", "3.0.0", newer.Name}
+			}
+			g.Expect([]string{cm, st, rollout}).To(Equal(want), "tenant %s", name)
 		}
+	})
+
+	t.Run("deleting the last rollout too leaves every tenant where it is", func(t *testing.T) {
+		g := NewWithT(t)
+		deleteRollout(t, ro.Name)
+		resync(t, names...)
+		for i, name := range names {
+			want := "2.0.0"
+			if i < 10 {
+				want = "3.0.0"
+			}
+			cm, st, _ := runs(g, name)
+			g.Expect([]string{cm, st}).To(Equal([]string{want, want}), "tenant %s", name)
+		}
+	})
+
+	t.Run("an archived tenant made Active again runs the version a rollout gave it, not its spec's", func(t *testing.T) {
+		g := NewWithT(t)
+		setState(t, "wave-03", tenancyv1alpha1.StateArchived)
+		waitNamespaceGone(t, opConfig.NamespaceName("wave-03"))
+		archived := waitReady(t, "wave-03")
+		g.Expect(archived.Status.Components).To(ConsistOf(And(HaveField("Version", "3.0.0"), HaveField("Rollout", newer.Name))))
+		setState(t, "wave-03", tenancyv1alpha1.StateActive)
+		waitReady(t, "wave-03")
+		cm, st, rollout := runs(g, "wave-03")
+		g.Expect([]string{cm, st, rollout}).To(Equal([]string{"3.0.0", "3.0.0", newer.Name}))
 	})
 }
 
@@ -188,13 +280,8 @@ func TestAComponentRolloutCarriesOnAfterTheOperatorRestartsMidWave(t *testing.T)
 	for _, v := range []string{"1.0.0", "3.0.0"} {
 		publish(t, "wave", v, waveManifests(v), "")
 	}
-	names, _ := waveTenants(t, 10, "")
-	// A suspended tenant is left alone, so its wave cannot finish until it is resumed.
-	suspend := func(name string, on bool) {
-		patch := fmt.Appendf(nil, `{"spec":{"suspend":%t}}`, on)
-		NewWithT(t).Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
-	}
-	suspend("wave-07", true)
+	// wave-07's pods at 3.0.0 never pass readiness: its wave cannot finish until its values change.
+	names, _ := waveTenants(t, 10, map[string]string{"wave-07": `{"hold": true}`})
 
 	ro := newRollout("wave-3-0-0", "3.0.0", 5, map[string]string{"group": "first"})
 	ro.Spec.Halted = true
@@ -211,7 +298,7 @@ func TestAComponentRolloutCarriesOnAfterTheOperatorRestartsMidWave(t *testing.T)
 
 	var first tenancyv1alpha1.RolloutWave
 	written := map[string]string{}
-	t.Run("unhalted, it finishes the first wave and waits on the suspended tenant of the second", func(t *testing.T) {
+	t.Run("unhalted, it finishes the first wave and waits on the tenant of the second still rolling out", func(t *testing.T) {
 		NewWithT(t).Expect(k8s.Patch(ctx, ro, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"halted":false}}`)))).To(Succeed())
 		got := rolloutWhere(t, ro.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
 			g.Expect(ro.Status.Released).To(BeEquivalentTo(2))
@@ -234,7 +321,7 @@ func TestAComponentRolloutCarriesOnAfterTheOperatorRestartsMidWave(t *testing.T)
 		var err error
 		op, err = env.StartOperator(opConfig, store)
 		g.Expect(err).NotTo(HaveOccurred())
-		suspend("wave-07", false)
+		setValues(t, "wave-07", "{}")
 		got := rolloutWhere(t, ro.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
 			g.Expect(testenv.KStatus(ro)).To(HaveField("Status", status.CurrentStatus), "%s", readyReason(ro))
 		})

@@ -212,7 +212,7 @@ func (r *TenantReconciler) ensureComponents(ctx context.Context, s *tenantScope)
 		waiting  []string
 	)
 	for _, c := range t.Spec.Components {
-		version, rollout, err := r.versionOf(ctx, t, c)
+		chosen, err := r.versionOf(ctx, t, c)
 		if err != nil {
 			if p := prev[c.Name]; p != nil {
 				statuses = append(statuses, *p)
@@ -222,10 +222,10 @@ func (r *TenantReconciler) ensureComponents(ctx context.Context, s *tenantScope)
 			waiting = append(waiting, fmt.Sprintf("component %s: %v", c.Name, err))
 			continue
 		}
-		c.Version = version
+		c.Version = chosen.version
 		st, res := r.ensureComponent(ctx, s, c, prev[c.Name])
-		if st.Version == version {
-			st.Rollout = rollout
+		if st.Version == chosen.version {
+			st.Rollout, st.RolloutCreated = chosen.rollout, chosen.created
 		}
 		delete(prev, c.Name)
 		statuses = append(statuses, st)

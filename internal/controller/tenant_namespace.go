@@ -150,7 +150,18 @@ func (r *TenantReconciler) rebind(ctx context.Context, applier *apply.Applier, t
 // kept volumes are deleted once the namespace is gone.
 func (r *TenantReconciler) removeNamespace(ctx context.Context, s *tenantScope) outcome {
 	t := s.tenant
-	s.status.Components = nil
+	// What a ComponentRollout gave a component is kept: an Archived tenant made Active again
+	// runs that version, not its spec's older one, against data the newer one may have migrated.
+	var kept []tenancyv1alpha1.ComponentStatus
+	if t.Spec.State == tenancyv1alpha1.StateArchived {
+		for _, c := range s.status.Components {
+			if c.Rollout != "" {
+				kept = append(kept, tenancyv1alpha1.ComponentStatus{Name: c.Name, Version: c.Version, Rollout: c.Rollout, RolloutCreated: c.RolloutCreated,
+					Message: "not running while the tenant is Archived"})
+			}
+		}
+	}
+	s.status.Components = kept
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns); err != nil {
 		if !apierrors.IsNotFound(err) {

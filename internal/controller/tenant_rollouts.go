@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,18 +14,36 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// versionOf is the version a component of the tenant runs, and the ComponentRollout that chose
-// it ("" when the spec did). A pinned component runs its spec's version. One that follows
-// rollouts runs the version of the newest rollout that released it; else the version a rollout
-// gave it before, kept when that rollout is deleted (deleting a finished rollout from Git must
-// not roll tenants back); else its spec's. Read from the cache's index: no request.
-func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Tenant, c tenancyv1alpha1.Component) (version, rollout string, err error) {
+// chosenVersion is the version a component of a tenant runs, and the ComponentRollout that
+// chose it (empty when the spec did).
+type chosenVersion struct {
+	version string
+	rollout string
+	created *metav1.Time
+}
+
+// versionOf is the version a component of the tenant runs. A pinned component runs its spec's
+// version. One that follows rollouts runs the version of the newest rollout (by creation) that
+// released it and may move it (its selector chooses the tenant, which is Active and not
+// suspended), provided that rollout is newer than the one that set the version the tenant runs;
+// else the version a rollout gave it before, kept when that rollout is deleted; else its
+// spec's. So deleting a rollout from Git never moves a tenant back, and only a rollout created
+// later moves it again (to any version: that is how a version is rolled back). Read from the
+// cache's index: no request.
+func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Tenant, c tenancyv1alpha1.Component) (chosenVersion, error) {
 	if !c.FollowRollouts {
-		return c.Version, "", nil
+		return chosenVersion{version: c.Version}, nil
 	}
+	var current *tenancyv1alpha1.ComponentStatus
+	for i := range t.Status.Components {
+		if st := &t.Status.Components[i]; st.Name == c.Name && st.Rollout != "" && st.Version != "" {
+			current = st
+		}
+	}
+	// Only read: no need for the cache's deep copy of the rollouts' statuses.
 	list := &tenancyv1alpha1.ComponentRolloutList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{RolloutReleasedIndex: rolloutKey(c.Name, t.Name)}); err != nil {
-		return "", "", err
+	if err := r.Client.List(ctx, list, client.MatchingFields{RolloutReleasedIndex: rolloutKey(c.Name, t.Name)}, client.UnsafeDisableDeepCopy); err != nil {
+		return chosenVersion{}, err
 	}
 	var newest *tenancyv1alpha1.ComponentRollout
 	for i := range list.Items {
@@ -32,19 +51,21 @@ func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Ten
 		if ro.Spec.Component != c.Name || !ro.DeletionTimestamp.IsZero() {
 			continue
 		}
+		selector, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
+		if err != nil || !followsRollout(ro, selector, t) {
+			continue
+		}
 		if newest == nil || newerRollout(ro, newest) {
 			newest = ro
 		}
 	}
-	if newest != nil {
-		return newest.Spec.Version, newest.Name, nil
+	if newest != nil && (current == nil || newest.Name == current.Rollout || createdAfter(newest, current)) {
+		return chosenVersion{version: newest.Spec.Version, rollout: newest.Name, created: newest.CreationTimestamp.DeepCopy()}, nil
 	}
-	for _, st := range t.Status.Components {
-		if st.Name == c.Name && st.Rollout != "" && st.Version != "" {
-			return st.Version, st.Rollout, nil
-		}
+	if current != nil {
+		return chosenVersion{version: current.Version, rollout: current.Rollout, created: current.RolloutCreated}, nil
 	}
-	return c.Version, "", nil
+	return chosenVersion{version: c.Version}, nil
 }
 
 // newerRollout orders rollouts by creation, then by name.
@@ -53,6 +74,17 @@ func newerRollout(a, b *tenancyv1alpha1.ComponentRollout) bool {
 		return b.CreationTimestamp.Before(&a.CreationTimestamp)
 	}
 	return a.Name > b.Name
+}
+
+// createdAfter reports whether ro is newer than the rollout that set the version st reports.
+func createdAfter(ro *tenancyv1alpha1.ComponentRollout, st *tenancyv1alpha1.ComponentStatus) bool {
+	if st.RolloutCreated == nil {
+		return true
+	}
+	if !ro.CreationTimestamp.Equal(st.RolloutCreated) {
+		return st.RolloutCreated.Before(&ro.CreationTimestamp)
+	}
+	return ro.Name > st.Rollout
 }
 
 // rolloutHandler re-triggers the tenants of the waves a rollout has just released. Tenants of

@@ -3,12 +3,14 @@ package install_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/landlord-dev/landlord/internal/localcluster"
+	"github.com/landlord-dev/landlord/internal/policy"
 )
 
 // TestTheInstallersApplyToALocalCluster installs Landlord as a platform team would, on a whole
@@ -128,8 +130,12 @@ spec:
 	t.Run("helm uninstall removes the operator and keeps the CRDs, the store's claim and the roles tenants are bound to", func(t *testing.T) {
 		helm(t, "uninstall", "landlord", "--namespace", "landlord-system", "--wait", "--timeout", "2m")
 		crds := strings.Fields(kubectl(t, "get", "crd", "-o", "name"))
-		if len(crds) != 5 {
-			t.Errorf("%d CRDs after uninstall, want Landlord's 5: %v", len(crds), crds)
+		var want []string
+		for _, name := range policy.CRDNames {
+			want = append(want, "customresourcedefinition.apiextensions.k8s.io/"+name)
+		}
+		if slices.Sort(crds); !slices.Equal(crds, slices.Sorted(slices.Values(want))) {
+			t.Errorf("CRDs after uninstall: %v, want Landlord's: %v", crds, want)
 		}
 		if phase := kubectl(t, "-n", "landlord-system", "get", "pvc", "landlord-secrets", "-o", "jsonpath={.status.phase}"); phase != "Bound" {
 			t.Errorf("the store's claim is %q after uninstall, want kept and Bound", phase)
@@ -162,7 +168,7 @@ spec:
 		for _, obj := range objects {
 			kinds[str(obj["kind"])]++
 		}
-		if kinds["CustomResourceDefinition"] != 5 || kinds["Deployment"] != 1 || kinds["ClusterRole"] == 0 || kinds["ValidatingAdmissionPolicy"] == 0 {
+		if kinds["CustomResourceDefinition"] != len(policy.CRDNames) || kinds["Deployment"] != 1 || kinds["ClusterRole"] == 0 || kinds["ValidatingAdmissionPolicy"] == 0 {
 			t.Fatalf("the installer holds %v; want the CRDs, RBAC, policies and the Deployment", kinds)
 		}
 		// The tenant roles the uninstall kept carry Helm's managed-by label, owned by Helm: moving
