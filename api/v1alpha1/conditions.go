@@ -63,6 +63,10 @@ const (
 	// login, a volume) belongs to another tenant, or was not created by Landlord. The message
 	// says whose it is; nothing of it is used, changed or dropped.
 	ReasonForeignData = "ForeignData"
+	// ReasonAdoptedDataMissing: the database or login of the tenant this one adopts
+	// (AdoptDataAnnotation), recorded in the secret store, is not on the DatabaseServer the
+	// record names; nothing is created in its place.
+	ReasonAdoptedDataMissing = "AdoptedDataMissing"
 	// ReasonDataAbandoned: a deletion or purge forgot data it could not reach, as the tenant's
 	// AbandonDataAnnotation asked; the event says what and where it still lives.
 	ReasonDataAbandoned = "DataAbandoned"
@@ -147,6 +151,11 @@ const (
 	// Purged, or in another cluster) whose kept data the tenant takes over: its databases,
 	// logins, stored credentials and volumes. Without it, a tenant never uses another's data.
 	AdoptDataAnnotation = "tenancy.landlord.dev/adopt-data-from"
+	// MovedToAnnotation on a Tenant names the API server of the cluster it was moved to
+	// (landlordctl move). While it is there, Landlord's admission policy refuses to make the
+	// tenant Active: it would use the databases the moved tenant uses.
+	// Removing it, on purpose, is how the tenant is brought back here.
+	MovedToAnnotation = "tenancy.landlord.dev/moved-to"
 	// AbandonDataAnnotation on a Tenant, set to the tenant's own UID, lets its deletion or purge
 	// forget data it can no longer reach (a DatabaseServer gone for good, a corrupt stored
 	// record). What is abandoned is named in an event and the operator log. Requiring the UID

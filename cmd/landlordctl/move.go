@@ -1,17 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
@@ -28,6 +32,7 @@ type moveOptions struct {
 	from, to     string
 	timeout      time.Duration
 	leaveVolumes bool
+	keepAccess   bool
 }
 
 // moveStep, when set, hears of each step of a move as it is done (tests stop a move there, as a
@@ -39,24 +44,28 @@ func newMoveCommand(root *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "move TENANT --from CONTEXT --to CONTEXT",
 		Short: "Move a tenant to another cluster, with its data.",
-		Long: `Move a tenant from one cluster to another that share its database servers and secret store:
+		Long: `Move an Active tenant from one cluster to another that share its database servers and
+secret store:
 
-  1. at the source, the tenant is Archived: its namespace goes, its databases, stored
-     credentials and data stay (a Frozen step first scales its workloads to zero);
+  1. at the source, the tenant is marked as moved (tenancy.landlord.dev/moved-to, after which
+     Landlord's admission policy refuses to make it Active there again), set Frozen, then
+     Archived: its namespace goes, its databases, stored credentials and data stay;
   2. at the destination, a tenant of the same name and spec is created, annotated to adopt the
      source tenant's data by its UID (tenancy.landlord.dev/adopt-data-from): its databases keep
-     their passwords and their data;
-  3. the command waits until the destination tenant is Ready. The source stays Archived.
+     their passwords and their data; a component that followed rollouts is pinned at the
+     version it ran;
+  3. the command waits until the destination tenant is Ready with the source's databases. The
+     source stays Archived.
 
 Every step looks at where things stand first, so a move that was interrupted is finished by
 running the same command again; nothing is done twice. A move is refused, before anything
-changes, when it cannot work: the destination lacks a DatabaseServer the tenant's databases are
-on (or names another host by it), the two clusters' template namespaces were not synced from the
-same secret store, the tenant has persistent volumes (they cannot follow it; --leave-volumes
-leaves them at the source, kept), or the destination already has another tenant of that name.
-
-The tenant keeps its name, and so its namespace name: both clusters must use the same
-namespacePrefix, as --config's does.`,
+changes, when it cannot work: the tenant is not Active or is suspended; a GitOps controller
+applies its spec.state; the destination lacks a DatabaseServer the tenant's databases are on
+(or names another server by it); the two clusters' template namespaces were not synced from the
+same secret store; the tenant has persistent volumes (they cannot follow it; --leave-volumes
+leaves them at the source, kept); its namespace is not the one --config's namespacePrefix
+names; its access names ServiceAccounts of other namespaces (--keep-access); or the destination
+already has another tenant of that name.`,
 		Example: `  landlordctl move acme --from eu-1 --to eu-2
   landlordctl move acme --from eu-1 --to eu-2 --timeout 30m`,
 		Args: cobra.ExactArgs(1),
@@ -69,6 +78,7 @@ namespacePrefix, as --config's does.`,
 	f.StringVar(&o.to, "to", "", "Kubeconfig context of the cluster to move it to (required).")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "How long each wait (source Archived, destination Ready) may take.")
 	f.BoolVar(&o.leaveVolumes, "leave-volumes", false, "Move a tenant that has persistent volumes: they stay at the source, kept, and the destination starts without them.")
+	f.BoolVar(&o.keepAccess, "keep-access", false, "Move a tenant whose spec.access names ServiceAccounts of other namespaces: those names may be other customers' at the destination.")
 	_ = cmd.MarkFlagRequired("from")
 	_ = cmd.MarkFlagRequired("to")
 	return cmd
@@ -132,12 +142,24 @@ func (m *move) run(ctx context.Context) error {
 	case src.Spec.State == tenancyv1alpha1.StatePurged:
 		return fmt.Errorf("tenant %s is Purged in context %s: its data is gone, there is nothing to move", m.name, m.src.name)
 	}
-	if dst == nil {
-		// Refused before anything changes. Once the destination tenant exists the move is under
-		// way, and a rerun finishes it rather than asking again.
+	movedTo, marked := src.Annotations[tenancyv1alpha1.MovedToAnnotation]
+	if marked && movedTo != m.dst.host {
+		return fmt.Errorf("tenant %s in context %s was moved to %s already (annotation %s): its data is that cluster's tenant's now, and it is not moved again",
+			m.name, m.src.name, movedTo, tenancyv1alpha1.MovedToAnnotation)
+	}
+	if !marked {
+		// Refused before anything changes. Once the source is marked the move is under way, and
+		// a rerun finishes it rather than asking again.
 		if err := m.check(ctx, src); err != nil {
 			return err
 		}
+		// The mark first: from here the admission policy keeps the source Archived, so that it
+		// can never use the data again alongside the moved tenant.
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, tenancyv1alpha1.MovedToAnnotation, m.dst.host)
+		if src, err = patchTenant(ctx, m.src.client, m.name, patch); err != nil {
+			return fmt.Errorf("context %s: %w", m.src.name, err)
+		}
+		m.say("marked in context %s as moving to %s", m.src.name, m.dst.host)
 	}
 	if src, err = m.archive(ctx, src); err != nil {
 		return err
@@ -150,7 +172,10 @@ func (m *move) run(ctx context.Context) error {
 	m.say("waiting for it to be Ready in context %s", m.dst.name)
 	ready, err := waitTenant(ctx, m.dst.client, m.name, m.o.timeout, func(t *tenancyv1alpha1.Tenant) bool { return true })
 	if err != nil {
-		return fmt.Errorf("context %s: %w", m.dst.name, err)
+		return fmt.Errorf("context %s: %w (do not make the tenant Active in context %s again: the data may be the moved tenant's already)", m.dst.name, err, m.src.name)
+	}
+	if err := sameData(src, ready); err != nil {
+		return fmt.Errorf("tenant %s is Ready in context %s, but %w", m.name, m.dst.name, err)
 	}
 	m.done("ready")
 	m.say("done: Ready in context %s (namespace %s); Archived in context %s, its data now the moved tenant's", m.dst.name, ready.Status.Namespace, m.src.name)
@@ -171,8 +196,20 @@ func (m *move) get(ctx context.Context, cl cluster) (*tenancyv1alpha1.Tenant, er
 // check refuses a move that cannot work, naming why, before anything changes.
 func (m *move) check(ctx context.Context, src *tenancyv1alpha1.Tenant) error {
 	var problems []string
-	if want := m.cfg.NamespaceName(m.name); src.Status.Namespace != "" && src.Status.Namespace != want {
-		problems = append(problems, fmt.Sprintf("its namespace in context %s is %s, not %s as --config's namespacePrefix makes it: the destination would look for its stored credentials under another name",
+	if state := src.Spec.State; state != "" && state != tenancyv1alpha1.StateActive {
+		problems = append(problems, fmt.Sprintf("it is %s: a move starts from an Active tenant, and would bring it back Active (make it Active first, if it should be)", state))
+	}
+	if src.Spec.Suspend {
+		problems = append(problems, fmt.Sprintf("it is suspended, and Landlord would not archive it (landlordctl resume %s --context %s)", m.name, m.src.name))
+	}
+	if owners := stateOwners(src); len(owners) > 0 {
+		problems = append(problems, fmt.Sprintf("its spec.state is managed by %s, which would make it Active again at the source: move it in Git", strings.Join(owners, ", ")))
+	}
+	if foreign := foreignServiceAccounts(src, m.cfg.NamespaceName(m.name)); len(foreign) > 0 && !m.o.keepAccess {
+		problems = append(problems, fmt.Sprintf("its spec.access names ServiceAccounts of other namespaces (%s), which may be other customers' at the destination (--keep-access keeps them)", strings.Join(foreign, ", ")))
+	}
+	if want := m.cfg.NamespaceName(m.name); src.Status.Namespace != want {
+		problems = append(problems, fmt.Sprintf("its namespace in context %s is %q, not %s as --config's namespacePrefix makes it: the destination would look for its stored credentials under another name",
 			m.src.name, src.Status.Namespace, want))
 	}
 	if len(src.Status.Volumes) > 0 && !m.o.leaveVolumes {
@@ -274,22 +311,28 @@ func (m *move) create(ctx context.Context, src *tenancyv1alpha1.Tenant) (*tenanc
 		delete(dst.Labels, k)
 	}
 	for _, k := range []string{tenancyv1alpha1.ClaimAnnotation, tenancyv1alpha1.DeletionConfirmationAnnotation, tenancyv1alpha1.AbandonDataAnnotation,
-		tenancyv1alpha1.ReconcileRequestAnnotation, "kubectl.kubernetes.io/last-applied-configuration"} {
+		tenancyv1alpha1.ReconcileRequestAnnotation, tenancyv1alpha1.MovedToAnnotation, "kubectl.kubernetes.io/last-applied-configuration"} {
 		delete(dst.Annotations, k)
 	}
 	if dst.Annotations == nil {
 		dst.Annotations = map[string]string{}
 	}
 	dst.Annotations[tenancyv1alpha1.AdoptDataAnnotation] = string(src.UID)
-	// A component that a ComponentRollout moved runs the version the source's status reports,
-	// which the destination's rollouts do not know of: it starts from there, never from the
-	// older version of its spec, against data the newer one may have migrated.
+	// A component that follows rollouts is pinned, at the version the source ran (its status)
+	// when a rollout moved it: the destination's rollouts know nothing of the source's, and the
+	// newest of them may be older, against data the newer version migrated. Set followRollouts
+	// again once the destination's rollouts have caught up.
 	for i, c := range dst.Spec.Components {
+		if !c.FollowRollouts {
+			continue
+		}
 		for _, st := range src.Status.Components {
-			if c.FollowRollouts && st.Name == c.Name && st.Rollout != "" && st.Version != "" {
+			if st.Name == c.Name && st.Rollout != "" && st.Version != "" {
 				dst.Spec.Components[i].Version = st.Version
 			}
 		}
+		dst.Spec.Components[i].FollowRollouts = false
+		m.say("component %s is pinned at %s in context %s (it followed rollouts in context %s)", c.Name, dst.Spec.Components[i].Version, m.dst.name, m.src.name)
 	}
 	dst.Spec.State = tenancyv1alpha1.StateActive
 	dst.Spec.Suspend = false
@@ -341,4 +384,57 @@ func waitTenant(parent context.Context, c client.WithWatch, name string, timeout
 		return nil, fmt.Errorf("tenant %s not Ready within %s: %s (run the move again to go on waiting)", name, timeout, why)
 	}
 	return nil, err
+}
+
+// stateOwners are the field managers that apply the tenant's spec.state with server-side apply,
+// as a GitOps controller (Flux's kustomize-controller) does at every sync: such a one would set
+// the source Active again. Whoever merely created or edited the tenant is not among them.
+func stateOwners(t *tenancyv1alpha1.Tenant) []string {
+	var owners []string
+	for _, mf := range t.ManagedFields {
+		if mf.Manager == fieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.FieldsV1 == nil {
+			continue
+		}
+		var owned fieldpath.Set
+		if owned.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)) == nil && owned.Has(fieldpath.MakePathOrDie("spec", "state")) && !slices.Contains(owners, mf.Manager) {
+			owners = append(owners, mf.Manager)
+		}
+	}
+	slices.Sort(owners)
+	return owners
+}
+
+// foreignServiceAccounts are the ServiceAccount subjects of the tenant's access outside its own
+// namespace, as namespace/name.
+func foreignServiceAccounts(t *tenancyv1alpha1.Tenant, namespace string) []string {
+	var out []string
+	all := append(append(slices.Clone(t.Spec.Access.Admins), t.Spec.Access.Operators...), t.Spec.Access.Viewers...)
+	for _, s := range all {
+		if s.Kind == rbacv1.ServiceAccountKind && s.Namespace != namespace {
+			out = append(out, s.Namespace+"/"+s.Name)
+		}
+	}
+	return out
+}
+
+// sameData checks that the moved tenant has the source's databases, where the source had them:
+// the same servers, databases and logins.
+func sameData(src, dst *tenancyv1alpha1.Tenant) error {
+	key := func(d tenancyv1alpha1.DatabaseStatus) string {
+		return fmt.Sprintf("%s database %s on %s (%s, login %s)", d.Engine, d.Name, d.Server, d.Database, d.Username)
+	}
+	have := map[string]bool{}
+	for _, d := range dst.Status.Databases {
+		have[key(d)] = true
+	}
+	var missing []string
+	for _, d := range src.Status.Databases {
+		if !have[key(d)] {
+			missing = append(missing, key(d))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("it does not report the source's %s", strings.Join(missing, "; "))
+	}
+	return nil
 }

@@ -185,6 +185,21 @@ func TestMoveTakesATenantToAnotherClusterWithItsData(t *testing.T) {
 		refused(t, `from "another-store"`)
 	})
 
+	t.Run("a source whose state a GitOps controller applies is refused before anything changes", func(t *testing.T) {
+		apply := func(body string) {
+			t.Helper()
+			patch := []byte(`{"apiVersion":"tenancy.landlord.dev/v1alpha1","kind":"Tenant","metadata":{"name":"mover"}` + body + `}`)
+			if err := src.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "mover"}}, client.RawPatch(types.ApplyPatchType, patch), client.FieldOwner("kustomize-controller")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		apply(`,"spec":{"state":"Active","organization":"Mover Inc.","email":"ops@mover.example.com"}`)
+		refused(t, "its spec.state is managed by kustomize-controller, which would make it Active again at the source: move it in Git")
+		// Flux lets go of the tenant (its file removed from this cluster's directory, without pruning).
+		apply(``)
+		original = getTenant(t, src, "mover")
+	})
+
 	t.Run("a move stopped once the source is archived changes nothing at the destination", func(t *testing.T) {
 		stopped, stop := context.WithCancel(ctx)
 		moveStep = func(step string) {
@@ -221,6 +236,12 @@ func TestMoveTakesATenantToAnotherClusterWithItsData(t *testing.T) {
 		if moved.Annotations[tenancyv1alpha1.AdoptDataAnnotation] != string(original.UID) || moved.Spec.State != tenancyv1alpha1.StateActive || moved.Labels["plan"] != "gold" {
 			t.Errorf("destination tenant: annotations %v, state %q, labels %v", moved.Annotations, moved.Spec.State, moved.Labels)
 		}
+		if _, ok := moved.Annotations[tenancyv1alpha1.MovedToAnnotation]; ok {
+			t.Error("the destination tenant carries the source's moved-to mark")
+		}
+		if len(moved.Status.Databases) != 1 || moved.Status.Databases[0].Database != dbname || moved.Status.Databases[0].Username != user {
+			t.Errorf("the destination tenant's databases: %+v", moved.Status.Databases)
+		}
 		after := &corev1.Secret{}
 		if err := dst.Get(ctx, client.ObjectKey{Namespace: ns, Name: tenancyv1alpha1.DatabaseSecretName("app")}, after); err != nil {
 			t.Fatal(err)
@@ -237,6 +258,33 @@ func TestMoveTakesATenantToAnotherClusterWithItsData(t *testing.T) {
 		}
 	})
 
+	t.Run("the tenant left at the source is not made Active again", func(t *testing.T) {
+		patch := []byte(`{"spec":{"state":"Active"}}`)
+		err := src.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "mover"}}, client.RawPatch(types.MergePatchType, patch))
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "was moved to "+dstEnv.Admin.Host+", which uses its data now") {
+			t.Fatalf("err = %v, want the admission policy's refusal", err)
+		}
+	})
+
+	t.Run("moving it back onto the tenant it became, or moving it again elsewhere, is refused", func(t *testing.T) {
+		_, err := landlordctlIn(ctx, "--kubeconfig", kubeconfig, "move", "mover", "--from", "eu-2", "--to", "eu-1")
+		if err == nil || !strings.Contains(err.Error(), "context eu-1 already has a tenant mover of its own") {
+			t.Errorf("moving back: %v", err)
+		}
+		mark := func(value string) {
+			patch := []byte(`{"metadata":{"annotations":{"` + tenancyv1alpha1.MovedToAnnotation + `":"` + value + `"}}}`)
+			if err := src.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "mover"}}, client.RawPatch(types.MergePatchType, patch)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mark("https://elsewhere.example.com")
+		defer mark(dstEnv.Admin.Host)
+		_, err = move(ctx)
+		if err == nil || !strings.Contains(err.Error(), "was moved to https://elsewhere.example.com already") {
+			t.Errorf("moving again: %v", err)
+		}
+	})
+
 	t.Run("a move that is done is done: running it again changes nothing", func(t *testing.T) {
 		before := getTenant(t, dst, "mover")
 		out, err := move(ctx)
@@ -245,6 +293,9 @@ func TestMoveTakesATenantToAnotherClusterWithItsData(t *testing.T) {
 		}
 		if after := getTenant(t, dst, "mover"); after.Generation != before.Generation {
 			t.Errorf("the destination tenant changed: generation %d → %d", before.Generation, after.Generation)
+		}
+		if got := getTenant(t, src, "mover"); got.Spec.State != tenancyv1alpha1.StateArchived {
+			t.Errorf("source state %q, want Archived", got.Spec.State)
 		}
 	})
 	t.Run("purging the tenant left at the source drops nothing of the moved one", func(t *testing.T) {
@@ -259,7 +310,7 @@ func TestMoveTakesATenantToAnotherClusterWithItsData(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if got.Status.ObservedGeneration != got.Generation || (res.Status != "Current" && res.Status != "Failed") {
+			if got.Status.ObservedGeneration != got.Generation || res.Status != "Current" {
 				return fmt.Errorf("source tenant: %s: %s", res.Status, res.Message)
 			}
 			t.Logf("the source after its purge: %s: %s", res.Status, res.Message)

@@ -365,6 +365,8 @@ func conditionMessage(c *metav1.Condition) string {
 type cluster struct {
 	name   string
 	client client.WithWatch
+	// host is the API server's URL, which names the cluster whatever a kubeconfig calls it.
+	host string
 }
 
 // clusters connects to every context before anything changes, so a misspelled last context does
@@ -391,7 +393,7 @@ func clusters(root *rootOptions, contexts []string) ([]cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("context %s: %w", name, err)
 		}
-		out = append(out, cluster{name: name, client: c})
+		out = append(out, cluster{name: name, client: c, host: restCfg.Host})
 	}
 	return out, nil
 }

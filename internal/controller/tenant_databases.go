@@ -235,6 +235,8 @@ func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e db
 			return c, false, res
 		}
 		c.Account.Owner, c.Account.Adopt, c.Account.AdoptUnmarked = string(s.tenant.UID), adoptedUID(s.tenant), legacy
+		// Data still recorded as the adopted tenant's is taken over, never created afresh.
+		c.Account.MustExist = c.UID != "" && c.UID == adoptedUID(s.tenant)
 		if e.Rotation == "" || e.Rotation == c.Rotation {
 			return c, false, ok
 		}
@@ -397,6 +399,12 @@ func storeFailed(e dbEntry, err error) outcome {
 // that cannot be used as configured stalls, anything else is retried. The drivers' errors name
 // the server and the statement's failure, never a password.
 func (r *TenantReconciler) serverFailed(t *tenancyv1alpha1.Tenant, e dbEntry, server string, err error) outcome {
+	var missing *database.MissingError
+	if errors.As(err, &missing) {
+		res := stalled(tenancyv1alpha1.ReasonAdoptedDataMissing, "%s on DatabaseServer %s: %v", e, server, err)
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, res.reason, "Provision", "%s", res.message)
+		return res
+	}
 	var foreign *database.ForeignError
 	if errors.As(err, &foreign) {
 		res := stalled(tenancyv1alpha1.ReasonForeignData, "%s on DatabaseServer %s: %v", e, server, err)

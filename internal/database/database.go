@@ -62,6 +62,11 @@ type Account struct {
 	// by a Landlord release that did not mark them, for the tenant that has them in its status.
 	// Anything else unmarked was not created by Landlord and is refused.
 	AdoptUnmarked bool
+	// MustExist, set while an adopted database and login are first taken over, refuses one that
+	// does not exist (a *MissingError) rather than creating it: the data to adopt is elsewhere
+	// (a DatabaseServer of the same name that is another machine), and an empty database under
+	// the adopted password would hide that, and strand the data.
+	MustExist bool
 }
 
 // Provisioner creates, converges and drops tenant databases on one server. Every method is

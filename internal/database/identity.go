@@ -37,6 +37,19 @@ func (e *ForeignError) Error() string {
 	return fmt.Sprintf("%s %q belongs to the tenant with UID %s", e.Object, e.Name, e.Owner)
 }
 
+// MissingError is a database or login to adopt (Account.MustExist) that the server does not
+// hold.
+type MissingError struct {
+	Object, Name string
+	// Adopt is the UID of the tenant whose data it is.
+	Adopt string
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("%s %q of the tenant with UID %s, whose data this tenant adopts, is not on this server: nothing is created in its place; "+
+		"the DatabaseServer of this name must be the server that holds it", e.Object, e.Name, e.Adopt)
+}
+
 // found is what the server holds of one object of an account: whether it exists and whom its
 // marker names.
 type found struct {
@@ -53,6 +66,8 @@ type found struct {
 // to the account's owner.
 func (f found) claim(acct Account, owned bool) (remark bool, err error) {
 	switch {
+	case !f.exists && acct.MustExist:
+		return false, &MissingError{Object: f.object, Name: f.name, Adopt: acct.Adopt}
 	case !f.exists:
 		return true, nil
 	case f.marked && f.owner == acct.Owner:

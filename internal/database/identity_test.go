@@ -126,6 +126,28 @@ func TestIdentity(t *testing.T) {
 				mustBeForeign(t, p.Drop(ctx, earlier), heir.Owner)
 			})
 
+			// A tenant that adopts another's database on a server that does not hold it (a
+			// DatabaseServer of the same name pointing at another machine) would otherwise get an
+			// empty database under the adopted password, and the data would be stranded.
+			t.Run("data to adopt that is not on the server is refused, not created empty", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				name, user := database.Names(engine, "t_", "t"+randomHex(t, 4), "elsewhere")
+				heir := database.Account{Database: name, Username: user, Password: password(t), Owner: uid(t), Adopt: uid(t), MustExist: true}
+				var missing *database.MissingError
+				if err := p.Ensure(ctx, heir); !errors.As(err, &missing) {
+					t.Fatalf("got %v, want a *database.MissingError", err)
+				}
+				mustNotConnect(t, ctx, s, heir.Username, heir.Password, heir.Database)
+				var n int
+				if err := admin.QueryRowContext(ctx, map[database.Engine]string{
+					database.Postgres: "SELECT COUNT(*) FROM pg_database WHERE datname = $1",
+					database.MySQL:    "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?",
+				}[engine], heir.Database).Scan(&n); err != nil || n != 0 {
+					t.Fatalf("a database was created for the data to adopt (%d, %v)", n, err)
+				}
+			})
+
 			t.Run("an unmarked account is marked only when the caller vouches for it", func(t *testing.T) {
 				t.Parallel()
 				ctx := testContext(t)

@@ -147,6 +147,14 @@ func TenantLabelsPolicy(operator string) *admissionregistrationv1.ValidatingAdmi
 					"only Landlord's operator sets or removes "+strings.Join(keys, ", ")+" on a Tenant, or adds a TenantPool owner reference",
 					`'only Landlord\'s operator sets or removes `+strings.Join(keys, ", ")+`, or adds a TenantPool owner reference, on tenant ' + object.metadata.name + `+
 						`': a TenantPool creates spares and a TenantClaim allocates one; leave them as they are'`),
+				// A tenant moved to another cluster is never made Active here again: it would use
+				// the databases the moved tenant uses (the move itself takes it through Frozen to
+				// Archived). Bringing it back takes two steps, the annotation's removal first.
+				deny(fmt.Sprintf(`request.operation == 'CREATE' || oldObject.metadata.?annotations[?%[1]s].orValue('') == '' || object.spec.?state.orValue('Active') != 'Active' || oldObject.spec.?state.orValue('Active') == 'Active'`,
+					cel(tenancyv1alpha1.MovedToAnnotation)),
+					"a Tenant moved to another cluster is not made Active again",
+					fmt.Sprintf(`'tenant ' + object.metadata.name + ' was moved to ' + oldObject.metadata.annotations[%[1]s] + ', which uses its data now: it is not made Active here again. '`+
+						` + 'To bring it back here on purpose, remove the annotation %[2]s first'`, cel(tenancyv1alpha1.MovedToAnnotation), tenancyv1alpha1.MovedToAnnotation)),
 			},
 		})
 }
