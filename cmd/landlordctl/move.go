@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -143,7 +142,13 @@ func (m *move) run(ctx context.Context) error {
 		return fmt.Errorf("tenant %s is Purged in context %s: its data is gone, there is nothing to move", m.name, m.src.name)
 	}
 	movedTo, marked := src.Annotations[tenancyv1alpha1.MovedToAnnotation]
-	if marked && movedTo != m.dst.host {
+	switch {
+	case !marked && dst != nil:
+		// A move creates the destination tenant only once the source is marked: this one was
+		// made some other way, and is not handed the source's data by this command.
+		return fmt.Errorf("context %s already has a tenant %s annotated to adopt this one's data, which no move of this command created: remove it, or finish what it was made for by hand",
+			m.dst.name, m.name)
+	case marked && movedTo != m.dst.host:
 		return fmt.Errorf("tenant %s in context %s was moved to %s already (annotation %s): its data is that cluster's tenant's now, and it is not moved again",
 			m.name, m.src.name, movedTo, tenancyv1alpha1.MovedToAnnotation)
 	}
@@ -390,18 +395,9 @@ func waitTenant(parent context.Context, c client.WithWatch, name string, timeout
 // as a GitOps controller (Flux's kustomize-controller) does at every sync: such a one would set
 // the source Active again. Whoever merely created or edited the tenant is not among them.
 func stateOwners(t *tenancyv1alpha1.Tenant) []string {
-	var owners []string
-	for _, mf := range t.ManagedFields {
-		if mf.Manager == fieldManager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.Subresource != "" || mf.FieldsV1 == nil {
-			continue
-		}
-		var owned fieldpath.Set
-		if owned.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)) == nil && owned.Has(fieldpath.MakePathOrDie("spec", "state")) && !slices.Contains(owners, mf.Manager) {
-			owners = append(owners, mf.Manager)
-		}
-	}
-	slices.Sort(owners)
-	return owners
+	return fieldOwners(t, fieldpath.MakePathOrDie("spec", "state"), func(mf metav1.ManagedFieldsEntry) bool {
+		return mf.Manager != fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply
+	})
 }
 
 // foreignServiceAccounts are the ServiceAccount subjects of the tenant's access outside its own

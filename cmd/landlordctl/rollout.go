@@ -200,27 +200,25 @@ func managedByMessage(component string, managers []string) string {
 // leaves the tenant alone unless told to take the field over.
 func versionOwners(t *tenancyv1alpha1.Tenant, component string) []string {
 	ours := rolloutFieldManager(component)
+	path := fieldpath.MakePathOrDie("spec", "components", fieldpath.KeyByFields("name", component), "version")
+	return fieldOwners(t, path, func(mf metav1.ManagedFieldsEntry) bool { return mf.Manager != ours })
+}
+
+// fieldOwners are the field managers of the tenant's spec (not of a subresource) that own the
+// field at path and that count says count, sorted.
+func fieldOwners(t *tenancyv1alpha1.Tenant, path fieldpath.Path, count func(metav1.ManagedFieldsEntry) bool) []string {
 	var owners []string
 	for _, mf := range t.ManagedFields {
-		if mf.Manager == ours || mf.Subresource != "" || mf.FieldsV1 == nil {
+		if mf.Subresource != "" || mf.FieldsV1 == nil || !count(mf) || slices.Contains(owners, mf.Manager) {
 			continue
 		}
-		if ownsVersion(mf.FieldsV1.Raw, component) && !slices.Contains(owners, mf.Manager) {
+		var owned fieldpath.Set
+		if owned.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)) == nil && owned.Has(path) {
 			owners = append(owners, mf.Manager)
 		}
 	}
 	slices.Sort(owners)
 	return owners
-}
-
-// ownsVersion is whether a manager's managed fields (FieldsV1) hold the version of the
-// component's entry in spec.components, a list keyed by name.
-func ownsVersion(fieldsV1 []byte, component string) bool {
-	var owned fieldpath.Set
-	if owned.FromJSON(bytes.NewReader(fieldsV1)) != nil {
-		return false
-	}
-	return owned.Has(fieldpath.MakePathOrDie("spec", "components", fieldpath.KeyByFields("name", component), "version"))
 }
 
 // outcome is a tenant and what happened to it, or why nothing did.

@@ -401,12 +401,7 @@ func emptyKubeconfig(t *testing.T) string {
 // landlordctlRollout runs the CLI and returns what it printed.
 func landlordctlRollout(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
-	cmd := newRootCommand(&out)
-	cmd.SetArgs(args)
-	cmd.SetContext(context.Background())
-	err := cmd.Execute()
-	return out.String(), err
+	return landlordctlIn(context.Background(), args...)
 }
 
 // ---- Rollouts against a real control plane and a running operator.

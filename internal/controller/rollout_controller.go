@@ -191,10 +191,7 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 // of waves not released yet count as pending), marks the waves now done, and returns how many
 // tenants failed. wake hears how long until a pending tenant's progress deadline passes.
 func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, superseded map[string]bool, s *tenancyv1alpha1.ComponentRolloutStatus, byName map[string]*tenancyv1alpha1.Tenant, now time.Time, wake func(time.Duration)) int {
-	deadline := defaultProgressDeadline
-	if d := ro.Spec.Strategy.ProgressDeadline; d != nil {
-		deadline = d.Duration
-	}
+	deadline := progressDeadline(ro)
 	s.Done, s.Pending, s.Failed, s.Skipped = 0, 0, 0, 0
 	for i := range s.Waves {
 		w := &s.Waves[i]

@@ -18,6 +18,14 @@ import (
 // defaultProgressDeadline is how long a tenant of a wave may take when the rollout sets none.
 const defaultProgressDeadline = 10 * time.Minute
 
+// progressDeadline is how long a tenant of one of the rollout's waves may take.
+func progressDeadline(ro *tenancyv1alpha1.ComponentRollout) time.Duration {
+	if d := ro.Spec.Strategy.ProgressDeadline; d != nil {
+		return d.Duration
+	}
+	return defaultProgressDeadline
+}
+
 // followsRollout reports whether the rollout may move t: chosen by its selector, Active, not
 // suspended (Landlord changes nothing of it), not being deleted, and running the component with
 // followRollouts.
@@ -128,10 +136,7 @@ func progressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded m
 		!stalled.LastTransitionTime.Time.Before(started.Truncate(time.Second)) {
 		return tenantFailed, tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: stalled.Reason, Message: clip(stalled.Message)}
 	}
-	deadline := defaultProgressDeadline
-	if d := ro.Spec.Strategy.ProgressDeadline; d != nil {
-		deadline = d.Duration
-	}
+	deadline := progressDeadline(ro)
 	if now.Sub(started) > deadline {
 		return tenantFailed, tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: tenancyv1alpha1.ReasonProgressDeadlineExceeded,
 			Message: clip(fmt.Sprintf("not running %s %s Ready %s after its wave started: %s", ro.Spec.Component, ro.Spec.Version, deadline, message))}

@@ -49,10 +49,7 @@ func TestADeadlineBoundsAStoreThatIgnoresItsContext(t *testing.T) {
 		// goroutine (and a thread, on a hung mount) each.
 		// A call left running reaches the store when its goroutine is scheduled, which on a
 		// busy machine can be after its deadline: wait for them, never for more.
-		deadline := time.Now().Add(10 * time.Second)
-		for stuck.calls.Load() < secret.MaxAbandonedCalls && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		NewWithT(t).Eventually(stuck.calls.Load).WithTimeout(10 * time.Second).Should(BeNumerically(">=", secret.MaxAbandonedCalls))
 		if got := stuck.calls.Load(); got != secret.MaxAbandonedCalls {
 			t.Fatalf("the stuck store got %d of 101 calls, want %d: abandoned calls pile up without bound", got, secret.MaxAbandonedCalls)
 		}
