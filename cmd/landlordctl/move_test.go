@@ -283,6 +283,16 @@ func TestMoveTakesATenantToAnotherClusterWithItsData(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "was moved to https://elsewhere.example.com already") {
 			t.Errorf("moving again: %v", err)
 		}
+		// Unmarked, the source looks never moved: the destination's tenant, annotated to adopt
+		// its data, is then not one this command made, and is not trusted.
+		unmark := []byte(`{"metadata":{"annotations":{"` + tenancyv1alpha1.MovedToAnnotation + `":null}}}`)
+		if err := src.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "mover"}}, client.RawPatch(types.MergePatchType, unmark)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = move(ctx)
+		if err == nil || !strings.Contains(err.Error(), "which no move of this command created") {
+			t.Errorf("moving onto a tenant made another way: %v", err)
+		}
 	})
 
 	t.Run("a move that is done is done: running it again changes nothing", func(t *testing.T) {

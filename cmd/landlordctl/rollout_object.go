@@ -284,8 +284,23 @@ func setHalted(ctx context.Context, root *rootOptions, name string, halted bool)
 	if err != nil {
 		return err
 	}
+	ro := &tenancyv1alpha1.ComponentRollout{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, ro); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("ComponentRollout %s not found", name)
+		}
+		return err
+	}
+	// Read before the write, which takes the field over: a GitOps tool that applies
+	// spec.halted takes it back, with its own value, at its next run.
+	var appliers []string
+	for _, e := range ro.ManagedFields {
+		if e.Manager != fieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.FieldsV1 != nil &&
+			strings.Contains(string(e.FieldsV1.Raw), `"f:halted"`) {
+			appliers = append(appliers, e.Manager)
+		}
+	}
 	patch := fmt.Appendf(nil, `{"spec":{"halted":%t}}`, halted)
-	ro := &tenancyv1alpha1.ComponentRollout{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := c.Patch(ctx, ro, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(fieldManager)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("ComponentRollout %s not found", name)
@@ -297,11 +312,8 @@ func setHalted(ctx context.Context, root *rootOptions, name string, halted bool)
 		verb = "halted"
 	}
 	fmt.Fprintf(root.out, "componentrollout/%s %s\n", name, verb)
-	// A GitOps tool that applies spec.halted puts its own value back at its next run.
-	for _, e := range ro.ManagedFields {
-		if e.Manager != fieldManager && e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), `"f:halted"`) {
-			fmt.Fprintf(root.out, "warning: %s also sets spec.halted of componentrollout/%s, and may set it back: halt or resume it where %s's manifests are (in Git)\n", e.Manager, name, e.Manager)
-		}
+	for _, m := range appliers {
+		fmt.Fprintf(root.out, "warning: %s also sets spec.halted of componentrollout/%s, and may set it back: halt or resume it where %s's manifests are (in Git)\n", m, name, m)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -153,6 +154,16 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 		runsVersion(t, c, "1.0.0", names...)
 	})
 
+	t.Run("--no-wait returns once the rollout is created", func(t *testing.T) {
+		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=nobody", "--name", "api-nowait", "--no-wait")
+		if err != nil || !strings.Contains(out, "ComponentRollout api-nowait created") || strings.Contains(out, "wave") || strings.Contains(out, "done:") {
+			t.Fatalf("out %q, err %v", out, err)
+		}
+		if err := c.Delete(context.Background(), &tenancyv1alpha1.ComponentRollout{ObjectMeta: metav1.ObjectMeta{Name: "api-nowait"}}); err != nil {
+			t.Errorf("the rollout was not created: %v", err)
+		}
+	})
+
 	t.Run("halt sets spec.halted", func(t *testing.T) {
 		if out, err := rollout(t, "halt", "api-back"); err != nil || out != "componentrollout/api-back halted\n" {
 			t.Fatalf("halt: %q, %v", out, err)
@@ -163,6 +174,19 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 		}
 		if _, err := rollout(t, "halt", "no-such-rollout"); err == nil || !strings.Contains(err.Error(), "ComponentRollout no-such-rollout not found") {
 			t.Errorf("halt of a missing rollout: %v", err)
+		}
+	})
+
+	t.Run("halt warns when a GitOps controller applies spec.halted too", func(t *testing.T) {
+		apply := []byte(`{"apiVersion":"tenancy.landlord.dev/v1alpha1","kind":"ComponentRollout","metadata":{"name":"api-back"},` +
+			`"spec":{"component":"api","version":"1.0.0","selector":{"matchLabels":{"group":"object"}},"halted":false}}`)
+		if err := c.Patch(context.Background(), &tenancyv1alpha1.ComponentRollout{ObjectMeta: metav1.ObjectMeta{Name: "api-back"}},
+			client.RawPatch(types.ApplyPatchType, apply), client.FieldOwner("kustomize-controller"), client.ForceOwnership); err != nil {
+			t.Fatal(err)
+		}
+		out, err := rollout(t, "halt", "api-back")
+		if err != nil || !strings.Contains(out, "warning: kustomize-controller also sets spec.halted of componentrollout/api-back") {
+			t.Fatalf("halt: %q, %v", out, err)
 		}
 	})
 

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -113,5 +114,39 @@ func TestClipKeepsMessagesShortAndWhole(t *testing.T) {
 	}
 	if clip("short") != "short" {
 		t.Error("a short message was changed")
+	}
+}
+
+func TestFollowsRollout(t *testing.T) {
+	ro := &tenancyv1alpha1.ComponentRollout{Spec: tenancyv1alpha1.ComponentRolloutSpec{Component: "web"}}
+	selector := labels.SelectorFromSet(labels.Set{"plan": "trial"})
+	tenant := func(mutate func(*tenancyv1alpha1.Tenant)) *tenancyv1alpha1.Tenant {
+		t := &tenancyv1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{Name: "acme", Labels: map[string]string{"plan": "trial"}},
+			Spec:       tenancyv1alpha1.TenantSpec{Components: []tenancyv1alpha1.Component{{Name: "web", Version: "1.0.0", FollowRollouts: true}}},
+		}
+		mutate(t)
+		return t
+	}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name   string
+		tenant *tenancyv1alpha1.Tenant
+		want   bool
+	}{
+		{"an Active tenant following rollouts, chosen by the selector, is moved", tenant(func(*tenancyv1alpha1.Tenant) {}), true},
+		{"a pinned component is not", tenant(func(t *tenancyv1alpha1.Tenant) { t.Spec.Components[0].FollowRollouts = false }), false},
+		{"a tenant without the component is not", tenant(func(t *tenancyv1alpha1.Tenant) { t.Spec.Components[0].Name = "api" }), false},
+		{"a tenant the selector does not choose is not", tenant(func(t *tenancyv1alpha1.Tenant) { t.Labels["plan"] = "gold" }), false},
+		{"a Frozen tenant is not", tenant(func(t *tenancyv1alpha1.Tenant) { t.Spec.State = tenancyv1alpha1.StateFrozen }), false},
+		{"a suspended tenant is not", tenant(func(t *tenancyv1alpha1.Tenant) { t.Spec.Suspend = true }), false},
+		{"a tenant being deleted is not", tenant(func(t *tenancyv1alpha1.Tenant) { t.DeletionTimestamp = &now }), false},
+		{"a tenant that is gone is not", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := followsRollout(ro, selector, tc.tenant); got != tc.want {
+				t.Errorf("followsRollout = %t, want %t", got, tc.want)
+			}
+		})
 	}
 }
