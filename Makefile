@@ -88,9 +88,12 @@ test: manifests generate chart vet control-plane databases $(HELM) ## Run the wh
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: bench
-bench: control-plane databases ## Create, resync, restart and fan a secret out to BENCH_TENANTS tenants; report requests, time, CPU and memory (docs/benchmarks.md).
+bench: control-plane databases ## Create, resync, restart and fan a secret out to BENCH_TENANTS tenants, then create them split between two shards; report requests, time, CPU and memory (docs/benchmarks.md).
 	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -claims $(BENCH_CLAIMS) \
 		-json $(BIN)/bench-$(BENCH_TENANTS).json $(BENCH_FLAGS)
+	@# The same tenants split between two operator shards, each its own process.
+	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -shards 2 \
+		-json $(BIN)/bench-$(BENCH_TENANTS)-2-shards.json $(BENCH_FLAGS)
 
 ##@ Build and run
 

@@ -75,6 +75,10 @@ const (
 	ReasonVolumesKept = "VolumesKept"
 	// ReasonVolumesDeleted: a Purged tenant's kept volumes are deleted.
 	ReasonVolumesDeleted = "VolumesDeleted"
+	// ReasonShardHandover: the tenant's shard label names another operator shard than the one
+	// that reconciled it; that one has handed it over (status.handoverTo), and the tenant waits
+	// for the shard named to take it over.
+	ReasonShardHandover = "ShardHandover"
 
 	// DatabaseServer reasons.
 	ReasonReachable   = "Reachable"
@@ -93,6 +97,11 @@ const (
 	ManagedByValue = "landlord"
 	// TenantLabel names the tenant an object belongs to.
 	TenantLabel = "tenancy.landlord.dev/tenant"
+	// ShardLabel on a Tenant names the operator shard (--shard) that reconciles it; a tenant
+	// without it (or with it empty) belongs to the default shard. Every object Landlord writes
+	// for the tenant carries the same label, so each shard's cache selects only its own tenants'
+	// objects.
+	ShardLabel = "tenancy.landlord.dev/shard"
 	// NodePoolLabel on a tenant namespace names the node pool its pods run on.
 	NodePoolLabel = "tenancy.landlord.dev/node-pool"
 	// DomainsAnnotation on a tenant namespace lists the domains the tenant serves, comma separated.

@@ -363,6 +363,18 @@ type TenantStatus struct {
 	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 
+	// Shard is the operator shard that reconciles the tenant, empty for the default shard. It
+	// changes only once the shard that takes the tenant over has written every object of the
+	// tenant with its own shard label.
+	// +optional
+	Shard string `json:"shard,omitempty"`
+
+	// HandoverTo is set by the shard that gives the tenant up (its shard label now names
+	// another): the shard it names ("" for the default shard) may take the tenant over, the
+	// shard giving it up writes nothing of the tenant again.
+	// +optional
+	HandoverTo *string `json:"handoverTo,omitempty"`
+
 	// Conditions: Ready (always), Reconciling and Stalled (only while true), Suspended (only
 	// while spec.suspend is true), and one condition per concern (NamespaceReady, SecretsReady,
 	// DatabasesReady, ComponentsReady).

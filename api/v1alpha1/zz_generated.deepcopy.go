@@ -950,6 +950,11 @@ func (in *TenantStatus) DeepCopyInto(out *TenantStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.HandoverTo != nil {
+		in, out := &in.HandoverTo, &out.HandoverTo
+		*out = new(string)
+		**out = **in
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,6 +47,7 @@ func main() {
 	flag.StringVar(&opts.PprofAddr, "pprof-bind-address", "", "pprof listen address; empty disables.")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader, so that only one replica reconciles.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (the pod's own when empty).")
+	flag.StringVar(&opts.Shard, "shard", "", "Operator shard: reconcile only the Tenants labelled tenancy.landlord.dev/shard=NAME (needs --leader-elect). Empty: the default shard, which takes the tenants without the label and runs the cluster-wide duties.")
 	flag.Float64Var(&overrides.QPS, "kube-api-qps", 0, "API requests per second per resource kind (client.qps in the configuration; 100 by default).")
 	flag.IntVar(&overrides.Burst, "kube-api-burst", 0, "API request burst per resource kind (client.burst; 500 by default).")
 	flag.IntVar(&overrides.Concurrent, "concurrent", 0, "Tenants reconciled at once (controller.maxConcurrentReconciles; 8 by default).")
@@ -68,6 +70,9 @@ func main() {
 // run starts the operator and blocks until ctx ends.
 func run(ctx context.Context, configPath string, overrides config.Overrides, embedded string, local localcluster.Options, opts operator.Options) error {
 	log := ctrl.Log.WithName("setup")
+	if err := checkShard(opts); err != nil {
+		return err
+	}
 	cfg, err := config.Load(configPath)
 	if err != nil {
 		return err
@@ -119,6 +124,22 @@ Use it from another shell:
 	}
 	log.Info("starting manager")
 	return mgr.Start(ctx)
+}
+
+// checkShard refuses a shard name that cannot be a label value, and a shard without leader
+// election: its lease is how the other shards know it runs, and that they must wait for it to
+// hand a relabelled tenant over rather than take it.
+func checkShard(opts operator.Options) error {
+	if opts.Shard == "" {
+		return nil
+	}
+	if errs := validation.IsDNS1123Label(opts.Shard); len(errs) > 0 {
+		return fmt.Errorf("--shard %q: %s", opts.Shard, strings.Join(errs, "; "))
+	}
+	if !opts.LeaderElection {
+		return fmt.Errorf("--shard %s needs --leader-elect: the shard's lease tells the other shards it runs", opts.Shard)
+	}
+	return nil
 }
 
 func nodeNames(nodes []localcluster.Node) string {

@@ -233,3 +233,29 @@ func TestMakeRunIgnoresAKubeconfigThatNamesAnotherCluster(t *testing.T) {
 		})
 	}
 }
+
+func TestAShardIsRefusedWithoutAValidNameOrALease(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts operator.Options
+		want string
+	}{
+		{"the default shard needs nothing", operator.Options{}, ""},
+		{"a named shard with leader election is accepted", operator.Options{Shard: "eu-1", LeaderElection: true}, ""},
+		{"a name that is not a DNS label is refused", operator.Options{Shard: "EU_1", LeaderElection: true}, `--shard "EU_1"`},
+		{"a named shard without leader election is refused", operator.Options{Shard: "eu-1"}, "needs --leader-elect"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkShard(tc.opts)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("checkShard: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("checkShard = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

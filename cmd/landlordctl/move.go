@@ -306,13 +306,14 @@ func (m *move) archive(ctx context.Context, src *tenancyv1alpha1.Tenant) (*tenan
 
 // create makes the destination tenant: the source's spec, Active, and its labels and
 // annotations but those that tie a tenant to a pool or a cluster's history, adopting the
-// source tenant's data by its UID.
+// source tenant's data by its UID. The shard label is the source cluster's: the destination's
+// default shard takes the tenant (a shard of that name may not run there).
 func (m *move) create(ctx context.Context, src *tenancyv1alpha1.Tenant) (*tenancyv1alpha1.Tenant, error) {
 	dst := &tenancyv1alpha1.Tenant{
 		ObjectMeta: metav1.ObjectMeta{Name: m.name, Labels: maps.Clone(src.Labels), Annotations: maps.Clone(src.Annotations)},
 		Spec:       *src.Spec.DeepCopy(),
 	}
-	for _, k := range []string{tenancyv1alpha1.PoolLabel, tenancyv1alpha1.AllocatedLabel, tenancyv1alpha1.ClaimUIDLabel} {
+	for _, k := range []string{tenancyv1alpha1.PoolLabel, tenancyv1alpha1.AllocatedLabel, tenancyv1alpha1.ClaimUIDLabel, tenancyv1alpha1.ShardLabel} {
 		delete(dst.Labels, k)
 	}
 	for _, k := range []string{tenancyv1alpha1.ClaimAnnotation, tenancyv1alpha1.DeletionConfirmationAnnotation, tenancyv1alpha1.AbandonDataAnnotation,

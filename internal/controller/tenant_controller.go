@@ -70,6 +70,12 @@ type TenantReconciler struct {
 	// Urgent writes the copies a shared-secret change makes in every tenant namespace, with
 	// rate limits apart from Client's, so the change never waits behind tenants being created.
 	Urgent client.Client
+
+	// Shard is the operator shard this reconciler is ("" for the default shard): it reconciles
+	// the tenants whose ShardLabel names it (tenant_shards.go). Shards tells whether another
+	// shard runs.
+	Shard  string
+	Shards ShardLeases
 }
 
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get;list;watch;patch
@@ -135,11 +141,19 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Applied == nil {
 		r.Applied = apply.NewMemo()
 	}
+	if r.Shards == nil {
+		r.Shards = LeaseShards{Reader: r.APIReader}
+	}
+	// A reconcile that takes a tenant over from another shard reads what its cache misses of
+	// the tenant's from the API server (tenant_shards.go).
+	r.Client = &takeoverClient{Client: r.Client, api: r.APIReader}
+	mine, handover := shardEvents(r.Shard)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("tenant").
 		// Labels select shared secrets, so a label change is a change to converge; so are the
 		// annotations that take over or abandon data, and a request to reconcile now.
-		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, dataAnnotationsChanged, reconcileRequested))).
+		// A shard hears only of the tenants it reconciles, or has to hand over.
+		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(mine, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, dataAnnotationsChanged, reconcileRequested, handover))).
 		Owns(&corev1.Namespace{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&corev1.ResourceQuota{}).
@@ -187,6 +201,13 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	takeover, done, res, err := r.shardGate(ctx, t)
+	if done {
+		return res, err
+	}
+	if takeover {
+		ctx = takingOver(ctx, r.Config.NamespaceName(t.Name))
+	}
 	if !t.DeletionTimestamp.IsZero() {
 		return retryConflict(r.finalize(ctx, t))
 	}
@@ -199,7 +220,13 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if t.Spec.Suspend {
 		// Events of its objects still come here; they cost a cache read, and once the status
 		// says Suspended, nothing else.
-		return ctrl.Result{}, patchStatus(ctx, r.Client, t, &t.Status, suspendedStatus(t))
+		next := suspendedStatus(t)
+		if !takeover {
+			// A shard's new tenant is its own from the first status write; one being taken over
+			// is not until a reconcile has written its objects.
+			next.Shard, next.HandoverTo = r.Shard, nil
+		}
+		return ctrl.Result{}, patchStatus(ctx, r.Client, t, &t.Status, next)
 	}
 
 	namespace := r.Config.NamespaceName(t.Name)
@@ -217,6 +244,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	phases := phasesFor(t.Spec.State)
 	results := r.runPhases(ctx, s, phases)
 	next := computeStatus(t, s.namespace, s.status, results)
+	r.recordShard(&next, takeover, results)
 	logStall(ctx, t, next)
 	if s.verify {
 		// Handled, whatever the outcome: the conditions say how it went.

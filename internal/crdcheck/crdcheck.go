@@ -21,12 +21,16 @@ import (
 // suspend is lost, and without status.lastHandledReconcileAt a reconcile request is never seen
 // as handled; without spec.components[].followRollouts no ComponentRollout moves a tenant, and
 // without status.components[].rollout a tenant forgets that a rollout moved it, and goes back
-// to its spec's version once the rollout is deleted. ("[]" stands for an array's items.)
+// to its spec's version once the rollout is deleted; without status.shard and
+// status.handoverTo a tenant relabelled for another shard is never taken over. ("[]" stands for
+// an array's items.)
 var tenantFields = [][]string{
 	{"spec", "suspend"},
 	{"status", "lastHandledReconcileAt"},
 	{"spec", "components", "[]", "followRollouts"},
 	{"status", "components", "[]", "rollout"},
+	{"status", "shard"},
+	{"status", "handoverTo"},
 }
 
 // OutdatedError is an installed Tenant CRD that lacks fields this build needs.

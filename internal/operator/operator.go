@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -14,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -57,6 +61,13 @@ type Options struct {
 
 	LeaderElection          bool
 	LeaderElectionNamespace string
+
+	// Shard is the operator shard this process is: it reconciles the Tenants whose
+	// tenancy.landlord.dev/shard label names it, and caches only their objects. The default
+	// shard ("") takes the tenants without the label, and alone runs the cluster-wide duties:
+	// admission policies, the template namespace sync, pools, claims, database servers,
+	// rollouts and the tenant counts.
+	Shard string
 
 	// Resync, when set, enqueues the tenants sent on it (tests and the benchmark use it to force a
 	// resync of every tenant without writing to any).
@@ -129,7 +140,10 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		// more, a tenant could publish through any of them, the platform's internal one included.
 		ctrl.Log.WithName("setup").Info("isolation.ingressClasses is empty: tenants without spec.ingressClasses may name any Ingress class; list the classes tenants may use")
 	}
-	managed := labels.SelectorFromSet(labels.Set{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue})
+	managed, err := shardSelector(opts.Shard)
+	if err != nil {
+		return nil, err
+	}
 	restCfg = rest.CopyConfig(restCfg)
 	restCfg.QPS = cfg.Client.QPS
 	restCfg.Burst = cfg.Client.Burst
@@ -148,8 +162,10 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme: tenancyv1alpha1.Scheme(),
 		Cache: cache.Options{
-			// Only what Landlord manages is cached, so memory follows the number of tenants and
-			// not the size of the cluster. Tenants themselves are cached whole.
+			// Only what Landlord manages for this shard's tenants is cached, so memory follows the
+			// number of its tenants and not the size of the cluster. Tenants themselves are
+			// cached whole, every shard's: domain conflicts and database server counts are
+			// questions about all of them.
 			DefaultLabelSelector: managed,
 			DefaultTransform:     cacheTransform(tenancyv1alpha1.Scheme()),
 			ByObject: map[client.Object]cache.ByObject{
@@ -179,7 +195,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              "landlord.tenancy.landlord.dev",
+		LeaderElectionID:              controller.ShardLeaseName(opts.Shard),
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Controller: ctrlconfig.Controller{
@@ -243,9 +259,15 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	})); err != nil {
 		return nil, err
 	}
-	// landlord_tenants is counted from the cache at scrape time, by the leader.
-	if err := mgr.Add(&controller.TenantCounts{Reader: mgr.GetCache()}); err != nil {
+	leaseNamespace, err := leaderElectionNamespace(opts.LeaderElectionNamespace)
+	if err != nil {
 		return nil, err
+	}
+	// The template namespace has no shard label: only the default shard's cache holds it, and
+	// the others read it from the API server (when a credential is first stored).
+	templates := mgr.GetClient().Get
+	if opts.Shard != "" {
+		templates = mgr.GetAPIReader().Get
 	}
 	tenants := &controller.TenantReconciler{
 		Client:    mgr.GetClient(),
@@ -256,7 +278,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		// is not the cluster's would have them regenerated, then lost when the right one is back.
 		Secrets: secret.TenantSecrets{Store: secret.Guarded(store, func(ctx context.Context) (string, error) {
 			ns := &corev1.Namespace{}
-			err := mgr.GetClient().Get(ctx, client.ObjectKey{Name: cfg.Secrets.TemplateNamespace}, ns)
+			err := templates(ctx, client.ObjectKey{Name: cfg.Secrets.TemplateNamespace}, ns)
 			if apierrors.IsNotFound(err) {
 				return "", nil
 			}
@@ -265,12 +287,31 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		Databases: conns,
 		Resync:    opts.Resync,
 		Urgent:    urgent,
+		Shard:     opts.Shard,
+		Shards:    controller.LeaseShards{Reader: mgr.GetAPIReader(), Namespace: leaseNamespace},
 	}
 	if err := tenants.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant controller: %w", err)
 	}
 	if err := tenants.ForgetWhatIsGone(context.Background(), mgr.GetCache()); err != nil {
 		return nil, fmt.Errorf("setting up tenant controller: %w", err)
+	}
+	o := &Operator{Manager: mgr, Tenants: tenants}
+	if opts.Shard != "" {
+		return o, nil
+	}
+	if o.TemplateSync, err = clusterWideDuties(mgr, opts, store, urgent, conns, restCfg); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// clusterWideDuties registers what the default shard alone runs: what is not one tenant's.
+func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, conns *database.Connections, restCfg *rest.Config) (*controller.TemplateSyncReconciler, error) {
+	cfg := opts.Config
+	// landlord_tenants is counted from the cache at scrape time, by the leader.
+	if err := mgr.Add(&controller.TenantCounts{Reader: mgr.GetCache()}); err != nil {
+		return nil, err
 	}
 	pools := &controller.TenantPoolReconciler{Client: mgr.GetClient()}
 	if err := pools.SetupWithManager(mgr); err != nil {
@@ -318,5 +359,41 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err := sync.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up template namespace sync: %w", err)
 	}
-	return &Operator{Manager: mgr, TemplateSync: sync, Tenants: tenants}, nil
+	return sync, nil
+}
+
+// shardSelector selects the objects a shard caches: Landlord's, of the shard's tenants.
+func shardSelector(shard string) (labels.Selector, error) {
+	managed, err := labels.NewRequirement(tenancyv1alpha1.ManagedByLabel, selection.Equals, []string{tenancyv1alpha1.ManagedByValue})
+	if err != nil {
+		return nil, err
+	}
+	of, err := labels.NewRequirement(tenancyv1alpha1.ShardLabel, selection.DoesNotExist, nil)
+	if shard != "" {
+		of, err = labels.NewRequirement(tenancyv1alpha1.ShardLabel, selection.Equals, []string{shard})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("shard %q: %w", shard, err)
+	}
+	return labels.NewSelector().Add(*managed, *of), nil
+}
+
+// inClusterNamespaceFile holds the pod's namespace, where controller-runtime puts the leader
+// election lease when no namespace is given.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// leaderElectionNamespace is where the shards' leases are: the one given, else the pod's own, else
+// unknown (""), out of a cluster without leader election.
+func leaderElectionNamespace(given string) (string, error) {
+	if given != "" {
+		return given, nil
+	}
+	b, err := os.ReadFile(inClusterNamespaceFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the pod's namespace: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }

@@ -32,14 +32,19 @@ func appendObjects[T client.Object](objs []client.Object, more ...T) []client.Ob
 }
 
 // Labels are the labels every object of the tenant carries. The manager's cache selects on
-// ManagedByLabel; TenantLabel lets people, and the admission policies, tell which tenant an
-// object belongs to. (Watches map events back to the tenant through the controller owner
+// ManagedByLabel, and on ShardLabel, which is the tenant's own: each operator shard caches only
+// its tenants' objects. TenantLabel lets people, and the admission policies, tell which tenant
+// an object belongs to. (Watches map events back to the tenant through the controller owner
 // reference, not through a label.)
-func Labels(tenant string) map[string]string {
-	return map[string]string{
+func Labels(t *tenancyv1alpha1.Tenant) map[string]string {
+	l := map[string]string{
 		tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue,
-		tenancyv1alpha1.TenantLabel:    tenant,
+		tenancyv1alpha1.TenantLabel:    t.Name,
 	}
+	if shard := t.Labels[tenancyv1alpha1.ShardLabel]; shard != "" {
+		l[tenancyv1alpha1.ShardLabel] = shard
+	}
+	return l
 }
 
 // objectMeta is the metadata of an object owned (and controlled) by the tenant.
@@ -47,7 +52,7 @@ func objectMeta(t *tenancyv1alpha1.Tenant, namespace, name string) metav1.Object
 	return metav1.ObjectMeta{
 		Name:            name,
 		Namespace:       namespace,
-		Labels:          Labels(t.Name),
+		Labels:          Labels(t),
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(t, tenancyv1alpha1.GroupVersion.WithKind("Tenant"))},
 	}
 }
@@ -61,7 +66,10 @@ func StampComponentObject(t *tenancyv1alpha1.Tenant, namespace, component string
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	maps.Copy(labels, Labels(t.Name))
+	// A template's own shard label, or the one a rendering kept from before the tenant moved
+	// between shards, would hide the object from the shard that reconciles it.
+	delete(labels, tenancyv1alpha1.ShardLabel)
+	maps.Copy(labels, Labels(t))
 	labels[tenancyv1alpha1.ComponentLabel] = component
 	obj.SetLabels(labels)
 	obj.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(t, tenancyv1alpha1.GroupVersion.WithKind("Tenant"))})

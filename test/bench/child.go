@@ -42,6 +42,8 @@ type childFlags struct {
 	// memLimit, when set, is the operator process's GOMEMLIMIT (only its own: the control
 	// plane the benchmark starts inherits the benchmark's environment).
 	memLimit string
+	// shard, when set, is the operator shard the process is, with leader election.
+	shard string
 }
 
 func (c *childFlags) bind(fs *flag.FlagSet) {
@@ -50,6 +52,7 @@ func (c *childFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.metricsAddr, "child-metrics", "", "Operator process: metrics listen address (plain HTTP).")
 	fs.StringVar(&c.controlAddr, "child-control", "", "Operator process: benchmark control listen address.")
 	fs.StringVar(&c.profile, "child-profile", "", "Operator process: write a CPU profile from start-up to this file.")
+	fs.StringVar(&c.shard, "child-shard", "", "Operator process: the shard it is (with leader election); the default shard when empty.")
 }
 
 func (c *childFlags) args() []string {
@@ -58,7 +61,7 @@ func (c *childFlags) args() []string {
 		"-child-kubeconfig", c.kubeconfig, "-child-store", c.storeDir,
 		"-child-metrics", c.metricsAddr, "-child-control", c.controlAddr,
 		"-qps", fmt.Sprint(c.qps), "-concurrency", fmt.Sprint(c.concurrency),
-		"-child-profile", c.profile,
+		"-child-profile", c.profile, "-child-shard", c.shard,
 	}
 }
 
@@ -99,6 +102,7 @@ func runChild(c childFlags) error {
 	op, err := operator.New(restCfg, operator.Options{
 		Config: cfg, MetricsAddr: c.metricsAddr, MetricsInsecure: true, ProbeAddr: "0",
 		Resync: resync, Store: store,
+		Shard: c.shard, LeaderElection: c.shard != "", LeaderElectionNamespace: testenv.LeaseNamespace,
 	})
 	if err != nil {
 		return err

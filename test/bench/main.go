@@ -66,6 +66,7 @@ type params struct {
 	jsonOut     string
 	profileDir  string
 	memLimit    string
+	shards      int
 }
 
 func main() {
@@ -83,6 +84,7 @@ func main() {
 	flag.StringVar(&p.jsonOut, "json", "", "Also write the report as JSON to this file.")
 	flag.StringVar(&p.profileDir, "profile", "", "Write the operator's CPU profile of each phase, and a heap profile at the end, to this directory.")
 	flag.StringVar(&p.memLimit, "operator-gomemlimit", "", "GOMEMLIMIT of the operator process (e.g. 900MiB), as the shipped Deployment sets it.")
+	flag.IntVar(&p.shards, "shards", 1, "Operator shards, each its own process: the default shard and shards s1, s2…, every tenant labelled for one in turn. With more than one, only the create and resync phases run, and each shard's figures are reported.")
 	child.bind(flag.CommandLine)
 	flag.Parse()
 	child.qps, child.concurrency = p.qps, p.concurrency
@@ -125,6 +127,18 @@ type phase struct {
 	APIServerCPUSeconds float64 `json:"apiserverCPUSeconds"`
 	EtcdCPUSeconds      float64 `json:"etcdCPUSeconds"`
 	WritesPerTenant     float64 `json:"writesPerTenant"`
+	// Shards are each operator process's own figures, when the benchmark runs shards.
+	Shards []shardFigures `json:"shards,omitempty"`
+}
+
+// shardFigures are one operator shard's figures in a phase.
+type shardFigures struct {
+	Shard       string  `json:"shard"`
+	Reconciles  int     `json:"reconciles"`
+	CPUSeconds  float64 `json:"cpuSeconds"`
+	RSSMiB      float64 `json:"rssMiB"`
+	PeakRSSMiB  float64 `json:"peakRSSMiB"`
+	LiveHeapMiB float64 `json:"liveHeapMiB"`
 }
 
 type noop struct {
@@ -164,6 +178,8 @@ type report struct {
 	NoOp      noop    `json:"noopReconcile"`
 	// Claims is the signup latency: claim created → Bound, with Ready spares available.
 	Claims *claimLatency `json:"claims,omitempty"`
+	// Shards is how many operator processes shared the tenants.
+	Shards int `json:"shards"`
 }
 
 type claimLatency struct {
@@ -266,7 +282,7 @@ func run(p params) error {
 	rep := report{
 		Machine: readMachine(), Tenants: p.tenants, SharedSecrets: p.shared, QPS: cfg.Client.QPS, Burst: cfg.Client.Burst,
 		Concurrency: cfg.Controller.MaxConcurrentReconciles, PostgresPerTenant: p.postgres, Component: p.component,
-		GOMEMLIMIT: p.memLimit,
+		GOMEMLIMIT: p.memLimit, Shards: p.shards,
 	}
 	sampleTenant := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
 	// Besides what resources.Build returns, every tenant holds a copy of each shared secret and
@@ -289,6 +305,29 @@ func run(p params) error {
 		return err
 	}
 	defer func() { _ = op.stop() }()
+	// The other shards, each a process of its own with leader election, as deployed.
+	var shards []*operatorProcess
+	if p.shards > 1 {
+		if err := env.InstallLeaderElectionRBAC(ctx); err != nil {
+			return err
+		}
+	}
+	for i := 1; i < p.shards; i++ {
+		f := child
+		f.shard = fmt.Sprintf("s%d", i)
+		if f.metricsAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		if f.controlAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		sp, err := startOperator(f)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = sp.stop() }()
+		shards = append(shards, sp)
+	}
 
 	profileFile := func(name string) string {
 		return filepath.Join(p.profileDir, strings.ReplaceAll(name, " ", "-")+".cpu.pprof")
@@ -338,6 +377,12 @@ func run(p params) error {
 		if err != nil {
 			return nil, err
 		}
+		shard0 := make([]sample, len(shards))
+		for i, sp := range shards {
+			if shard0[i], err = sp.sample(); err != nil {
+				return nil, err
+			}
+		}
 		stopProfile := profile(name)
 		apiserver0, etcd0 := controlPlaneCPU()
 		start := time.Now()
@@ -345,8 +390,10 @@ func run(p params) error {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		elapsed := time.Since(start)
-		if _, err := op.waitReconciled(ctx, 0, timeout); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
+		for _, proc := range append([]*operatorProcess{op}, shards...) {
+			if _, err := proc.waitReconciled(ctx, 0, timeout); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
 		}
 		stopProfile()
 		apiserver1, etcd1 := controlPlaneCPU()
@@ -386,6 +433,29 @@ func run(p params) error {
 			_, _ = fmt.Sscan(live, &ph.LiveHeapMiB)
 			ph.LiveHeapMiB /= 1 << 20
 		}
+		if len(shards) > 0 {
+			ph.Shards = append(ph.Shards, shardFigures{Shard: "(default)", Reconciles: ph.Reconciles, CPUSeconds: ph.CPUSeconds,
+				RSSMiB: ph.RSSMiB, PeakRSSMiB: ph.PeakRSSMiB, LiveHeapMiB: ph.LiveHeapMiB})
+		}
+		for i, sp := range shards {
+			s, err := sp.sample()
+			if err != nil {
+				return nil, err
+			}
+			f := shardFigures{Shard: sp.flags.shard, Reconciles: int(s.reconciles - shard0[i].reconciles), CPUSeconds: s.cpuSeconds - shard0[i].cpuSeconds,
+				RSSMiB: s.rssBytes / (1 << 20), PeakRSSMiB: sp.peakRSS() / (1 << 20)}
+			if live, err := sp.post("/live-heap"); err == nil {
+				_, _ = fmt.Sscan(live, &f.LiveHeapMiB)
+				f.LiveHeapMiB /= 1 << 20
+			}
+			ph.Shards = append(ph.Shards, f)
+			// The phase's CPU and reconciles are the shards' together.
+			ph.CPUSeconds += f.CPUSeconds
+			ph.Reconciles += f.Reconciles
+		}
+		for _, f := range ph.Shards {
+			fmt.Fprintf(os.Stderr, "  shard %s: reconciles %d, CPU %.2fs, RSS %.0f MiB (peak %.0f), live heap %.0f MiB\n", f.Shard, f.Reconciles, f.CPUSeconds, f.RSSMiB, f.PeakRSSMiB, f.LiveHeapMiB)
+		}
 		ph.Writes, ph.Reads, ph.Watches = writesAndReads(opCounts)
 		ph.WritesPerTenant = float64(ph.Writes) / float64(p.tenants)
 		fmt.Fprintf(os.Stderr, "  %.2fs, operator writes %d, reads %d, reconciles %d, CPU %.2fs (apiserver %.1fs, etcd %.1fs), RSS %.0f MiB (peak %.0f), live heap %.0f MiB\n",
@@ -413,7 +483,7 @@ func run(p params) error {
 	}
 	fmt.Fprintf(os.Stderr, "creating %d tenants...\n", p.tenants)
 	if err := record(phaseCreate, func() error {
-		if err := createAll(ctx, c, names, p.postgres, p.component); err != nil {
+		if err := createAll(ctx, c, names, p.postgres, p.component, p.shards); err != nil {
 			return err
 		}
 		if err := watched.waitAllReady(ctx, p.tenants, timeout); err != nil {
@@ -425,8 +495,19 @@ func run(p params) error {
 	}
 
 	fmt.Fprintf(os.Stderr, "forcing a resync of %d unchanged tenants...\n", p.tenants)
-	if err := record(phaseResync, func() error { return resyncAll(ctx, op, p.tenants, timeout, false, 50*time.Millisecond) }); err != nil {
+	if err := record(phaseResync, func() error {
+		// Every shard caches every tenant, and passes over the others' at the cost of a cache read.
+		for _, proc := range append([]*operatorProcess{op}, shards...) {
+			if err := resyncAll(ctx, proc, p.tenants, timeout, false, 50*time.Millisecond); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
 		return err
+	}
+	if p.shards > 1 {
+		return writeReport(rep, p.jsonOut)
 	}
 
 	rounds := max(1, (p.noopRounds+p.tenants-1)/p.tenants)
@@ -502,14 +583,17 @@ func run(p params) error {
 		}
 	}
 
+	return writeReport(rep, p.jsonOut)
+}
+
+// writeReport prints the report as Markdown and, when jsonOut is set, writes it as JSON.
+func writeReport(rep report, jsonOut string) error {
 	printMarkdown(os.Stdout, rep)
-	if p.jsonOut != "" {
-		data, _ := json.MarshalIndent(rep, "", "  ")
-		if err := os.WriteFile(p.jsonOut, append(data, '\n'), 0o644); err != nil {
-			return err
-		}
+	if jsonOut == "" {
+		return nil
 	}
-	return nil
+	data, _ := json.MarshalIndent(rep, "", "  ")
+	return os.WriteFile(jsonOut, append(data, '\n'), 0o644)
 }
 
 // resyncAll enqueues every tenant in the operator and waits until it has reconciled them all
@@ -820,18 +904,28 @@ func waitPoliciesEnforced(ctx context.Context, c client.Client, timeout time.Dur
 	})
 }
 
-func createAll(ctx context.Context, c client.Client, names []string, postgres int, withComponent bool) error {
-	work := make(chan string)
+// createAll creates the tenants, eight at a time; with shards, tenant i is labelled for shard
+// s<i mod shards>, or for the default shard when that is 0.
+func createAll(ctx context.Context, c client.Client, names []string, postgres int, withComponent bool, shards int) error {
+	type job struct {
+		i    int
+		name string
+	}
+	work := make(chan job)
 	errs := make(chan error, len(names))
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for name := range work {
+			for j := range work {
+				name := j.name
 				t := &tenancyv1alpha1.Tenant{
 					ObjectMeta: metav1.ObjectMeta{Name: name},
 					Spec:       tenancyv1alpha1.TenantSpec{Organization: "Bench " + name, Email: "ops@" + name + ".example.com"},
+				}
+				if shards > 1 && j.i%shards != 0 {
+					t.Labels = map[string]string{tenancyv1alpha1.ShardLabel: fmt.Sprintf("s%d", j.i%shards)}
 				}
 				if withComponent {
 					t.Spec.Components = []tenancyv1alpha1.Component{{Name: "bench-web", Version: "1.0.0"}}
@@ -845,8 +939,8 @@ func createAll(ctx context.Context, c client.Client, names []string, postgres in
 			}
 		}()
 	}
-	for _, n := range names {
-		work <- n
+	for i, n := range names {
+		work <- job{i, n}
 	}
 	close(work)
 	wg.Wait()
@@ -867,11 +961,23 @@ func printMarkdown(w *os.File, r report) {
 		fmt.Fprintf(w, "| %s | %.2f s | %s | %.2f | %d | %.1f / %.1f / %.1f s | %.0f MiB (%.0f MiB) | %.0f MiB |\n", p.Name, p.Seconds, byVerb(p.Operator),
 			p.WritesPerTenant, p.Reconciles, p.CPUSeconds, p.APIServerCPUSeconds, p.EtcdCPUSeconds, p.RSSMiB, p.PeakRSSMiB, p.LiveHeapMiB)
 	}
-	fmt.Fprintf(w, "\nNo-op reconcile: %d reconciles of unchanged tenants cost %.2f s of operator CPU, %.1f µs each (mean reconcile time %.1f µs), with %d writes and %d reads.\n",
-		r.NoOp.Reconciles, r.NoOp.CPUSeconds, r.NoOp.CPUPerReconcileUs, r.NoOp.MeanReconcileUs, r.NoOp.Writes, r.NoOp.Reads)
+	if r.NoOp.Reconciles > 0 {
+		fmt.Fprintf(w, "\nNo-op reconcile: %d reconciles of unchanged tenants cost %.2f s of operator CPU, %.1f µs each (mean reconcile time %.1f µs), with %d writes and %d reads.\n",
+			r.NoOp.Reconciles, r.NoOp.CPUSeconds, r.NoOp.CPUPerReconcileUs, r.NoOp.MeanReconcileUs, r.NoOp.Writes, r.NoOp.Reads)
+	}
 	if c := r.Claims; c != nil {
 		fmt.Fprintf(w, "\nSignup: a pool filled with %d Ready spares in %.1f s; %d claims, 5 at a time, claim created → Bound: p50 %.0f ms, p99 %.0f ms, max %.0f ms.\n",
 			c.N, c.Seconds, c.N, c.P50Ms, c.P99Ms, c.MaxMs)
+	}
+	if len(r.Phases) > 0 && len(r.Phases[0].Shards) > 0 {
+		fmt.Fprintf(w, "\n%d shards, each its own process:\n\n", r.Shards)
+		fmt.Fprintln(w, "| phase | shard | reconciles | CPU | RSS at end (peak) | live heap |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|")
+		for _, p := range r.Phases {
+			for _, f := range p.Shards {
+				fmt.Fprintf(w, "| %s | %s | %d | %.1f s | %.0f MiB (%.0f MiB) | %.0f MiB |\n", p.Name, f.Shard, f.Reconciles, f.CPUSeconds, f.RSSMiB, f.PeakRSSMiB, f.LiveHeapMiB)
+			}
+		}
 	}
 	fmt.Fprintln(w, "\nOperator requests by verb and resource:")
 	fmt.Fprintln(w)

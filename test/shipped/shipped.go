@@ -3,6 +3,7 @@
 package shipped
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -25,4 +26,21 @@ func OperatorRole() (*rbacv1.ClusterRole, error) {
 	}
 	role := &rbacv1.ClusterRole{}
 	return role, yaml.Unmarshal(data, role)
+}
+
+// LeaderElectionRBAC is the Role and RoleBinding of config/rbac/leader_election.yaml.
+func LeaderElectionRBAC() (*rbacv1.Role, *rbacv1.RoleBinding, error) {
+	data, err := os.ReadFile(Path("config", "rbac", "leader_election.yaml"))
+	if err != nil {
+		return nil, nil, err
+	}
+	docs := bytes.Split(data, []byte("\n---\n"))
+	role, binding := &rbacv1.Role{}, &rbacv1.RoleBinding{}
+	if len(docs) != 2 {
+		return nil, nil, os.ErrInvalid
+	}
+	if err := yaml.Unmarshal(docs[0], role); err != nil {
+		return nil, nil, err
+	}
+	return role, binding, yaml.Unmarshal(docs[1], binding)
 }

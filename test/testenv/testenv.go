@@ -14,7 +14,9 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -119,6 +121,22 @@ func (e *Env) installOperatorRBAC(ctx context.Context) error {
 	})
 }
 
+// InstallLeaderElectionRBAC creates LeaseNamespace and the shipped leader election Role and
+// RoleBinding in it, once.
+func (e *Env) InstallLeaderElectionRBAC(ctx context.Context) error {
+	role, binding, err := shipped.LeaderElectionRBAC()
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: LeaseNamespace}}
+	for _, obj := range []client.Object{ns, role, binding} {
+		if err := e.AdminClient.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
 // As returns a configuration that impersonates a user in the given groups.
 func (e *Env) As(user string, groups ...string) *rest.Config {
 	cfg := rest.CopyConfig(e.Admin)
@@ -143,13 +161,31 @@ type Operator struct {
 // wraps, when given, sit between the operator's clients and the API server, under the request
 // counter (the fault suite injects failures there).
 func (e *Env) StartOperator(cfg config.Config, store secret.Store, wraps ...transport.WrapperFunc) (*Operator, error) {
+	return e.start(operator.Options{Config: cfg, Store: store}, wraps...)
+}
+
+// LeaseNamespace is where shards started by StartShard keep their leader election leases: the
+// operator's namespace, with the shipped leader election Role.
+const LeaseNamespace = "landlord-system"
+
+// StartShard runs an operator shard (operator.Options.Shard) as OperatorUser, with leader
+// election in LeaseNamespace as in a cluster.
+func (e *Env) StartShard(cfg config.Config, store secret.Store, shard string) (*Operator, error) {
+	if err := e.InstallLeaderElectionRBAC(context.Background()); err != nil {
+		return nil, err
+	}
+	return e.start(operator.Options{Config: cfg, Store: store, Shard: shard, LeaderElection: true, LeaderElectionNamespace: LeaseNamespace})
+}
+
+func (e *Env) start(opts operator.Options, wraps ...transport.WrapperFunc) (*Operator, error) {
 	op := &Operator{Requests: NewRequestCounter(), Resync: make(chan event.GenericEvent, 1024), exited: make(chan struct{})}
 	restCfg := e.As(OperatorUser)
 	for _, w := range wraps {
 		restCfg.Wrap(w)
 	}
 	restCfg.Wrap(op.Requests.Wrap)
-	mgr, err := operator.New(restCfg, operator.Options{Config: cfg, MetricsAddr: "0", ProbeAddr: "0", Resync: op.Resync, Store: store, AnotherInProcess: true})
+	opts.MetricsAddr, opts.ProbeAddr, opts.Resync, opts.AnotherInProcess = "0", "0", op.Resync, true
+	mgr, err := operator.New(restCfg, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,96 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+func TestShardStepFor(t *testing.T) {
+	reconciled := []metav1.Condition{{Type: tenancyv1alpha1.ReadyCondition, Status: metav1.ConditionTrue}}
+	tenant := func(label string, status tenancyv1alpha1.TenantStatus) *tenancyv1alpha1.Tenant {
+		tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Status: status}
+		if label != "" {
+			tn.Labels = map[string]string{tenancyv1alpha1.ShardLabel: label}
+		}
+		return tn
+	}
+	for _, tc := range []struct {
+		name   string
+		me     string
+		tenant *tenancyv1alpha1.Tenant
+		want   shardStep
+	}{
+		{"a new unlabelled tenant is the default shard's", "", tenant("", tenancyv1alpha1.TenantStatus{}), shardReconcile},
+		{"a new labelled tenant is its shard's at once", "a", tenant("a", tenancyv1alpha1.TenantStatus{}), shardReconcile},
+		{"a new labelled tenant is not the default shard's", "", tenant("a", tenancyv1alpha1.TenantStatus{}), shardSkip},
+		{"a tenant reconciled before shards is the default shard's", "", tenant("", tenancyv1alpha1.TenantStatus{Conditions: reconciled}), shardReconcile},
+		{"a shard reconciles the tenant it recorded", "a", tenant("a", tenancyv1alpha1.TenantStatus{Shard: "a", Conditions: reconciled}), shardReconcile},
+		{"another shard's tenant is skipped", "b", tenant("a", tenancyv1alpha1.TenantStatus{Shard: "a", Conditions: reconciled}), shardSkip},
+		{"a relabelled tenant is handed over by the shard that had it", "a", tenant("b", tenancyv1alpha1.TenantStatus{Shard: "a", Conditions: reconciled}), shardHandOver},
+		{"a tenant relabelled away from the default shard is handed over by it", "", tenant("b", tenancyv1alpha1.TenantStatus{Conditions: reconciled}), shardHandOver},
+		{"a tenant handed over is not handed over twice", "a", tenant("b", tenancyv1alpha1.TenantStatus{Shard: "a", HandoverTo: ptr.To("b"), Conditions: reconciled}), shardSkip},
+		{"a tenant relabelled again is not the first shard's to hand on", "a", tenant("c", tenancyv1alpha1.TenantStatus{Shard: "a", HandoverTo: ptr.To("b"), Conditions: reconciled}), shardSkip},
+		{"a tenant relabelled again is handed on by the shard it was handed to", "b", tenant("c", tenancyv1alpha1.TenantStatus{Shard: "a", HandoverTo: ptr.To("b"), Conditions: reconciled}), shardHandOver},
+		{"a tenant relabelled back is taken back only once handed back", "a", tenant("a", tenancyv1alpha1.TenantStatus{Shard: "a", HandoverTo: ptr.To("b"), Conditions: reconciled}), shardTakeOverIfStopped},
+		{"the shard named takes a handed-over tenant", "b", tenant("b", tenancyv1alpha1.TenantStatus{Shard: "a", HandoverTo: ptr.To("b"), Conditions: reconciled}), shardTakeOver},
+		{"the default shard takes a tenant handed to it", "", tenant("", tenancyv1alpha1.TenantStatus{Shard: "a", HandoverTo: ptr.To(""), Conditions: reconciled}), shardTakeOver},
+		{"a tenant not handed over yet is taken only from a stopped shard", "b", tenant("b", tenancyv1alpha1.TenantStatus{Shard: "a", Conditions: reconciled}), shardTakeOverIfStopped},
+		{"a tenant handed to another shard is taken only from a stopped shard", "c", tenant("c", tenancyv1alpha1.TenantStatus{Shard: "a", HandoverTo: ptr.To("b"), Conditions: reconciled}), shardTakeOverIfStopped},
+		{"a tenant the default shard has not handed over is taken only from a stopped shard", "b", tenant("b", tenancyv1alpha1.TenantStatus{Conditions: reconciled}), shardTakeOverIfStopped},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := shardStepFor(tc.me, tc.tenant); got != tc.want {
+				t.Errorf("shardStepFor(%q) = %d, want %d", tc.me, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAShardRunsWhileItsLeaseIsHeldAndFresh(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	lease := func(holder string, renewed time.Duration) *coordinationv1.Lease {
+		return &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "landlord-system", Name: ShardLeaseName("a")},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](15),
+				RenewTime: &metav1.MicroTime{Time: now.Add(-renewed)}},
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		namespace string
+		lease     *coordinationv1.Lease
+		want      bool
+	}{
+		{"a held lease renewed within its duration runs", "landlord-system", lease("pod-1", 5*time.Second), true},
+		{"an expired lease does not", "landlord-system", lease("pod-1", 20*time.Second), false},
+		{"a released lease does not", "landlord-system", lease("", time.Second), false},
+		{"no lease does not", "landlord-system", nil, false},
+		{"an unknown lease namespace knows of no running shard", "", lease("pod-1", time.Second), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := fake.NewClientBuilder()
+			if tc.lease != nil {
+				b = b.WithObjects(tc.lease)
+			}
+			shards := LeaseShards{Reader: b.Build(), Namespace: tc.namespace, Now: func() time.Time { return now }}
+			got, err := shards.Running(context.Background(), "a")
+			if err != nil {
+				t.Fatalf("Running: %v", err)
+			}
+			if got != tc.want {
+				t.Errorf("Running = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if ShardLeaseName("") != "landlord.tenancy.landlord.dev" {
+		t.Errorf("the default shard's lease is %q: an upgrade would run two leaders", ShardLeaseName(""))
+	}
+}

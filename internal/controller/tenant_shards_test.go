@@ -1,0 +1,239 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/test/testenv"
+)
+
+// tenantKinds are the kinds of the objects Landlord writes for a tenant with a database and the
+// shard test's component (a ConfigMap), by their resource names.
+var tenantKinds = map[string]schema.GroupVersionKind{
+	"namespaces":      {Version: "v1", Kind: "Namespace"},
+	"secrets":         {Version: "v1", Kind: "Secret"},
+	"resourcequotas":  {Version: "v1", Kind: "ResourceQuota"},
+	"limitranges":     {Version: "v1", Kind: "LimitRange"},
+	"configmaps":      {Version: "v1", Kind: "ConfigMap"},
+	"rolebindings":    {Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"},
+	"networkpolicies": {Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
+}
+
+// shardsOfObjects maps each object Landlord wrote for the tenant ("resource name") to its shard
+// label, read from the API server.
+func shardsOfObjects(g Gomega, tenant string) map[string]string {
+	out := map[string]string{}
+	for resource, gvk := range tenantKinds {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		g.Expect(k8s.List(context.Background(), list, client.MatchingLabels{
+			tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue, tenancyv1alpha1.TenantLabel: tenant,
+		})).To(Succeed())
+		for _, o := range list.Items {
+			out[resource+" "+o.Name] = o.Labels[tenancyv1alpha1.ShardLabel]
+		}
+	}
+	return out
+}
+
+// writesOf keeps the writes among counts, by resource, less the leader election lease's renewals
+// and the access reviews a shard makes once per component kind (questions, not writes).
+func writesOf(counts testenv.Counts) testenv.Counts {
+	out := testenv.Counts{}
+	for k, v := range tenantRequests(counts) {
+		verb, resource, _ := strings.Cut(k, " ")
+		if resource != "leases" && resource != "selfsubjectaccessreviews" && (verb == "PATCH" || verb == "POST" || verb == "PUT" || verb == "DELETE") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// cachedNamespace says whether an operator's cache holds the tenant's namespace.
+func cachedNamespace(g Gomega, o *testenv.Operator, tenant string) bool {
+	err := o.GetCache().Get(context.Background(), client.ObjectKey{Name: opConfig.NamespaceName(tenant)}, &corev1.Namespace{})
+	g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+	return err == nil
+}
+
+// relabel sets (or, with "", removes) a tenant's shard label.
+func relabel(t *testing.T, name, shard string) {
+	t.Helper()
+	value := "null"
+	if shard != "" {
+		value = fmt.Sprintf("%q", shard)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, tenancyv1alpha1.ShardLabel, value)
+	NewWithT(t).Expect(k8s.Patch(context.Background(), &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+}
+
+// waitShard waits until the tenant is Ready and reconciled by shard, with no handover pending.
+func waitShard(t *testing.T, name, shard string) *tenancyv1alpha1.Tenant {
+	t.Helper()
+	tenant := &tenancyv1alpha1.Tenant{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		tenant = waitReady(t, name)
+		g.Expect(tenant.Status.Shard).To(Equal(shard))
+		g.Expect(tenant.Status.HandoverTo).To(BeNil())
+	}).WithTimeout(timeout).Should(Succeed())
+	return tenant
+}
+
+func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
+	ctx := context.Background()
+	publish(t, "shardwave", "1.0.0", waveManifests("1.0.0"), "")
+	parent := t
+	shards := map[string]*testenv.Operator{}
+	for _, name := range []string{"a", "b"} {
+		o, err := env.StartShard(opConfig, store, name)
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		shards[name] = o
+		// Registered before any tenant: cleanups run last first, so the tenants are deleted
+		// while the shards that reconcile them still run.
+		t.Cleanup(func() { _ = o.Stop() })
+	}
+	// Tenants outlive the subtest that creates them, and are deleted before the shards stop.
+	create := func(t *testing.T, tn *tenancyv1alpha1.Tenant) {
+		NewWithT(t).Expect(k8s.Create(ctx, tn)).To(Succeed())
+		parent.Cleanup(func() { deleteTenant(parent, tn.Name) })
+	}
+	sharded := func(shard string) func(*tenancyv1alpha1.Tenant) {
+		return func(tn *tenancyv1alpha1.Tenant) {
+			tn.Labels = map[string]string{tenancyv1alpha1.ShardLabel: shard}
+			tn.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app"}}
+			pin("shardwave", "1.0.0", "")(tn)
+		}
+	}
+
+	t.Run("a tenant labelled for a shard is converged by that shard alone, and only its cache holds the tenant's objects", func(t *testing.T) {
+		g := NewWithT(t)
+		before := op.Requests.Snapshot()
+		create(t, newTenant("shard-one", sharded("a")))
+		tenant := waitShard(t, "shard-one", "a")
+		g.Expect(tenant.Status.Databases).To(HaveLen(1))
+		objs := shardsOfObjects(g, "shard-one")
+		g.Expect(objs).To(HaveKey("namespaces " + opConfig.NamespaceName("shard-one")))
+		g.Expect(objs).To(HaveKey("configmaps wave"))
+		g.Expect(objs).To(HaveKey("secrets " + tenancyv1alpha1.DatabaseSecretName("app")))
+		for obj, shard := range objs {
+			g.Expect(shard).To(Equal("a"), "%s", obj)
+		}
+		g.Expect(cachedNamespace(g, shards["a"], "shard-one")).To(BeTrue())
+		g.Expect(cachedNamespace(g, shards["b"], "shard-one")).To(BeFalse())
+		g.Expect(cachedNamespace(g, op, "shard-one")).To(BeFalse())
+		// The default shard wrote nothing of it (its other writes are other tests' cleanups and
+		// events, none of a tenant's objects or status).
+		for k := range writesOf(op.Requests.Snapshot().Sub(before)) {
+			g.Expect(k).NotTo(Or(ContainSubstring("tenants"), ContainSubstring("configmaps"), ContainSubstring("resourcequotas")), "the default shard wrote %s", k)
+		}
+	})
+
+	t.Run("relabelling hands the tenant over: the new shard writes each object once, with its label, and the old one writes none", func(t *testing.T) {
+		g := NewWithT(t)
+		objs := shardsOfObjects(g, "shard-one")
+		beforeA, beforeB := shards["a"].Requests.Snapshot(), shards["b"].Requests.Snapshot()
+		relabel(t, "shard-one", "b")
+		waitShard(t, "shard-one", "b")
+		g.Eventually(func(g Gomega) {
+			for obj, shard := range shardsOfObjects(g, "shard-one") {
+				g.Expect(shard).To(Equal("b"), "%s", obj)
+			}
+			g.Expect(cachedNamespace(g, shards["b"], "shard-one")).To(BeTrue())
+			g.Expect(cachedNamespace(g, shards["a"], "shard-one")).To(BeFalse())
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(slices.Sorted(maps.Keys(shardsOfObjects(g, "shard-one")))).To(Equal(slices.Sorted(maps.Keys(objs))), "no object was added or lost")
+		// Shard a's one write is the handover; shard b wrote every object once and the status.
+		g.Expect(writesOf(shards["a"].Requests.Snapshot().Sub(beforeA))).To(Equal(testenv.Counts{"PATCH tenants/status": 1, "POST events": 1}))
+		wantB := testenv.Counts{}
+		for obj := range objs {
+			resource, _, _ := strings.Cut(obj, " ")
+			wantB["PATCH "+resource]++
+		}
+		gotB := writesOf(shards["b"].Requests.Snapshot().Sub(beforeB))
+		g.Expect(gotB["PATCH tenants/status"]).To(BeNumerically(">=", 1))
+		delete(gotB, "PATCH tenants/status")
+		delete(gotB, "POST events")
+		g.Expect(gotB).To(Equal(wantB))
+	})
+
+	t.Run("a shard that stops is taken over from once its lease is released", func(t *testing.T) {
+		g := NewWithT(t)
+		create(t, newTenant("shard-two", sharded("a")))
+		waitShard(t, "shard-two", "a")
+		g.Expect(shards["a"].Stop()).To(Succeed())
+		relabel(t, "shard-two", "b")
+		tenant := waitShard(t, "shard-two", "b")
+		g.Expect(tenant.Status.Databases).To(HaveLen(1))
+		g.Eventually(func(g Gomega) {
+			for obj, shard := range shardsOfObjects(g, "shard-two") {
+				g.Expect(shard).To(Equal("b"), "%s", obj)
+			}
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("a shard waits, writing nothing, for a running shard to hand its tenant over", func(t *testing.T) {
+		g := NewWithT(t)
+		// Shard c is running (its lease is held) but does not answer: it reconciled the tenant
+		// and has not handed it over.
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testenv.LeaseNamespace, Name: controller.ShardLeaseName("c")},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("shard-c-pod"), LeaseDurationSeconds: ptr.To[int32](3600),
+				RenewTime: &metav1.MicroTime{Time: time.Now()}},
+		}
+		g.Expect(k8s.Create(ctx, lease)).To(Succeed())
+		t.Cleanup(func() { _ = k8s.Delete(ctx, lease) })
+		create(t, newTenant("shard-three", sharded("b")))
+		waitShard(t, "shard-three", "b")
+		relabel(t, "shard-three", "c")
+		g.Eventually(func(g Gomega) {
+			tenant := &tenancyv1alpha1.Tenant{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "shard-three"}, tenant)).To(Succeed())
+			g.Expect(tenant.Status.HandoverTo).To(Equal(ptr.To("c")))
+			g.Expect(condition(tenant, tenancyv1alpha1.ReconcilingCondition)).To(HaveField("Reason", tenancyv1alpha1.ReasonShardHandover))
+		}).WithTimeout(timeout).Should(Succeed())
+		// Shard c "took it over" and then hung: its record says so, and it still runs.
+		g.Expect(k8s.Status().Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "shard-three"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"status":{"shard":"c","handoverTo":null}}`)))).To(Succeed())
+		beforeB := shards["b"].Requests.Snapshot()
+		relabel(t, "shard-three", "b")
+		g.Consistently(func(g Gomega) {
+			g.Expect(writesOf(shards["b"].Requests.Snapshot().Sub(beforeB))).To(BeEmpty())
+		}).WithTimeout(3 * time.Second).Should(Succeed())
+		// Once shard c is gone, a look at the tenant (here a reconcile request) takes it over.
+		g.Expect(k8s.Delete(ctx, lease)).To(Succeed())
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"shard-c-gone"}}}`, tenancyv1alpha1.ReconcileRequestAnnotation)
+		g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "shard-three"}},
+			client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		waitShard(t, "shard-three", "b")
+	})
+
+	t.Run("a tenant goes back to the default shard by losing its label", func(t *testing.T) {
+		g := NewWithT(t)
+		relabel(t, "shard-one", "")
+		tenant := waitShard(t, "shard-one", "")
+		g.Expect(tenant.Status.Databases).To(HaveLen(1))
+		g.Eventually(func(g Gomega) {
+			for obj, shard := range shardsOfObjects(g, "shard-one") {
+				g.Expect(shard).To(BeEmpty(), "%s", obj)
+			}
+			g.Expect(cachedNamespace(g, op, "shard-one")).To(BeTrue())
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+}
