@@ -4,6 +4,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -76,6 +77,9 @@ type TenantReconciler struct {
 	// shard runs.
 	Shard  string
 	Shards ShardLeases
+
+	// ControllerName names the controller in logs and metrics: "tenant" when empty.
+	ControllerName string
 }
 
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get;list;watch;patch
@@ -142,14 +146,14 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Applied = apply.NewMemo()
 	}
 	if r.Shards == nil {
-		r.Shards = LeaseShards{Reader: r.APIReader}
+		r.Shards = &LeaseShards{Reader: r.APIReader}
 	}
 	// A reconcile that takes a tenant over from another shard reads what its cache misses of
 	// the tenant's from the API server (tenant_shards.go).
 	r.Client = &takeoverClient{Client: r.Client, api: r.APIReader}
 	mine, handover := shardEvents(r.Shard)
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named("tenant").
+		Named(cmp.Or(r.ControllerName, "tenant")).
 		// Labels select shared secrets, so a label change is a change to converge; so are the
 		// annotations that take over or abandon data, and a request to reconcile now.
 		// A shard hears only of the tenants it reconciles, or has to hand over.
@@ -244,7 +248,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	phases := phasesFor(t.Spec.State)
 	results := r.runPhases(ctx, s, phases)
 	next := computeStatus(t, s.namespace, s.status, results)
-	r.recordShard(&next, takeover, results)
+	recorded := r.recordShard(&next, takeover, results)
 	logStall(ctx, t, next)
 	if s.verify {
 		// Handled, whatever the outcome: the conditions say how it went.
@@ -257,7 +261,11 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// t is now as the API server returned it.
 		r.handledRequest(ctx, t, requested, t.Status.LastHandledReconcileAt)
 	}
-	return requeueAfter(phases, results)
+	res, err = requeueAfter(phases, results)
+	if !recorded && err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > takeoverRecheck) {
+		res.RequeueAfter = takeoverRecheck
+	}
+	return res, err
 }
 
 // logStall logs a tenant that stalls, or stalls for another reason than it did: once per

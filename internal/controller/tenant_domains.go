@@ -68,7 +68,14 @@ func overlap(a, b string) bool {
 // (its domains annotation, which the admission policies read).
 func (r *TenantReconciler) serves(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) (bool, error) {
 	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: r.Config.NamespaceName(t.Name)}, ns); err != nil {
+	// The namespace of another shard's tenant (or of one being handed over) is not in this
+	// shard's cache: taking it for absent would hand a domain that tenant serves to an older
+	// tenant listing it later.
+	var reader client.Reader = r.Client
+	if shardStepFor(r.Shard, t) != shardReconcile {
+		reader = r.APIReader
+	}
+	if err := reader.Get(ctx, client.ObjectKey{Name: r.Config.NamespaceName(t.Name)}, ns); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	for _, have := range strings.Split(ns.Annotations[tenancyv1alpha1.DomainsAnnotation], ",") {

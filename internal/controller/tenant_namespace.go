@@ -163,7 +163,14 @@ func (r *TenantReconciler) removeNamespace(ctx context.Context, s *tenantScope) 
 	}
 	s.status.Components = kept
 	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns); err != nil {
+	err := r.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns)
+	if apierrors.IsNotFound(err) && !conditionCurrent(t, tenancyv1alpha1.NamespaceReadyCondition, tenancyv1alpha1.ReasonNamespaceRemoved) {
+		// Gone by the cache is confirmed once by the API server before the namespace is
+		// reported removed (and a Purged tenant's volumes deleted): a shard's cache never holds
+		// a namespace another shard labelled, and a watch can be behind.
+		err = r.APIReader.Get(ctx, client.ObjectKey{Name: s.namespace}, ns)
+	}
+	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}

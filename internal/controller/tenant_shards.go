@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -32,16 +33,24 @@ import (
 //     way, so there is never more than one shard writing.
 //  2. The shard the label names waits for that record; or, when the shard that has the tenant
 //     is not running (its leader election lease is released or expired), goes on without it.
+//  0. A tenant no shard has reconciled yet is claimed first, before any write, by a status write
+//     under an optimistic lock (status.shard, and a Reconciling condition): a relabel during its
+//     first reconcile then finds it owned, and is a handover like any other.
 //  3. It then reconciles the tenant taking it over: the tenant's objects still carry the old
 //     shard label and are not in its cache, so a cache miss in the tenant's namespace is read
 //     from the API server. Every object is written once, with the new label, and nothing is
 //     taken for gone (a namespace to keep volumes of, a copy to prune) that still exists.
-//  4. Only a takeover with no failed and no stalled phase records status.shard as the new shard;
-//     until then every reconcile takes over again.
+//  4. Only a takeover in which no phase failed and the namespace phase is done records
+//     status.shard as the new shard; until then every reconcile takes over again, and one is
+//     due within takeoverRecheck (the namespace it may be deleting is not in its cache, so its
+//     going sends it no event).
 
 // handoverRecheck is how often a shard waiting for a tenant's handover looks again at whether
 // the shard that reconciles it is still running (the handover's status write wakes it anyway).
 const handoverRecheck = 30 * time.Second
+
+// takeoverRecheck is how soon a takeover not yet recorded is looked at again.
+const takeoverRecheck = 5 * time.Second
 
 // ShardLeaseName is the leader election lease of a shard: Landlord's historical name for the
 // default shard, so that upgrading to shards keeps the running operator's lease.
@@ -60,16 +69,29 @@ type ShardLeases interface {
 // LeaseShards reads the shards' leader election leases from the API server.
 type LeaseShards struct {
 	Reader client.Reader
-	// Namespace holds the leases; "" when unknown (leader election off, out of a cluster):
-	// no shard is then known to run.
+	// Namespace holds the leases; "" when unknown (leader election off, out of a cluster): every
+	// shard is then taken to run, and a tenant waits for its handover.
 	Namespace string
 	Now       func() time.Time
+
+	mu sync.Mutex
+	// seen is each shard's lease as last read, and when this process first saw it so: a lease
+	// expires when it has not changed for its duration by this process's clock, as client-go's
+	// leader election judges it, whatever the holder's clock wrote into it.
+	seen map[string]seenLease
 }
 
-// Running reports whether shard's lease is held and was renewed within its duration.
-func (l LeaseShards) Running(ctx context.Context, shard string) (bool, error) {
+type seenLease struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// Running reports whether shard's lease is held: it has a holder, and has changed within its
+// duration. A lease released (no holder) or absent is not running; one seen for the first
+// time is.
+func (l *LeaseShards) Running(ctx context.Context, shard string) (bool, error) {
 	if l.Namespace == "" {
-		return false, nil
+		return true, nil
 	}
 	lease := &coordinationv1.Lease{}
 	switch err := l.Reader.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: ShardLeaseName(shard)}, lease); {
@@ -78,23 +100,25 @@ func (l LeaseShards) Running(ctx context.Context, shard string) (bool, error) {
 	case err != nil:
 		return false, err
 	}
-	return leaseHeld(lease.Spec, l.now()), nil
-}
-
-func (l LeaseShards) now() time.Time {
+	if ptr.Deref(lease.Spec.HolderIdentity, "") == "" {
+		return false, nil
+	}
+	now := time.Now()
 	if l.Now != nil {
-		return l.Now()
+		now = l.Now()
 	}
-	return time.Now()
-}
-
-// leaseHeld: a holder, renewed less than a lease duration ago. A leader that stops cleanly
-// releases the lease (no holder); one that crashed is taken for stopped once the lease expires.
-func leaseHeld(spec coordinationv1.LeaseSpec, now time.Time) bool {
-	if ptr.Deref(spec.HolderIdentity, "") == "" || spec.RenewTime == nil || spec.LeaseDurationSeconds == nil {
-		return false
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen == nil {
+		l.seen = map[string]seenLease{}
 	}
-	return now.Before(spec.RenewTime.Add(time.Duration(*spec.LeaseDurationSeconds) * time.Second))
+	last, ok := l.seen[shard]
+	if !ok || last.resourceVersion != lease.ResourceVersion {
+		l.seen[shard] = seenLease{resourceVersion: lease.ResourceVersion, at: now}
+		return true, nil
+	}
+	duration := time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, 15)) * time.Second
+	return now.Before(last.at.Add(duration)), nil
 }
 
 // shardOf is the shard a tenant's label assigns it to ("" for the default shard).
@@ -180,6 +204,12 @@ func (r *TenantReconciler) shardGate(ctx context.Context, t *tenancyv1alpha1.Ten
 	case shardSkip:
 		return false, true, ctrl.Result{}, nil
 	case shardReconcile:
+		if _, owned := reconciledBy(t); !owned && t.DeletionTimestamp.IsZero() {
+			if err := r.claim(ctx, t); err != nil {
+				res, err := retryConflict(err)
+				return false, true, res, err
+			}
+		}
 		return false, false, ctrl.Result{}, nil
 	case shardHandOver:
 		to := shardOf(t)
@@ -217,6 +247,17 @@ func (r *TenantReconciler) shardGate(ctx context.Context, t *tenancyv1alpha1.Ten
 	return true, false, ctrl.Result{}, nil
 }
 
+// claim makes a tenant no shard has reconciled this shard's before anything of it is written:
+// the optimistic lock fails if another shard claimed it since the cache saw it.
+func (r *TenantReconciler) claim(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
+	next := *t.Status.DeepCopy()
+	next.Shard = r.Shard
+	conds := conditions{list: &next.Conditions, generation: t.Generation}
+	conds.set(tenancyv1alpha1.ReconcilingCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonProgressing,
+		fmt.Sprintf("shard %s is creating the tenant's objects", shardName(r.Shard)))
+	return patchStatus(ctx, r.Client, t, &t.Status, next, client.MergeFromWithOptimisticLock{})
+}
+
 // shardName is how logs and events name a shard.
 func shardName(shard string) string {
 	if shard == "" {
@@ -225,18 +266,21 @@ func shardName(shard string) string {
 	return shard
 }
 
-// recordShard sets the status that ends a reconcile to name this shard as the tenant's, once the
-// tenant's objects are all written with its label: after any reconcile that was not a takeover,
-// and after a takeover in which no phase failed or stalled.
-func (r *TenantReconciler) recordShard(next *tenancyv1alpha1.TenantStatus, takeover bool, results []phaseResult) {
+// recordShard sets the status that ends a reconcile to name this shard as the tenant's, and says
+// whether it did: after any reconcile that was not a takeover, and after a takeover in which no
+// phase failed and the namespace phase is done (the tenant's objects are all written with this
+// shard's label, or its namespace is gone). A stall after that (a domain held by another, a
+// rollout failing) is no reason to go on reading the API server.
+func (r *TenantReconciler) recordShard(next *tenancyv1alpha1.TenantStatus, takeover bool, results []phaseResult) bool {
 	if takeover {
 		for _, res := range results {
-			if res.err != nil || res.stalled {
-				return
+			if res.err != nil || res.condition == tenancyv1alpha1.NamespaceReadyCondition && !res.done {
+				return false
 			}
 		}
 	}
 	next.Shard, next.HandoverTo = r.Shard, nil
+	return true
 }
 
 // takeoverKey marks the context of a reconcile that takes a tenant over; its value is the

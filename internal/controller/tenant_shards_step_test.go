@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -54,43 +55,59 @@ func TestShardStepFor(t *testing.T) {
 	}
 }
 
-func TestAShardRunsWhileItsLeaseIsHeldAndFresh(t *testing.T) {
-	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	lease := func(holder string, renewed time.Duration) *coordinationv1.Lease {
+func TestAShardRunsWhileItsLeaseIsHeldAndChanging(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	lease := func(holder string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "landlord-system", Name: ShardLeaseName("a")},
+			// The holder's clock is an hour behind: only changes seen here count.
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](15),
-				RenewTime: &metav1.MicroTime{Time: now.Add(-renewed)}},
+				RenewTime: &metav1.MicroTime{Time: start.Add(-time.Hour)}},
 		}
 	}
-	for _, tc := range []struct {
-		name      string
-		namespace string
-		lease     *coordinationv1.Lease
-		want      bool
-	}{
-		{"a held lease renewed within its duration runs", "landlord-system", lease("pod-1", 5*time.Second), true},
-		{"an expired lease does not", "landlord-system", lease("pod-1", 20*time.Second), false},
-		{"a released lease does not", "landlord-system", lease("", time.Second), false},
-		{"no lease does not", "landlord-system", nil, false},
-		{"an unknown lease namespace knows of no running shard", "", lease("pod-1", time.Second), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			b := fake.NewClientBuilder()
-			if tc.lease != nil {
-				b = b.WithObjects(tc.lease)
-			}
-			shards := LeaseShards{Reader: b.Build(), Namespace: tc.namespace, Now: func() time.Time { return now }}
-			got, err := shards.Running(context.Background(), "a")
-			if err != nil {
-				t.Fatalf("Running: %v", err)
-			}
-			if got != tc.want {
-				t.Errorf("Running = %v, want %v", got, tc.want)
-			}
-		})
+	running := func(t *testing.T, shards *LeaseShards, want bool) {
+		t.Helper()
+		got, err := shards.Running(ctx, "a")
+		if err != nil {
+			t.Fatalf("Running: %v", err)
+		}
+		if got != want {
+			t.Errorf("Running = %v, want %v", got, want)
+		}
 	}
-	if ShardLeaseName("") != "landlord.tenancy.landlord.dev" {
-		t.Errorf("the default shard's lease is %q: an upgrade would run two leaders", ShardLeaseName(""))
-	}
+
+	t.Run("a held lease runs until it has not changed for its duration, and again once renewed", func(t *testing.T) {
+		now := start
+		c := fake.NewClientBuilder().WithObjects(lease("pod-1")).Build()
+		shards := &LeaseShards{Reader: c, Namespace: "landlord-system", Now: func() time.Time { return now }}
+		running(t, shards, true)
+		now = now.Add(10 * time.Second)
+		running(t, shards, true)
+		now = now.Add(10 * time.Second)
+		running(t, shards, false)
+		renewed := lease("pod-1")
+		if err := c.Get(ctx, client.ObjectKeyFromObject(renewed), renewed); err != nil {
+			t.Fatal(err)
+		}
+		renewed.Spec.RenewTime = &metav1.MicroTime{Time: start}
+		if err := c.Update(ctx, renewed); err != nil {
+			t.Fatal(err)
+		}
+		running(t, shards, true)
+	})
+	t.Run("a released lease does not run", func(t *testing.T) {
+		running(t, &LeaseShards{Reader: fake.NewClientBuilder().WithObjects(lease("")).Build(), Namespace: "landlord-system"}, false)
+	})
+	t.Run("no lease does not run", func(t *testing.T) {
+		running(t, &LeaseShards{Reader: fake.NewClientBuilder().Build(), Namespace: "landlord-system"}, false)
+	})
+	t.Run("with the lease namespace unknown every shard is taken to run", func(t *testing.T) {
+		running(t, &LeaseShards{Reader: fake.NewClientBuilder().Build()}, true)
+	})
+	t.Run("the default shard keeps the lease name of releases before shards", func(t *testing.T) {
+		if ShardLeaseName("") != "landlord.tenancy.landlord.dev" {
+			t.Errorf("the default shard's lease is %q: an upgrade would run two leaders", ShardLeaseName(""))
+		}
+	})
 }

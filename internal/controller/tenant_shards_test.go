@@ -20,6 +20,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
@@ -100,6 +101,8 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 	ctx := context.Background()
 	publish(t, "shardwave", "1.0.0", waveManifests("1.0.0"), "")
 	parent := t
+	// objectCount is how many objects Landlord writes for each tenant of this test.
+	objectCount := 0
 	shards := map[string]*testenv.Operator{}
 	for _, name := range []string{"a", "b"} {
 		o, err := env.StartShard(opConfig, store, name)
@@ -135,13 +138,15 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 		for obj, shard := range objs {
 			g.Expect(shard).To(Equal("a"), "%s", obj)
 		}
+		objectCount = len(objs)
 		g.Expect(cachedNamespace(g, shards["a"], "shard-one")).To(BeTrue())
 		g.Expect(cachedNamespace(g, shards["b"], "shard-one")).To(BeFalse())
 		g.Expect(cachedNamespace(g, op, "shard-one")).To(BeFalse())
-		// The default shard wrote nothing of it (its other writes are other tests' cleanups and
-		// events, none of a tenant's objects or status).
+		// The default shard wrote nothing of a tenant's, neither objects nor status.
 		for k := range writesOf(op.Requests.Snapshot().Sub(before)) {
-			g.Expect(k).NotTo(Or(ContainSubstring("tenants"), ContainSubstring("configmaps"), ContainSubstring("resourcequotas")), "the default shard wrote %s", k)
+			_, resource, _ := strings.Cut(k, " ")
+			g.Expect(tenantKinds).NotTo(HaveKey(resource), "the default shard wrote %s", k)
+			g.Expect(resource).NotTo(HavePrefix("tenants"), "the default shard wrote %s", k)
 		}
 	})
 
@@ -173,19 +178,57 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 		g.Expect(gotB).To(Equal(wantB))
 	})
 
+	t.Run("a domain a tenant of another shard serves is not taken by an older tenant listing it later", func(t *testing.T) {
+		g := NewWithT(t)
+		create(t, newTenant("shard-older", sharded("b")))
+		waitShard(t, "shard-older", "b")
+		create(t, newTenant("shard-server", sharded("a"), func(tn *tenancyv1alpha1.Tenant) {
+			tn.Spec.Domains = []tenancyv1alpha1.Domain{"shop.shards.example.org"}
+		}))
+		waitShard(t, "shard-server", "a")
+		g.Expect(namespace(t, "shard-server").Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, "shop.shards.example.org"))
+		g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "shard-older"}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"domains":["shop.shards.example.org"]}}`)))).To(Succeed())
+		g.Expect(waitStalled(t, "shard-older", tenancyv1alpha1.ReasonDomainConflict)).To(ContainSubstring("held by tenant shard-server"))
+		g.Expect(namespace(t, "shard-older").Annotations).NotTo(HaveKey(tenancyv1alpha1.DomainsAnnotation))
+		// The tenant serving it goes: the other shard hears of it from its cache of every tenant.
+		deleteTenant(t, "shard-server")
+		waitShard(t, "shard-older", "b")
+		g.Expect(namespace(t, "shard-older").Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, "shop.shards.example.org"))
+	})
+
 	t.Run("a shard that stops is taken over from once its lease is released", func(t *testing.T) {
 		g := NewWithT(t)
 		create(t, newTenant("shard-two", sharded("a")))
+		create(t, newTenant("shard-four", sharded("a")))
 		waitShard(t, "shard-two", "a")
+		waitShard(t, "shard-four", "a")
 		g.Expect(shards["a"].Stop()).To(Succeed())
 		relabel(t, "shard-two", "b")
 		tenant := waitShard(t, "shard-two", "b")
 		g.Expect(tenant.Status.Databases).To(HaveLen(1))
 		g.Eventually(func(g Gomega) {
-			for obj, shard := range shardsOfObjects(g, "shard-two") {
+			objs := shardsOfObjects(g, "shard-two")
+			g.Expect(objs).To(HaveLen(objectCount))
+			for obj, shard := range objs {
 				g.Expect(shard).To(Equal("b"), "%s", obj)
 			}
 		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("a tenant archived as it is taken over loses its namespace, which the new shard's cache never held, and keeps its database", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := opConfig.NamespaceName("shard-four")
+		app := account(credentials(g, "shard-four", "app"))
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"b"}},"spec":{"state":"Archived"}}`, tenancyv1alpha1.ShardLabel)
+		g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "shard-four"}},
+			client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		waitNamespaceGone(t, ns)
+		tenant := waitShard(t, "shard-four", "b")
+		g.Expect(condition(tenant, tenancyv1alpha1.NamespaceReadyCondition).Reason).To(Equal(tenancyv1alpha1.ReasonNamespaceRemoved))
+		g.Expect(condition(tenant, tenancyv1alpha1.DatabasesReadyCondition).Reason).To(Equal(tenancyv1alpha1.ReasonDatabasesKept))
+		g.Expect(tenant.Status.Databases).To(HaveLen(1))
+		g.Expect(dbtest.CanUse(ctx, pg.Server, app)).To(Succeed(), "the archived tenant's database is kept, and its login")
 	})
 
 	t.Run("a shard waits, writing nothing, for a running shard to hand its tenant over", func(t *testing.T) {
@@ -216,6 +259,8 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 		g.Consistently(func(g Gomega) {
 			g.Expect(writesOf(shards["b"].Requests.Snapshot().Sub(beforeB))).To(BeEmpty())
 		}).WithTimeout(3 * time.Second).Should(Succeed())
+		// It did look: it read shard c's lease.
+		g.Expect(shards["b"].Requests.Snapshot().Sub(beforeB)["GET leases"]).To(BeNumerically(">=", 1))
 		// Once shard c is gone, a look at the tenant (here a reconcile request) takes it over.
 		g.Expect(k8s.Delete(ctx, lease)).To(Succeed())
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"shard-c-gone"}}}`, tenancyv1alpha1.ReconcileRequestAnnotation)
@@ -224,13 +269,32 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 		waitShard(t, "shard-three", "b")
 	})
 
+	t.Run("a tenant relabelled as it is created is one shard's, with one password that logs in", func(t *testing.T) {
+		g := NewWithT(t)
+		tn := newTenant("shard-five", sharded("b"))
+		delete(tn.Labels, tenancyv1alpha1.ShardLabel)
+		create(t, tn)
+		relabel(t, "shard-five", "b")
+		waitShard(t, "shard-five", "b")
+		g.Eventually(func(g Gomega) {
+			objs := shardsOfObjects(g, "shard-five")
+			g.Expect(objs).To(HaveLen(objectCount))
+			for obj, shard := range objs {
+				g.Expect(shard).To(Equal("b"), "%s", obj)
+			}
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(dbtest.CanUse(ctx, pg.Server, account(credentials(g, "shard-five", "app")))).To(Succeed())
+	})
+
 	t.Run("a tenant goes back to the default shard by losing its label", func(t *testing.T) {
 		g := NewWithT(t)
 		relabel(t, "shard-one", "")
 		tenant := waitShard(t, "shard-one", "")
 		g.Expect(tenant.Status.Databases).To(HaveLen(1))
 		g.Eventually(func(g Gomega) {
-			for obj, shard := range shardsOfObjects(g, "shard-one") {
+			objs := shardsOfObjects(g, "shard-one")
+			g.Expect(objs).To(HaveLen(objectCount))
+			for obj, shard := range objs {
 				g.Expect(shard).To(BeEmpty(), "%s", obj)
 			}
 			g.Expect(cachedNamespace(g, op, "shard-one")).To(BeTrue())

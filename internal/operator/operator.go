@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	k8sfields "k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
@@ -155,6 +156,12 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	// status.lastHandledReconcileAt costs (a request is verified once per process).
 	crdCtx, cancelCRD := context.WithTimeout(context.Background(), 30*time.Second)
 	if err := crdcheck.Tenant(crdCtx, restCfg); err != nil {
+		if opts.Shard != "" {
+			// A CRD without status.shard and status.handoverTo drops every handover: a named
+			// shard would take tenants over while the shard that has them still writes.
+			cancelCRD()
+			return nil, fmt.Errorf("shard %s: %w", opts.Shard, err)
+		}
 		ctrl.Log.WithName("setup").Error(err, "checking the installed Tenant CRD")
 	}
 	cancelCRD()
@@ -263,11 +270,9 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The template namespace has no shard label: only the default shard's cache holds it, and
-	// the others read it from the API server (when a credential is first stored).
-	templates := mgr.GetClient().Get
-	if opts.Shard != "" {
-		templates = mgr.GetAPIReader().Get
+	templates, err := templateNamespaceReader(mgr, cfg.Secrets.TemplateNamespace, opts.Shard)
+	if err != nil {
+		return nil, err
 	}
 	tenants := &controller.TenantReconciler{
 		Client:    mgr.GetClient(),
@@ -278,7 +283,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		// is not the cluster's would have them regenerated, then lost when the right one is back.
 		Secrets: secret.TenantSecrets{Store: secret.Guarded(store, func(ctx context.Context) (string, error) {
 			ns := &corev1.Namespace{}
-			err := templates(ctx, client.ObjectKey{Name: cfg.Secrets.TemplateNamespace}, ns)
+			err := templates.Get(ctx, client.ObjectKey{Name: cfg.Secrets.TemplateNamespace}, ns)
 			if apierrors.IsNotFound(err) {
 				return "", nil
 			}
@@ -288,7 +293,12 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		Resync:    opts.Resync,
 		Urgent:    urgent,
 		Shard:     opts.Shard,
-		Shards:    controller.LeaseShards{Reader: mgr.GetAPIReader(), Namespace: leaseNamespace},
+		Shards:    &controller.LeaseShards{Reader: mgr.GetAPIReader(), Namespace: leaseNamespace},
+	}
+	if opts.AnotherInProcess && opts.Shard != "" {
+		// Controllers of one name share their workqueue metrics within a process: a shard
+		// stopped with tenants queued would leave the other operator's queue looking busy.
+		tenants.ControllerName = "tenant-" + opts.Shard
 	}
 	if err := tenants.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant controller: %w", err)
@@ -360,6 +370,30 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 		return nil, fmt.Errorf("setting up template namespace sync: %w", err)
 	}
 	return sync, nil
+}
+
+// templateNamespaceReader reads the template namespace, which records the secret store the
+// cluster's credentials go to. The default shard's cache holds it; it has no shard label, so the
+// other shards' caches do not, and each watches it alone, by name.
+func templateNamespaceReader(mgr manager.Manager, name, shard string) (client.Reader, error) {
+	if shard == "" {
+		return mgr.GetClient(), nil
+	}
+	c, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Namespace{}: {Field: k8sfields.OneTermEqualSelector("metadata.name", name)},
+		},
+		DefaultTransform:            cacheTransform(mgr.GetScheme()),
+		ReaderFailOnMissingInformer: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the template namespace's cache: %w", err)
+	}
+	if _, err := c.GetInformer(context.Background(), &corev1.Namespace{}, cache.BlockUntilSynced(false)); err != nil {
+		return nil, err
+	}
+	return c, mgr.Add(c)
 }
 
 // shardSelector selects the objects a shard caches: Landlord's, of the shard's tenants.
