@@ -262,7 +262,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.handledRequest(ctx, t, requested, t.Status.LastHandledReconcileAt)
 	}
 	res, err = requeueAfter(phases, results)
-	if !recorded && err == nil && (res.RequeueAfter == 0 || res.RequeueAfter > takeoverRecheck) {
+	if !recorded && err == nil && res.RequeueAfter != stalledRetry && (res.RequeueAfter == 0 || res.RequeueAfter > takeoverRecheck) {
 		res.RequeueAfter = takeoverRecheck
 	}
 	return res, err

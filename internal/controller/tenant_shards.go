@@ -40,10 +40,10 @@ import (
 //     shard label and are not in its cache, so a cache miss in the tenant's namespace is read
 //     from the API server. Every object is written once, with the new label, and nothing is
 //     taken for gone (a namespace to keep volumes of, a copy to prune) that still exists.
-//  4. Only a takeover in which no phase failed and the namespace phase is done records
-//     status.shard as the new shard; until then every reconcile takes over again, and one is
+//  4. Only a takeover in which no phase failed or stalled and the namespace phase is done
+//     records status.shard as the new shard; until then every reconcile takes over again, one
 //     due within takeoverRecheck (the namespace it may be deleting is not in its cache, so its
-//     going sends it no event).
+//     going sends it no event), or after a stall's usual retry.
 
 // handoverRecheck is how often a shard waiting for a tenant's handover looks again at whether
 // the shard that reconciles it is still running (the handover's status write wakes it anyway).
@@ -204,7 +204,9 @@ func (r *TenantReconciler) shardGate(ctx context.Context, t *tenancyv1alpha1.Ten
 	case shardSkip:
 		return false, true, ctrl.Result{}, nil
 	case shardReconcile:
-		if _, owned := reconciledBy(t); !owned && t.DeletionTimestamp.IsZero() {
+		// A suspended tenant has nothing written for it, and its status says Suspended, not
+		// Reconciling, until it is resumed.
+		if _, owned := reconciledBy(t); !owned && t.DeletionTimestamp.IsZero() && !t.Spec.Suspend {
 			if err := r.claim(ctx, t); err != nil {
 				res, err := retryConflict(err)
 				return false, true, res, err
@@ -268,13 +270,13 @@ func shardName(shard string) string {
 
 // recordShard sets the status that ends a reconcile to name this shard as the tenant's, and says
 // whether it did: after any reconcile that was not a takeover, and after a takeover in which no
-// phase failed and the namespace phase is done (the tenant's objects are all written with this
-// shard's label, or its namespace is gone). A stall after that (a domain held by another, a
-// rollout failing) is no reason to go on reading the API server.
+// phase failed or stalled and the namespace phase is done. A stalled phase may have stopped
+// before writing (or pruning) objects that still carry the old shard's label, which this
+// shard's cache would then never hold; the takeover is tried again at the stall's own pace.
 func (r *TenantReconciler) recordShard(next *tenancyv1alpha1.TenantStatus, takeover bool, results []phaseResult) bool {
 	if takeover {
 		for _, res := range results {
-			if res.err != nil || res.condition == tenancyv1alpha1.NamespaceReadyCondition && !res.done {
+			if res.err != nil || res.stalled || res.condition == tenancyv1alpha1.NamespaceReadyCondition && !res.done {
 				return false
 			}
 		}

@@ -156,7 +156,8 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	// status.lastHandledReconcileAt costs (a request is verified once per process).
 	crdCtx, cancelCRD := context.WithTimeout(context.Background(), 30*time.Second)
 	if err := crdcheck.Tenant(crdCtx, restCfg); err != nil {
-		if opts.Shard != "" {
+		var outdated *crdcheck.OutdatedError
+		if opts.Shard != "" && errors.As(err, &outdated) {
 			// A CRD without status.shard and status.handoverTo drops every handover: a named
 			// shard would take tenants over while the shard that has them still writes.
 			cancelCRD()
