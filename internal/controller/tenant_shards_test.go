@@ -53,6 +53,16 @@ func shardsOfObjects(g Gomega, tenant string) map[string]string {
 	return out
 }
 
+// expectAllInShard checks that the tenant has its count objects, each labelled for shard ("" for
+// the default shard: no label).
+func expectAllInShard(g Gomega, tenant, shard string, count int) {
+	objs := shardsOfObjects(g, tenant)
+	g.Expect(objs).To(HaveLen(count))
+	for obj, got := range objs {
+		g.Expect(got).To(Equal(shard), "%s", obj)
+	}
+}
+
 // writesOf keeps the writes among counts, by resource, less the leader election lease's renewals
 // and the access reviews a shard makes once per component kind (questions, not writes).
 func writesOf(counts testenv.Counts) testenv.Counts {
@@ -157,9 +167,7 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 		relabel(t, "shard-one", "b")
 		waitShard(t, "shard-one", "b")
 		g.Eventually(func(g Gomega) {
-			for obj, shard := range shardsOfObjects(g, "shard-one") {
-				g.Expect(shard).To(Equal("b"), "%s", obj)
-			}
+			expectAllInShard(g, "shard-one", "b", len(objs))
 			g.Expect(cachedNamespace(g, shards["b"], "shard-one")).To(BeTrue())
 			g.Expect(cachedNamespace(g, shards["a"], "shard-one")).To(BeFalse())
 		}).WithTimeout(timeout).Should(Succeed())
@@ -208,11 +216,7 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 		tenant := waitShard(t, "shard-two", "b")
 		g.Expect(tenant.Status.Databases).To(HaveLen(1))
 		g.Eventually(func(g Gomega) {
-			objs := shardsOfObjects(g, "shard-two")
-			g.Expect(objs).To(HaveLen(objectCount))
-			for obj, shard := range objs {
-				g.Expect(shard).To(Equal("b"), "%s", obj)
-			}
+			expectAllInShard(g, "shard-two", "b", objectCount)
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
@@ -277,11 +281,7 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 		relabel(t, "shard-five", "b")
 		waitShard(t, "shard-five", "b")
 		g.Eventually(func(g Gomega) {
-			objs := shardsOfObjects(g, "shard-five")
-			g.Expect(objs).To(HaveLen(objectCount))
-			for obj, shard := range objs {
-				g.Expect(shard).To(Equal("b"), "%s", obj)
-			}
+			expectAllInShard(g, "shard-five", "b", objectCount)
 		}).WithTimeout(timeout).Should(Succeed())
 		g.Expect(dbtest.CanUse(ctx, pg.Server, account(credentials(g, "shard-five", "app")))).To(Succeed())
 	})
@@ -292,11 +292,7 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 		tenant := waitShard(t, "shard-one", "")
 		g.Expect(tenant.Status.Databases).To(HaveLen(1))
 		g.Eventually(func(g Gomega) {
-			objs := shardsOfObjects(g, "shard-one")
-			g.Expect(objs).To(HaveLen(objectCount))
-			for obj, shard := range objs {
-				g.Expect(shard).To(BeEmpty(), "%s", obj)
-			}
+			expectAllInShard(g, "shard-one", "", objectCount)
 			g.Expect(cachedNamespace(g, op, "shard-one")).To(BeTrue())
 		}).WithTimeout(timeout).Should(Succeed())
 	})
