@@ -254,6 +254,10 @@ func TestATenantCannotTakeOverAnExistingLogin(t *testing.T) {
 		const squatted, secret = "t_db-squat_app", "squatters-own-password"
 		_, err = admin.ExecContext(ctx, `CREATE ROLE "`+squatted+`" LOGIN PASSWORD '`+secret+`'`)
 		g.Expect(err).NotTo(HaveOccurred())
+		// Landlord takes PUBLIC's CONNECT on `postgres`; a login of the server's own that needs it
+		// has it by name.
+		_, err = admin.ExecContext(ctx, `GRANT CONNECT ON DATABASE postgres TO "`+squatted+`"`)
+		g.Expect(err).NotTo(HaveOccurred())
 		t.Cleanup(func() { _, _ = admin.ExecContext(ctx, `DROP ROLE "`+squatted+`"`) })
 
 		tenant := newTenant("db-squat", withAppDatabase)

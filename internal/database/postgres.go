@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -32,6 +33,8 @@ type postgres struct {
 	pool      *pgxpool.Pool
 	addr      string
 	connLimit int32
+	// confined: PUBLIC's rights on the server's shared databases were taken (see confine).
+	confined atomic.Bool
 }
 
 func openPostgres(s Server) (Provisioner, error) {
@@ -46,7 +49,13 @@ func openPostgres(s Server) (Provisioner, error) {
 		User:     url.User(s.AdminUser),
 		Host:     addr,
 		Path:     "/postgres",
-		RawQuery: url.Values{"sslmode": {string(mode)}, "application_name": {"landlord"}}.Encode(),
+		RawQuery: url.Values{"sslmode": {string(mode)}, "application_name": {"landlord"},
+			// A tenant's login may create functions and operators wherever PUBLIC may create (the
+			// public schema of every cluster upgraded from PostgreSQL 14 or older), and with the
+			// default search_path PostgreSQL prefers a better-matching one there to the
+			// catalog's: the administrator would run the tenant's code with its own rights. Only
+			// the catalog is searched, and temporary objects last (never first, as by default).
+			"search_path": {"pg_catalog, pg_temp"}}.Encode(),
 	}
 	cfg, err := pgxpool.ParseConfig(u.String())
 	if err != nil {
@@ -106,7 +115,7 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 		}
 
 		var super bool
-		if err := conn.QueryRow(ctx, "SELECT rolsuper FROM pg_roles WHERE rolname = current_user").Scan(&super); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user").Scan(&super); err != nil {
 			return p.wrap(err, "reading the administrator's attributes")
 		}
 		if err := p.ensureRole(ctx, conn, acct, role, verifier, r.exists, remarkRole, super); err != nil {
@@ -121,7 +130,10 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 		}
 
 		if !d.exists {
-			if _, err := conn.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role); err != nil {
+			// template0, never template1: any login that could ever connect to template1 and
+			// create in it (every cluster upgraded from PostgreSQL 14 or older) may have left
+			// objects there that each new database would copy, and that its owner would run.
+			if _, err := conn.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role+" TEMPLATE template0"); err != nil {
 				return p.wrap(err, "creating database %q", acct.Database)
 			}
 		} else if d.ownerRole != acct.Username {
@@ -203,7 +215,9 @@ type pgDatabase struct {
 func (p *postgres) inspect(ctx context.Context, conn *pgx.Conn, acct Account) (found, pgDatabase, error) {
 	r := found{object: "login", name: acct.Username}
 	var comment string
-	err := conn.QueryRow(ctx, "SELECT coalesce(shobj_description(oid, 'pg_authid'), '') FROM pg_roles WHERE rolname = $1", acct.Username).Scan(&comment)
+	// Every name is the catalog's and every argument typed, whatever the session's search_path.
+	err := conn.QueryRow(ctx, "SELECT coalesce(pg_catalog.shobj_description(oid, 'pg_authid'::pg_catalog.name), '') FROM pg_catalog.pg_roles WHERE rolname = $1::pg_catalog.name",
+		acct.Username).Scan(&comment)
 	switch {
 	case err == nil:
 		r.exists = true
@@ -212,7 +226,8 @@ func (p *postgres) inspect(ctx context.Context, conn *pgx.Conn, acct Account) (f
 		return r, pgDatabase{}, p.wrap(err, "reading role %q", acct.Username)
 	}
 	d := pgDatabase{found: found{object: "database", name: acct.Database}}
-	err = conn.QueryRow(ctx, "SELECT pg_get_userbyid(datdba), coalesce(shobj_description(oid, 'pg_database'), '') FROM pg_database WHERE datname = $1",
+	err = conn.QueryRow(ctx, "SELECT pg_catalog.pg_get_userbyid(datdba), coalesce(pg_catalog.shobj_description(oid, 'pg_database'::pg_catalog.name), '')"+
+		" FROM pg_catalog.pg_database WHERE datname = $1::pg_catalog.name",
 		acct.Database).Scan(&d.ownerRole, &comment)
 	switch {
 	case err == nil:
@@ -282,8 +297,12 @@ func (p *postgres) locked(ctx context.Context, names []string, fn func(*pgx.Conn
 	if err != nil {
 		return p.wrap(err, "connecting")
 	}
+	if err := p.confine(ctx, c.Conn()); err != nil {
+		c.Release()
+		return err
+	}
 	for _, name := range names {
-		if _, err := c.Exec(ctx, "SELECT pg_advisory_lock($1)", advisoryKey(name)); err != nil {
+		if _, err := c.Exec(ctx, "SELECT pg_catalog.pg_advisory_lock($1::pg_catalog.int8)", advisoryKey(name)); err != nil {
 			// The session may hold some of the locks: never hand it back to the pool.
 			_ = c.Hijack().Close(context.WithoutCancel(ctx))
 			return p.wrap(err, "locking %s", name)
@@ -293,12 +312,60 @@ func (p *postgres) locked(ctx context.Context, names []string, fn func(*pgx.Conn
 
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 	defer cancel()
-	if _, err := c.Exec(uctx, "SELECT pg_advisory_unlock_all()"); err != nil {
+	if _, err := c.Exec(uctx, "SELECT pg_catalog.pg_advisory_unlock_all()"); err != nil {
 		_ = c.Hijack().Close(uctx)
 		return errors.Join(fnErr, p.wrap(err, "unlocking"))
 	}
 	c.Release()
 	return fnErr
+}
+
+// confine takes from PUBLIC, once per provisioner, what would let a tenant's login into the
+// server's shared databases: connecting to `postgres` (where Landlord's sessions run) and
+// `template1`, and creating in the public schema of `postgres`. Every tenant login gets only
+// what its own database grants it. An administrator that neither owns these databases nor is a
+// superuser cannot take the rights (PostgreSQL refuses, or only warns); its sessions stay safe
+// all the same (see the search_path in openPostgres), and the server's own settings stand.
+func (p *postgres) confine(ctx context.Context, conn *pgx.Conn) error {
+	if p.confined.Load() {
+		return nil
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return p.wrap(err, "starting a transaction")
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// Two replicas changing one ACL at once would fail with "tuple concurrently updated".
+	if _, err := tx.Exec(ctx, "SELECT pg_catalog.pg_advisory_xact_lock($1::pg_catalog.int8)", advisoryKey("server/confine")); err != nil {
+		return p.wrap(err, "locking the server's shared databases")
+	}
+	for _, stmt := range []string{
+		"REVOKE CONNECT, TEMPORARY ON DATABASE postgres FROM PUBLIC",
+		"REVOKE CONNECT, TEMPORARY ON DATABASE template1 FROM PUBLIC",
+		"REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+	} {
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			return p.wrap(err, "starting a savepoint")
+		}
+		// A refusal (an administrator without the rights) or a schema public that was dropped
+		// leaves nothing to do for that statement.
+		_, err = sp.Exec(ctx, stmt)
+		switch {
+		case err == nil:
+			err = sp.Commit(ctx)
+		case pgIs(err, pgerrcode.InsufficientPrivilege, pgerrcode.InvalidSchemaName):
+			err = sp.Rollback(ctx)
+		}
+		if err != nil {
+			return p.wrap(err, "confining the server's shared databases (%s)", stmt)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return p.wrap(err, "confining the server's shared databases")
+	}
+	p.confined.Store(true)
+	return nil
 }
 
 // advisoryKey maps a name into the 64-bit advisory lock space; the prefix keeps Landlord's keys
@@ -316,9 +383,9 @@ func quietStatementLog(ctx context.Context, tx pgx.Tx) error {
 	if err != nil {
 		return err
 	}
-	_, err = sp.Exec(ctx, "SELECT set_config('log_statement', 'none', true),"+
-		" set_config('log_min_error_statement', 'panic', true),"+
-		" set_config('log_min_duration_statement', '-1', true)")
+	_, err = sp.Exec(ctx, "SELECT pg_catalog.set_config('log_statement', 'none', true),"+
+		" pg_catalog.set_config('log_min_error_statement', 'panic', true),"+
+		" pg_catalog.set_config('log_min_duration_statement', '-1', true)")
 	if err == nil {
 		return sp.Commit(ctx)
 	}

@@ -167,6 +167,13 @@ func administrator(t *testing.T, ctx context.Context, s database.Server, prefix 
 			t.Fatal(err)
 		}
 	}
+	if s.Engine == database.Postgres {
+		// Landlord takes PUBLIC's CONNECT on `postgres` (see TestATenantLoginRunsNoCodeInTheAdministratorsSession):
+		// every other role that needs it is granted it by name, as an administrator would.
+		if _, err := admin.ExecContext(ctx, "GRANT CONNECT ON DATABASE postgres TO "+own.AdminUser); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if s.Engine == database.MySQL {
 		// The MariaDB user goes with the test; the server itself is thrown away after the run.
 		t.Cleanup(func() {

@@ -1,0 +1,195 @@
+package database_test
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/landlord-dev/landlord/internal/database"
+	"github.com/landlord-dev/landlord/internal/database/dbtest"
+)
+
+// upgradedPostgres starts a PostgreSQL server of the test's own that looks upgraded from
+// PostgreSQL 14 or older: PUBLIC may create objects in the public schema of `postgres` and
+// `template1`, as every cluster initialised before 15 still allows. The package's shared server
+// is left as PostgreSQL 15 makes it.
+func upgradedPostgres(t *testing.T) database.Server {
+	t.Helper()
+	instance(t, database.Postgres) // skips in -short mode, like every test that needs a server
+	inst, err := dbtest.StartPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inst.Close() })
+	s := inst.Server
+	ctx := testContext(t)
+	for _, dbname := range []string{"postgres", "template1"} {
+		db := openAs(t, s, s.AdminUser, s.AdminPassword, dbname)
+		if _, err := db.ExecContext(ctx, "GRANT CREATE ON SCHEMA public TO PUBLIC"); err != nil {
+			t.Fatal(err)
+		}
+		// A session left open on template1 would keep CREATE DATABASE from copying it.
+		_ = db.Close()
+	}
+	return s
+}
+
+func openAs(t *testing.T, s database.Server, username, password, dbname string) *sql.DB {
+	t.Helper()
+	db, err := dbtest.OpenDB(s, username, password, dbname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// TestATenantLoginRunsNoCodeInTheAdministratorsSession: a tenant's login, on a server where PUBLIC
+// may create objects (every cluster upgraded from PostgreSQL 14 or older), plants functions and
+// operators that PostgreSQL would prefer to the catalog's in a session with the default
+// search_path, and an object in template1 that every new database would copy. Landlord's
+// administrator session then provisions, rotates and drops databases: the planted code never
+// runs, the tenant gains no membership, and new databases carry nothing planted.
+func TestATenantLoginRunsNoCodeInTheAdministratorsSession(t *testing.T) {
+	s := upgradedPostgres(t)
+	ctx := testContext(t)
+	admin := openAs(t, s, s.AdminUser, s.AdminPassword, "postgres")
+	// The provisioner connects lazily: nothing reaches the server before the planting is done.
+	p := open(t, s)
+	victim := newAccount(t, database.Postgres, p, "victim")
+
+	// The attacker is a tenant login provisioned before Landlord took PUBLIC's rights on
+	// `postgres` and `template1` away (by an earlier release), so it plants while the server
+	// still lets it.
+	attacker := database.Account{Username: "t_evil_app", Database: "t_evil_app", Password: password(t), Owner: uid(t)}
+	for _, stmt := range []string{
+		fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", attacker.Username, attacker.Password),
+		fmt.Sprintf("CREATE DATABASE %s OWNER %s", attacker.Database, attacker.Username),
+	} {
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victimRole := pgx.Identifier{victim.Username}.Sanitize()
+	// Each planted function records that it ran, as whom, and makes the attacker a member of the
+	// victim's role and a superuser: what the administrator's rights would give it.
+	payload := fmt.Sprintf(`
+		INSERT INTO public.hijacked (who) VALUES (current_user);
+		EXECUTE 'GRANT %s TO %s';
+		EXECUTE 'ALTER ROLE %s SUPERUSER';`,
+		strings.ReplaceAll(victimRole, "'", "''"), attacker.Username, attacker.Username)
+	attackerPG := openAs(t, s, attacker.Username, attacker.Password, "postgres")
+	for _, stmt := range []string{
+		"CREATE TABLE public.hijacked (who text, at timestamptz DEFAULT now())",
+		"GRANT INSERT, SELECT ON public.hijacked TO PUBLIC",
+		// shobj_description(oid, 'pg_authid'): an untyped literal prefers text to name.
+		`CREATE FUNCTION public.shobj_description(oid, text) RETURNS text LANGUAGE plpgsql AS $$ BEGIN ` + payload +
+			` RETURN pg_catalog.shobj_description($1, $2::name); END $$`,
+		// rolname = $1 with a text argument: an operator on (name, text) is an exact match.
+		`CREATE FUNCTION public.evil_eq(name, text) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN ` + payload +
+			` RETURN $1::text = $2; END $$`,
+		"CREATE OPERATOR public.= (LEFTARG = name, RIGHTARG = text, FUNCTION = public.evil_eq)",
+		`CREATE FUNCTION public.pg_get_userbyid(oid) RETURNS name LANGUAGE plpgsql AS $$ BEGIN ` + payload +
+			` RETURN pg_catalog.pg_get_userbyid($1); END $$`,
+	} {
+		if _, err := attackerPG.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("planting %q: %v", stmt, err)
+		}
+	}
+	attackerT1 := openAs(t, s, attacker.Username, attacker.Password, "template1")
+	if _, err := attackerT1.ExecContext(ctx, "CREATE TABLE public.planted (note text)"); err != nil {
+		t.Fatalf("planting a table in template1: %v", err)
+	}
+	_ = attackerPG.Close()
+	_ = attackerT1.Close()
+
+	// A new tenant's database, a rotation of the victim's password and a purge: every kind of
+	// administrator session Landlord opens.
+	ensure(t, ctx, p, victim)
+	mustUse(t, ctx, s, victim)
+	fresh := newAccount(t, database.Postgres, p, "fresh")
+	ensure(t, ctx, p, fresh)
+	mustUse(t, ctx, s, fresh)
+	victim.Password = password(t)
+	ensure(t, ctx, p, victim)
+	mustUse(t, ctx, s, victim)
+	purged := newAccount(t, database.Postgres, p, "purged")
+	ensure(t, ctx, p, purged)
+	if err := p.Drop(ctx, purged); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("the planted code never ran in the administrator's session", func(t *testing.T) {
+		var n int
+		if err := admin.QueryRowContext(ctx, "SELECT count(*) FROM public.hijacked").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("the tenant's functions ran %d times in the administrator's session", n)
+		}
+	})
+
+	t.Run("the attacker is neither a superuser nor a member of the victim's role", func(t *testing.T) {
+		var super, member bool
+		if err := admin.QueryRowContext(ctx, "SELECT rolsuper, pg_catalog.pg_has_role($1, $2, 'MEMBER') FROM pg_catalog.pg_roles WHERE rolname = $1",
+			attacker.Username, victim.Username).Scan(&super, &member); err != nil {
+			t.Fatal(err)
+		}
+		if super || member {
+			t.Errorf("the attacker gained rights: superuser %t, member of the victim's role %t", super, member)
+		}
+		mustNotConnect(t, ctx, s, attacker.Username, attacker.Password, victim.Database)
+	})
+
+	t.Run("a new tenant database carries nothing planted in template1", func(t *testing.T) {
+		db := openAs(t, s, fresh.Username, fresh.Password, fresh.Database)
+		var planted bool
+		if err := db.QueryRowContext(ctx, "SELECT pg_catalog.to_regclass('public.planted') IS NOT NULL").Scan(&planted); err != nil {
+			t.Fatal(err)
+		}
+		if planted {
+			t.Error("the new tenant's database holds the table planted in template1")
+		}
+	})
+
+	t.Run("a tenant login cannot connect to postgres, template1 or a neighbour's database", func(t *testing.T) {
+		for _, dbname := range []string{"postgres", "template1", victim.Database} {
+			mustNotConnect(t, ctx, s, fresh.Username, fresh.Password, dbname)
+			mustNotConnect(t, ctx, s, attacker.Username, attacker.Password, dbname)
+		}
+		// The administrator still can: Landlord's sessions need `postgres`.
+		mustConnect(t, ctx, s, s.AdminUser, s.AdminPassword)
+	})
+}
+
+// TestATenantLoginCannotReachLandlordsBookkeepingOnMySQL: on MySQL and MariaDB, Landlord's
+// administrator session reads `mysql`.`user`, information_schema and its own `landlord` schema,
+// selects no default database, and calls only built-in functions, which a stored function cannot
+// shadow. What a tenant's login could change there decides who owns what, so it may change
+// nothing.
+func TestATenantLoginCannotReachLandlordsBookkeepingOnMySQL(t *testing.T) {
+	inst := instance(t, database.MySQL)
+	s := inst.Server
+	ctx := testContext(t)
+	p := open(t, s)
+	acct := newAccount(t, database.MySQL, p, "probe")
+	ensure(t, ctx, p, acct)
+	db := openAs(t, s, acct.Username, acct.Password, acct.Database)
+	for _, stmt := range []string{
+		"INSERT INTO `landlord`.`owners` (kind, name, tenant) VALUES ('database', 'x', 'y')",
+		"UPDATE `landlord`.`owners` SET tenant = 'y'",
+		"SELECT * FROM `landlord`.`owners`",
+		"CREATE FUNCTION `landlord`.`version`() RETURNS TEXT RETURN 'x'",
+		"CREATE TABLE `landlord`.`planted` (a INT)",
+		"CREATE DATABASE `landlord2`",
+		"UPDATE mysql.global_priv SET Priv = '{}'",
+		"CREATE DEFINER = '" + s.AdminUser + "'@'%' PROCEDURE p() SELECT 1",
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err == nil {
+			t.Errorf("a tenant login ran %q", stmt)
+		}
+	}
+}
