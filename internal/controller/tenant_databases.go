@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -532,9 +533,10 @@ func (r *TenantReconciler) keepDatabases(_ context.Context, s *tenantScope) outc
 }
 
 // purgeDatabases drops every database the store knows the tenant had (the store is written
-// before any database is created, so it knows them all), then forgets the tenant's stored
-// secrets, and the status entries with them. Only a Purged tenant, or an unused spare being
-// deleted, gets here.
+// before any database is created, so it knows them all) and every one its status records in
+// place (a record can be lost from the store: deleted by hand, or a store restored from an older
+// copy), then forgets the tenant's stored secrets, and the status entries with them. Only a
+// Purged tenant, or an unused spare being deleted, gets here.
 func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) outcome {
 	t := s.tenant
 	if conditionCurrent(t, tenancyv1alpha1.DatabasesReadyCondition, tenancyv1alpha1.ReasonDatabasesDropped) {
@@ -548,6 +550,8 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 	}
 	prev := placedDatabases(t)
 	var dropped []string
+	// Status entries that no stored record covers: a record dropped below covers its own.
+	unrecorded := maps.Clone(prev)
 	for _, sec := range stored {
 		name, _ := tenancyv1alpha1.DatabaseOfSecret(sec.Name)
 		c, isDB, err := resources.ParseStoredCredentials(sec, name)
@@ -577,8 +581,24 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 		if res := r.dropDatabase(ctx, t, e, c); !res.done {
 			return res
 		}
+		if st := unrecorded[dbKey{e.engine, e.Name}]; st != nil && sameAccount(st, c) {
+			delete(unrecorded, dbKey{e.engine, e.Name})
+		}
 		if err := r.Secrets.Delete(ctx, s.namespace, sec.Name); err != nil {
 			return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
+		}
+		dropped = append(dropped, e.String())
+	}
+	for _, st := range unrecorded {
+		// Without a record there is no password, and dropping needs none. The server's markers
+		// decide: only what is marked as this tenant's (or the tenant's it adopts) is dropped;
+		// an unmarked database is never taken for one of Landlord's on the status's word alone.
+		e := dbEntry{engine: st.Engine, Database: tenancyv1alpha1.Database{Name: st.Name}}
+		c := resources.DatabaseCredentials{Engine: st.Engine, Name: st.Name, Server: st.Server, Account: database.Account{
+			Database: st.Database, Username: st.Username, Owner: string(t.UID), Adopt: adoptedUID(t),
+		}}
+		if res := r.dropDatabase(ctx, t, e, c); !res.done {
+			return res
 		}
 		dropped = append(dropped, e.String())
 	}
@@ -588,6 +608,12 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 		msg += " (" + strings.Join(dropped, ", ") + ")"
 	}
 	return done(tenancyv1alpha1.ReasonDatabasesDropped, "%s", msg)
+}
+
+// sameAccount reports whether a status entry and a stored record name the same database and login
+// on the same server.
+func sameAccount(st *tenancyv1alpha1.DatabaseStatus, c resources.DatabaseCredentials) bool {
+	return st.Server == c.Server && st.Database == c.Account.Database && st.Username == c.Account.Username
 }
 
 // dropDatabase drops one of the tenant's databases and its login. One whose server objects are

@@ -45,10 +45,10 @@ func openPostgres(s Server) (Provisioner, error) {
 	addr := net.JoinHostPort(s.Host, strconv.Itoa(int(s.Port)))
 	// The password stays out of the connection string so that no parse error can echo it.
 	u := url.URL{
-		Scheme:   "postgres",
-		User:     url.User(s.AdminUser),
-		Host:     addr,
-		Path:     "/postgres",
+		Scheme: "postgres",
+		User:   url.User(s.AdminUser),
+		Host:   addr,
+		Path:   "/postgres",
 		RawQuery: url.Values{"sslmode": {string(mode)}, "application_name": {"landlord"},
 			// A tenant's login may create functions and operators wherever PUBLIC may create (the
 			// public schema of every cluster upgraded from PostgreSQL 14 or older), and with the
