@@ -1,10 +1,15 @@
 package database_test
 
 import (
+	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -191,5 +196,62 @@ func TestATenantLoginCannotReachLandlordsBookkeepingOnMySQL(t *testing.T) {
 		if _, err := db.ExecContext(ctx, stmt); err == nil {
 			t.Errorf("a tenant login ran %q", stmt)
 		}
+	}
+}
+
+// TestATenantLoginHoldingLandlordsLocksBlocksNoProvisioning: Landlord serialises the work on one
+// account with locks on the server (advisory locks on PostgreSQL, named locks on MySQL and
+// MariaDB) that any login may take. A tenant's login holding them under the names Landlord once
+// derived from the account alone must not stop another tenant's provisioning, rotation or purge.
+func TestATenantLoginHoldingLandlordsLocksBlocksNoProvisioning(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(string(engine), func(t *testing.T) {
+			t.Parallel()
+			s := instance(t, engine).Server
+			ctx := testContext(t)
+			if engine == database.Postgres {
+				// On a server whose `postgres` PUBLIC may still connect to: one the administrator
+				// neither owns nor is superuser of, so Landlord cannot confine it.
+				s = upgradedPostgres(t)
+				s = administrator(t, ctx, s, "limited", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'")
+			}
+			p := open(t, s)
+			attacker := newAccount(t, engine, p, "locker")
+			ensure(t, ctx, p, attacker)
+			victim := newAccount(t, engine, p, "victim")
+
+			dbname := map[database.Engine]string{database.Postgres: "postgres", database.MySQL: attacker.Database}[engine]
+			db := openAs(t, s, attacker.Username, attacker.Password, dbname)
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			for _, name := range []string{"database/" + victim.Database, "role/" + victim.Username, "user/" + victim.Username} {
+				var took bool
+				switch engine {
+				case database.Postgres:
+					sum := sha256.Sum256([]byte("landlord/" + name))
+					err = conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1), true", int64(binary.BigEndian.Uint64(sum[:8]))).Scan(new(bool), &took)
+				case database.MySQL:
+					sum := sha256.Sum256([]byte(name))
+					err = conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0) = 1", "landlord/"+hex.EncodeToString(sum[:16])).Scan(&took)
+				}
+				if err != nil || !took {
+					t.Fatalf("the tenant's login could not take lock %s (%v): the test would prove nothing", name, err)
+				}
+			}
+
+			// Well inside the 30 seconds a lock is waited for.
+			quick, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			ensure(t, quick, p, victim)
+			victim.Password = password(t)
+			ensure(t, quick, p, victim)
+			mustUse(t, quick, s, victim)
+			if err := p.Drop(quick, victim); err != nil {
+				t.Fatalf("purging the victim's database: %v", err)
+			}
+		})
 	}
 }

@@ -2,7 +2,6 @@ package database
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
@@ -39,6 +38,7 @@ type mysqlServer struct {
 	connLimit int32
 	// ownersReady: the bookkeeping table is known to exist.
 	ownersReady atomic.Bool
+	locks       lockKeys
 }
 
 func openMySQL(s Server) (Provisioner, error) {
@@ -73,7 +73,7 @@ func openMySQL(s Server) (Provisioner, error) {
 	db.SetMaxOpenConns(maxAdminConns)
 	db.SetMaxIdleConns(maxAdminConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	return &mysqlServer{db: db, addr: cfg.Addr, connLimit: s.ConnectionLimit}, nil
+	return &mysqlServer{db: db, addr: cfg.Addr, connLimit: s.ConnectionLimit, locks: newLockKeys(s)}, nil
 }
 
 func (m *mysqlServer) Version(ctx context.Context) (string, error) {
@@ -169,7 +169,7 @@ func (m *mysqlServer) session(ctx context.Context, acct Account, fn func(*sql.Co
 	return m.unlogged(ctx, func(conn *sql.Conn) error {
 		for _, name := range []string{"database/" + acct.Database, "user/" + acct.Username} {
 			var got sql.NullInt64
-			if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", lockName(name), int(myStatementTimeout.Seconds())).Scan(&got); err != nil {
+			if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", m.lockName(name), int(myStatementTimeout.Seconds())).Scan(&got); err != nil {
 				return m.wrap(err, "locking %s", name)
 			}
 			if !got.Valid || got.Int64 != 1 {
@@ -207,10 +207,11 @@ func (m *mysqlServer) ensureOwnersTable(ctx context.Context, conn *sql.Conn) err
 	return nil
 }
 
-// lockName is a named lock's name: MySQL caps them at 64 characters, so long account names are
-// hashed, and the prefix keeps Landlord's locks apart from other programs'.
-func lockName(name string) string {
-	sum := sha256.Sum256([]byte(name))
+// lockName is a named lock's name: keyed (see lockKeys) so that no tenant login can take it,
+// and cut to fit MySQL's 64 characters; the prefix keeps Landlord's locks apart from other
+// programs'.
+func (m *mysqlServer) lockName(name string) string {
+	sum := m.locks.sum(name)
 	return "landlord/" + hex.EncodeToString(sum[:16])
 }
 

@@ -35,6 +35,7 @@ type postgres struct {
 	connLimit int32
 	// confined: PUBLIC's rights on the server's shared databases were taken (see confine).
 	confined atomic.Bool
+	locks    lockKeys
 }
 
 func openPostgres(s Server) (Provisioner, error) {
@@ -78,7 +79,7 @@ func openPostgres(s Server) (Provisioner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres server %s: %w", addr, err)
 	}
-	return &postgres{pool: pool, addr: addr, connLimit: s.ConnectionLimit}, nil
+	return &postgres{pool: pool, addr: addr, connLimit: s.ConnectionLimit, locks: newLockKeys(s)}, nil
 }
 
 func (p *postgres) Version(ctx context.Context) (string, error) {
@@ -302,7 +303,7 @@ func (p *postgres) locked(ctx context.Context, names []string, fn func(*pgx.Conn
 		return err
 	}
 	for _, name := range names {
-		if _, err := c.Exec(ctx, "SELECT pg_catalog.pg_advisory_lock($1::pg_catalog.int8)", advisoryKey(name)); err != nil {
+		if _, err := c.Exec(ctx, "SELECT pg_catalog.pg_advisory_lock($1::pg_catalog.int8)", p.advisoryKey(name)); err != nil {
 			// The session may hold some of the locks: never hand it back to the pool.
 			_ = c.Hijack().Close(context.WithoutCancel(ctx))
 			return p.wrap(err, "locking %s", name)
@@ -335,9 +336,16 @@ func (p *postgres) confine(ctx context.Context, conn *pgx.Conn) error {
 		return p.wrap(err, "starting a transaction")
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// Two replicas changing one ACL at once would fail with "tuple concurrently updated".
-	if _, err := tx.Exec(ctx, "SELECT pg_catalog.pg_advisory_xact_lock($1::pg_catalog.int8)", advisoryKey("server/confine")); err != nil {
+	// Two sessions changing one ACL at once, of this Landlord or of another with an
+	// administrator of its own, would fail with "tuple concurrently updated". The lock's key is
+	// the same for every administrator, so whoever holds it, a session that cannot take it at
+	// once leaves the confining to the next session rather than wait.
+	var took bool
+	if err := tx.QueryRow(ctx, "SELECT pg_catalog.pg_try_advisory_xact_lock($1::pg_catalog.int8)", confineLockKey).Scan(&took); err != nil {
 		return p.wrap(err, "locking the server's shared databases")
+	}
+	if !took {
+		return nil
 	}
 	for _, stmt := range []string{
 		"REVOKE CONNECT, TEMPORARY ON DATABASE postgres FROM PUBLIC",
@@ -368,10 +376,17 @@ func (p *postgres) confine(ctx context.Context, conn *pgx.Conn) error {
 	return nil
 }
 
-// advisoryKey maps a name into the 64-bit advisory lock space; the prefix keeps Landlord's keys
-// apart from those of other programs sharing the server.
-func advisoryKey(name string) int64 {
-	sum := sha256.Sum256([]byte("landlord/" + name))
+// confineLockKey is the advisory lock confine takes: the first 8 bytes of
+// sha256("landlord/server/confine").
+var confineLockKey = func() int64 {
+	sum := sha256.Sum256([]byte("landlord/server/confine"))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}()
+
+// advisoryKey maps a name into the 64-bit advisory lock space, keyed (see lockKeys) so that no
+// tenant login can take Landlord's locks.
+func (p *postgres) advisoryKey(name string) int64 {
+	sum := p.locks.sum(name)
 	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
 
