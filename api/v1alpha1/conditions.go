@@ -67,6 +67,9 @@ const (
 	// (AdoptDataAnnotation), recorded in the secret store, is not on the DatabaseServer the
 	// record names; nothing is created in its place.
 	ReasonAdoptedDataMissing = "AdoptedDataMissing"
+	// ReasonMovedAway: a Purged tenant that was moved to another cluster (MovedToAnnotation)
+	// keeps a database the move's destination has not taken over yet.
+	ReasonMovedAway = "MovedAway"
 	// ReasonDataAbandoned: a deletion or purge forgot data it could not reach, as the tenant's
 	// AbandonDataAnnotation asked; the event says what and where it still lives.
 	ReasonDataAbandoned = "DataAbandoned"

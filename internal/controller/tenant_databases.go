@@ -252,6 +252,14 @@ func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e db
 		return c, true, ok
 	case errors.Is(err, secret.ErrNotFound) && prev != nil:
 		return r.restoreCredentials(ctx, s, e, prev)
+	case errors.Is(err, secret.ErrNotFound) && adoptedUID(s.tenant) != "":
+		// A tenant that adopts another's data finds it through the store, under its namespace's
+		// name. No record there means the data is elsewhere (another namespacePrefix, another
+		// store), never that it is new: an empty database would hide that and strand the data.
+		return resources.DatabaseCredentials{}, false, stalled(tenancyv1alpha1.ReasonAdoptedDataMissing,
+			"%s: this tenant adopts the data of the tenant with UID %s, but the secret store holds no record %s/%s; nothing is created empty. "+
+				"The store and namespacePrefix must be those the earlier tenant used; a database that is new to this tenant can be added once the annotation %s is removed",
+			e, adoptedUID(s.tenant), s.namespace, name, tenancyv1alpha1.AdoptDataAnnotation)
 	case errors.Is(err, secret.ErrNotFound):
 	default:
 		return resources.DatabaseCredentials{}, false, storeFailed(e, err)
@@ -548,6 +556,9 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 	if err != nil {
 		return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "listing stored credentials: %w", err)
 	}
+	if movedTo := t.Annotations[tenancyv1alpha1.MovedToAnnotation]; movedTo != "" {
+		return r.purgeMovedAway(ctx, s, stored, movedTo)
+	}
 	prev := placedDatabases(t)
 	var dropped []string
 	// Status entries that no stored record covers: a record dropped below covers its own.
@@ -606,6 +617,46 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 	msg := "the tenant is Purged: its databases, logins and stored credentials are deleted"
 	if len(dropped) > 0 {
 		msg += " (" + strings.Join(dropped, ", ") + ")"
+	}
+	return done(tenancyv1alpha1.ReasonDatabasesDropped, "%s", msg)
+}
+
+// purgeMovedAway purges a tenant moved to another cluster (MovedToAnnotation): the same data is
+// the moved tenant's, or is about to be once the move's destination takes it over (it then
+// re-marks the databases and rewrites the stored records with its own UID). Nothing is dropped
+// and no record is forgotten here: a database still recorded as this tenant's has not been taken
+// over, and the purge waits (or, with AbandonDataAnnotation, leaves it be); one recorded as
+// another tenant's is the destination's already. A database the status records that no record
+// covers cannot be told either way and waits too.
+func (r *TenantReconciler) purgeMovedAway(ctx context.Context, s *tenantScope, stored []*corev1.Secret, movedTo string) outcome {
+	t := s.tenant
+	records := map[dbKey]resources.DatabaseCredentials{}
+	for _, sec := range stored {
+		name, _ := tenancyv1alpha1.DatabaseOfSecret(sec.Name)
+		if c, isDB, err := resources.ParseStoredCredentials(sec, name); isDB && err == nil {
+			records[dbKey{c.Engine, name}] = c
+		}
+	}
+	var takenOver []string
+	for _, st := range t.Status.Databases {
+		e := dbEntry{engine: st.Engine, Database: tenancyv1alpha1.Database{Name: st.Name}}
+		c, recorded := records[dbKey{st.Engine, st.Name}]
+		if recorded && c.UID != "" && c.UID != string(t.UID) && sameAccount(&st, c) {
+			takenOver = append(takenOver, e.String())
+			continue
+		}
+		res := stalled(tenancyv1alpha1.ReasonMovedAway,
+			"%s: the tenant was moved to %s, and the database %q on DatabaseServer %s has not been taken over there yet (the secret store's record does not name the moved tenant): "+
+				"it is neither dropped nor forgotten. Finish the move (landlordctl move), or remove the annotation %s to purge the data here",
+			e, movedTo, st.Database, st.Server, tenancyv1alpha1.MovedToAnnotation)
+		if res := r.abandonOrStall(ctx, t, e, resources.DatabaseCredentials{Server: st.Server, Account: database.Account{Database: st.Database, Username: st.Username}}, res); !res.done {
+			return res
+		}
+	}
+	s.status.Databases = nil
+	msg := "the tenant is Purged; it was moved to " + movedTo + ", which has its data: nothing was dropped here"
+	if len(takenOver) > 0 {
+		msg += " (" + strings.Join(takenOver, ", ") + ")"
 	}
 	return done(tenancyv1alpha1.ReasonDatabasesDropped, "%s", msg)
 }
