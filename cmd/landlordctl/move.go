@@ -54,7 +54,8 @@ secret store:
      their passwords and their data; a component that followed rollouts is pinned at the
      version it ran;
   3. the command waits until the destination tenant is Ready with the source's databases. The
-     source stays Archived.
+     source stays Archived. Purging it drops nothing and forgets nothing the destination has not
+     taken over: until then the purge waits (MovedAway).
 
 Every step looks at where things stand first, so a move that was interrupted is finished by
 running the same command again; nothing is done twice. A move is refused, before anything
