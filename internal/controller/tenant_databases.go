@@ -630,26 +630,47 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 // covers cannot be told either way and waits too.
 func (r *TenantReconciler) purgeMovedAway(ctx context.Context, s *tenantScope, stored []*corev1.Secret, movedTo string) outcome {
 	t := s.tenant
+	lineage := func(uid string) bool { return uid == "" || uid == string(t.UID) || uid == adoptedUID(t) }
 	records := map[dbKey]resources.DatabaseCredentials{}
+	// What waits: every database whose record still names this tenant's lineage, whether or not
+	// the status lists it (one removed from the spec keeps its record), and every one the status
+	// lists that no record of another tenant covers.
+	waiting := map[dbKey]resources.DatabaseCredentials{}
 	for _, sec := range stored {
 		name, _ := tenancyv1alpha1.DatabaseOfSecret(sec.Name)
-		if c, isDB, err := resources.ParseStoredCredentials(sec, name); isDB && err == nil {
+		c, isDB, err := resources.ParseStoredCredentials(sec, name)
+		switch {
+		case !isDB:
+		case err != nil:
+			waiting[dbKey{c.Engine, name}] = c
+		default:
 			records[dbKey{c.Engine, name}] = c
+			if lineage(c.UID) {
+				waiting[dbKey{c.Engine, name}] = c
+			}
 		}
 	}
 	var takenOver []string
 	for _, st := range t.Status.Databases {
-		e := dbEntry{engine: st.Engine, Database: tenancyv1alpha1.Database{Name: st.Name}}
-		c, recorded := records[dbKey{st.Engine, st.Name}]
-		if recorded && c.UID != "" && c.UID != string(t.UID) && sameAccount(&st, c) {
-			takenOver = append(takenOver, e.String())
+		key := dbKey{st.Engine, st.Name}
+		if c, recorded := records[key]; recorded && !lineage(c.UID) && sameAccount(&st, c) {
+			takenOver = append(takenOver, dbEntry{engine: st.Engine, Database: tenancyv1alpha1.Database{Name: st.Name}}.String())
 			continue
 		}
+		waiting[key] = resources.DatabaseCredentials{Engine: st.Engine, Name: st.Name, Server: st.Server,
+			Account: database.Account{Database: st.Database, Username: st.Username}}
+	}
+	for _, key := range slices.SortedFunc(maps.Keys(waiting), func(a, b dbKey) int {
+		return strings.Compare(string(a.engine)+"/"+a.name, string(b.engine)+"/"+b.name)
+	}) {
+		c := waiting[key]
+		e := dbEntry{engine: key.engine, Database: tenancyv1alpha1.Database{Name: key.name}}
 		res := stalled(tenancyv1alpha1.ReasonMovedAway,
 			"%s: the tenant was moved to %s, and the database %q on DatabaseServer %s has not been taken over there yet (the secret store's record does not name the moved tenant): "+
-				"it is neither dropped nor forgotten. Finish the move (landlordctl move), or remove the annotation %s to purge the data here",
-			e, movedTo, st.Database, st.Server, tenancyv1alpha1.MovedToAnnotation)
-		if res := r.abandonOrStall(ctx, t, e, resources.DatabaseCredentials{Server: st.Server, Account: database.Account{Database: st.Database, Username: st.Username}}, res); !res.done {
+				"it is neither dropped nor forgotten. Finish the move (landlordctl move); remove the annotation %s only if the move is abandoned and the destination's tenant deleted, "+
+				"for a purge then drops the data here",
+			e, movedTo, c.Account.Database, c.Server, tenancyv1alpha1.MovedToAnnotation)
+		if res := r.abandonOrStall(ctx, t, e, c, res); !res.done {
 			return res
 		}
 	}

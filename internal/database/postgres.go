@@ -2,7 +2,6 @@ package database
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -134,7 +133,15 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 			// template0, never template1: any login that could ever connect to template1 and
 			// create in it (every cluster upgraded from PostgreSQL 14 or older) may have left
 			// objects there that each new database would copy, and that its owner would run.
-			if _, err := conn.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role+" TEMPLATE template0"); err != nil {
+			// template0 is copied with template1's encoding and locale, which new databases got
+			// before and which an administrator may have changed from template0's.
+			var encoding, collate, ctype string
+			if err := conn.QueryRow(ctx, "SELECT pg_catalog.pg_encoding_to_char(encoding), datcollate, datctype FROM pg_catalog.pg_database WHERE datname = 'template1'::pg_catalog.name").
+				Scan(&encoding, &collate, &ctype); err != nil {
+				return p.wrap(err, "reading the encoding and locale of template1")
+			}
+			if _, err := conn.Exec(ctx, "CREATE DATABASE "+db+" OWNER "+role+" TEMPLATE template0 ENCODING "+quoteLiteral(encoding)+
+				" LC_COLLATE "+quoteLiteral(collate)+" LC_CTYPE "+quoteLiteral(ctype)); err != nil {
 				return p.wrap(err, "creating database %q", acct.Database)
 			}
 		} else if d.ownerRole != acct.Username {
@@ -336,17 +343,6 @@ func (p *postgres) confine(ctx context.Context, conn *pgx.Conn) error {
 		return p.wrap(err, "starting a transaction")
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// Two sessions changing one ACL at once, of this Landlord or of another with an
-	// administrator of its own, would fail with "tuple concurrently updated". The lock's key is
-	// the same for every administrator, so whoever holds it, a session that cannot take it at
-	// once leaves the confining to the next session rather than wait.
-	var took bool
-	if err := tx.QueryRow(ctx, "SELECT pg_catalog.pg_try_advisory_xact_lock($1::pg_catalog.int8)", confineLockKey).Scan(&took); err != nil {
-		return p.wrap(err, "locking the server's shared databases")
-	}
-	if !took {
-		return nil
-	}
 	for _, stmt := range []string{
 		"REVOKE CONNECT, TEMPORARY ON DATABASE postgres FROM PUBLIC",
 		"REVOKE CONNECT, TEMPORARY ON DATABASE template1 FROM PUBLIC",
@@ -356,32 +352,37 @@ func (p *postgres) confine(ctx context.Context, conn *pgx.Conn) error {
 		if err != nil {
 			return p.wrap(err, "starting a savepoint")
 		}
-		// A refusal (an administrator without the rights) or a schema public that was dropped
-		// leaves nothing to do for that statement.
+		// A refusal (an administrator without the rights), a database or schema public that
+		// was dropped leaves nothing to do for that statement.
 		_, err = sp.Exec(ctx, stmt)
 		switch {
 		case err == nil:
 			err = sp.Commit(ctx)
-		case pgIs(err, pgerrcode.InsufficientPrivilege, pgerrcode.InvalidSchemaName):
+		case pgIs(err, pgerrcode.InsufficientPrivilege, pgerrcode.InvalidSchemaName, pgerrcode.InvalidCatalogName):
 			err = sp.Rollback(ctx)
 		}
 		if err != nil {
-			return p.wrap(err, "confining the server's shared databases (%s)", stmt)
+			return p.confineFailed(err, stmt)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return p.wrap(err, "confining the server's shared databases")
+		return p.confineFailed(err, "COMMIT")
 	}
 	p.confined.Store(true)
 	return nil
 }
 
-// confineLockKey is the advisory lock confine takes: the first 8 bytes of
-// sha256("landlord/server/confine").
-var confineLockKey = func() int64 {
-	sum := sha256.Sum256([]byte("landlord/server/confine"))
-	return int64(binary.BigEndian.Uint64(sum[:8]))
-}()
+// confineFailed is what a failure to confine means to the session that tried: two sessions
+// changing one ACL at once (two replicas, or two Landlords with administrators of their own)
+// answer "tuple concurrently updated", which leaves the confining to the next session; any
+// other error is the server's and fails the call.
+func (p *postgres) confineFailed(err error, stmt string) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InternalError && strings.Contains(pgErr.Message, "concurrently updated") {
+		return nil
+	}
+	return p.wrap(err, "confining the server's shared databases (%s)", stmt)
+}
 
 // advisoryKey maps a name into the 64-bit advisory lock space, keyed (see lockKeys) so that no
 // tenant login can take Landlord's locks.
