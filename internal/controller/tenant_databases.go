@@ -561,8 +561,6 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 	}
 	prev := placedDatabases(t)
 	var dropped []string
-	// Status entries that no stored record covers: a record dropped below covers its own.
-	unrecorded := maps.Clone(prev)
 	for _, sec := range stored {
 		name, _ := tenancyv1alpha1.DatabaseOfSecret(sec.Name)
 		c, isDB, err := resources.ParseStoredCredentials(sec, name)
@@ -592,24 +590,8 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 		if res := r.dropDatabase(ctx, t, e, c); !res.done {
 			return res
 		}
-		if st := unrecorded[dbKey{e.engine, e.Name}]; st != nil && sameAccount(st, c) {
-			delete(unrecorded, dbKey{e.engine, e.Name})
-		}
 		if err := r.Secrets.Delete(ctx, s.namespace, sec.Name); err != nil {
 			return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
-		}
-		dropped = append(dropped, e.String())
-	}
-	for _, st := range unrecorded {
-		// Without a record there is no password, and dropping needs none. The server's markers
-		// decide: only what is marked as this tenant's (or the tenant's it adopts) is dropped;
-		// an unmarked database is never taken for one of Landlord's on the status's word alone.
-		e := dbEntry{engine: st.Engine, Database: tenancyv1alpha1.Database{Name: st.Name}}
-		c := resources.DatabaseCredentials{Engine: st.Engine, Name: st.Name, Server: st.Server, Account: database.Account{
-			Database: st.Database, Username: st.Username, Owner: string(t.UID), Adopt: adoptedUID(t),
-		}}
-		if res := r.dropDatabase(ctx, t, e, c); !res.done {
-			return res
 		}
 		dropped = append(dropped, e.String())
 	}
