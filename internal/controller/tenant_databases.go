@@ -68,6 +68,12 @@ type dbKey struct {
 	name   string
 }
 
+// compareDBKeys orders databases by engine, then name, so that a purge works through them, and
+// reports the first it stops at, in the same order on every reconcile.
+func compareDBKeys(a, b dbKey) int {
+	return cmp.Or(strings.Compare(string(a.engine), string(b.engine)), strings.Compare(a.name, b.name))
+}
+
 // placedDatabases indexes the databases the tenant's status records in place.
 func placedDatabases(t *tenancyv1alpha1.Tenant) map[dbKey]*tenancyv1alpha1.DatabaseStatus {
 	placed := make(map[dbKey]*tenancyv1alpha1.DatabaseStatus, len(t.Status.Databases))
@@ -557,10 +563,12 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 		return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "listing stored credentials: %w", err)
 	}
 	if movedTo := t.Annotations[tenancyv1alpha1.MovedToAnnotation]; movedTo != "" {
-		return r.purgeMovedAway(ctx, s, stored, movedTo)
+		return r.purgeMovedAway(s, stored, movedTo)
 	}
 	prev := placedDatabases(t)
 	var dropped []string
+	// Status entries that no stored record covers: a record dropped below covers its own.
+	unrecorded := maps.Clone(prev)
 	for _, sec := range stored {
 		name, _ := tenancyv1alpha1.DatabaseOfSecret(sec.Name)
 		c, isDB, err := resources.ParseStoredCredentials(sec, name)
@@ -587,13 +595,30 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 			continue
 		}
 		c.Account.Owner, c.Account.Adopt, c.Account.AdoptUnmarked = string(t.UID), adoptedUID(t), legacy
-		if res := r.dropDatabase(ctx, t, e, c); !res.done {
+		res, wasDropped := r.dropDatabase(ctx, t, e, c)
+		if !res.done {
 			return res
+		}
+		if st := unrecorded[dbKey{e.engine, e.Name}]; st != nil && sameAccount(st, c) {
+			delete(unrecorded, dbKey{e.engine, e.Name})
 		}
 		if err := r.Secrets.Delete(ctx, s.namespace, sec.Name); err != nil {
 			return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
 		}
-		dropped = append(dropped, e.String())
+		if wasDropped {
+			dropped = append(dropped, e.String())
+		}
+	}
+	for _, key := range slices.SortedFunc(maps.Keys(unrecorded), compareDBKeys) {
+		st := unrecorded[key]
+		e := dbEntry{engine: st.Engine, Database: tenancyv1alpha1.Database{Name: st.Name}}
+		res, wasDropped := r.dropUnrecorded(ctx, t, e, st)
+		if !res.done {
+			return res
+		}
+		if wasDropped {
+			dropped = append(dropped, e.String())
+		}
 	}
 	s.status.Databases = nil
 	msg := "the tenant is Purged: its databases, logins and stored credentials are deleted"
@@ -607,10 +632,11 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 // the moved tenant's, or is about to be once the move's destination takes it over (it then
 // re-marks the databases and rewrites the stored records with its own UID). Nothing is dropped
 // and no record is forgotten here: a database still recorded as this tenant's has not been taken
-// over, and the purge waits (or, with AbandonDataAnnotation, leaves it be); one recorded as
-// another tenant's is the destination's already. A database the status records that no record
-// covers cannot be told either way and waits too.
-func (r *TenantReconciler) purgeMovedAway(ctx context.Context, s *tenantScope, stored []*corev1.Secret, movedTo string) outcome {
+// over, and the purge waits; one recorded as another tenant's is the destination's already. A
+// database the status records that no record covers cannot be told either way and waits too.
+// The data is reachable, so AbandonDataAnnotation is no way out: removing MovedToAnnotation is,
+// and the server's markers then keep whatever the destination did take over from being dropped.
+func (r *TenantReconciler) purgeMovedAway(s *tenantScope, stored []*corev1.Secret, movedTo string) outcome {
 	t := s.tenant
 	lineage := func(uid string) bool { return uid == "" || uid == string(t.UID) || uid == adoptedUID(t) }
 	records := map[dbKey]resources.DatabaseCredentials{}
@@ -642,19 +668,15 @@ func (r *TenantReconciler) purgeMovedAway(ctx context.Context, s *tenantScope, s
 		waiting[key] = resources.DatabaseCredentials{Engine: st.Engine, Name: st.Name, Server: st.Server,
 			Account: database.Account{Database: st.Database, Username: st.Username}}
 	}
-	for _, key := range slices.SortedFunc(maps.Keys(waiting), func(a, b dbKey) int {
-		return strings.Compare(string(a.engine)+"/"+a.name, string(b.engine)+"/"+b.name)
-	}) {
+	// The first that waits, in a stable order, is the one reported.
+	for _, key := range slices.SortedFunc(maps.Keys(waiting), compareDBKeys) {
 		c := waiting[key]
 		e := dbEntry{engine: key.engine, Database: tenancyv1alpha1.Database{Name: key.name}}
-		res := stalled(tenancyv1alpha1.ReasonMovedAway,
+		return stalled(tenancyv1alpha1.ReasonMovedAway,
 			"%s: the tenant was moved to %s, and the database %q on DatabaseServer %s has not been taken over there yet (the secret store's record does not name the moved tenant): "+
 				"it is neither dropped nor forgotten. Finish the move (landlordctl move); remove the annotation %s only if the move is abandoned and the destination's tenant deleted, "+
 				"for a purge then drops the data here",
 			e, movedTo, c.Account.Database, c.Server, tenancyv1alpha1.MovedToAnnotation)
-		if res := r.abandonOrStall(ctx, t, e, c, res); !res.done {
-			return res
-		}
 	}
 	s.status.Databases = nil
 	msg := "the tenant is Purged; it was moved to " + movedTo + ", which has its data: nothing was dropped here"
@@ -662,6 +684,33 @@ func (r *TenantReconciler) purgeMovedAway(ctx context.Context, s *tenantScope, s
 		msg += " (" + strings.Join(takenOver, ", ") + ")"
 	}
 	return done(tenancyv1alpha1.ReasonDatabasesDropped, "%s", msg)
+}
+
+// dropUnrecorded drops a database the tenant's status records in place and the store has no
+// record of. Without a record there is no password, and dropping needs none; the server's markers
+// decide whose it is: only what is marked as this tenant's (or the tenant's it adopts) is
+// dropped, and an unmarked database is never taken for one of Landlord's on the status's word
+// alone. One the server no longer holds is only forgotten: a purge reconciled again from a cache
+// that still shows the status written before its own earlier pass finds it gone, and drops
+// nothing twice.
+func (r *TenantReconciler) dropUnrecorded(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, st *tenancyv1alpha1.DatabaseStatus) (res outcome, dropped bool) {
+	c := resources.DatabaseCredentials{Engine: st.Engine, Name: st.Name, Server: st.Server, Account: database.Account{
+		Database: st.Database, Username: st.Username, Owner: string(t.UID), Adopt: adoptedUID(t),
+	}}
+	prov, err := r.Databases.Provisioner(ctx, c.Server)
+	if err == nil {
+		sqlCtx, cancel := context.WithTimeout(ctx, r.Config.Databases.Timeout.Duration)
+		var held bool
+		held, err = prov.Holds(sqlCtx, c.Account)
+		cancel()
+		if err == nil && !held {
+			return outcome{done: true}, false
+		}
+	}
+	if err != nil {
+		return r.abandonOrStall(ctx, t, e, c, r.serverFailed(t, e, c.Server, err)), false
+	}
+	return r.dropDatabase(ctx, t, e, c)
 }
 
 // sameAccount reports whether a status entry and a stored record name the same database and login
@@ -674,7 +723,7 @@ func sameAccount(st *tenancyv1alpha1.DatabaseStatus, c resources.DatabaseCredent
 // marked as another's (a name collision refused when it was to be created) is not dropped: it
 // never held this tenant's data. One that cannot be reached stops the purge, unless the tenant
 // asks for unreachable data to be abandoned.
-func (r *TenantReconciler) dropDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials) outcome {
+func (r *TenantReconciler) dropDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials) (res outcome, dropped bool) {
 	prov, err := r.Databases.Provisioner(ctx, c.Server)
 	if err == nil {
 		sqlCtx, cancel := context.WithTimeout(ctx, r.Config.Databases.Timeout.Duration)
@@ -687,13 +736,13 @@ func (r *TenantReconciler) dropDatabase(ctx context.Context, t *tenancyv1alpha1.
 		databaseLog(ctx, t, e, c).Info("database dropped")
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonDatabasesDropped, "Purge",
 			"dropped %s (database %s) on DatabaseServer %s", e, c.Account.Database, c.Server)
-		return outcome{done: true}
+		return outcome{done: true}, true
 	case errors.As(err, &foreign):
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonForeignData, "Purge",
 			"%s on DatabaseServer %s is not dropped: %v", e, c.Server, err)
-		return outcome{done: true}
+		return outcome{done: true}, false
 	}
-	return r.abandonOrStall(ctx, t, e, c, r.serverFailed(t, e, c.Server, err))
+	return r.abandonOrStall(ctx, t, e, c, r.serverFailed(t, e, c.Server, err)), false
 }
 
 // databaseLog is the logger of one of the tenant's databases, with the keys every database log

@@ -207,6 +207,27 @@ func TestPurgedTenantDropsItsDatabases(t *testing.T) {
 	g.Expect(stored).To(BeEmpty())
 }
 
+// A purge drops every database the tenant's status records in place, not only those the store
+// still has a record of: a record lost from the store (deleted by hand, a store restored from an
+// older copy) must not leave the database behind while the tenant reports itself purged.
+func TestAPurgeDropsADatabaseWhoseStoredRecordIsGone(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	tenant := createTenant(t, newTenant("db-purge-lost", withDatabases))
+	app, legacy := account(credentials(g, tenant.Name, "app")), account(credentials(g, tenant.Name, "legacy"))
+	g.Expect(store.Delete(ctx, opConfig.NamespaceName(tenant.Name), tenancyv1alpha1.DatabaseSecretName("app"))).To(Succeed())
+
+	setState(t, tenant.Name, tenancyv1alpha1.StatePurged)
+	purged := waitReady(t, tenant.Name)
+	g.Expect(condition(purged, tenancyv1alpha1.DatabasesReadyCondition).Reason).To(Equal(tenancyv1alpha1.ReasonDatabasesDropped))
+	g.Expect(purged.Status.Databases).To(BeEmpty())
+	g.Expect(dbtest.CanConnect(ctx, pg.Server, app.Username, app.Password, app.Database)).NotTo(Succeed(),
+		"the database whose record was gone from the store is still there")
+	g.Expect(dbtest.CanConnect(ctx, pg.Server, pg.Server.AdminUser, pg.Server.AdminPassword, app.Database)).NotTo(Succeed(),
+		"the database whose record was gone from the store is still there")
+	g.Expect(dbtest.CanConnect(ctx, maria.Server, legacy.Username, legacy.Password, legacy.Database)).NotTo(Succeed())
+}
+
 // Deleting a tenant removes what its finalizer decides and nothing more: the garbage collector
 // follows the tenant's owner references too, whichever way the deletion propagates, and must not
 // take its data with it. The namespace goes; the database, its login and the stored credentials

@@ -79,6 +79,9 @@ type Provisioner interface {
 	// and nothing else. A database or login that exists and is not the account's (see Account)
 	// is left untouched and reported as a *ForeignError.
 	Ensure(ctx context.Context, acct Account) error
+	// Holds reports whether the server holds the account's database or its login, whoever they
+	// belong to. It changes nothing.
+	Holds(ctx context.Context, acct Account) (bool, error)
 	// Drop removes the database and its login, ending the login's open sessions; missing ones
 	// are not an error. Nothing is dropped when either is not the account's: the error is a
 	// *ForeignError.

@@ -12,6 +12,8 @@ const (
 	OperationCheck  = "check"
 	OperationEnsure = "ensure"
 	OperationDrop   = "drop"
+	// OperationInspect is a look that changes nothing (Holds).
+	OperationInspect = "inspect"
 )
 
 // Results of the database metrics.
@@ -23,7 +25,7 @@ const (
 var (
 	operations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "landlord_database_operations_total",
-		Help: "Calls to database servers, by DatabaseServer, engine, operation (check, ensure, drop) and result (success, error).",
+		Help: "Calls to database servers, by DatabaseServer, engine, operation (check, ensure, inspect, drop) and result (success, error).",
 	}, []string{"server", "engine", "operation", "result"})
 	operationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "landlord_database_operation_duration_seconds",
@@ -70,6 +72,13 @@ func (i *instrumented) Ensure(ctx context.Context, acct Account) error {
 	err := i.next.Ensure(ctx, acct)
 	i.observe(OperationEnsure, start, err)
 	return err
+}
+
+func (i *instrumented) Holds(ctx context.Context, acct Account) (bool, error) {
+	start := time.Now()
+	held, err := i.next.Holds(ctx, acct)
+	i.observe(OperationInspect, start, err)
+	return held, err
 }
 
 func (i *instrumented) Drop(ctx context.Context, acct Account) error {

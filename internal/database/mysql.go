@@ -256,6 +256,15 @@ func (m *mysqlServer) examined(ctx context.Context, acct Account, fn func(conn *
 	})
 }
 
+func (m *mysqlServer) Holds(ctx context.Context, acct Account) (bool, error) {
+	var held bool
+	if err := m.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM mysql.user WHERE User = ?)"+
+		" OR EXISTS (SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?)", acct.Username, acct.Database).Scan(&held); err != nil {
+		return false, m.wrap(err, "looking for database %q and user %q", acct.Database, acct.Username)
+	}
+	return held, nil
+}
+
 func (m *mysqlServer) Drop(ctx context.Context, acct Account) error {
 	return m.examined(ctx, acct, func(conn *sql.Conn, u, d found) error {
 		for _, f := range []found{u, d} {

@@ -263,6 +263,15 @@ func (p *postgres) examined(ctx context.Context, acct Account, fn func(conn *pgx
 	})
 }
 
+func (p *postgres) Holds(ctx context.Context, acct Account) (bool, error) {
+	var held bool
+	if err := p.pool.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = $1::pg_catalog.name)"+
+		" OR EXISTS (SELECT FROM pg_catalog.pg_database WHERE datname = $2::pg_catalog.name)", acct.Username, acct.Database).Scan(&held); err != nil {
+		return false, p.wrap(err, "looking for database %q and role %q", acct.Database, acct.Username)
+	}
+	return held, nil
+}
+
 func (p *postgres) Drop(ctx context.Context, acct Account) error {
 	role := pgx.Identifier{acct.Username}.Sanitize()
 	db := pgx.Identifier{acct.Database}.Sanitize()
@@ -348,20 +357,9 @@ func (p *postgres) confine(ctx context.Context, conn *pgx.Conn) error {
 		"REVOKE CONNECT, TEMPORARY ON DATABASE template1 FROM PUBLIC",
 		"REVOKE CREATE ON SCHEMA public FROM PUBLIC",
 	} {
-		sp, err := tx.Begin(ctx)
-		if err != nil {
-			return p.wrap(err, "starting a savepoint")
-		}
 		// A refusal (an administrator without the rights), a database or schema public that
 		// was dropped leaves nothing to do for that statement.
-		_, err = sp.Exec(ctx, stmt)
-		switch {
-		case err == nil:
-			err = sp.Commit(ctx)
-		case pgIs(err, pgerrcode.InsufficientPrivilege, pgerrcode.InvalidSchemaName, pgerrcode.InvalidCatalogName):
-			err = sp.Rollback(ctx)
-		}
-		if err != nil {
+		if err := execUnless(ctx, tx, stmt, pgerrcode.InsufficientPrivilege, pgerrcode.InvalidSchemaName, pgerrcode.InvalidCatalogName); err != nil {
 			return p.confineFailed(err, stmt)
 		}
 	}
@@ -395,17 +393,24 @@ func (p *postgres) advisoryKey(name string) int64 {
 // (or roles granted SET on these parameters) may do that; any other administrator gets the
 // server's own logging, inside a savepoint so that the refusal does not abort the transaction.
 func quietStatementLog(ctx context.Context, tx pgx.Tx) error {
+	return execUnless(ctx, tx, "SELECT pg_catalog.set_config('log_statement', 'none', true),"+
+		" pg_catalog.set_config('log_min_error_statement', 'panic', true),"+
+		" pg_catalog.set_config('log_min_duration_statement', '-1', true)",
+		pgerrcode.InsufficientPrivilege)
+}
+
+// execUnless runs stmt in a savepoint of tx and takes a refusal with one of codes (SQLSTATEs) as
+// nothing to do: the savepoint is rolled back, so the refusal does not abort the transaction.
+func execUnless(ctx context.Context, tx pgx.Tx, stmt string, codes ...string) error {
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return err
 	}
-	_, err = sp.Exec(ctx, "SELECT pg_catalog.set_config('log_statement', 'none', true),"+
-		" pg_catalog.set_config('log_min_error_statement', 'panic', true),"+
-		" pg_catalog.set_config('log_min_duration_statement', '-1', true)")
-	if err == nil {
+	_, err = sp.Exec(ctx, stmt)
+	switch {
+	case err == nil:
 		return sp.Commit(ctx)
-	}
-	if pgIs(err, pgerrcode.InsufficientPrivilege) {
+	case pgIs(err, codes...):
 		return sp.Rollback(ctx)
 	}
 	return err

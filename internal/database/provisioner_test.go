@@ -360,6 +360,33 @@ func TestProvisioner(t *testing.T) {
 				mustNotConnect(t, ctx, s, s.AdminUser, s.AdminPassword, acct.Database)
 			})
 
+			t.Run("holds reports the database and its login until they are dropped", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				acct := newAccount(t, engine, p, "held")
+				holds := func() bool {
+					t.Helper()
+					held, err := p.Holds(ctx, acct)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return held
+				}
+				if holds() {
+					t.Fatal("holds reports an account that was never ensured")
+				}
+				ensure(t, ctx, p, acct)
+				if !holds() {
+					t.Fatal("holds does not report the ensured account")
+				}
+				if err := p.Drop(ctx, acct); err != nil {
+					t.Fatal(err)
+				}
+				if holds() {
+					t.Fatal("holds reports the dropped account")
+				}
+			})
+
 			t.Run("drop ends the tenant's open sessions", func(t *testing.T) {
 				t.Parallel()
 				ctx := testContext(t)
