@@ -124,9 +124,12 @@ run: $(ENVTEST_ASSETS)/kubectl
 	@context=$$($(ENVTEST_ASSETS)/kubectl config current-context) || { echo "CLUSTER=current: your kubeconfig has no current context"; exit 1; }; \
 	server=$$($(ENVTEST_ASSETS)/kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}'); \
 	dir=$(BIN)/run/$$context; mkdir -p $$dir; \
-	sed 's|/var/lib/landlord/secrets|'"$$dir"'/secrets|' config/manager/landlord.yaml > $$dir/landlord.yaml; \
-	echo "Landlord runs against context $$context ($$server); its secret store is $$dir/secrets."; \
-	go run ./cmd/landlord --embedded=never --config $$dir/landlord.yaml $(RUN_FLAGS)
+	user=$$($(ENVTEST_ASSETS)/kubectl auth whoami -o jsonpath='{.status.userInfo.username}') || exit 1; \
+	$(ENVTEST_ASSETS)/kubectl get namespace landlord-system >/dev/null 2>&1 || $(ENVTEST_ASSETS)/kubectl create namespace landlord-system || exit 1; \
+	sed -e 's|/var/lib/landlord/secrets|'"$$dir"'/secrets|' -e 's|^  identity: .*|  identity: "'"$$user"'"|' config/manager/landlord.yaml > $$dir/landlord.yaml; \
+	echo "Landlord runs against context $$context ($$server) as $$user; its secret store is $$dir/secrets."; \
+	go run ./cmd/landlord --embedded=never --config $$dir/landlord.yaml $(RUN_FLAGS) \
+		--leader-elect --leader-election-namespace landlord-system --wait-for-leader=false
 else
 run:
 	@echo "CLUSTER=$(CLUSTER): use CLUSTER=embedded (the default, the local cluster) or CLUSTER=current (your kubeconfig's current context)"; exit 1

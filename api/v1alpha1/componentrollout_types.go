@@ -7,10 +7,10 @@ import (
 
 // ComponentRolloutSpec moves one component of a set of tenants to a version, wave by wave. Only
 // Active tenants, not suspended, whose component follows rollouts
-// (spec.components[].followRollouts) are moved; a pinned version is never changed. A tenant
-// runs the version of the newest rollout (by creation) that reached it. What is rolled out is fixed when the rollout is created: a
-// new version is a new ComponentRollout. Only spec.halted may change.
-// +kubebuilder:validation:XValidation:rule="self.component == oldSelf.component && self.version == oldSelf.version && has(self.selector) == has(oldSelf.selector) && (!has(self.selector) || self.selector == oldSelf.selector) && has(self.strategy) == has(oldSelf.strategy) && (!has(self.strategy) || self.strategy == oldSelf.strategy)",message="only spec.halted may change: roll out another version as a new ComponentRollout"
+// (spec.components[].followRollouts) are moved. Of the rollouts that reach a tenant the highest
+// version wins (semver; equal versions by creation, then name), and none moves it down but a
+// rollback. What is rolled out is fixed at creation: only spec.halted may change.
+// +kubebuilder:validation:XValidation:rule="self.component == oldSelf.component && self.version == oldSelf.version && has(self.selector) == has(oldSelf.selector) && (!has(self.selector) || self.selector == oldSelf.selector) && has(self.strategy) == has(oldSelf.strategy) && (!has(self.strategy) || self.strategy == oldSelf.strategy) && (has(self.rollback) && self.rollback) == (has(oldSelf.rollback) && oldSelf.rollback)",message="only spec.halted may change: roll out another version as a new ComponentRollout"
 type ComponentRolloutSpec struct {
 	// Component names the component to move (its ComponentTemplates' spec.component).
 	// +kubebuilder:validation:MinLength=1
@@ -31,6 +31,13 @@ type ComponentRolloutSpec struct {
 	// Strategy is how many tenants move at a time, and when the rollout stops.
 	// +optional
 	Strategy RolloutStrategy `json:"strategy,omitempty"`
+
+	// Rollback lets the rollout move tenants down to its version from a higher one that a
+	// rollout created no later than it gave them. Without it, a tenant running a higher version stays
+	// there, counted in status.ahead. A rollback takes only tenants that no rollout of a higher
+	// version chooses: delete that rollout first (deleting moves no tenant).
+	// +optional
+	Rollback bool `json:"rollback,omitempty"`
 
 	// Halted stops the rollout from starting another wave; the tenants already moved stay
 	// moved. Set it back to false to resume.
@@ -94,6 +101,10 @@ type RolloutWave struct {
 	// Active): they are not moved.
 	// +optional
 	Skipped int32 `json:"skipped,omitempty"`
+	// Ahead counts the wave's tenants that run a higher version than the rollout's, which a
+	// rollout that is not a rollback leaves where they are.
+	// +optional
+	Ahead int32 `json:"ahead,omitempty"`
 	// Failed are the wave's tenants that failed, and why.
 	// +listType=map
 	// +listMapKey=tenant
@@ -111,6 +122,11 @@ type RolloutFailure struct {
 	// +kubebuilder:validation:MaxLength=300
 	// +optional
 	Message string `json:"message,omitempty"`
+	// OwnCause: the tenant never took the version up, for a reason of its own (its namespace
+	// did not converge, so its components were not applied). It is listed, and does not count
+	// against maxFailures: it says nothing of the version.
+	// +optional
+	OwnCause bool `json:"ownCause,omitempty"`
 }
 
 // ComponentRolloutStatus is the rollout's progress, wave by wave: everything the operator needs
@@ -130,7 +146,7 @@ type ComponentRolloutStatus struct {
 	// +optional
 	Released int32 `json:"released,omitempty"`
 
-	// Done, Pending, Failed and Skipped count the tenants of every wave.
+	// Done, Pending, Failed, Skipped and Ahead count the tenants of every wave.
 	// +optional
 	Done int32 `json:"done,omitempty"`
 	// +optional
@@ -139,6 +155,13 @@ type ComponentRolloutStatus struct {
 	Failed int32 `json:"failed,omitempty"`
 	// +optional
 	Skipped int32 `json:"skipped,omitempty"`
+	// Ahead counts the tenants that run a higher version than the rollout's and stay there.
+	// +optional
+	Ahead int32 `json:"ahead,omitempty"`
+	// Blocked counts the failed tenants that never took the version up, for reasons of their
+	// own (RolloutFailure.ownCause); Failed counts the others, the version's failures.
+	// +optional
+	Blocked int32 `json:"blocked,omitempty"`
 
 	// Conditions: Ready (always; True once every wave is done), Reconciling (while waves are
 	// under way) and Stalled (while halted by failures or a missing template), following kstatus.
@@ -152,6 +175,7 @@ type ComponentRolloutStatus struct {
 // next to the tenants. Progress is kept in its status, so a restarted operator carries on where
 // it was.
 // +kubebuilder:metadata:annotations="helm.sh/resource-policy=keep"
+// +kubebuilder:metadata:annotations="kustomize.toolkit.fluxcd.io/prune=disabled"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=cro,categories=landlord
@@ -161,6 +185,7 @@ type ComponentRolloutStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Done",type=integer,JSONPath=`.status.done`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Ahead",type=integer,JSONPath=`.status.ahead`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 type ComponentRollout struct {

@@ -12,6 +12,9 @@ const (
 	SecretsReadyCondition    = "SecretsReady"
 	DatabasesReadyCondition  = "DatabasesReady"
 	ComponentsReadyCondition = "ComponentsReady"
+	// ConnectionsOvercommittedCondition, on a DatabaseServer and only while true: its tenant
+	// logins may together hold more sessions than the server has slots for.
+	ConnectionsOvercommittedCondition = "ConnectionsOvercommitted"
 )
 
 // Condition reasons.
@@ -32,7 +35,11 @@ const (
 	ReasonKindNotAllowed = "KindNotAllowed"
 	// ReasonDomainConflict: a domain of the tenant is another tenant's, or no tenant's to take
 	// (a wildcard over a public suffix, a name under the base domain).
-	ReasonDomainConflict    = "DomainConflict"
+	ReasonDomainConflict = "DomainConflict"
+	// ReasonDomainHandover: a domain the tenant takes over is not its yet, because another
+	// tenant's namespace still admits it or another tenant's Ingresses or routes still name it;
+	// Landlord deletes those and the tenant takes the domain once they are gone.
+	ReasonDomainHandover    = "DomainHandover"
 	ReasonApplyFailed       = "ApplyFailed"
 	ReasonNamespaceNotReady = "NamespaceNotReady"
 
@@ -84,8 +91,11 @@ const (
 	ReasonShardHandover = "ShardHandover"
 
 	// DatabaseServer reasons.
-	ReasonReachable   = "Reachable"
-	ReasonUnreachable = "Unreachable"
+	ReasonReachable = "Reachable"
+	// ReasonConnectionLimitTooHigh: the server's tenant logins may together hold more sessions
+	// than it has (ConnectionsOvercommitted).
+	ReasonConnectionLimitTooHigh = "ConnectionLimitTooHigh"
+	ReasonUnreachable            = "Unreachable"
 	// ReasonCredentialsMissing: a DatabaseServer's admin credentials Secret is missing or
 	// incomplete; on a tenant, a database in place has neither its stored credentials nor an
 	// intact credentials Secret, and is not given a new password without a rotation request.
@@ -98,6 +108,11 @@ const (
 	// carrying it, so memory scales with tenants rather than with the cluster.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedByValue = "landlord"
+	// HelmResourcePolicyAnnotation: keep, and FluxPruneAnnotation: disabled, on what every
+	// tenant depends on (CRDs, admission policies, tenant roles) tell `helm uninstall` and Flux's
+	// prune to leave it: removing the operator must not remove the tenants or their isolation.
+	HelmResourcePolicyAnnotation = "helm.sh/resource-policy"
+	FluxPruneAnnotation          = "kustomize.toolkit.fluxcd.io/prune"
 	// TenantLabel names the tenant an object belongs to.
 	TenantLabel = "tenancy.landlord.dev/tenant"
 	// ShardLabel on a Tenant names the operator shard (--shard) that reconciles it; a tenant
@@ -112,6 +127,13 @@ const (
 	// IngressClassesAnnotation on a tenant namespace lists the Ingress classes the tenant's
 	// Ingresses may name, comma separated; without it any class is allowed.
 	IngressClassesAnnotation = "tenancy.landlord.dev/ingress-classes"
+	// PriorityClassesAnnotation on a tenant namespace lists the PriorityClasses the tenant's pods
+	// may name, comma separated; without it they may name none.
+	PriorityClassesAnnotation = "tenancy.landlord.dev/priority-classes"
+	// TolerationsAnnotation on a tenant namespace lists the taints the tenant's pods may tolerate
+	// besides their node pool's and Kubernetes' node conditions, comma separated, each as
+	// "key[=value][:Effect]"; without it they may tolerate no other.
+	TolerationsAnnotation = "tenancy.landlord.dev/tolerations"
 	// SharedLabel ("true") on a secret in the template namespace shares it with tenants.
 	SharedLabel = "tenancy.landlord.dev/shared"
 	// TenantSelectorAnnotation on a shared secret limits it to tenants whose labels match this

@@ -75,11 +75,13 @@ type DatabaseServerSpec struct {
 	NamePrefix string `json:"namePrefix,omitempty"`
 
 	// ConnectionLimit caps the concurrent sessions of each tenant login on the server, so one
-	// tenant cannot take every connection the server allows; 0 means unlimited.
-	// +kubebuilder:default=100
+	// tenant cannot take every connection the server allows; 0 means unlimited. Unset, Landlord
+	// derives it from the server at each check (status.connectionLimit): the slots left once the
+	// superusers' reserved ones and Landlord's own sessions are set aside, divided by maxTenants
+	// when set and by 4 otherwise, and at least 1.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
-	ConnectionLimit int32 `json:"connectionLimit,omitempty"`
+	ConnectionLimit *int32 `json:"connectionLimit,omitempty"`
 
 	// MaxTenants caps how many tenants are placed on the server; unlimited when unset. Tenants
 	// already placed are never moved.
@@ -105,6 +107,15 @@ type DatabaseServerStatus struct {
 	// Tenants is how many tenants have databases placed on the server.
 	// +optional
 	Tenants int32 `json:"tenants"`
+
+	// ConnectionLimit is what each tenant login on the server is given: spec.connectionLimit, or
+	// the limit derived from the server's connection slots at the last check.
+	// +optional
+	ConnectionLimit int32 `json:"connectionLimit,omitempty"`
+
+	// ConnectionSlots is the server's max_connections at the last check.
+	// +optional
+	ConnectionSlots int32 `json:"connectionSlots,omitempty"`
 
 	// Conditions: Ready (always) and Reconciling/Stalled only while true.
 	// +listType=map

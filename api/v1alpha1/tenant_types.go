@@ -207,7 +207,8 @@ type Component struct {
 
 	// FollowRollouts lets ComponentRollouts that choose the tenant move the component to their
 	// version; the spec stays as Git has it. Without it the version is pinned, and rollouts
-	// leave the component alone.
+	// leave the component alone; one that stops following keeps the version a rollout gave it
+	// until spec.version names that version or a higher one.
 	// +optional
 	FollowRollouts bool `json:"followRollouts,omitempty"`
 
@@ -226,13 +227,13 @@ type ComponentStatus struct {
 	// Version last applied.
 	// +optional
 	Version string `json:"version,omitempty"`
-	// Rollout is the ComponentRollout whose version the component runs, when it follows
-	// rollouts and one has moved it; the version stays when the rollout is deleted, and while
-	// the tenant is Archived.
+	// Rollout is the ComponentRollout whose version the component runs, when one has moved it;
+	// the version stays when the rollout is deleted, while the tenant is Archived, and when the
+	// component stops following rollouts while its spec names a lower version.
 	// +optional
 	Rollout string `json:"rollout,omitempty"`
-	// RolloutCreated is when that rollout was created: only a rollout created later moves the
-	// component again, so deleting the newest rollout never moves a tenant back.
+	// RolloutCreated is when that rollout was created: a rollback (spec.rollback) moves the
+	// component down only from a version that a rollout created no later than it gave.
 	// +optional
 	RolloutCreated *metav1.Time `json:"rolloutCreated,omitempty"`
 	// Ready is true when every workload of the applied version has rolled out.

@@ -368,6 +368,11 @@ func (in *DatabaseServerList) DeepCopyObject() runtime.Object {
 func (in *DatabaseServerSpec) DeepCopyInto(out *DatabaseServerSpec) {
 	*out = *in
 	out.AdminCredentials = in.AdminCredentials
+	if in.ConnectionLimit != nil {
+		in, out := &in.ConnectionLimit, &out.ConnectionLimit
+		*out = new(int32)
+		**out = **in
+	}
 	if in.MaxTenants != nil {
 		in, out := &in.MaxTenants, &out.MaxTenants
 		*out = new(int32)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -32,6 +33,7 @@ func main() {
 		assetsDir   string
 		crdDir      string
 		manifests   string
+		waitFor     bool
 		overrides   config.Overrides
 		opts        operator.Options
 	)
@@ -47,6 +49,7 @@ func main() {
 	flag.StringVar(&opts.PprofAddr, "pprof-bind-address", "", "pprof listen address; empty disables.")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader, so that only one replica reconciles.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (the pod's own when empty).")
+	flag.BoolVar(&waitFor, "wait-for-leader", true, "With --leader-elect, wait as a standby while another process holds the lease (replicas of a Deployment); false refuses to start instead, naming the holder (make run CLUSTER=current).")
 	flag.StringVar(&opts.Shard, "shard", "", "Operator shard: reconcile only the Tenants labelled tenancy.landlord.dev/shard=NAME (needs --leader-elect). Empty: the default shard, which takes the tenants without the label and runs the cluster-wide duties.")
 	flag.Float64Var(&overrides.QPS, "kube-api-qps", 0, "API requests per second per resource kind (client.qps in the configuration; 100 by default).")
 	flag.IntVar(&overrides.Burst, "kube-api-burst", 0, "API request burst per resource kind (client.burst; 500 by default).")
@@ -61,6 +64,7 @@ func main() {
 	}
 
 	ctx := ctrl.SetupSignalHandler()
+	opts.RefuseBehindLeader = !waitFor
 	if err := run(ctx, configPath, overrides, embedded, localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir, Manifests: splitList(manifests)}, opts); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "landlord stopped")
 		os.Exit(1)
@@ -90,6 +94,16 @@ func run(ctx context.Context, configPath string, overrides config.Overrides, emb
 	if err != nil {
 		return err
 	}
+	if restCfg != nil {
+		if err := checkLeaderElection(opts); err != nil {
+			return err
+		}
+		if opts.RefuseBehindLeader {
+			if err := operator.CheckNoLiveLeader(ctx, restCfg, opts.LeaderElectionNamespace, opts.Shard, time.Now()); err != nil {
+				return err
+			}
+		}
+	}
 	if restCfg == nil {
 		// A local cluster keeps its secrets next to its etcd data, unless told otherwise.
 		if st := &opts.Config.Secrets.Store; st.Backend == config.StoreBackendFile && st.File.Dir == config.Default().Secrets.Store.File.Dir {
@@ -101,7 +115,11 @@ func run(ctx context.Context, configPath string, overrides config.Overrides, emb
 			return err
 		}
 		defer func() { _ = cluster.Stop() }()
-		restCfg = cluster.Config
+		// The operator runs as its configured identity, as in a cluster: the admission policies
+		// exempt that user alone, and the administrator's kubeconfig written for people is
+		// confined like any administrator.
+		restCfg = rest.CopyConfig(cluster.Config)
+		restCfg.Impersonate = rest.ImpersonationConfig{UserName: opts.Config.Controller.Identity, Groups: []string{"system:masters"}}
 		abs, _ := filepath.Abs(cluster.KubeconfigPath)
 		assets, _ := filepath.Abs(local.AssetsDir)
 		fmt.Fprintf(os.Stderr, `
@@ -124,6 +142,18 @@ Use it from another shell:
 	}
 	log.Info("starting manager")
 	return mgr.Start(ctx)
+}
+
+// checkLeaderElection refuses to run the default shard on a real cluster without leader
+// election: its lease is what keeps a second process (another replica, or one run from a
+// workstation) from running the cluster-wide duties beside it, the policies among them. The
+// embedded cluster is the process's own, and needs none.
+func checkLeaderElection(opts operator.Options) error {
+	if opts.Shard == "" && !opts.LeaderElection {
+		return errors.New("on a cluster other than the embedded one, the operator needs --leader-elect (and --leader-election-namespace outside a pod): " +
+			"its lease keeps a second process from running the cluster-wide duties beside it")
+	}
+	return nil
 }
 
 // checkShard refuses a shard name that cannot be a label value, and a shard without leader

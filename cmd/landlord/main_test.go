@@ -234,6 +234,34 @@ func TestMakeRunIgnoresAKubeconfigThatNamesAnotherCluster(t *testing.T) {
 	}
 }
 
+// On a real cluster the default shard runs only under leader election: without it, a second
+// process (one run from a workstation beside the installed operator) would run the cluster-wide
+// duties, the admission policies among them, at the same time as the first.
+func TestOnARealClusterTheOperatorIsRefusedWithoutLeaderElection(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts operator.Options
+		want string
+	}{
+		{"the default shard without leader election is refused", operator.Options{}, "needs --leader-elect"},
+		{"the default shard with leader election is accepted", operator.Options{LeaderElection: true}, ""},
+		{"a named shard with leader election is accepted", operator.Options{Shard: "eu-1", LeaderElection: true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkLeaderElection(tc.opts)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("checkLeaderElection: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("checkLeaderElection = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestAShardIsRefusedWithoutAValidNameOrALease(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -64,7 +64,8 @@ applies its spec.state; the destination lacks a DatabaseServer the tenant's data
 (or names another server by it); the two clusters' template namespaces were not synced from the
 same secret store; the tenant has persistent volumes (they cannot follow it; --leave-volumes
 leaves them at the source, kept); its namespace is not the one --config's namespacePrefix
-names; its access names ServiceAccounts of other namespaces (--keep-access); or the destination
+names, or either cluster's operator (its ConfigMap landlord-config in landlord-system) runs with
+another namespacePrefix or template namespace than --config; its access names ServiceAccounts of other namespaces (--keep-access); or the destination
 already has another tenant of that name.`,
 		Example: `  landlordctl move acme --from eu-1 --to eu-2
   landlordctl move acme --from eu-1 --to eu-2 --timeout 30m`,
@@ -246,6 +247,11 @@ func (m *move) check(ctx context.Context, src *tenancyv1alpha1.Tenant) error {
 				db.Server, have.Spec.Engine, have.Spec.Host, have.Spec.Port, m.src.name, there.Spec.Engine, there.Spec.Host, there.Spec.Port, m.dst.name))
 		}
 	}
+	naming, err := m.namingProblems(ctx)
+	if err != nil {
+		return err
+	}
+	problems = append(problems, naming...)
 	from, err := m.storeOf(ctx, m.src)
 	if err != nil {
 		return err

@@ -185,6 +185,31 @@ func TestMoveTakesATenantToAnotherClusterWithItsData(t *testing.T) {
 		refused(t, `from "another-store"`)
 	})
 
+	t.Run("a destination whose operator names tenant namespaces with another prefix is refused before the source is touched", func(t *testing.T) {
+		// The destination's operator is configured by its ConfigMap (config/manager, the chart):
+		// it would look for the tenant's stored credentials under org-mover, not tenant-mover.
+		system := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}
+		if err := dst.Create(ctx, system); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		operatorConfig := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: operatorConfigMap},
+			Data:       map[string]string{operatorConfigKey: "namespacePrefix: org-\n"},
+		}
+		if err := dst.Create(ctx, operatorConfig); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := dst.Delete(ctx, operatorConfig); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		refused(t, `context eu-2's operator makes tenant namespaces with namespacePrefix "org-", not "tenant-"`)
+		if got := getTenant(t, src, "mover"); got.Annotations[tenancyv1alpha1.MovedToAnnotation] != "" {
+			t.Errorf("the refused move marked the source as moved: %v", got.Annotations)
+		}
+	})
+
 	t.Run("a source whose state a GitOps controller applies is refused before anything changes", func(t *testing.T) {
 		apply := func(body string) {
 			t.Helper()

@@ -109,6 +109,7 @@ follows an existing one; "rollout halt NAME" and "rollout resume NAME" set its s
 	f.StringSliceVar(&o.serverSide.canaries, "canaries", nil, "With --server-side: tenants moved first, in a wave of their own (comma separated).")
 	f.DurationVar(&o.serverSide.pause, "pause", 0, "With --server-side: how long to wait between waves.")
 	f.BoolVar(&o.serverSide.noWait, "no-wait", false, "With --server-side: create the ComponentRollout and return.")
+	f.BoolVar(&o.serverSide.rollback, "rollback", false, "With --server-side: a rollback, which may move tenants down to --version (spec.rollback); delete the rollout of the version rolled back from first.")
 	_ = cmd.MarkFlagRequired("component")
 	_ = cmd.MarkFlagRequired("version")
 	return cmd

@@ -30,6 +30,7 @@ type serverSideOptions struct {
 	canaries []string
 	pause    time.Duration
 	noWait   bool
+	rollback bool
 	// batchSet is whether --batch was given: a ComponentRollout's own default (10%) keeps its
 	// status small, where the client-side rollout's (1) would plan a wave per tenant.
 	batchSet bool
@@ -89,7 +90,7 @@ func rolloutObject(o *rolloutOptions, selector metav1.LabelSelector) *tenancyv1a
 		TypeMeta:   metav1.TypeMeta{APIVersion: tenancyv1alpha1.GroupVersion.String(), Kind: "ComponentRollout"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: tenancyv1alpha1.ComponentRolloutSpec{
-			Component: o.component, Version: o.version, Selector: selector,
+			Component: o.component, Version: o.version, Selector: selector, Rollback: o.serverSide.rollback,
 			Strategy: tenancyv1alpha1.RolloutStrategy{
 				Canaries: o.serverSide.canaries, BatchSize: batch, MaxFailures: int32(o.maxFailures),
 				ProgressDeadline: &metav1.Duration{Duration: o.timeout},

@@ -130,10 +130,15 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 	})
 
 	t.Run("a halted rollout is reported as halted, and resume lets it finish", func(t *testing.T) {
+		// A rollback to 1.0.0: it takes the tenants once no rollout of a higher version chooses
+		// them, and deleting api-1.1.0 moves none of them back.
+		if err := c.Delete(context.Background(), &tenancyv1alpha1.ComponentRollout{ObjectMeta: metav1.ObjectMeta{Name: "api-1.1.0"}}); err != nil {
+			t.Fatal(err)
+		}
 		// Halted from the start, as Git may declare it: no wave starts.
 		back := &tenancyv1alpha1.ComponentRollout{
 			ObjectMeta: metav1.ObjectMeta{Name: "api-back"},
-			Spec: tenancyv1alpha1.ComponentRolloutSpec{Component: "api", Version: "1.0.0", Halted: true,
+			Spec: tenancyv1alpha1.ComponentRolloutSpec{Component: "api", Version: "1.0.0", Halted: true, Rollback: true,
 				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"group": "object"}}},
 		}
 		if err := c.Create(context.Background(), back); err != nil {
@@ -164,6 +169,18 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 		}
 	})
 
+	t.Run("--rollback creates a rollback", func(t *testing.T) {
+		out, err := rollout(t, "--component", "api", "--version", "1.0.0", "--server-side", "--selector", "group=nobody", "--name", "api-rollback", "--rollback", "--no-wait")
+		if err != nil || !strings.Contains(out, "ComponentRollout api-rollback created") {
+			t.Fatalf("out %q, err %v", out, err)
+		}
+		ro := &tenancyv1alpha1.ComponentRollout{}
+		if err := c.Get(context.Background(), client.ObjectKey{Name: "api-rollback"}, ro); err != nil || !ro.Spec.Rollback {
+			t.Errorf("spec.rollback = %t, %v", ro.Spec.Rollback, err)
+		}
+		_ = c.Delete(context.Background(), ro)
+	})
+
 	t.Run("halt sets spec.halted", func(t *testing.T) {
 		if out, err := rollout(t, "halt", "api-back"); err != nil || out != "componentrollout/api-back halted\n" {
 			t.Fatalf("halt: %q, %v", out, err)
@@ -179,7 +196,7 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 
 	t.Run("halt warns when a GitOps controller applies spec.halted too", func(t *testing.T) {
 		apply := []byte(`{"apiVersion":"tenancy.landlord.dev/v1alpha1","kind":"ComponentRollout","metadata":{"name":"api-back"},` +
-			`"spec":{"component":"api","version":"1.0.0","selector":{"matchLabels":{"group":"object"}},"halted":false}}`)
+			`"spec":{"component":"api","version":"1.0.0","selector":{"matchLabels":{"group":"object"}},"rollback":true,"halted":false}}`)
 		if err := c.Patch(context.Background(), &tenancyv1alpha1.ComponentRollout{ObjectMeta: metav1.ObjectMeta{Name: "api-back"}},
 			client.RawPatch(types.ApplyPatchType, apply), client.FieldOwner("kustomize-controller"), client.ForceOwnership); err != nil {
 			t.Fatal(err)

@@ -97,8 +97,16 @@ func MarkHealth(obj client.Object, gvk schema.GroupVersionKind) {
 	obj.SetAnnotations(annotations)
 }
 
-// CachedHealth is the verdict MarkHealth recorded on obj, or kstatus's verdict on obj itself
-// when none was recorded (an object as the API server answered a write).
+// LiveHealth is kstatus's verdict on obj as the API server answered a write: from its body and
+// status alone. An annotation there is whatever someone wrote on the server, a tenant's user
+// included, and never the cache's record.
+func LiveHealth(obj client.Object, gvk schema.GroupVersionKind) (Health, error) {
+	return healthOf(obj, gvk)
+}
+
+// CachedHealth is the verdict MarkHealth recorded on obj as it entered the operator's cache (the
+// cache transform drops any value the server held first), or kstatus's verdict on obj itself
+// when none was recorded.
 func CachedHealth(obj client.Object, gvk schema.GroupVersionKind) (Health, error) {
 	if raw, ok := obj.GetAnnotations()[apply.HealthAnnotation]; ok {
 		var h Health

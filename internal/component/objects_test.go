@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/component"
 )
 
@@ -105,6 +106,30 @@ func TestHealth(t *testing.T) {
 				t.Errorf("health = %+v, want ready=%v failed=%v message containing %q", h, tc.ready, tc.failed, tc.message)
 			}
 		})
+	}
+}
+
+// The answer to a write is the server's object: an annotation on it is whatever was written
+// there, a tenant's user included. Its health is kstatus's verdict on its body, never what an
+// annotation claims; only the cache's own record (made as the object entered the cache) is read.
+func TestAHealthWrittenOnTheServerIsNeverBelieved(t *testing.T) {
+	halfway := deployment(map[string]any{
+		"observedGeneration": int64(2),
+		"replicas":           int64(3), "updatedReplicas": int64(3), "availableReplicas": int64(1), "readyReplicas": int64(1),
+	})
+	halfway.SetAnnotations(map[string]string{apply.HealthAnnotation: `{"ready":true}`})
+	gvk := halfway.GroupVersionKind()
+	h, err := component.LiveHealth(halfway, gvk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Ready {
+		t.Errorf("a Deployment with 1 of 3 replicas available, annotated ready on the server, is ready: %+v", h)
+	}
+	recorded := halfway.DeepCopy()
+	component.MarkHealth(recorded, gvk)
+	if cached, _ := component.CachedHealth(recorded, gvk); cached != h {
+		t.Errorf("the cache's record %+v differs from the live verdict %+v", cached, h)
 	}
 }
 

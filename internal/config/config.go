@@ -69,7 +69,30 @@ type Isolation struct {
 	// has a list, an Ingress naming no class is refused: the cluster's default class may be
 	// any controller. Empty (the default) leaves the class to the tenant.
 	IngressClasses []string `json:"ingressClasses,omitempty"`
+	// PriorityClasses are the PriorityClasses tenants' pods may name. Empty (the default) allows
+	// none: a tenant's pods run at the cluster's default priority, and none can take a system
+	// class (system-node-critical, system-cluster-critical) to preempt other tenants' pods. A
+	// cluster with a globalDefault PriorityClass lists it here: Kubernetes writes its name into
+	// every pod that names none.
+	PriorityClasses []string `json:"priorityClasses,omitempty"`
+	// Tolerations are the taints tenants' pods may tolerate besides their own node pool's and
+	// the node conditions Kubernetes tolerates on its own (node.kubernetes.io/not-ready,
+	// unreachable, and those DaemonSets get), each written as kubectl writes a taint: "key" or
+	// "key=value", then ":Effect" for that effect only. "key" tolerates the taint with operator
+	// Exists, "key=value" with Equal. Empty (the default) allows no other: in particular not the
+	// control plane's taint.
+	Tolerations []string `json:"tolerations,omitempty"`
+	// Audit is what the operator does with objects in tenant namespaces that break an isolation
+	// policy, found when it starts and whenever it puts back a policy that was missing: Delete
+	// (the default) deletes those that reach across tenants and reports the rest, Report only
+	// reports. Each finding is a Warning event on the Tenant and a count in
+	// landlord_policy_audit_findings_total.
+	Audit AuditAction `json:"audit,omitempty"`
 }
+
+// DefaultPlatformNamespaces are the namespaces network.platformNamespaceSelector lets reach
+// tenants' pods by default: the ingress controller's and monitoring's.
+var DefaultPlatformNamespaces = []string{"ingress-nginx", "monitoring"}
 
 // MaxIngressClasses bounds isolation.ingressClasses, as the CRD bounds a Tenant's own list.
 const MaxIngressClasses = 16
@@ -269,7 +292,17 @@ type Controller struct {
 	// ReconcileTimeout bounds one reconcile of any object: a call that never answers ends it,
 	// and it is retried with backoff, rather than holding a worker for ever.
 	ReconcileTimeout metav1.Duration `json:"reconcileTimeout,omitempty"`
+	// Identity is the username the operator's requests carry (its ServiceAccount, as
+	// system:serviceaccount:<namespace>:<name>): the one user Landlord's admission policies let
+	// set its labels, bind claims and write outside tenant namespaces. It is configuration, never
+	// learned: a process the API server knows by another name refuses to start, so a second
+	// process run by someone else cannot rewrite who the policies exempt.
+	Identity string `json:"identity,omitempty"`
 }
+
+// DefaultIdentity is the operator's identity in the shipped install (config/default and the Helm
+// chart): the ServiceAccount landlord-controller-manager in landlord-system.
+const DefaultIdentity = "system:serviceaccount:landlord-system:landlord-controller-manager"
 
 // Default returns the built-in configuration.
 func Default() Config {
@@ -341,15 +374,30 @@ func (c *Config) applyDefaults() {
 			corev1.ResourceMemory: resource.MustParse("8Gi"),
 		}
 	}
+	// Scratch space (emptyDir volumes, logs, writable layers) is bounded key by key, so a
+	// configuration that lists cpu and memory only bounds it too: without a limit one tenant's
+	// pod can fill a shared node's disk and have every pod on it evicted.
+	for list, q := range map[*corev1.ResourceList]string{&l.Default: "2Gi", &l.DefaultRequest: "256Mi", &l.Max: "16Gi"} {
+		if _, ok := (*list)[corev1.ResourceEphemeralStorage]; !ok {
+			(*list)[corev1.ResourceEphemeralStorage] = resource.MustParse(q)
+		}
+	}
 	if c.Defaults.PodSecurity == "" {
 		c.Defaults.PodSecurity = tenancyv1alpha1.PodSecurityRestricted
 	}
 	if c.Defaults.PodSecurityVersion == "" {
 		c.Defaults.PodSecurityVersion = "v1.37"
 	}
+	if c.Isolation.Audit == "" {
+		c.Isolation.Audit = AuditDelete
+	}
 	if c.Network.PlatformNamespaceSelector == nil {
+		// By name, the label Kubernetes sets on every namespace and no one can change: a label
+		// anyone who may edit a namespace can add would let that namespace reach every tenant.
 		c.Network.PlatformNamespaceSelector = &metav1.LabelSelector{
-			MatchLabels: map[string]string{"tenancy.landlord.dev/platform": "true"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: DefaultPlatformNamespaces,
+			}},
 		}
 	}
 	if c.Network.DNS.NamespaceSelector == nil {
@@ -417,6 +465,9 @@ func (c *Config) applyDefaults() {
 	if c.Controller.CacheSyncTimeout.Duration == 0 {
 		c.Controller.CacheSyncTimeout.Duration = 2 * time.Minute
 	}
+	if c.Controller.Identity == "" {
+		c.Controller.Identity = DefaultIdentity
+	}
 	if c.Controller.ReconcileTimeout.Duration == 0 {
 		// Long enough for a tenant's every database call (each bounded by databases.timeout) and
 		// its writes; a reconcile that takes longer is waiting on something that is not answering.
@@ -472,6 +523,8 @@ func (c *Config) Validate() error {
 		}
 		seenClasses[class] = true
 	}
+	errs = append(errs, c.Isolation.validateScheduling()...)
+	errs = append(errs, c.Isolation.validateAudit()...)
 	for i, e := range c.Network.EgressCIDRs {
 		if msgs := validation.IsValidCIDR(nil, e.CIDR); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("network.egressCIDRs[%d].cidr: %q is not a CIDR", i, e.CIDR))

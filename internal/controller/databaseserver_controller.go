@@ -53,7 +53,7 @@ func (r *DatabaseServerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	tenants, err := countTenantsOn(ctx, r.Client, ds.Name)
+	tenants, logins, err := placedOn(ctx, r.Client, ds.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -63,7 +63,7 @@ func (r *DatabaseServerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	s.Tenants = tenants
 	c := conditions{list: &s.Conditions, generation: ds.Generation}
 	interval := r.Config.Databases.CheckInterval.Duration
-	version, err := r.Connections.Check(ctx, ds.Name, interval, r.Config.Databases.Timeout.Duration)
+	info, err := r.Connections.Check(ctx, ds.Name, interval, r.Config.Databases.Timeout.Duration)
 	result := ctrl.Result{RequeueAfter: interval}
 	switch {
 	case errors.Is(err, database.ErrServerUnusable):
@@ -78,13 +78,41 @@ func (r *DatabaseServerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		result.RequeueAfter = min(interval, 10*time.Second)
 	default:
 		s.Reachable = true
-		s.ServerVersion = version
-		c.ready(tenancyv1alpha1.ReasonReachable, "logged in as the administrator; server version "+version)
+		s.ServerVersion = info.Version
+		s.ConnectionSlots = int32(info.MaxConnections)
+		s.ConnectionLimit = database.DerivedConnectionLimit(info, ds.Spec.MaxTenants)
+		if ds.Spec.ConnectionLimit != nil {
+			s.ConnectionLimit = *ds.Spec.ConnectionLimit
+		}
+		c.ready(tenancyv1alpha1.ReasonReachable, "logged in as the administrator; server version "+info.Version)
+		if message, over := database.Overcommitted(info, s.ConnectionLimit, logins, ds.Spec.MaxTenants); over {
+			c.set(tenancyv1alpha1.ConnectionsOvercommittedCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonConnectionLimitTooHigh,
+				message+": lower spec.connectionLimit, or leave it unset for Landlord to derive it")
+		} else {
+			c.remove(tenancyv1alpha1.ConnectionsOvercommittedCondition)
+		}
 	}
 	if err := patchStatus(ctx, r.Client, ds, &ds.Status, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	return result, nil
+}
+
+// placedOn counts the tenants with databases on a server, and their logins there (one per
+// database), from the cache.
+func placedOn(ctx context.Context, c client.Reader, server string) (tenants int32, logins int, err error) {
+	list := &tenancyv1alpha1.TenantList{}
+	if err := c.List(ctx, list, client.MatchingFields{TenantDatabaseServerIndex: server}, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, 0, err
+	}
+	for i := range list.Items {
+		for _, d := range list.Items[i].Status.Databases {
+			if d.Server == server {
+				logins++
+			}
+		}
+	}
+	return int32(len(list.Items)), logins, nil
 }
 
 // serversUsingSecret maps an admin credentials Secret to the servers that use it.

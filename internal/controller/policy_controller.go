@@ -33,13 +33,19 @@ type PolicyReconciler struct {
 	// Operator is the operator's identity, which the protection policies let set the labels
 	// that carry meaning, and the namespaces its writes are confined to.
 	Operator policy.Operator
+	// Auditor, when set, judges what got into tenant namespaces while a policy was absent: once
+	// the policies are in place at start-up, and again whenever one had to be created or
+	// repaired (policyAuditDue).
+	Auditor *PolicyAuditor
+	// audits is the audit's schedule. Reconcile has one request, so it never runs twice at once.
+	audits auditSchedule
 }
 
 // The operator may read and change its own policies only, by name: a bug cannot switch off
 // another admission policy of the cluster. (Kubernetes cannot restrict a create by name.) A
 // test keeps the names in step with internal/policy.
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=list;watch;create
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;patch,resourceNames=landlord-node-pool-placement;landlord-node-pool;landlord-service-exposure;landlord-ingress-hosts;landlord-route-hostnames;landlord-ingress-classes;landlord-ingress-annotations;landlord-managed-labels;landlord-operator-namespaces;landlord-tenant-deletion;landlord-tenant-labels;landlord-crd-protection;landlord-tenant-finalizer
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings;mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;patch,resourceNames=landlord-node-pool-placement;landlord-node-pool;landlord-service-exposure;landlord-ingress-hosts;landlord-route-hostnames;landlord-ingress-classes;landlord-ingress-annotations;landlord-managed-labels;landlord-operator-namespaces;landlord-tenant-deletion;landlord-tenant-labels;landlord-crd-protection;landlord-tenant-finalizer;landlord-pod-scheduling;landlord-disruption-budgets;landlord-namespace-labels;landlord-component-objects
 
 // policiesRequest is the one request the controller works on: the policies are few and are
 // applied together.
@@ -84,7 +90,13 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 		}
 		if result != apply.Unchanged {
 			log.FromContext(ctx).Info("admission policy "+result.String(), objectLogKeys(obj)...)
+			if auditedPolicies[obj.GetName()] {
+				r.audits.gap()
+			}
 		}
 	}
-	return ctrl.Result{}, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.auditTenantNamespaces(ctx)
 }

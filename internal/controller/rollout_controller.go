@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,13 +62,15 @@ type ComponentRolloutReconciler struct {
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=componentrollouts/status,verbs=get;patch
 
 // SetupWithManager registers the controller: a rollout is looked at again when it changes, when
-// a tenant whose component follows rollouts changes, and when its template is published.
+// a tenant whose component follows rollouts changes, when its template is published, and when
+// another rollout of its component is deleted.
 func (r *ComponentRolloutReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("componentrollout").
 		For(&tenancyv1alpha1.ComponentRollout{}).
 		Watches(&tenancyv1alpha1.Tenant{}, r.tenantHandler()).
 		Watches(&tenancyv1alpha1.ComponentTemplate{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfTemplate)).
+		Watches(&tenancyv1alpha1.ComponentRollout{}, r.deletedRolloutHandler()).
 		Complete(r)
 }
 
@@ -120,23 +123,24 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := r.Client.List(ctx, tenants, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
-	superseded, err := r.newerRollouts(ctx, ro)
+	higher, err := r.higherRollouts(ctx, ro)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	superseded := make(map[string]bool, len(higher))
+	for _, h := range higher {
+		superseded[h.rollout.Name] = true
 	}
 	byName := make(map[string]*tenancyv1alpha1.Tenant, len(tenants.Items))
 	var chosen []string
 	for i := range tenants.Items {
 		t := &tenants.Items[i]
 		byName[t.Name] = t
-		if followsRollout(ro, selector, t) {
+		// A tenant that a rollout of a higher version chooses is that rollout's: this one
+		// finishes what it planned and takes no more of them, rather than move them twice.
+		if followsRollout(ro, selector, t) && !slices.ContainsFunc(higher, func(h chooser) bool { return followsRollout(h.rollout, h.selector, t) }) {
 			chosen = append(chosen, t.Name)
 		}
-	}
-	if len(superseded) > 0 {
-		// A newer rollout of the component takes the tenants chosen from now on: this one
-		// finishes what it planned and grows no more.
-		chosen = nil
 	}
 	s.Waves = planWaves(ro, s.Waves, chosen)
 
@@ -169,11 +173,20 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 
 	progress := fmt.Sprintf("%d of %d waves released; %d tenants done, %d pending, %d failed, %d skipped", s.Released, len(s.Waves), s.Done, s.Pending, s.Failed, s.Skipped)
+	switch {
+	case s.Ahead > 0 && ro.Spec.Rollback:
+		progress += fmt.Sprintf(", %d ahead (a rollout created after this rollback moved them to a higher version, and they stay there)", s.Ahead)
+	case s.Ahead > 0:
+		progress += fmt.Sprintf(", %d ahead (they run a higher version, and stay there: only a rollout with spec.rollback moves them down)", s.Ahead)
+	}
+	if s.Blocked > 0 {
+		progress += fmt.Sprintf(", %d failed for reasons of their own, not counted against maxFailures: %s", s.Blocked, failedNames(s.Waves, true))
+	}
 	allDone := int(s.Released) == len(s.Waves) && s.Pending == 0
 	switch {
 	case failed > int(ro.Spec.Strategy.MaxFailures):
 		c.stalled(tenancyv1alpha1.ReasonTooManyFailures, fmt.Sprintf("%d tenants failed, more than maxFailures (%d): %s; the rollout goes on once they run %s %s Ready. %s",
-			failed, ro.Spec.Strategy.MaxFailures, failedNames(s.Waves), ro.Spec.Component, ro.Spec.Version, progress))
+			failed, ro.Spec.Strategy.MaxFailures, failedNames(s.Waves, false), ro.Spec.Component, ro.Spec.Version, progress))
 	case allDone:
 		c.ready(tenancyv1alpha1.ReasonRolloutComplete, progress)
 	case ro.Spec.Halted:
@@ -192,7 +205,7 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 // tenants failed. wake hears how long until a pending tenant's progress deadline passes.
 func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, superseded map[string]bool, s *tenancyv1alpha1.ComponentRolloutStatus, byName map[string]*tenancyv1alpha1.Tenant, now time.Time, wake func(time.Duration)) int {
 	deadline := progressDeadline(ro)
-	s.Done, s.Pending, s.Failed, s.Skipped = 0, 0, 0, 0
+	s.Done, s.Pending, s.Failed, s.Skipped, s.Ahead, s.Blocked = 0, 0, 0, 0, 0, 0
 	for i := range s.Waves {
 		w := &s.Waves[i]
 		switch {
@@ -206,14 +219,17 @@ func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout,
 			recount(ro, selector, superseded, w, byName, now)
 			s.Done += w.Done
 			s.Skipped += w.Skipped
-			s.Failed += int32(len(w.Failed))
+			s.Ahead += w.Ahead
+			version, own := versionFailures(w.Failed)
+			s.Failed += version
+			s.Blocked += own
 			continue
 		}
 		started := now
 		if w.StartedAt != nil {
 			started = w.StartedAt.Time
 		}
-		w.Done, w.Pending, w.Skipped, w.Failed = 0, 0, 0, nil
+		w.Done, w.Pending, w.Skipped, w.Ahead, w.Failed = 0, 0, 0, 0, nil
 		for _, name := range w.Tenants {
 			t := byName[name]
 			progress, failure := progressOf(ro, followsRollout(ro, selector, t), superseded, t, started, now)
@@ -222,6 +238,8 @@ func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout,
 				w.Done++
 			case tenantSkipped:
 				w.Skipped++
+			case tenantAhead:
+				w.Ahead++
 			case tenantFailed:
 				w.Failed = append(w.Failed, failure)
 			default:
@@ -235,7 +253,10 @@ func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout,
 		s.Done += w.Done
 		s.Pending += w.Pending
 		s.Skipped += w.Skipped
-		s.Failed += int32(len(w.Failed))
+		s.Ahead += w.Ahead
+		version, own := versionFailures(w.Failed)
+		s.Failed += version
+		s.Blocked += own
 	}
 	return int(s.Failed)
 }
@@ -249,11 +270,17 @@ func recount(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, sup
 	failed := w.Failed[:0:0]
 	for _, f := range w.Failed {
 		t := byName[f.Tenant]
-		switch progress, _ := progressOf(ro, followsRollout(ro, selector, t), superseded, t, started, now); progress {
+		switch progress, current := progressOf(ro, followsRollout(ro, selector, t), superseded, t, started, now); progress {
 		case tenantDone:
 			w.Done++
 		case tenantSkipped:
 			w.Skipped++
+		case tenantAhead:
+			w.Ahead++
+		case tenantFailed:
+			// Why it failed is kept; whose the cause is follows the tenant.
+			f.OwnCause = current.OwnCause
+			failed = append(failed, f)
 		default:
 			failed = append(failed, f)
 		}
@@ -261,20 +288,34 @@ func recount(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, sup
 	w.Failed = failed
 }
 
-// newerRollouts names the rollouts of the same component created after ro: a tenant one of
-// them has moved runs its version, and is no longer ro's to move.
-func (r *ComponentRolloutReconciler) newerRollouts(ctx context.Context, ro *tenancyv1alpha1.ComponentRollout) (map[string]bool, error) {
+// chooser is a rollout with its parsed selector.
+type chooser struct {
+	rollout  *tenancyv1alpha1.ComponentRollout
+	selector labels.Selector
+}
+
+// higherRollouts lists the rollouts of ro's component that rank above it (compareRollouts): a
+// tenant one of them chooses is not ro's to take, and one that such a rollout has moved runs
+// its version and is no longer ro's to move. (A rollout whose selector does not parse chooses
+// no tenant.)
+func (r *ComponentRolloutReconciler) higherRollouts(ctx context.Context, ro *tenancyv1alpha1.ComponentRollout) ([]chooser, error) {
 	list := &tenancyv1alpha1.ComponentRolloutList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	newer := map[string]bool{}
+	var higher []chooser
 	for i := range list.Items {
-		if other := &list.Items[i]; other.Spec.Component == ro.Spec.Component && newerRollout(other, ro) {
-			newer[other.Name] = true
+		other := &list.Items[i]
+		if other.Spec.Component != ro.Spec.Component || compareRollouts(other, ro) <= 0 {
+			continue
 		}
+		selector, err := metav1.LabelSelectorAsSelector(&other.Spec.Selector)
+		if err != nil {
+			selector = labels.Nothing()
+		}
+		higher = append(higher, chooser{rollout: other, selector: selector})
 	}
-	return newer, nil
+	return higher, nil
 }
 
 // tenantHandler maps a tenant's changes to the rollouts of the components it lets rollouts
@@ -316,6 +357,25 @@ func (r *ComponentRolloutReconciler) tenantHandler() handler.EventHandler {
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(ctx, q, true, e.Object)
+		},
+	}
+}
+
+// deletedRolloutHandler maps a deleted rollout to the other rollouts of its component: the
+// tenants it chose may now be theirs to take (a rollback applied while the rollout it rolls back
+// from was still there waits for this).
+func (r *ComponentRolloutReconciler) deletedRolloutHandler() handler.EventHandler {
+	return handler.Funcs{
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			gone, ok := e.Object.(*tenancyv1alpha1.ComponentRollout)
+			if !ok {
+				return
+			}
+			for _, req := range r.rollouts(ctx, func(ro *tenancyv1alpha1.ComponentRollout) bool {
+				return ro.Spec.Component == gone.Spec.Component && ro.Name != gone.Name
+			}) {
+				q.Add(req)
+			}
 		},
 	}
 }

@@ -105,11 +105,13 @@ const (
 	tenantDone
 	tenantFailed
 	tenantSkipped
+	tenantAhead
 )
 
 // progressOf says where t stands in the rollout, and for a failed tenant why. A tenant is done
 // when its status reports the rollout's version applied and ready; skipped when it is no longer
-// chosen, or a newer rollout (superseded) has moved it; failed when it is Stalled, or still not
+// chosen, or a higher rollout (superseded) has moved it; ahead when it runs a higher version that
+// the rollout may not move it down from (rolloutMoves); failed when it is Stalled, or still not
 // done past the progress deadline counted from its wave's start.
 func progressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded map[string]bool, t *tenancyv1alpha1.Tenant, started time.Time, now time.Time) (tenantProgress, tenancyv1alpha1.RolloutFailure) {
 	if !follows {
@@ -125,6 +127,9 @@ func progressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded m
 			return tenantSkipped, tenancyv1alpha1.RolloutFailure{}
 		}
 	}
+	if running, current := runningOf(t, ro.Spec.Component); !rolloutMoves(ro, running, current) {
+		return tenantAhead, tenancyv1alpha1.RolloutFailure{}
+	}
 	ready := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ReadyCondition)
 	message := ""
 	if ready != nil {
@@ -134,22 +139,55 @@ func progressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded m
 	// its own, is given until the deadline. (Times are kept to the second.)
 	if stalled := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.StalledCondition); stalled != nil && stalled.Status == metav1.ConditionTrue &&
 		!stalled.LastTransitionTime.Time.Before(started.Truncate(time.Second)) {
-		return tenantFailed, tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: stalled.Reason, Message: clip(stalled.Message)}
+		return tenantFailed, tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: stalled.Reason, Message: clip(stalled.Message), OwnCause: ownCause(ro, t)}
 	}
 	deadline := progressDeadline(ro)
 	if now.Sub(started) > deadline {
 		return tenantFailed, tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: tenancyv1alpha1.ReasonProgressDeadlineExceeded,
-			Message: clip(fmt.Sprintf("not running %s %s Ready %s after its wave started: %s", ro.Spec.Component, ro.Spec.Version, deadline, message))}
+			Message:  clip(fmt.Sprintf("not running %s %s Ready %s after its wave started: %s", ro.Spec.Component, ro.Spec.Version, deadline, message)),
+			OwnCause: ownCause(ro, t)}
 	}
 	return tenantPending, tenancyv1alpha1.RolloutFailure{}
 }
 
-// failedNames lists the failed tenants of the released waves for a message, at most ten.
-func failedNames(waves []tenancyv1alpha1.RolloutWave) string {
+// ownCause reports whether a failed tenant never took the rollout's version up for a reason of
+// its own: the version was not applied, and its components phase did not get to try (the
+// namespace has not converged: a domain another tenant holds, a namespace being deleted). Such
+// a failure says nothing of the version, and counts against no failure budget: otherwise a
+// tenant's own trouble, which whoever may stall the tenant can cause, would halt the fleet's
+// rollout. A version that was applied and fails, or that does not render or apply, is the
+// version's failure.
+func ownCause(ro *tenancyv1alpha1.ComponentRollout, t *tenancyv1alpha1.Tenant) bool {
+	if slices.ContainsFunc(t.Status.Components, func(c tenancyv1alpha1.ComponentStatus) bool {
+		return c.Name == ro.Spec.Component && c.Version == ro.Spec.Version
+	}) {
+		return false
+	}
+	c := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ComponentsReadyCondition)
+	return c != nil && c.Reason == tenancyv1alpha1.ReasonNamespaceNotReady
+}
+
+// versionFailures counts the failures of the version itself among a wave's.
+func versionFailures(failed []tenancyv1alpha1.RolloutFailure) (version, own int32) {
+	for _, f := range failed {
+		if f.OwnCause {
+			own++
+		} else {
+			version++
+		}
+	}
+	return version, own
+}
+
+// failedNames lists the failed tenants of the released waves for a message, at most ten: those
+// that failed for reasons of their own (own), or the version's failures.
+func failedNames(waves []tenancyv1alpha1.RolloutWave, own bool) string {
 	var names []string
 	for _, w := range waves {
 		for _, f := range w.Failed {
-			names = append(names, fmt.Sprintf("%s (%s)", f.Tenant, f.Reason))
+			if f.OwnCause == own {
+				names = append(names, fmt.Sprintf("%s (%s)", f.Tenant, f.Reason))
+			}
 		}
 	}
 	if len(names) > 10 {

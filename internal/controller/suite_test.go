@@ -97,6 +97,10 @@ func run(m *testing.M) int {
 	// Tests add and remove shared secrets a few at a time; the share one sync may remove is
 	// tested on namespaces of its own (templatesync_safety_test.go).
 	opConfig.Secrets.MaxDeletionPercent = 100
+	// Tenants' pods may take this priority class and tolerate this taint besides their pool's
+	// (isolation_scheduling_test.go).
+	opConfig.Isolation.PriorityClasses = []string{"tenant-batch"}
+	opConfig.Isolation.Tolerations = []string{"nvidia.com/gpu:NoSchedule"}
 	if op, err = env.StartOperator(opConfig, store); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

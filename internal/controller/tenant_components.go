@@ -361,8 +361,9 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, s *tenantScope, 
 	var notReady, failures []string
 	for _, obj := range objs {
 		var live client.Object
+		health := component.CachedHealth
 		if answer, ok := written[component.InventoryKey(obj)]; ok {
-			live = answer
+			live, health = answer, component.LiveHealth
 		} else {
 			live = newObject(r.Client.Scheme(), obj.GroupVersionKind())
 			// Only read: no need for the cache's deep copy. The cache keeps the object's
@@ -373,7 +374,7 @@ func (r *TenantReconciler) ensureComponent(ctx context.Context, s *tenantScope, 
 				continue
 			}
 		}
-		h, err := component.CachedHealth(live, obj.GroupVersionKind())
+		h, err := health(live, obj.GroupVersionKind())
 		if err != nil {
 			h.Message = err.Error()
 		}

@@ -170,6 +170,8 @@ func (r *TenantReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&tenancyv1alpha1.ComponentRollout{}, r.rolloutHandler()).
 		// A tenant giving a domain up (or going) lets the next tenant listing it take it.
 		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.tenantsSharingDomains), builder.WithPredicates(domainsChanged)).
+		// A namespace no longer admitting a domain (or going) lets a tenant taking it over have it.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.tenantsTakingDomainsOf), builder.WithPredicates(domainsAdmittedChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Config.Controller.MaxConcurrentReconciles})
 	if r.Resync != nil {
 		b = b.WatchesRawSource(source.Channel(r.Resync, &handler.EnqueueRequestForObject{}))

@@ -581,7 +581,9 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 				"%s: %v; drop it by hand and delete it from the store", e, err)); !res.done {
 				return res
 			}
-			if err := r.Secrets.Delete(ctx, s.namespace, sec.Name); err != nil {
+			// Only while the record still names the owner read here: a same-named newer
+			// tenant's record written since is that tenant's.
+			if err := r.Secrets.Delete(ctx, s.namespace, sec.Name, sec.Annotations[tenancyv1alpha1.TenantUIDLabel]); err != nil {
 				return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
 			}
 			continue
@@ -602,7 +604,9 @@ func (r *TenantReconciler) purgeDatabases(ctx context.Context, s *tenantScope) o
 		if st := unrecorded[dbKey{e.engine, e.Name}]; st != nil && sameAccount(st, c) {
 			delete(unrecorded, dbKey{e.engine, e.Name})
 		}
-		if err := r.Secrets.Delete(ctx, s.namespace, sec.Name); err != nil {
+		// c.UID is the owner claimRecord accepted as this tenant's lineage: the record is
+		// forgotten only while it still names it.
+		if err := r.Secrets.Delete(ctx, s.namespace, sec.Name, c.UID); err != nil {
 			return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
 		}
 		if wasDropped {

@@ -99,33 +99,45 @@ func (r *TenantReconciler) holdsBefore(ctx context.Context, other, t *tenancyv1a
 	return createdBefore(other, t), nil
 }
 
-// checkDomains returns the domains the tenant holds, and why it may not serve the others, or
-// "": a wildcard over a public suffix (*.co.uk would take traffic for every company under it), a
-// name under the base domain that is another tenant's, or a domain (or wildcard) another tenant
-// holds.
-func (r *TenantReconciler) checkDomains(ctx context.Context, t *tenancyv1alpha1.Tenant) ([]tenancyv1alpha1.Domain, string, error) {
-	var problems []string
-	held := make([]tenancyv1alpha1.Domain, 0, len(t.Spec.Domains))
+// checkDomains returns the domains the tenant holds; why it may not serve the others, or "": a
+// wildcard over a public suffix (*.co.uk would take traffic for every company under it), a name
+// under the base domain that is another tenant's, or a domain (or wildcard) another tenant
+// holds; and what a domain it takes over from another tenant still waits for, or "" (handOver).
+func (r *TenantReconciler) checkDomains(ctx context.Context, t *tenancyv1alpha1.Tenant) (held []tenancyv1alpha1.Domain, problem, waiting string, err error) {
+	var problems, waits []string
+	held = make([]tenancyv1alpha1.Domain, 0, len(t.Spec.Domains))
 	for _, dom := range t.Spec.Domains {
 		d := string(dom)
 		if problem := domainShape(d, t.Name, r.Config); problem != "" {
 			problems = append(problems, problem)
 			continue
 		}
-		holders, err := r.domainHolders(ctx, t, d)
+		holders, serving, err := r.domainHolders(ctx, t, d)
 		if err != nil {
-			return nil, "", err
+			return nil, "", "", err
 		}
 		if len(holders) > 0 {
 			problems = append(problems, fmt.Sprintf("%s is held by tenant %s", d, strings.Join(holders, ", ")))
 			continue
 		}
+		if !serving {
+			// Taken now: whatever another tenant still has for it goes first.
+			wait, err := r.handOver(ctx, t, d)
+			if err != nil {
+				return nil, "", "", err
+			}
+			if wait != "" {
+				waits = append(waits, wait)
+				continue
+			}
+		}
 		held = append(held, dom)
 	}
+	waiting = strings.Join(waits, "; ")
 	if len(problems) == 0 {
-		return held, "", nil
+		return held, "", waiting, nil
 	}
-	return held, strings.Join(problems, "; ") + ": remove it from spec.domains, or release it from the tenant holding it first", nil
+	return held, strings.Join(problems, "; ") + ": remove it from spec.domains, or release it from the tenant holding it first", waiting, nil
 }
 
 // domainShape refuses what no tenant may serve, whoever else lists it.
@@ -167,11 +179,11 @@ func (r *TenantReconciler) overlapping(ctx context.Context, d string, visit func
 }
 
 // domainHolders lists the tenants that hold d, or a wildcard over it, or (for a wildcard) a
-// name under it, before t.
-func (r *TenantReconciler) domainHolders(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) ([]string, error) {
+// name under it, before t; and whether t's namespace admits d already.
+func (r *TenantReconciler) domainHolders(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) ([]string, bool, error) {
 	selfServes, err := r.serves(ctx, t, d)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	seen := map[string]bool{}
 	var errs []error
@@ -184,7 +196,7 @@ func (r *TenantReconciler) domainHolders(ctx context.Context, t *tenancyv1alpha1
 		seen[other.Name] = holds
 	})
 	if err = errors.Join(append(errs, err)...); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	holders := make([]string, 0, len(seen))
 	for name, holds := range seen {
@@ -193,7 +205,7 @@ func (r *TenantReconciler) domainHolders(ctx context.Context, t *tenancyv1alpha1
 		}
 	}
 	sort.Strings(holders)
-	return holders, err
+	return holders, selfServes, err
 }
 
 // tenantsSharingDomains maps a tenant to the others that list one of its domains (or a wildcard

@@ -6,11 +6,17 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	networkingv1 "k8s.io/api/networking/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/policy"
 )
 
 // waitStalled waits until the tenant is Stalled for reason, and returns the Stalled message.
@@ -84,5 +90,200 @@ func TestADomainBelongsToOneTenant(t *testing.T) {
 		g.Expect(waitStalled(t, "dom-holder", tenancyv1alpha1.ReasonDomainConflict)).To(ContainSubstring("shop.dom.example.org is held by tenant dom-next"))
 		g.Expect(namespace(t, "dom-holder").Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, "*.apps.dom.example.org"))
 		g.Expect(namespace(t, "dom-next").Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, "shop.dom.example.org"))
+	})
+}
+
+// Issue 30 finding 2: a domain handed from one tenant to another left the old holder's Ingresses
+// naming it in place, so both served the host (ingress-nginx keeps the oldest rule) and the old
+// holder could still edit their annotations. Now the domain passes only once nothing of the old
+// holder names it: the operator deletes the old holder's Ingresses for it, with an event naming
+// each, and the new holder waits, saying for what, while a finalizer holds one.
+func TestADomainHandedOverTakesTheOldHoldersIngressesWithIt(t *testing.T) {
+	ctx := context.Background()
+	const shop, keep = "shop.handover.example.org", "keep.handover.example.org"
+	const oldNS, newNS = "tenant-ho-old", "tenant-ho-new"
+	createTenant(t, newTenant("ho-old", func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Domains = []tenancyv1alpha1.Domain{shop, keep}
+		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "ho-old-admin"}}
+	}))
+	oldAdmin := impersonate(t, "ho-old-admin")
+	waitForRefusal(t, oldAdmin, policy.IngressHosts, ingress(oldNS, "probe", "probe.invalid"))
+	held := ingress(oldNS, "held", shop)
+	held.Finalizers = []string{"example.com/hold"}
+	for _, ing := range []*networkingv1.Ingress{ingress(oldNS, "shop", shop), held, ingress(oldNS, "keep", keep)} {
+		NewWithT(t).Expect(oldAdmin.Create(ctx, ing)).To(Succeed())
+	}
+	t.Cleanup(func() {
+		// Whatever the outcome, the finalizer must not keep the namespace from going.
+		_ = k8s.Patch(ctx, named(&networkingv1.Ingress{}, oldNS, "held"), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	createTenant(t, newTenant("ho-new", func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "ho-new-admin"}}
+	}))
+	newAdmin := impersonate(t, "ho-new-admin")
+
+	// The handover: the old holder's spec drops the domain, the new holder's lists it.
+	g := NewWithT(t)
+	g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "ho-old"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"domains":["`+keep+`"]}}`)))).To(Succeed())
+	g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "ho-new"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"domains":["`+shop+`"]}}`)))).To(Succeed())
+
+	t.Run("the old holder's Ingresses for the domain are deleted, each named in an event", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func(g Gomega) {
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: oldNS, Name: "shop"}, &networkingv1.Ingress{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "expected NotFound, got %v", err)
+			live := &networkingv1.Ingress{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: oldNS, Name: "held"}, live)).To(Succeed())
+			g.Expect(live.DeletionTimestamp).NotTo(BeNil())
+			g.Expect(tenantEvents(g, "ho-new", tenancyv1alpha1.ReasonDomainHandover)).To(ContainElements(
+				ContainSubstring("deleted Ingress "+oldNS+"/shop of tenant ho-old"),
+				ContainSubstring("deleted Ingress "+oldNS+"/held of tenant ho-old")))
+			g.Expect(tenantEvents(g, "ho-old", tenancyv1alpha1.ReasonDomainHandover)).To(ContainElement(
+				ContainSubstring("deleted Ingress " + oldNS + "/shop of tenant ho-old: it names " + shop + ", which tenant ho-new takes over")))
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: oldNS, Name: "keep"}, &networkingv1.Ingress{})).To(Succeed(),
+			"an Ingress for a domain the old holder keeps stays")
+	})
+
+	t.Run("the new holder waits while a finalizer holds one, naming it, and does not serve the domain yet", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func(g Gomega) {
+			tenant := &tenancyv1alpha1.Tenant{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "ho-new"}, tenant)).To(Succeed())
+			c := condition(tenant, tenancyv1alpha1.NamespaceReadyCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(tenancyv1alpha1.ReasonDomainHandover))
+			g.Expect(c.Message).To(ContainSubstring(shop))
+			g.Expect(c.Message).To(ContainSubstring("Ingress " + oldNS + "/held, deleted and held by finalizers example.com/hold"))
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(namespace(t, "ho-new").Annotations).NotTo(HaveKey(tenancyv1alpha1.DomainsAnnotation))
+		err := newAdmin.Create(ctx, ingress(newNS, "shop", shop), client.DryRunAll)
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "expected Forbidden, got %v", err)
+	})
+
+	t.Run("the old holder's remaining Ingress for the domain cannot be annotated or relabeled", func(t *testing.T) {
+		for name, change := range map[string]func(*networkingv1.Ingress){
+			"a redirect annotation": func(i *networkingv1.Ingress) {
+				i.Annotations = map[string]string{"nginx.ingress.kubernetes.io/permanent-redirect": "https://old.example.net"}
+			},
+			"a label": func(i *networkingv1.Ingress) { i.Labels = map[string]string{"team": "web"} },
+		} {
+			t.Run("adding "+name+" is refused", func(t *testing.T) {
+				g := NewWithT(t)
+				g.Eventually(func() error {
+					live := &networkingv1.Ingress{}
+					if err := oldAdmin.Get(ctx, client.ObjectKey{Namespace: oldNS, Name: "held"}, live); err != nil {
+						return err
+					}
+					change(live)
+					return oldAdmin.Update(ctx, live, client.DryRunAll)
+				}).WithTimeout(timeout).Should(MatchError(ContainSubstring("Ingress hosts " + shop + " are not among the domains of " + oldNS)))
+			})
+		}
+	})
+
+	t.Run("once the old holder removes its finalizer, the new holder alone serves the domain", func(t *testing.T) {
+		g := NewWithT(t)
+		live := &networkingv1.Ingress{}
+		g.Expect(oldAdmin.Get(ctx, client.ObjectKey{Namespace: oldNS, Name: "held"}, live)).To(Succeed())
+		live.Finalizers = nil
+		g.Expect(oldAdmin.Update(ctx, live)).To(Succeed(), "removing a finalizer stays allowed")
+		waitReady(t, "ho-new")
+		g.Expect(namespace(t, "ho-new").Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, shop))
+		g.Expect(newAdmin.Create(ctx, ingress(newNS, "shop", shop))).To(Succeed())
+		all := &networkingv1.IngressList{}
+		g.Expect(k8s.List(ctx, all)).To(Succeed())
+		var serving []string
+		for _, ing := range all.Items {
+			for _, rule := range ing.Spec.Rules {
+				if rule.Host == shop {
+					serving = append(serving, ing.Namespace+"/"+ing.Name)
+				}
+			}
+		}
+		g.Expect(serving).To(Equal([]string{newNS + "/shop"}))
+	})
+}
+
+// httpRouteCRD is the Gateway API's HTTPRoute kind, reduced to what Landlord reads of it
+// (spec.hostnames): the test cluster does not install the Gateway API.
+func httpRouteCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "httproutes.gateway.networking.k8s.io",
+			// The API server serves a *.k8s.io group only as an approved API.
+			Annotations: map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/3328"},
+		},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "gateway.networking.k8s.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "httproutes", Singular: "httproute", Kind: "HTTPRoute", ListKind: "HTTPRouteList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
+}
+
+func httpRoute(namespace, name, hostname string) *unstructured.Unstructured {
+	route := &unstructured.Unstructured{}
+	route.SetAPIVersion("gateway.networking.k8s.io/v1")
+	route.SetKind("HTTPRoute")
+	route.SetNamespace(namespace)
+	route.SetName(name)
+	route.Object["spec"] = map[string]any{"hostnames": []any{hostname}}
+	return route
+}
+
+// Issue 30 finding 2, for Gateway API routes: an HTTPRoute of a tenant that gave its domain up
+// can no longer be relabeled, and is deleted, named in an event, when another tenant takes the
+// domain. The HTTPRoute kind appears after the operator started, as it does when a platform
+// installs the Gateway API later.
+func TestADomainHandedOverTakesTheOldHoldersRoutesWithIt(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	crd, crds := httpRouteCRD(), crdClient(t)
+	g.Expect(crds.Create(ctx, crd)).To(Succeed())
+	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(crds.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
+		established := false
+		for _, c := range crd.Status.Conditions {
+			established = established || c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
+		}
+		g.Expect(established).To(BeTrue())
+	}).WithTimeout(timeout).Should(Succeed())
+
+	const shop, oldNS = "shop.routes.example.org", "tenant-rt-old"
+	createTenant(t, newTenant("rt-old", func(t *tenancyv1alpha1.Tenant) { t.Spec.Domains = []tenancyv1alpha1.Domain{shop} }))
+	// The API server takes a moment to serve a new kind to a client that has not seen it.
+	g.Eventually(func() error { return k8s.Create(ctx, httpRoute(oldNS, "shop", shop)) }).WithTimeout(timeout).Should(Succeed())
+	g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "rt-old"}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"domains":null}}`)))).To(Succeed())
+
+	t.Run("a label on a route for a domain its tenant gave up is refused", func(t *testing.T) {
+		NewWithT(t).Eventually(func() error {
+			live := httpRoute(oldNS, "shop", shop)
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(live), live); err != nil {
+				return err
+			}
+			live.SetLabels(map[string]string{"team": "web"})
+			return k8s.Update(ctx, live, client.DryRunAll)
+		}).WithTimeout(timeout).Should(MatchError(ContainSubstring("route hostnames " + shop + " are not among the domains of " + oldNS)))
+	})
+
+	t.Run("a tenant taking the domain has the route deleted, named in an event, and then serves it", func(t *testing.T) {
+		g := NewWithT(t)
+		createTenant(t, newTenant("rt-new", func(t *tenancyv1alpha1.Tenant) { t.Spec.Domains = []tenancyv1alpha1.Domain{shop} }))
+		err := k8s.Get(ctx, client.ObjectKey{Namespace: oldNS, Name: "shop"}, httpRoute(oldNS, "shop", shop))
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "expected NotFound, got %v", err)
+		g.Expect(tenantEvents(g, "rt-new", tenancyv1alpha1.ReasonDomainHandover)).To(ContainElement(
+			ContainSubstring("deleted HTTPRoute " + oldNS + "/shop of tenant rt-old: it names " + shop)))
+		g.Expect(namespace(t, "rt-new").Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, shop))
 	})
 }

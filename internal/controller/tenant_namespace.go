@@ -35,11 +35,14 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 	// A domain another tenant holds never reaches the namespace's domains annotation, which is
 	// what lets its Ingresses take a host; everything else of the namespace is still kept as it
 	// should be (access, quota, a Frozen tenant's pods stopped), and the tenant is Stalled after.
-	held, problem, err := r.checkDomains(ctx, t)
+	// A domain handed over from another tenant reaches it only once that tenant's namespace no
+	// longer admits it and its Ingresses and routes for it are gone; until then the tenant says
+	// what it waits for.
+	held, problem, waiting, err := r.checkDomains(ctx, t)
 	if err != nil {
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
-	if problem != "" {
+	if problem != "" || waiting != "" {
 		t = t.DeepCopy()
 		t.Spec.Domains = held
 	}
@@ -87,7 +90,13 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 		}
 	}
 	if problem != "" {
+		if waiting != "" {
+			problem += "; " + waiting
+		}
 		return stalled(tenancyv1alpha1.ReasonDomainConflict, "%s", problem)
+	}
+	if waiting != "" {
+		return progressing(tenancyv1alpha1.ReasonDomainHandover, "%s", waiting)
 	}
 	return done(tenancyv1alpha1.ReasonSucceeded, "namespace %s is ready", s.namespace)
 }

@@ -45,7 +45,9 @@ type tenantPhase struct {
 
 // phasesActive converge everything an Active or Frozen tenant has.
 var phasesActive = []tenantPhase{
-	{condition: tenancyv1alpha1.NamespaceReadyCondition, run: (*TenantReconciler).ensureNamespace},
+	// A domain handed over waits for another tenant's objects to go, which no watched event
+	// reports (handOver).
+	{condition: tenancyv1alpha1.NamespaceReadyCondition, run: (*TenantReconciler).ensureNamespace, recheck: domainHandoverRecheck},
 	{condition: tenancyv1alpha1.SecretsReadyCondition, run: (*TenantReconciler).copySharedSecrets, needsNamespace: true},
 	{condition: tenancyv1alpha1.DatabasesReadyCondition, run: (*TenantReconciler).ensureDatabases, needsNamespace: true},
 	// Workload status events re-trigger a rollout in progress; the recheck, a look at the cache

@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/policy"
+	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
@@ -93,7 +95,7 @@ func TestDeletingAnActiveTenantIsRefused(t *testing.T) {
 // dry runs: admission judges them all the same, and nothing is lost if it lets one through.
 func TestLandlordsCRDsAreProtected(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{"tenants", "tenantpools", "tenantclaims", "databaseservers", "componenttemplates"} {
+	for _, name := range []string{"tenants", "tenantpools", "tenantclaims", "databaseservers", "componenttemplates", "componentrollouts"} {
 		crdName := name + "." + tenancyv1alpha1.GroupVersion.Group
 		t.Run(crdName+" is kept by Helm and Flux and its deletion is refused", func(t *testing.T) {
 			g := NewWithT(t)
@@ -107,6 +109,33 @@ func TestLandlordsCRDsAreProtected(t *testing.T) {
 			}).WithTimeout(timeout).Should(BeTrue())
 			err := crds.Delete(ctx, crd, client.DryRunAll)
 			g.Expect(err).To(MatchError(ContainSubstring("landlord-crd-protection")), "the refusal names the binding to remove to uninstall")
+		})
+	}
+}
+
+// Uninstalling the operator's Helm release, or Flux pruning its kustomization, used to remove
+// every admission policy at once: in the gap, any tenant admin could create what the policies
+// refuse (an ExternalName Service, an Ingress for another tenant's host, a pod on another pool),
+// and it stayed after a reinstall. The policies, their bindings and the tenant roles every
+// tenant's RoleBindings name are kept by `helm uninstall` and never pruned by Flux, on the
+// server as the operator writes them and in what Landlord ships.
+func TestIsolationOutlivesAnUninstall(t *testing.T) {
+	ctx := context.Background()
+	waitPoliciesApplied(t)
+	var objs []client.Object
+	objs = append(objs, policy.Objects(policy.Operator{})...)
+	for _, role := range resources.ClusterRoles() {
+		objs = append(objs, role)
+	}
+	for _, obj := range objs {
+		kind := obj.GetObjectKind().GroupVersionKind().Kind
+		t.Run(kind+" "+obj.GetName()+" is kept by Helm and never pruned by Flux", func(t *testing.T) {
+			g := NewWithT(t)
+			live := obj.DeepCopyObject().(client.Object)
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), live)).To(Succeed())
+			g.Expect(live.GetAnnotations()).To(And(
+				HaveKeyWithValue("helm.sh/resource-policy", "keep"),
+				HaveKeyWithValue("kustomize.toolkit.fluxcd.io/prune", "disabled")))
 		})
 	}
 }

@@ -22,30 +22,29 @@ type chosenVersion struct {
 	created *metav1.Time
 }
 
-// versionOf is the version a component of the tenant runs. A pinned component runs its spec's
-// version. One that follows rollouts runs the version of the newest rollout (by creation) that
-// released it and may move it (its selector chooses the tenant, which is Active and not
-// suspended), provided that rollout is newer than the one that set the version the tenant runs;
-// else the version a rollout gave it before, kept when that rollout is deleted; else its
-// spec's. So deleting a rollout from Git never moves a tenant back, and only a rollout created
-// later moves it again (to any version: that is how a version is rolled back). Read from the
-// cache's index: no request.
+// versionOf is the version a component of the tenant runs. One that follows rollouts runs the
+// version of the highest rollout (compareRollouts) that released it and may move it (its
+// selector chooses the tenant, which is Active and not suspended), when that rollout may move it
+// from the version it runs (rolloutMoves: never down, but for a rollback); else the version a
+// rollout gave it before, kept when that rollout is deleted; else its spec's. So deleting a
+// rollout, or applying an old one again, never moves a tenant back. A pinned component runs its
+// spec's version, except that one a rollout moved keeps that version while its spec names a
+// lower one: a tenant that stops following rollouts does not drop to the version it started from,
+// against data the newer one may have migrated. Read from the cache's index: no request.
 func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Tenant, c tenancyv1alpha1.Component) (chosenVersion, error) {
+	running, current := runningOf(t, c.Name)
 	if !c.FollowRollouts {
-		return chosenVersion{version: c.Version}, nil
-	}
-	var current *tenancyv1alpha1.ComponentStatus
-	for i := range t.Status.Components {
-		if st := &t.Status.Components[i]; st.Name == c.Name && st.Rollout != "" && st.Version != "" {
-			current = st
+		if current != nil && compareVersions(c.Version, running) < 0 {
+			return chosenVersion{version: current.Version, rollout: current.Rollout, created: current.RolloutCreated}, nil
 		}
+		return chosenVersion{version: c.Version}, nil
 	}
 	// Only read: no need for the cache's deep copy of the rollouts' statuses.
 	list := &tenancyv1alpha1.ComponentRolloutList{}
 	if err := r.Client.List(ctx, list, client.MatchingFields{RolloutReleasedIndex: rolloutKey(c.Name, t.Name)}, client.UnsafeDisableDeepCopy); err != nil {
 		return chosenVersion{}, err
 	}
-	var newest *tenancyv1alpha1.ComponentRollout
+	var highest *tenancyv1alpha1.ComponentRollout
 	for i := range list.Items {
 		ro := &list.Items[i]
 		if ro.Spec.Component != c.Name || !ro.DeletionTimestamp.IsZero() {
@@ -55,36 +54,17 @@ func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Ten
 		if err != nil || !followsRollout(ro, selector, t) {
 			continue
 		}
-		if newest == nil || newerRollout(ro, newest) {
-			newest = ro
+		if highest == nil || compareRollouts(ro, highest) > 0 {
+			highest = ro
 		}
 	}
-	if newest != nil && (current == nil || newest.Name == current.Rollout || createdAfter(newest, current)) {
-		return chosenVersion{version: newest.Spec.Version, rollout: newest.Name, created: newest.CreationTimestamp.DeepCopy()}, nil
+	if highest != nil && rolloutMoves(highest, running, current) {
+		return chosenVersion{version: highest.Spec.Version, rollout: highest.Name, created: highest.CreationTimestamp.DeepCopy()}, nil
 	}
 	if current != nil {
 		return chosenVersion{version: current.Version, rollout: current.Rollout, created: current.RolloutCreated}, nil
 	}
 	return chosenVersion{version: c.Version}, nil
-}
-
-// newerRollout orders rollouts by creation, then by name.
-func newerRollout(a, b *tenancyv1alpha1.ComponentRollout) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return b.CreationTimestamp.Before(&a.CreationTimestamp)
-	}
-	return a.Name > b.Name
-}
-
-// createdAfter reports whether ro is newer than the rollout that set the version st reports.
-func createdAfter(ro *tenancyv1alpha1.ComponentRollout, st *tenancyv1alpha1.ComponentStatus) bool {
-	if st.RolloutCreated == nil {
-		return true
-	}
-	if !ro.CreationTimestamp.Equal(st.RolloutCreated) {
-		return st.RolloutCreated.Before(&ro.CreationTimestamp)
-	}
-	return ro.Name > st.Rollout
 }
 
 // rolloutHandler re-triggers the tenants of the waves a rollout has just released. Tenants of

@@ -260,10 +260,10 @@ func TestDatabaseServerValidation(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "pg-validate"}, ds)).To(Succeed())
 	t.Cleanup(func() { _ = k8s.Delete(ctx, ds) })
 
-	t.Run("the name prefix and connection limit default", func(t *testing.T) {
+	t.Run("the name prefix defaults, and the connection limit is left to the server", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(ds.Spec.NamePrefix).To(Equal("t_"))
-		g.Expect(ds.Spec.ConnectionLimit).To(Equal(int32(100)))
+		g.Expect(ds.Spec.ConnectionLimit).To(BeNil())
 	})
 
 	t.Run("the name prefix never changes", func(t *testing.T) {

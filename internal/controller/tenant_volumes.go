@@ -212,7 +212,7 @@ func (r *TenantReconciler) purgeVolumes(ctx context.Context, s *tenantScope) err
 		if uid == "" {
 			continue
 		}
-		if err := r.Secrets.Delete(ctx, s.namespace, volumesRecordPrefix+uid); err != nil {
+		if err := r.Secrets.Delete(ctx, s.namespace, volumesRecordPrefix+uid, uid); err != nil {
 			return err
 		}
 	}

@@ -35,8 +35,59 @@ type dbConn struct {
 	key     string
 	prov    Provisioner
 	checked time.Time
-	version string
+	info    ServerInfo
 	err     error
+}
+
+// landlordSessions is what Landlord itself may hold on a server: its administrator sessions and
+// the check's own.
+const landlordSessions = maxAdminConns + 1
+
+// DerivedConnectionLimit is each tenant login's share of a server's connection slots when
+// spec.connectionLimit is unset: the slots left once the superusers' reserved ones and
+// Landlord's own sessions are set aside, divided by maxTenants when set and by 4 otherwise, so
+// that no tenant can take the server from the others (PostgreSQL's default max_connections is
+// 100, which the limit of 100 per login that Landlord gave before handed to any one tenant).
+// At least 1.
+func DerivedConnectionLimit(info ServerInfo, maxTenants *int32) int32 {
+	share := 4
+	if maxTenants != nil && *maxTenants > 0 {
+		share = int(*maxTenants)
+	}
+	return int32(max(1, (info.MaxConnections-info.Reserved-landlordSessions)/share))
+}
+
+// ConnectionLimit is what each tenant login on ds is given: spec.connectionLimit, else the limit
+// the last check derived (status.connectionLimit). Before any check it is 1; no tenant is placed
+// on a server before the check that makes it Ready has recorded its limit.
+func ConnectionLimit(ds *tenancyv1alpha1.DatabaseServer) int32 {
+	if ds.Spec.ConnectionLimit != nil {
+		return *ds.Spec.ConnectionLimit
+	}
+	return max(1, ds.Status.ConnectionLimit)
+}
+
+// Overcommitted says, when the server's tenant logins could together hold more sessions than it
+// has slots for (each at limit, 0 being unlimited), by how much, for a condition's message. The
+// logins are those placed on the server, or maxTenants when the server may take more (each
+// tenant has at least one). A login at its limit then leaves the others, and Landlord, fewer
+// slots than they may ask for.
+func Overcommitted(info ServerInfo, limit int32, logins int, maxTenants *int32) (string, bool) {
+	slots := info.MaxConnections - info.Reserved - landlordSessions
+	if maxTenants != nil && int(*maxTenants) > logins {
+		logins = int(*maxTenants)
+	}
+	if info.MaxConnections == 0 || logins == 0 {
+		return "", false
+	}
+	if limit == 0 {
+		return fmt.Sprintf("connectionLimit is 0 (unlimited): any one of the %d tenant logins can take all %d connection slots the server leaves to tenants", logins, slots), true
+	}
+	if want := int(limit) * logins; want > slots {
+		return fmt.Sprintf("%d tenant logins at %d sessions each may hold %d sessions, and the server leaves tenants %d slots (max_connections %d, %d reserved, %d Landlord's)",
+			logins, limit, want, slots, info.MaxConnections, info.Reserved, landlordSessions), true
+	}
+	return "", false
 }
 
 // Address is where tenants reach a server: its engine, host, port and TLS mode, without the
@@ -48,7 +99,7 @@ func Address(ds *tenancyv1alpha1.DatabaseServer) Server {
 		Port:   ds.Spec.Port,
 		TLS:    TLSMode(ds.Spec.TLS),
 		// The tenants' logins are capped; the administrator's connection is not a tenant's.
-		ConnectionLimit: ds.Spec.ConnectionLimit,
+		ConnectionLimit: ConnectionLimit(ds),
 	}
 	if ds.Spec.CABundle != "" {
 		s.CABundle = []byte(ds.Spec.CABundle)
@@ -103,7 +154,7 @@ func (c *Connections) conn(ctx context.Context, name string) (*dbConn, error) {
 	if user == "" || password == "" {
 		return nil, fmt.Errorf("%w: admin credentials Secret %s/%s needs the keys username and password", ErrServerUnusable, c.Namespace, ref)
 	}
-	key := fmt.Sprintf("%s/%d/%s/%s", ds.UID, ds.Generation, creds.UID, creds.ResourceVersion)
+	key := fmt.Sprintf("%s/%d/%d/%s/%s", ds.UID, ds.Generation, ConnectionLimit(ds), creds.UID, creds.ResourceVersion)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -133,29 +184,29 @@ func (c *Connections) conn(ctx context.Context, name string) (*dbConn, error) {
 	return conn, nil
 }
 
-// Check logs in to the server and returns its version. A result younger than maxAge is reused,
-// so the many events that touch a server (tenants placed on it) cost no extra logins.
-func (c *Connections) Check(ctx context.Context, name string, maxAge, timeout time.Duration) (string, error) {
+// Check logs in to the server and returns what it read of it. A result younger than maxAge is
+// reused, so the many events that touch a server (tenants placed on it) cost no extra logins.
+func (c *Connections) Check(ctx context.Context, name string, maxAge, timeout time.Duration) (ServerInfo, error) {
 	conn, err := c.conn(ctx, name)
 	if err != nil {
-		return "", err
+		return ServerInfo{}, err
 	}
 	c.mu.Lock()
 	if !conn.checked.IsZero() && time.Since(conn.checked) < maxAge {
-		version, err := conn.version, conn.err
+		info, err := conn.info, conn.err
 		c.mu.Unlock()
-		return version, err
+		return info, err
 	}
 	c.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	version, err := conn.prov.Version(ctx)
+	info, err := conn.prov.Check(ctx)
 
 	c.mu.Lock()
-	conn.checked, conn.version, conn.err = time.Now(), version, err
+	conn.checked, conn.info, conn.err = time.Now(), info, err
 	c.mu.Unlock()
-	return version, err
+	return info, err
 }
 
 // Invalidate forgets the last check of a server, so the next Check logs in again.

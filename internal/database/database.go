@@ -69,11 +69,21 @@ type Account struct {
 	MustExist bool
 }
 
+// ServerInfo is what a check reads of a server.
+type ServerInfo struct {
+	Version string
+	// MaxConnections is the server's max_connections; Reserved, the slots of them only a
+	// superuser (PostgreSQL's superuser_reserved_connections and reserved_connections) may take.
+	MaxConnections, Reserved int
+}
+
 // Provisioner creates, converges and drops tenant databases on one server. Every method is
 // idempotent and safe to run concurrently with itself for the same account.
 type Provisioner interface {
-	// Version returns the server's version; it doubles as the reachability check.
-	Version(ctx context.Context) (string, error)
+	// Check logs in and reads the server's version and connection slots; it is the
+	// reachability check. It has a connection of its own: a server whose every administrator
+	// session is busy (provisioning, or waiting on a lock) still answers it.
+	Check(ctx context.Context) (ServerInfo, error)
 	// Ensure creates the database and its login when missing, marked as acct.Owner's, sets the
 	// login's password to acct.Password, and grants the login every privilege on its database
 	// and nothing else. A database or login that exists and is not the account's (see Account)

@@ -60,9 +60,9 @@ func (i *instrumented) observe(operation string, start time.Time, err error) {
 	operationSeconds.WithLabelValues(i.server, i.engine, operation).Observe(time.Since(start).Seconds())
 }
 
-func (i *instrumented) Version(ctx context.Context) (string, error) {
+func (i *instrumented) Check(ctx context.Context) (ServerInfo, error) {
 	start := time.Now()
-	v, err := i.next.Version(ctx)
+	v, err := i.next.Check(ctx)
 	i.observe(OperationCheck, start, err)
 	return v, err
 }

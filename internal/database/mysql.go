@@ -33,7 +33,9 @@ const (
 const myStatementTimeout = 30 * time.Second
 
 type mysqlServer struct {
-	db        *sql.DB
+	db *sql.DB
+	// health is the check's own connection (see Provisioner.Check).
+	health    *sql.DB
 	addr      string
 	connLimit int32
 	// ownersReady: the bookkeeping table is known to exist.
@@ -73,15 +75,21 @@ func openMySQL(s Server) (Provisioner, error) {
 	db.SetMaxOpenConns(maxAdminConns)
 	db.SetMaxIdleConns(maxAdminConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	return &mysqlServer{db: db, addr: cfg.Addr, connLimit: s.ConnectionLimit, locks: newLockKeys(s)}, nil
+	health := sql.OpenDB(connector)
+	health.SetMaxOpenConns(1)
+	health.SetMaxIdleConns(1)
+	health.SetConnMaxIdleTime(5 * time.Minute)
+	return &mysqlServer{db: db, health: health, addr: cfg.Addr, connLimit: s.ConnectionLimit, locks: newLockKeys(s)}, nil
 }
 
-func (m *mysqlServer) Version(ctx context.Context) (string, error) {
-	var v string
-	if err := m.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&v); err != nil {
-		return "", m.wrap(err, "reading version")
+func (m *mysqlServer) Check(ctx context.Context) (ServerInfo, error) {
+	var info ServerInfo
+	// MySQL and MariaDB keep one slot beyond max_connections for an administrator
+	// (CONNECTION_ADMIN, SUPER): none of max_connections is reserved.
+	if err := m.health.QueryRowContext(ctx, "SELECT VERSION(), @@max_connections").Scan(&info.Version, &info.MaxConnections); err != nil {
+		return ServerInfo{}, m.wrap(err, "reading version and connection slots")
 	}
-	return v, nil
+	return info, nil
 }
 
 func (m *mysqlServer) Ensure(ctx context.Context, acct Account) error {
@@ -318,7 +326,7 @@ func (m *mysqlServer) killSessions(ctx context.Context, username string) error {
 }
 
 func (m *mysqlServer) Close() error {
-	return m.db.Close()
+	return errors.Join(m.db.Close(), m.health.Close())
 }
 
 func (m *mysqlServer) wrap(err error, format string, args ...any) error {

@@ -29,7 +29,9 @@ const (
 )
 
 type postgres struct {
-	pool      *pgxpool.Pool
+	pool *pgxpool.Pool
+	// health is the check's own connection (see Provisioner.Check).
+	health    *pgxpool.Pool
 	addr      string
 	connLimit int32
 	// confined: PUBLIC's rights on the server's shared databases were taken (see confine).
@@ -74,19 +76,31 @@ func openPostgres(s Server) (Provisioner, error) {
 	cfg.MaxConns = maxAdminConns
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = 5 * time.Minute
+	healthCfg := cfg.Copy()
+	healthCfg.MaxConns = 1
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres server %s: %w", addr, err)
 	}
-	return &postgres{pool: pool, addr: addr, connLimit: s.ConnectionLimit, locks: newLockKeys(s)}, nil
+	health, err := pgxpool.NewWithConfig(context.Background(), healthCfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres server %s: %w", addr, err)
+	}
+	return &postgres{pool: pool, health: health, addr: addr, connLimit: s.ConnectionLimit, locks: newLockKeys(s)}, nil
 }
 
-func (p *postgres) Version(ctx context.Context) (string, error) {
-	var v string
-	if err := p.pool.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil {
-		return "", p.wrap(err, "reading version")
+func (p *postgres) Check(ctx context.Context) (ServerInfo, error) {
+	var info ServerInfo
+	// reserved_connections is PostgreSQL 16's; missing_ok gives NULL before.
+	if err := p.health.QueryRow(ctx, "SELECT pg_catalog.current_setting('server_version'),"+
+		" pg_catalog.current_setting('max_connections')::pg_catalog.int4,"+
+		" pg_catalog.current_setting('superuser_reserved_connections')::pg_catalog.int4"+
+		" + COALESCE(pg_catalog.current_setting('reserved_connections', true), '0')::pg_catalog.int4").
+		Scan(&info.Version, &info.MaxConnections, &info.Reserved); err != nil {
+		return ServerInfo{}, p.wrap(err, "reading version and connection slots")
 	}
-	return v, nil
+	return info, nil
 }
 
 func (p *postgres) Ensure(ctx context.Context, acct Account) error {
@@ -295,6 +309,7 @@ func (p *postgres) Drop(ctx context.Context, acct Account) error {
 
 func (p *postgres) Close() error {
 	p.pool.Close()
+	p.health.Close()
 	return nil
 }
 

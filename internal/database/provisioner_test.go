@@ -416,15 +416,21 @@ func TestProvisioner(t *testing.T) {
 				mustNotConnect(t, ctx, s, s.AdminUser, s.AdminPassword, acct.Database)
 			})
 
-			t.Run("version reports the server's version", func(t *testing.T) {
+			t.Run("a check reports the server's version and connection slots", func(t *testing.T) {
 				t.Parallel()
-				v, err := p.Version(testContext(t))
+				info, err := p.Check(testContext(t))
 				if err != nil {
 					t.Fatal(err)
 				}
 				want := map[database.Engine]string{database.Postgres: "15", database.MySQL: "MariaDB"}[engine]
-				if !strings.Contains(v, want) {
-					t.Errorf("version %q does not mention %q", v, want)
+				if !strings.Contains(info.Version, want) {
+					t.Errorf("version %q does not mention %q", info.Version, want)
+				}
+				// The PostgreSQL test server runs with max_connections=100 and keeps 3 for superusers;
+				// MariaDB has its default, 151.
+				wantReserved := map[database.Engine]int{database.Postgres: 3, database.MySQL: 0}[engine]
+				if wantMax := map[database.Engine]int{database.Postgres: 100, database.MySQL: 151}[engine]; info.MaxConnections != wantMax || info.Reserved != wantReserved {
+					t.Errorf("connection slots %d, reserved %d; want %d and %d", info.MaxConnections, info.Reserved, wantMax, wantReserved)
 				}
 			})
 
@@ -500,7 +506,7 @@ func TestOutage(t *testing.T) {
 			s := inst.Server
 			p := open(t, s)
 			ctx := testContext(t)
-			if _, err := p.Version(ctx); err != nil {
+			if _, err := p.Check(ctx); err != nil {
 				t.Fatal(err)
 			}
 
@@ -512,7 +518,7 @@ func TestOutage(t *testing.T) {
 			t.Run("an unreachable server fails promptly without revealing passwords", func(t *testing.T) {
 				acct := database.Account{Database: "outage", Username: "outage", Password: password(t), Owner: uid(t)}
 				calls := map[string]func() error{
-					"version": func() error { _, err := p.Version(ctx); return err },
+					"version": func() error { _, err := p.Check(ctx); return err },
 					"ensure":  func() error { return p.Ensure(ctx, acct) },
 					"drop":    func() error { return p.Drop(ctx, acct) },
 				}
@@ -537,7 +543,7 @@ func TestOutage(t *testing.T) {
 				if err := inst.Start(); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := p.Version(ctx); err != nil {
+				if _, err := p.Check(ctx); err != nil {
 					t.Fatal(err)
 				}
 				acct := newAccount(t, engine, p, "after")

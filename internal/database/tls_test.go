@@ -30,7 +30,7 @@ func TestVerifyFullWithACABundle(t *testing.T) {
 			t.Run("the server's own CA verifies it, and provisioning works over TLS", func(t *testing.T) {
 				ctx := testContext(t)
 				p := open(t, verified)
-				if _, err := p.Version(ctx); err != nil {
+				if _, err := p.Check(ctx); err != nil {
 					t.Fatal(err)
 				}
 				acct := newAccount(t, engine, p, "tls")
@@ -39,14 +39,14 @@ func TestVerifyFullWithACABundle(t *testing.T) {
 			t.Run("another CA does not verify it", func(t *testing.T) {
 				wrong := verified
 				wrong.CABundle = other.CA
-				if _, err := open(t, wrong).Version(testContext(t)); err == nil {
+				if _, err := open(t, wrong).Check(testContext(t)); err == nil {
 					t.Fatal("a server certificate from another CA was accepted")
 				}
 			})
 			t.Run("without the bundle the system roots do not verify it", func(t *testing.T) {
 				system := verified
 				system.CABundle = nil
-				if _, err := open(t, system).Version(testContext(t)); err == nil {
+				if _, err := open(t, system).Check(testContext(t)); err == nil {
 					t.Fatal("a certificate from a private CA was accepted by the system roots")
 				}
 			})

@@ -64,6 +64,8 @@ func (n Node) object() *corev1.Node {
 			Capacity: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
 				corev1.ResourcePods: resource.MustParse("500"),
+				// Tenant namespaces' LimitRange gives every container an ephemeral-storage request.
+				corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
 			},
 		},
 	}

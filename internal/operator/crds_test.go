@@ -39,6 +39,12 @@ func TestAnOperatorOnThePreviousTenantCRDSaysSoAndVerifiesARequestOnce(t *testin
 				ContainSubstring("status.components[].rollout"), ContainSubstring("crds/"))))
 	})
 
+	audits := func() float64 {
+		v, err := testenv.OperatorMetric("landlord_policy_audits_total", nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		return v
+	}
+	audited := audits()
 	op, err := env.StartOperator(config.Default(), store)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = op.Stop() })
@@ -50,6 +56,9 @@ func TestAnOperatorOnThePreviousTenantCRDSaysSoAndVerifiesARequestOnce(t *testin
 		g.Expect(meta.IsStatusConditionTrue(tenant.Status.Conditions, tenancyv1alpha1.ReadyCondition)).To(BeTrue())
 	}).WithTimeout(timeout).Should(Succeed())
 	g.Eventually(op.Idle).WithTimeout(timeout).Should(BeTrue())
+	// The operator created its policies in this new cluster, so it audits tenant namespaces twice
+	// as it starts, the second time seconds later: done before requests are counted below.
+	g.Eventually(audits).WithTimeout(timeout).Should(Equal(audited + 2))
 
 	t.Run("a request is verified once, with one Warning event, and not again on later events", func(t *testing.T) {
 		g := NewWithT(t)

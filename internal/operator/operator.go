@@ -62,6 +62,9 @@ type Options struct {
 
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// RefuseBehindLeader makes a process that finds the lease held refuse to start rather than
+	// wait as a standby (cmd/landlord's --wait-for-leader=false; New itself does not read it).
+	RefuseBehindLeader bool
 
 	// Shard is the operator shard this process is: it reconciles the Tenants whose
 	// tenancy.landlord.dev/shard label names it, and caches only their objects. The default
@@ -105,9 +108,25 @@ func metricsOptions(opts Options) metricsserver.Options {
 	}
 }
 
+// checkIdentity refuses to run a process the API server knows by another name than the
+// configured controller.identity, the one user Landlord's admission policies exempt. The policies
+// would refuse such a process's labelled writes and claim binds; and were it to write the
+// policies for itself, it would confine the installed operator, and the two would rewrite them
+// in turn for as long as both ran.
+func checkIdentity(restCfg *rest.Config, identity string) error {
+	self, err := whoAmI(restCfg)
+	if err != nil {
+		return err
+	}
+	if self != identity {
+		return fmt.Errorf("the API server knows this process as %q, but controller.identity is %q, the one user Landlord's admission policies exempt: "+
+			"run the operator as %[2]q, or set controller.identity to the user it runs as (only where no other Landlord runs)", self, identity)
+	}
+	return nil
+}
+
 // whoAmI asks the API server who the operator is (a SelfSubjectReview, which every
-// authenticated user may make): the protection policies exempt that identity, whatever the
-// ServiceAccount is called in this install.
+// authenticated user may make).
 func whoAmI(restCfg *rest.Config) (string, error) {
 	c, err := client.New(restCfg, client.Options{Scheme: tenancyv1alpha1.Scheme()})
 	if err != nil {
@@ -149,6 +168,9 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	restCfg.QPS = cfg.Client.QPS
 	restCfg.Burst = cfg.Client.Burst
 	restCfg.UserAgent = UserAgent
+	if err := checkIdentity(restCfg, cfg.Controller.Identity); err != nil {
+		return nil, err
+	}
 	// Helm never upgrades a chart's crds/: an operator upgraded without its CRDs has fields it
 	// writes silently dropped by the API server. It says so at start, as an error, and runs on:
 	// refusing to start would stop every tenant's convergence for the want of fields only
@@ -335,15 +357,11 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 	if err := claims.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant claim controller: %w", err)
 	}
-	self, err := whoAmI(restCfg)
-	if err != nil {
-		return nil, err
-	}
 	policies := &controller.PolicyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Operator: policy.Operator{
-		User: self, NamespacePrefix: cfg.NamespacePrefix,
+		User: cfg.Controller.Identity, NamespacePrefix: cfg.NamespacePrefix,
 		// Its writes are confined to tenant namespaces and these (leases and events go anywhere).
 		Namespaces: []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace, opts.LeaderElectionNamespace},
-	}}
+	}, Auditor: &controller.PolicyAuditor{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Action: cfg.Isolation.Audit}}
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up admission policy controller: %w", err)
 	}

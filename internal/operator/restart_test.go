@@ -12,6 +12,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // A restarted operator remembers nothing of what it compared. It finds its tenants' objects as
@@ -39,14 +40,30 @@ func TestARestartedOperatorSendsNothingForUnchangedTenants(t *testing.T) {
 	g.Expect(first.Stop()).To(Succeed())
 
 	reconciled := first.Reconciles()
+	audits := func() float64 {
+		v, err := testenv.OperatorMetric("landlord_policy_audits_total", nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		return v
+	}
+	audited := audits()
 	second, err := env.StartOperator(cfg, store)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = second.Stop() })
 	// The new process reconciles every tenant once as it starts.
 	g.Eventually(func() int { return second.Reconciles() - reconciled }).WithTimeout(timeout).Should(BeNumerically(">=", len(names)))
 	g.Eventually(second.Idle).WithTimeout(timeout).Should(BeTrue())
+	// Every start audits tenant namespaces for what got in while the policies may have been
+	// absent (the policies were in place all along here, so once): a page of each kind, however
+	// many tenants, which the checks below hold it to.
+	g.Eventually(audits).WithTimeout(timeout).Should(Equal(audited + 1))
 
 	sent := second.Requests.Snapshot()
+	for _, key := range []string{"GET namespaces", "GET services", "GET ingresses"} {
+		g.Expect(sent).To(HaveKeyWithValue(key, 1), "the audit reads one page of each kind: %s", fmt.Sprint(sent))
+		delete(sent, key)
+	}
+	// Routes too, once the API server says whether it serves the Gateway API (here it does not).
+	delete(sent, "GET /apis/gateway.networking.k8s.io/v1")
 	for key := range sent {
 		// Asking the API server who the operator is, what it may watch, and whether its Tenant
 		// CRD is current is how every start begins; none touches a tenant.

@@ -47,7 +47,7 @@ func ConfinementObjects(op Operator) []client.Object {
 // tenant's namespace is, so labelling another namespace does not make it one. Events go where
 // their object is (a cluster-scoped Tenant's to default) and leases where leader election says,
 // so both are left out. Of the cluster-scoped kinds its RBAC lets it write, Namespaces and
-// PersistentVolumes are held to tenants' (and its own namespaces). Finding 3 (defence in depth).
+// PersistentVolumes are held to tenants' (and its own namespaces). (Defence in depth.)
 func OperatorNamespacesPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	own := op.ownNamespaces()
 	all := func(group string, resources ...string) admissionregistrationv1.NamedRuleWithOperations {

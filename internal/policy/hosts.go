@@ -37,13 +37,29 @@ var refused = admissionregistrationv1.Variable{
 	Expression: `variables.hosts.filter(host, !(` + hostAllowed("host") + `)).distinct()`,
 }
 
+// beyondDeletion matches every create and update of an Ingress or route but those that only
+// serve its deletion: removing finalizers (a controller's, the garbage collector's, the
+// tenant's own) and the garbage collector's changes to owner references. Labels and annotations
+// are checked too, not only the spec: an object admitted before its namespace lost a domain
+// must not be kept alive and retuned (a redirect annotation still takes the host's traffic), so
+// an object for a domain the tenant no longer holds can only be deleted. Adding a finalizer is
+// checked, since it would keep the object, and the host, from going.
+var beyondDeletion = admissionregistrationv1.MatchCondition{
+	Name: "beyond-deletion",
+	Expression: `request.operation == 'CREATE' || object.spec != oldObject.spec || ` +
+		`object.metadata.?labels.orValue({}) != oldObject.metadata.?labels.orValue({}) || ` +
+		`object.metadata.?annotations.orValue({}) != oldObject.metadata.?annotations.orValue({}) || ` +
+		`object.metadata.?finalizers.orValue([]).exists(f, !(f in oldObject.metadata.?finalizers.orValue([])))`,
+}
+
 // IngressHostsPolicy keeps a tenant's Ingresses to its own domains, so it can never take
 // another tenant's (or the platform's) traffic: every host in spec.rules and spec.tls must be
-// allowed, every rule must name a host, and no default backend may catch the rest.
+// allowed, every rule must name a host, and no default backend may catch the rest. It is checked
+// on every change but those deleting needs (beyondDeletion).
 func IngressHostsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return validatingPolicy(IngressHosts, []admissionregistrationv1.NamedRuleWithOperations{rule("networking.k8s.io", []string{"v1"}, "ingresses")},
 		admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConditions: []admissionregistrationv1.MatchCondition{specChanged},
+			MatchConditions: []admissionregistrationv1.MatchCondition{beyondDeletion},
 			Variables: []admissionregistrationv1.Variable{
 				namespaceDomains,
 				allowedList,
@@ -75,7 +91,7 @@ func RouteHostnamesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return validatingPolicy(RouteHostnames, []admissionregistrationv1.NamedRuleWithOperations{
 		rule("gateway.networking.k8s.io", []string{"*"}, "httproutes", "grpcroutes", "tlsroutes"),
 	}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
-		MatchConditions: []admissionregistrationv1.MatchCondition{specChanged},
+		MatchConditions: []admissionregistrationv1.MatchCondition{beyondDeletion},
 		Variables: []admissionregistrationv1.Variable{
 			namespaceDomains,
 			allowedList,

@@ -15,7 +15,7 @@ const LegacyIngressClassAnnotation = "kubernetes.io/ingress.class"
 // InjectingIngressAnnotations are Ingress annotations that inject configuration into the ingress
 // controller itself rather than tune the Ingress's own routes. The controller serves every
 // tenant: such an annotation can proxy to another tenant's services, serve hosts the tenant does
-// not own, send requests elsewhere, or read the controller's credentials. Finding 1.
+// not own, send requests elsewhere, or read the controller's credentials.
 //
 // Sources: ingress-nginx's annotation risk levels (docs/user-guide/nginx-configuration/
 // annotations-risk.md, "Critical" and "High") and its advisories CVE-2021-25742 (snippets),
@@ -84,7 +84,7 @@ var namespaceIngressClasses = admissionregistrationv1.Variable{
 // none is refused too: a controller watching Ingresses without a class, or the cluster's
 // default class, may be any controller (the DefaultIngressClass admission plugin fills in the
 // default class first, so with a default that is allowed, an Ingress naming none is admitted).
-// A namespace listing no classes leaves the class to the tenant. Finding 1.
+// A namespace listing no classes leaves the class to the tenant.
 func IngressClassesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	legacy := func(obj string) string {
 		return obj + `.metadata.?annotations[?'` + LegacyIngressClassAnnotation + `'].orValue('')`
@@ -117,14 +117,13 @@ func IngressClassesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 // IngressAnnotationsPolicy refuses Ingress annotations that inject configuration into the
 // shared ingress controller (InjectingIngressAnnotations), and references to another
 // namespace's Secrets and ConfigMaps (ReferringIngressAnnotations). Other annotations, which
-// tune the Ingress's own routes, stay the tenant's. Finding 1.
+// tune the Ingress's own routes, stay the tenant's.
 func IngressAnnotationsPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return validatingPolicy(IngressAnnotations, []admissionregistrationv1.NamedRuleWithOperations{rule("networking.k8s.io", []string{"v1"}, "ingresses")},
 		admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name:       "annotations-changed",
-				Expression: `request.operation == 'CREATE' || object.metadata.?annotations.orValue({}) != oldObject.metadata.?annotations.orValue({})`,
-			}},
+			// On every change but those deleting needs, as the hosts are: an annotation admitted
+			// before this policy, or before the list grew, is not kept alive by later edits.
+			MatchConditions: []admissionregistrationv1.MatchCondition{beyondDeletion},
 			Variables: []admissionregistrationv1.Variable{
 				{Name: "annotations", Expression: `object.metadata.?annotations.orValue({})`},
 				{Name: "injecting", Expression: `variables.annotations.filter(k, ` + injectingAnnotation("k") + `)`},

@@ -55,7 +55,7 @@ func templateLabels(obj string) string {
 
 // ManagedLabelsPolicy lets only the operator set, change or remove Landlord's labels on
 // anything in tenant namespaces, or put them in a template Kubernetes' controllers copy labels
-// from. Finding 4: the operator's cache holds exactly what carries its managed-by label, so a
+// from. The operator's cache holds exactly what carries its managed-by label, so a
 // tenant labelling its own Secrets or ConfigMaps could fill the operator's memory, and an object
 // labelled with a tenant's name could be taken for Landlord's.
 func ManagedLabelsPolicy(operator string) *admissionregistrationv1.ValidatingAdmissionPolicy {

@@ -43,6 +43,7 @@ func Objects(op Operator) []client.Object {
 	objs := TenantNamespaceObjects(op.User)
 	objs = append(objs, ProtectionObjects(op.User)...)
 	objs = append(objs, ConfinementObjects(op)...)
+	objs = append(objs, NamespaceLabelsObjects(op.User)...)
 	return append(objs, TenantFinalizerObjects()...)
 }
 
@@ -59,6 +60,9 @@ func TenantNamespaceObjects(operator string) []client.Object {
 		IngressAnnotationsPolicy(), validatingBinding(IngressAnnotations),
 		RouteHostnamesPolicy(), validatingBinding(RouteHostnames),
 		ManagedLabelsPolicy(operator), validatingBinding(ManagedLabels),
+		ComponentObjectsPolicy(operator), validatingBinding(ComponentObjects),
+		PodSchedulingPolicy(), validatingBinding(PodScheduling),
+		DisruptionBudgetsPolicy(), validatingBinding(DisruptionBudgets),
 	}
 }
 
@@ -73,10 +77,17 @@ func TenantNamespaces(more ...metav1.LabelSelectorRequirement) *metav1.LabelSele
 	}
 }
 
+// objectMeta is every policy's and binding's: kept by `helm uninstall` and never pruned by Flux,
+// since every tenant's isolation rests on them, and what a tenant creates while they are gone
+// stays after they are back.
 func objectMeta(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name:   name,
 		Labels: map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue},
+		Annotations: map[string]string{
+			tenancyv1alpha1.HelmResourcePolicyAnnotation: "keep",
+			tenancyv1alpha1.FluxPruneAnnotation:          "disabled",
+		},
 	}
 }
 

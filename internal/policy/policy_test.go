@@ -28,7 +28,7 @@ const shippedHeader = `# Landlord's admission policies (Kubernetes 1.36 or later
 func shippedOperator() policy.Operator {
 	cfg := config.Default()
 	return policy.Operator{
-		User:            policy.DefaultOperatorUser,
+		User:            config.DefaultIdentity,
 		NamespacePrefix: cfg.NamespacePrefix,
 		Namespaces:      []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace},
 	}
@@ -63,13 +63,13 @@ func TestShippedPoliciesMatchTheBuilders(t *testing.T) {
 
 func TestEveryPolicyIsLandlordsAndScopedToTenantNamespaces(t *testing.T) {
 	policies := map[string]bool{}
-	for _, obj := range policy.TenantNamespaceObjects(policy.DefaultOperatorUser) {
+	for _, obj := range policy.TenantNamespaceObjects(config.DefaultIdentity) {
 		switch obj.(type) {
 		case *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicy:
 			policies[obj.GetObjectKind().GroupVersionKind().Kind+"/"+obj.GetName()] = true
 		}
 	}
-	for _, obj := range policy.TenantNamespaceObjects(policy.DefaultOperatorUser) {
+	for _, obj := range policy.TenantNamespaceObjects(config.DefaultIdentity) {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
 		t.Run(kind+" "+obj.GetName()+" is labeled, named and confined to tenant namespaces", func(t *testing.T) {
 			if got := obj.GetLabels()[tenancyv1alpha1.ManagedByLabel]; got != tenancyv1alpha1.ManagedByValue {
@@ -138,7 +138,7 @@ func selectsTenantNamespacesOnly(sel *metav1.LabelSelector) bool {
 // Landlord's CustomResourceDefinitions by name. They never judge a tenant namespace's contents
 // or anyone else's CRDs.
 func TestProtectionPoliciesReachOnlyLandlordsOwnObjects(t *testing.T) {
-	for _, obj := range policy.ProtectionObjects(policy.DefaultOperatorUser) {
+	for _, obj := range policy.ProtectionObjects(config.DefaultIdentity) {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
 		t.Run(kind+" "+obj.GetName()+" is labeled and confined to Landlord's objects", func(t *testing.T) {
 			if got := obj.GetLabels()[tenancyv1alpha1.ManagedByLabel]; got != tenancyv1alpha1.ManagedByValue {

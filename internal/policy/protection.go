@@ -20,9 +20,6 @@ const (
 	CRDProtection  = "landlord-crd-protection"
 )
 
-// DefaultOperatorUser is the operator's identity in the shipped install: its ServiceAccount.
-const DefaultOperatorUser = "system:serviceaccount:landlord-system:landlord-controller-manager"
-
 // CRDNames are Landlord's CustomResourceDefinitions.
 var CRDNames = []string{
 	"tenants." + tenancyv1alpha1.GroupVersion.Group,

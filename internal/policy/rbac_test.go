@@ -7,6 +7,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
 
+	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/policy"
 	"github.com/landlord-dev/landlord/test/shipped"
 )
@@ -22,7 +23,7 @@ func TestTheOperatorMayChangeItsOwnPoliciesOnly(t *testing.T) {
 	probe := func(resource, name string) []rbacv1.PolicyRule {
 		return []rbacv1.PolicyRule{{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{resource}, Verbs: []string{"patch"}, ResourceNames: []string{name}}}
 	}
-	for _, obj := range policy.Objects(policy.Operator{User: policy.DefaultOperatorUser}) {
+	for _, obj := range policy.Objects(policy.Operator{User: config.DefaultIdentity}) {
 		resource := strings.ToLower(obj.GetObjectKind().GroupVersionKind().Kind) + "s"
 		if p, ok := strings.CutSuffix(resource, "policys"); ok {
 			resource = p + "policies"

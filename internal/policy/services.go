@@ -7,7 +7,7 @@ import (
 // ServiceExposurePolicy keeps tenants from exposing services outside the cluster's ingress:
 // NodePort and LoadBalancer Services open ports on every node or a cloud load balancer (the
 // quota already caps them at zero; this says why), and externalIPs would take traffic for
-// addresses the tenant does not own. Finding 1: nor may a Service be of type ExternalName. Used
+// addresses the tenant does not own. Nor may a Service be of type ExternalName. Used
 // as an Ingress backend, one naming web.tenant-b.svc.cluster.local makes the shared ingress
 // controller proxy into tenant B, past tenant B's NetworkPolicies, which admit the controller
 // (the CVE-2021-25740 pattern).

@@ -50,6 +50,14 @@ func Namespace(t *tenancyv1alpha1.Tenant, cfg *config.Config) *corev1.Namespace 
 	if classes := AllowedIngressClasses(t, cfg); len(classes) > 0 {
 		setAnnotation(ns, tenancyv1alpha1.IngressClassesAnnotation, strings.Join(classes, ","))
 	}
+	// What the configuration lets every tenant's pods name besides the defaults; written only
+	// when it lists something, so an unconfigured fleet's namespaces are not rewritten.
+	if classes := cfg.Isolation.PriorityClasses; len(classes) > 0 {
+		setAnnotation(ns, tenancyv1alpha1.PriorityClassesAnnotation, strings.Join(classes, ","))
+	}
+	if tolerations := cfg.Isolation.Tolerations; len(tolerations) > 0 {
+		setAnnotation(ns, tenancyv1alpha1.TolerationsAnnotation, strings.Join(tolerations, ","))
+	}
 	return ns
 }
 

@@ -100,8 +100,12 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 				Name:   ClusterRoleName(name),
 				Labels: map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue},
 				// Every tenant's RoleBindings name these roles: uninstalling the operator's
-				// Helm release must not take away every tenant's access.
-				Annotations: map[string]string{"helm.sh/resource-policy": "keep"},
+				// Helm release, or Flux pruning its kustomization, must not take away every
+				// tenant's access.
+				Annotations: map[string]string{
+					tenancyv1alpha1.HelmResourcePolicyAnnotation: "keep",
+					tenancyv1alpha1.FluxPruneAnnotation:          "disabled",
+				},
 			},
 			Rules: rules[name],
 		})

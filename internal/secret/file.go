@@ -1,6 +1,7 @@
 package secret
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -187,7 +188,8 @@ func (s *FileStore) Put(_ context.Context, sec *corev1.Secret) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), s.path(sec.Namespace, sec.Name))
+	// Under the store's lock: a conditional delete compares and removes with no write between.
+	return s.locked(func() error { return os.Rename(tmp.Name(), s.path(sec.Namespace, sec.Name)) })
 }
 
 // Delete removes a secret, or returns ErrNotFound.
@@ -200,4 +202,49 @@ func (s *FileStore) Delete(_ context.Context, namespace, name string) error {
 		return fmt.Errorf("%s/%s: %w", namespace, name, ErrNotFound)
 	}
 	return err
+}
+
+// DeleteIf removes a secret only while the stored copy passes match. The copy is tested outside
+// the store's lock (match may be slow) and removed under it only if the file still holds the very
+// bytes tested: every Put seals with a fresh key, so a rewrite of the same values differs too.
+// A copy rewritten in between is tested again.
+func (s *FileStore) DeleteIf(_ context.Context, namespace, name string, match func(*corev1.Secret) bool) error {
+	if err := validateKey(namespace, name); err != nil {
+		return err
+	}
+	path := s.path(namespace, name)
+	for range conditionalDeleteAttempts {
+		blob, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s/%s: %w", namespace, name, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		sec, err := s.env.open(namespace, name, blob)
+		if err != nil {
+			return err
+		}
+		if !match(sec) {
+			return fmt.Errorf("%s/%s: %w", namespace, name, ErrPreconditionFailed)
+		}
+		removed := false
+		err = s.locked(func() error {
+			now, err := os.ReadFile(path)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return fmt.Errorf("%s/%s: %w", namespace, name, ErrNotFound)
+			case err != nil:
+				return err
+			case !bytes.Equal(now, blob):
+				return nil
+			}
+			removed = true
+			return os.Remove(path)
+		})
+		if err != nil || removed {
+			return err
+		}
+	}
+	return fmt.Errorf("%s/%s: rewritten each time it was about to be deleted; not deleted", namespace, name)
 }

@@ -173,3 +173,40 @@ func (s *GCSStore) explain(err error, what string) error {
 	}
 	return fmt.Errorf("secret store gs://%s (%s): %w", s.name, what, err)
 }
+
+// DeleteIf removes a secret only while the stored copy passes match: the delete carries the
+// generation that was read and tested (ifGenerationMatch), so Cloud Storage refuses it when the
+// object was rewritten in between; the new copy is then tested again.
+func (s *GCSStore) DeleteIf(ctx context.Context, namespace, name string, match func(*corev1.Secret) bool) error {
+	if err := validateKey(namespace, name); err != nil {
+		return err
+	}
+	what := namespace + "/" + name
+	obj := s.bucket.Object(s.object(namespace, name))
+	for range conditionalDeleteAttempts {
+		r, err := obj.NewReader(ctx)
+		if err != nil {
+			return s.explain(err, what)
+		}
+		generation := r.Attrs.Generation
+		blob, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			return s.explain(err, what)
+		}
+		sec, err := s.env.open(namespace, name, blob)
+		if err != nil {
+			return err
+		}
+		if !match(sec) {
+			return fmt.Errorf("%s: %w", what, ErrPreconditionFailed)
+		}
+		err = obj.If(storage.Conditions{GenerationMatch: generation}).Delete(ctx)
+		var gerr *googleapi.Error
+		if errors.As(err, &gerr) && gerr.Code == http.StatusPreconditionFailed {
+			continue
+		}
+		return s.explain(err, what)
+	}
+	return fmt.Errorf("%s: rewritten each time it was about to be deleted; not deleted", what)
+}

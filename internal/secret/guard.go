@@ -105,3 +105,10 @@ func (g *guardedStore) Delete(ctx context.Context, namespace, name string) error
 	}
 	return g.Store.Delete(ctx, namespace, name)
 }
+
+func (g *guardedStore) DeleteIf(ctx context.Context, namespace, name string, match func(*corev1.Secret) bool) error {
+	if err := g.check(ctx); err != nil {
+		return err
+	}
+	return g.Store.DeleteIf(ctx, namespace, name, match)
+}

@@ -53,6 +53,9 @@ func TestGuardedStoreIsUsedOnlyWhenItIsTheClustersStore(t *testing.T) {
 		if err := g.Delete(ctx, creds.Namespace, creds.Name); !errors.As(err, &mismatch) {
 			t.Fatalf("Delete: %v", err)
 		}
+		if err := g.DeleteIf(ctx, creds.Namespace, creds.Name, func(*corev1.Secret) bool { return true }); !errors.As(err, &mismatch) {
+			t.Fatalf("DeleteIf: %v", err)
+		}
 		if list, _ := other.List(ctx, creds.Namespace); len(list) != 0 {
 			t.Fatalf("the other store was written: %d secrets", len(list))
 		}

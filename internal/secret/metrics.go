@@ -22,13 +22,16 @@ const (
 const (
 	ResultSuccess  = "success"
 	ResultNotFound = "not_found"
-	ResultError    = "error"
+	// ResultPreconditionFailed is a conditional delete that found the secret not the one it may
+	// delete, and kept it.
+	ResultPreconditionFailed = "precondition_failed"
+	ResultError              = "error"
 )
 
 var (
 	storeOperations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "landlord_secret_store_operations_total",
-		Help: "Calls to the secret store, by backend (file, gcs), operation (get, list, put, delete, identity) and result (success, not_found, error).",
+		Help: "Calls to the secret store, by backend (file, gcs), operation (get, list, put, delete, identity) and result (success, not_found, precondition_failed, error).",
 	}, []string{"backend", "operation", "result"})
 	storeOperationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "landlord_secret_store_operation_duration_seconds",
@@ -59,6 +62,8 @@ func (i *instrumentedStore) observe(operation string, start time.Time, err error
 	switch {
 	case errors.Is(err, ErrNotFound):
 		result = ResultNotFound
+	case errors.Is(err, ErrPreconditionFailed):
+		result = ResultPreconditionFailed
 	case err != nil:
 		result = ResultError
 	}
@@ -99,4 +104,11 @@ func (i *instrumentedStore) Identity(ctx context.Context) (string, error) {
 	id, err := i.store.Identity(ctx)
 	i.observe(OperationIdentity, start, err)
 	return id, err
+}
+
+func (i *instrumentedStore) DeleteIf(ctx context.Context, namespace, name string, match func(*corev1.Secret) bool) error {
+	start := time.Now()
+	err := i.store.DeleteIf(ctx, namespace, name, match)
+	i.observe(OperationDelete, start, err)
+	return err
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
 // TenantSecrets keeps the secrets Landlord generates for one tenant (database credentials) in
@@ -30,10 +32,17 @@ func (ts TenantSecrets) LoadAll(ctx context.Context, namespace string) ([]*corev
 	return ts.Store.List(ctx, namespace)
 }
 
-// Delete forgets one stored tenant secret; one already gone is not an error. Only a Purged
-// tenant's own records are forgotten.
-func (ts TenantSecrets) Delete(ctx context.Context, namespace, name string) error {
-	if err := ts.Store.Delete(ctx, namespace, name); err != nil && !errors.Is(err, ErrNotFound) {
+// Delete forgets one stored tenant secret of the tenant whose UID is owner; one already gone is
+// not an error. Records are kept by namespace name, which a same-named newer tenant shares: the
+// record is deleted only while it still names owner (TenantUIDLabel; "" for a record written
+// before records carried one), read and deleted with no write between, so a record that tenant
+// wrote after the caller read its own is never deleted. Such a record is not an error either:
+// the owner's own is gone. Only a Purged tenant's own records are forgotten.
+func (ts TenantSecrets) Delete(ctx context.Context, namespace, name, owner string) error {
+	err := ts.Store.DeleteIf(ctx, namespace, name, func(s *corev1.Secret) bool {
+		return s.Annotations[tenancyv1alpha1.TenantUIDLabel] == owner
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrPreconditionFailed) {
 		return fmt.Errorf("forgetting %s/%s: %w", namespace, name, err)
 	}
 	return nil

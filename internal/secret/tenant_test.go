@@ -38,7 +38,7 @@ func TestTenantSecretsSurviveUntilForgotten(t *testing.T) {
 
 	t.Run("forgetting a secret deletes only that one, and may be repeated", func(t *testing.T) {
 		for range 2 {
-			if err := ts.Delete(ctx, "tenant-acme", "db-cloud"); err != nil {
+			if err := ts.Delete(ctx, "tenant-acme", "db-cloud", ""); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -91,3 +91,10 @@ func (t *timeoutStore) Delete(ctx context.Context, namespace, name string) error
 func (t *timeoutStore) Identity(ctx context.Context) (string, error) {
 	return bounded(ctx, t, "identity read", t.store.Identity)
 }
+
+func (t *timeoutStore) DeleteIf(ctx context.Context, namespace, name string, match func(*corev1.Secret) bool) error {
+	_, err := bounded(ctx, t, "delete of "+namespace+"/"+name, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, t.store.DeleteIf(ctx, namespace, name, match)
+	})
+	return err
+}

@@ -39,7 +39,7 @@ import (
 const KubeVersion = "1.37.2"
 
 // OperatorUser is the identity the operator runs as in tests: its ServiceAccount in a cluster.
-const OperatorUser = "system:serviceaccount:landlord-system:landlord-controller-manager"
+const OperatorUser = config.DefaultIdentity
 
 // Env is a running control plane.
 type Env struct {

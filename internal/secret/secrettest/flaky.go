@@ -90,3 +90,10 @@ func (f *FlakyStore) Identity(ctx context.Context) (string, error) {
 	}
 	return f.Store.Identity(ctx)
 }
+
+func (f *FlakyStore) DeleteIf(ctx context.Context, namespace, name string, match func(*corev1.Secret) bool) error {
+	if err := f.fail(ctx); err != nil {
+		return err
+	}
+	return f.Store.DeleteIf(ctx, namespace, name, match)
+}

@@ -1,0 +1,70 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// One tenant login must not be able to take a shared server from the others. Each login used to
+// be given 100 sessions, PostgreSQL's default max_connections: any one tenant could fill the
+// server, and Landlord's own sessions with it. A server now gives each login a share of what it
+// has (status.connectionLimit), and one whose limit lets its logins hold more than it has says
+// so.
+func TestADatabaseServerSharesItsConnectionsBetweenItsTenants(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	// No tenant is placed on it: the tests that place databases do not run beside this one.
+	g.Expect(createDatabaseServer(ctx, "pg-connections", pg, ptr.To[int32](1))).To(Succeed())
+	ds := &tenancyv1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: "pg-connections"}}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, ds) })
+	observed := func(g Gomega) *tenancyv1alpha1.DatabaseServer {
+		got := &tenancyv1alpha1.DatabaseServer{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ds), got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(meta.IsStatusConditionTrue(got.Status.Conditions, tenancyv1alpha1.ReadyCondition)).To(BeTrue())
+		return got
+	}
+
+	t.Run("left unset, the limit is the server's slots for its one tenant", func(t *testing.T) {
+		NewWithT(t).Eventually(func(g Gomega) {
+			got := observed(g)
+			// The test server: max_connections 100, 3 reserved for superusers, 5 Landlord's.
+			g.Expect(got.Status.ConnectionSlots).To(Equal(int32(100)))
+			g.Expect(got.Status.ConnectionLimit).To(Equal(int32(92)))
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, tenancyv1alpha1.ConnectionsOvercommittedCondition)).To(BeNil())
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("a limit that lets one login fill the server is reported", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k8s.Patch(ctx, ds, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"connectionLimit":100}}`)))).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			got := observed(g)
+			g.Expect(got.Status.ConnectionLimit).To(Equal(int32(100)))
+			c := meta.FindStatusCondition(got.Status.Conditions, tenancyv1alpha1.ConnectionsOvercommittedCondition)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(tenancyv1alpha1.ReasonConnectionLimitTooHigh))
+			g.Expect(c.Message).To(ContainSubstring("may hold 100 sessions, and the server leaves tenants 92 slots"))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("unset again, the report goes", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k8s.Patch(ctx, ds, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"connectionLimit":null,"maxTenants":4}}`)))).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			got := observed(g)
+			g.Expect(got.Status.ConnectionLimit).To(Equal(int32(23)))
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, tenancyv1alpha1.ConnectionsOvercommittedCondition)).To(BeNil())
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+}

@@ -1,0 +1,314 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/policy"
+)
+
+// The audit lists Services, Ingresses and routes in every namespace (tenants' are not in the
+// cache) and deletes those that reach across tenants; it reads the tenant namespaces and the
+// Tenants to report on. The grants are the ones the component kinds and the domain handover
+// already need: the audit adds none.
+//
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=list;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes,verbs=list;delete
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get
+
+// ReasonPolicyViolation is the event reason of an object in a tenant namespace that breaks an
+// isolation policy, found by the policy audit: created while the policy was absent.
+const ReasonPolicyViolation = "PolicyViolation"
+
+// auditedPolicies are the policies whose absence lets in objects the audit looks for: when one
+// of them, or its binding, has to be created or repaired, the audit runs again.
+var auditedPolicies = map[string]bool{policy.ServiceExposure: true, policy.IngressHosts: true, policy.RouteHostnames: true}
+
+// auditPageSize bounds each list of the audit, so a large fleet is read in pages rather than in
+// one response held whole by the API server and the operator.
+const auditPageSize = 500
+
+// policyAuditFindings counts objects found breaking a policy, by policy and by what was done.
+// No tenant label: the events on each Tenant name the objects.
+var policyAuditFindings = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "landlord_policy_audit_findings_total",
+	Help: "Objects in tenant namespaces found breaking an isolation policy by the policy audit, by policy and action (Delete, Report).",
+}, []string{"policy", "action"})
+
+// policyAudits counts completed audits: one at each start, two after each gap in the policies.
+var policyAudits = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "landlord_policy_audits_total",
+	Help: "Audits of tenant namespaces for objects breaking an isolation policy that ran to the end.",
+})
+
+func init() {
+	metrics.Registry.MustRegister(policyAuditFindings, policyAudits)
+}
+
+// PolicyAuditor finds what got into tenant namespaces while Landlord's admission policies were
+// absent. The policies judge requests only: an ExternalName Service or an Ingress for another
+// tenant's host created in the gap (policies deleted by hand, a `kubectl delete -k`, a fresh
+// install over existing tenant namespaces) outlives their return. The auditor judges each such
+// object by the policy's rule, reports it on its Tenant and, with the Delete action, deletes
+// those that reach across tenants.
+type PolicyAuditor struct {
+	// Client deletes; APIReader lists, since tenants' own objects are not in the cache.
+	Client    client.Client
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	// Action is isolation.audit.
+	Action config.AuditAction
+}
+
+// tenantNamespace is what the audit needs of a tenant namespace.
+type tenantNamespace struct {
+	tenant  string
+	domains []string
+}
+
+// Audit judges every Service, Ingress and route in tenant namespaces, and acts on each that
+// breaks a policy.
+func (a *PolicyAuditor) Audit(ctx context.Context) error {
+	namespaces, err := a.tenantNamespaces(ctx)
+	if err != nil || len(namespaces) == 0 {
+		return err
+	}
+	judge := func(namespaces map[string]tenantNamespace, obj client.Object) []auditFinding {
+		ns, ok := namespaces[obj.GetNamespace()]
+		if !ok || obj.GetDeletionTimestamp() != nil {
+			return nil
+		}
+		switch o := obj.(type) {
+		case *corev1.Service:
+			return judgeService(o)
+		case *networkingv1.Ingress:
+			return judgeIngress(o, ns.domains)
+		case *unstructured.Unstructured:
+			return judgeRoute(o, ns.domains)
+		}
+		return nil
+	}
+	// Typed list items carry no kind; the events and logs name it.
+	var suspects []client.Object
+	visit := func(kind schema.GroupVersionKind) func(obj client.Object) error {
+		return func(obj client.Object) error {
+			if len(judge(namespaces, obj)) == 0 {
+				return nil
+			}
+			if !kind.Empty() {
+				obj.GetObjectKind().SetGroupVersionKind(kind)
+			}
+			suspects = append(suspects, obj)
+			return nil
+		}
+	}
+	if err := a.listPages(ctx, func() client.ObjectList { return &corev1.ServiceList{} }, visit(corev1.SchemeGroupVersion.WithKind("Service"))); err != nil {
+		return fmt.Errorf("auditing Services: %w", err)
+	}
+	if err := a.listPages(ctx, func() client.ObjectList { return &networkingv1.IngressList{} }, visit(networkingv1.SchemeGroupVersion.WithKind("Ingress"))); err != nil {
+		return fmt.Errorf("auditing Ingresses: %w", err)
+	}
+	for _, gvk := range routeKinds {
+		err := a.listPages(ctx, func() client.ObjectList {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(gvk)
+			return l
+		}, visit(schema.GroupVersionKind{}))
+		// A cluster without the Gateway API has no routes.
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("auditing %s: %w", strings.TrimSuffix(gvk.Kind, "List"), err)
+		}
+	}
+	if len(suspects) == 0 {
+		return nil
+	}
+	// Judged again by what the namespaces allow now, read after every object: a domain granted
+	// after the first reading, and an object made for it since, must not be taken for a breach.
+	if namespaces, err = a.tenantNamespaces(ctx); err != nil {
+		return err
+	}
+	for _, obj := range suspects {
+		if findings := judge(namespaces, obj); len(findings) > 0 {
+			if err := a.act(ctx, namespaces[obj.GetNamespace()], obj, findings); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// tenantNamespaces maps each tenant namespace to its tenant and the domains it admits.
+func (a *PolicyAuditor) tenantNamespaces(ctx context.Context) (map[string]tenantNamespace, error) {
+	selector, err := metav1.LabelSelectorAsSelector(policy.TenantNamespaces())
+	if err != nil {
+		return nil, err
+	}
+	namespaces := map[string]tenantNamespace{}
+	err = a.listPages(ctx, func() client.ObjectList {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+		return l
+	}, func(obj client.Object) error {
+		var domains []string
+		for _, d := range strings.Split(obj.GetAnnotations()[tenancyv1alpha1.DomainsAnnotation], ",") {
+			if d != "" {
+				domains = append(domains, d)
+			}
+		}
+		namespaces[obj.GetName()] = tenantNamespace{tenant: obj.GetLabels()[tenancyv1alpha1.TenantLabel], domains: domains}
+		return nil
+	}, client.MatchingLabelsSelector{Selector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("listing tenant namespaces: %w", err)
+	}
+	return namespaces, nil
+}
+
+// listPages lists from the API server a page at a time, calling visit with every item.
+func (a *PolicyAuditor) listPages(ctx context.Context, newList func() client.ObjectList, visit func(client.Object) error, opts ...client.ListOption) error {
+	cont := ""
+	for {
+		list := newList()
+		if err := a.APIReader.List(ctx, list, append(opts, client.Limit(auditPageSize), client.Continue(cont))...); err != nil {
+			return err
+		}
+		err := meta.EachListItem(list, func(o runtime.Object) error { return visit(o.(client.Object)) })
+		if err != nil {
+			return err
+		}
+		if cont = list.GetContinue(); cont == "" {
+			return nil
+		}
+	}
+}
+
+// act deletes the object when it reaches across tenants and the action is Delete, and reports
+// it on its Tenant either way.
+func (a *PolicyAuditor) act(ctx context.Context, ns tenantNamespace, obj client.Object, findings []auditFinding) error {
+	action := config.AuditReport
+	if a.Action == config.AuditDelete && crossesTenants(findings) {
+		action = config.AuditDelete
+	}
+	ref := fmt.Sprintf("%s %s/%s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName())
+	if action == config.AuditDelete {
+		// With a UID precondition: one replaced since the list was created while the policies
+		// are back, and they judged it.
+		err := a.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("deleting %s: %w", ref, err)
+		}
+	}
+	var broken []string
+	for _, f := range findings {
+		policyAuditFindings.WithLabelValues(f.Policy, string(action)).Inc()
+		broken = append(broken, f.Policy+": "+strings.Join(f.Rules, "; "))
+	}
+	verb := "found"
+	if action == config.AuditDelete {
+		verb = "deleted"
+	}
+	note := fmt.Sprintf("%s %s, created while Landlord's admission policies were absent: it breaks %s", verb, ref, strings.Join(broken, "; "))
+	log.FromContext(ctx).Info("policy audit: "+note, append(objectLogKeys(obj), "tenant", ns.tenant, "action", action)...)
+	tenant := &tenancyv1alpha1.Tenant{}
+	if ns.tenant == "" || a.Recorder == nil {
+		return nil
+	}
+	if err := a.APIReader.Get(ctx, client.ObjectKey{Name: ns.tenant}, tenant); err != nil {
+		// A namespace whose Tenant is gone: the log and the count are the report.
+		return client.IgnoreNotFound(err)
+	}
+	a.Recorder.Eventf(tenant, obj, corev1.EventTypeWarning, ReasonPolicyViolation, string(action), "%s", truncate(note, maxEventNote))
+	return nil
+}
+
+// maxEventNote is the longest note an event may carry.
+const maxEventNote = 1024
+
+// crossesTenants is whether any finding reaches across tenants.
+func crossesTenants(findings []auditFinding) bool {
+	for _, f := range findings {
+		if f.Crosses {
+			return true
+		}
+	}
+	return false
+}
+
+// policyAuditDue is how many audits follow a gap in the policies: one at once, and one after
+// policyAuditSettle, since the API server enforces a policy only a moment after it is written
+// and an object created in that moment would otherwise slip past both policy and audit.
+const policyAuditDue = 2
+
+// policyAuditSettle is how long after a gap the second audit runs: well past the moment the API
+// server takes to load a policy.
+const policyAuditSettle = 10 * time.Second
+
+// auditSchedule says when the policy controller audits tenant namespaces.
+type auditSchedule struct {
+	started bool
+	// due is how many audits are still to run, the next not before next.
+	due  int
+	next time.Time
+}
+
+// gap schedules the audits that follow a policy created or repaired: one at once, one after
+// policyAuditSettle.
+func (s *auditSchedule) gap() { s.due, s.next = policyAuditDue, time.Time{} }
+
+// auditTenantNamespaces runs the audit when one is due, once the policies are all applied.
+func (r *PolicyReconciler) auditTenantNamespaces(ctx context.Context) (ctrl.Result, error) {
+	s := &r.audits
+	if r.Auditor == nil {
+		return ctrl.Result{}, nil
+	}
+	// At start-up every policy may have been absent while the operator was not running, however
+	// the apply found them: one audit, and two if they were missing until now.
+	if !s.started {
+		s.started = true
+		s.due = max(s.due, 1)
+	}
+	if s.due == 0 {
+		return ctrl.Result{}, nil
+	}
+	// The second audit waits for its time, whatever event brings the reconcile sooner.
+	if wait := time.Until(s.next); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := r.Auditor.Audit(ctx); err != nil {
+		return ctrl.Result{}, fmt.Errorf("auditing tenant namespaces: %w", err)
+	}
+	policyAudits.Inc()
+	if s.due--; s.due > 0 {
+		s.next = time.Now().Add(policyAuditSettle)
+		return ctrl.Result{RequeueAfter: policyAuditSettle}, nil
+	}
+	return ctrl.Result{}, nil
+}

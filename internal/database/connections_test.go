@@ -1,0 +1,59 @@
+package database_test
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/landlord-dev/landlord/internal/database"
+)
+
+// A login's share of a server is derived from the server, so that no one tenant can take every
+// connection: PostgreSQL's default max_connections (100) was also the limit Landlord gave each
+// login before.
+func TestTheConnectionLimitIsAShareOfTheServer(t *testing.T) {
+	postgres := database.ServerInfo{MaxConnections: 100, Reserved: 3}
+	for _, tc := range []struct {
+		name       string
+		info       database.ServerInfo
+		maxTenants *int32
+		want       int32
+	}{
+		{"a server without maxTenants gives each login a quarter of what it leaves tenants", postgres, nil, 23},
+		{"a server for 10 tenants gives each a tenth", postgres, ptr.To[int32](10), 9},
+		{"a server for more tenants than slots gives each login one", postgres, ptr.To[int32](1000), 1},
+		{"MariaDB reserves nothing of max_connections", database.ServerInfo{MaxConnections: 151}, nil, 36},
+		{"a server with fewer slots than Landlord's own sessions still gives one", database.ServerInfo{MaxConnections: 4}, nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := database.DerivedConnectionLimit(tc.info, tc.maxTenants); got != tc.want {
+				t.Errorf("derived limit %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAnOvercommittedServerSaysByHowMuch(t *testing.T) {
+	postgres := database.ServerInfo{MaxConnections: 100, Reserved: 3}
+	for _, tc := range []struct {
+		name       string
+		limit      int32
+		logins     int
+		maxTenants *int32
+		want       string
+	}{
+		{"one login that may take every slot", 100, 1, nil, "1 tenant logins at 100 sessions each may hold 100 sessions, and the server leaves tenants 92 slots"},
+		{"unlimited logins", 0, 3, nil, "any one of the 3 tenant logins can take all 92"},
+		{"a server that may take more tenants counts them", 10, 1, ptr.To[int32](20), "20 tenant logins at 10 sessions each may hold 200 sessions"},
+		{"logins whose limits fit", 23, 4, nil, ""},
+		{"no login yet, and no maxTenants", 100, 0, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			message, over := database.Overcommitted(postgres, tc.limit, tc.logins, tc.maxTenants)
+			if over != (tc.want != "") || !strings.Contains(message, tc.want) {
+				t.Errorf("overcommitted %v: %q, want %q", over, message, tc.want)
+			}
+		})
+	}
+}
