@@ -76,8 +76,10 @@ func (o *Operator) Reconciles() int {
 	return int(metricSum("controller_runtime_reconcile_total", map[string]string{"controller": "tenant"}))
 }
 
-// Idle reports whether the tenant controller has nothing queued and nothing running.
+// Idle reports whether the tenant controller has nothing queued and nothing running. The depth
+// gauge is shared by every queue of the name in the process, and a queue shut down with items
+// ready leaves them counted for good: what an earlier operator of this process left is taken off.
 func (o *Operator) Idle() bool {
-	return metricSum("workqueue_depth", map[string]string{"name": "tenant"}) == 0 &&
+	return metricSum("workqueue_depth", map[string]string{"name": "tenant"})-o.staleDepth == 0 &&
 		metricSum("controller_runtime_active_workers", map[string]string{"controller": "tenant"}) == 0
 }

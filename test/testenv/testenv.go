@@ -152,6 +152,9 @@ type Operator struct {
 	// Resync enqueues tenants without touching them.
 	Resync chan event.GenericEvent
 	cancel context.CancelFunc
+	// staleDepth is the tenant queue depth earlier operators of this process left behind (see
+	// Idle), read before this one's queue exists.
+	staleDepth float64
 	// exited is closed when the manager has returned, with err what it returned.
 	exited chan struct{}
 	err    error
@@ -190,6 +193,7 @@ func (e *Env) start(opts operator.Options, wraps ...transport.WrapperFunc) (*Ope
 		return nil, err
 	}
 	op.Operator = mgr
+	op.staleDepth = metricSum("workqueue_depth", map[string]string{"name": "tenant"})
 	ctx, cancel := context.WithCancel(context.Background())
 	op.cancel = cancel
 	go func() {
