@@ -127,7 +127,7 @@ spec:
 		return
 	}
 
-	t.Run("helm uninstall removes the operator and keeps the CRDs, the store's claim and the roles tenants are bound to", func(t *testing.T) {
+	t.Run("helm uninstall removes the operator and keeps the CRDs, the store's claim, the roles tenants are bound to and their isolation", func(t *testing.T) {
 		helm(t, "uninstall", "landlord", "--namespace", "landlord-system", "--wait", "--timeout", "2m")
 		crds := strings.Fields(kubectl(t, "get", "crd", "-o", "name"))
 		var want []string
@@ -145,10 +145,20 @@ spec:
 				t.Errorf("ClusterRole %s after uninstall: %q, %v; want it kept, as every tenant's RoleBindings name it", role, out, err)
 			}
 		}
+		// Every tenant's isolation rests on the admission policies: what a tenant could create
+		// while they were gone would outlive a reinstall.
+		for _, kept := range [][]string{
+			{"get", "validatingadmissionpolicy", policy.IngressHosts},
+			{"get", "validatingadmissionpolicybinding", policy.IngressHosts},
+			{"get", "validatingadmissionpolicy", policy.ComponentObjects},
+		} {
+			if out, err := runErr(env, kubectlBin, append(kept, "--ignore-not-found", "-o", "name")...); err != nil || out == "" {
+				t.Errorf("kubectl %s: %q, %v; want it kept", strings.Join(kept, " "), out, err)
+			}
+		}
 		for _, gone := range [][]string{
 			{"-n", "landlord-system", "get", "deployment", "landlord-controller-manager"},
 			{"get", "clusterrole", "landlord-manager"},
-			{"get", "validatingadmissionpolicy", "landlord-operator-namespaces"},
 		} {
 			if out, err := runErr(env, kubectlBin, append(gone, "--ignore-not-found", "-o", "name")...); err != nil || out != "" {
 				t.Errorf("kubectl %s: %q, %v; want it gone", strings.Join(gone, " "), out, err)
