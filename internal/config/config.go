@@ -19,6 +19,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/component"
+	"github.com/landlord-dev/landlord/internal/database"
 )
 
 // MaxNamespacePrefix keeps "<prefix><tenant name>" a valid namespace name: tenant names are at
@@ -155,6 +156,12 @@ type Databases struct {
 	CheckInterval metav1.Duration `json:"checkInterval,omitempty"`
 	// Timeout bounds one provisioning call (connect, create, grant) to a server.
 	Timeout metav1.Duration `json:"timeout,omitempty"`
+	// Naming is how new databases and logins are named: "tenant" (the default),
+	// <namePrefix><tenant>_<database>, or "opaque", <namePrefix> and a digest of the tenant's UID
+	// and the database's name, so that the other logins of a shared server, which can read its
+	// catalog, never see a customer's tenant name. Only databases created afterwards are named
+	// this way: an existing database keeps the names recorded for it.
+	Naming database.Naming `json:"naming,omitempty"`
 }
 
 // Secrets configures where secrets live at rest and how shared ones reach the cluster.
@@ -447,6 +454,9 @@ func (c *Config) applyDefaults() {
 	if c.Databases.Timeout.Duration == 0 {
 		c.Databases.Timeout.Duration = 30 * time.Second
 	}
+	if c.Databases.Naming == "" {
+		c.Databases.Naming = database.NamingTenant
+	}
 	if c.Secrets.TemplateNamespace == "" {
 		c.Secrets.TemplateNamespace = "landlord-templates"
 	}
@@ -561,6 +571,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Databases.Timeout.Duration < time.Second {
 		errs = append(errs, fmt.Errorf("databases.timeout: %s is shorter than 1s", c.Databases.Timeout.Duration))
+	}
+	switch c.Databases.Naming {
+	case database.NamingTenant, database.NamingOpaque:
+	default:
+		errs = append(errs, fmt.Errorf("databases.naming: %q is not %s or %s", c.Databases.Naming, database.NamingTenant, database.NamingOpaque))
 	}
 	if msgs := validation.IsDNS1123Label(c.Secrets.TemplateNamespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("secrets.templateNamespace: %q is not a namespace name: %v", c.Secrets.TemplateNamespace, msgs))

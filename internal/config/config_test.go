@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/database"
 )
 
 func TestAnEmptyFileGivesTheDefaults(t *testing.T) {
@@ -75,6 +76,7 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a sync interval under 1s":    {"secrets: {syncInterval: 10ms}", "secrets.syncInterval"},
 		"a bad credentials namespace": {"databases: {credentialsNamespace: Landlord}", "databases.credentialsNamespace"},
 		"a database timeout under 1s": {"databases: {timeout: 1ms}", "databases.timeout"},
+		"an unknown database naming":  {"databases: {naming: hashed}", "databases.naming"},
 		"a pod security version typo": {"defaults: {podSecurityVersion: '137'}", "defaults.podSecurityVersion"},
 		"a wildcard base domain":      {"isolation: {baseDomain: '*.example.com'}", "isolation.baseDomain"},
 		"a base domain with capitals": {"isolation: {baseDomain: Example.com}", "isolation.baseDomain"},
@@ -207,6 +209,30 @@ func TestTheUrgentClientHasLimitsOfItsOwn(t *testing.T) {
 			}
 			if got := tc.overrides.Apply(c).Client.Urgent; got != tc.want {
 				t.Errorf("client.urgent = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Database naming is opt-in: without a word in the file, new databases are named after their
+// tenant as they always were.
+func TestDatabaseNamingIsTenantUnlessOpaqueIsAskedFor(t *testing.T) {
+	cases := map[string]struct {
+		doc  string
+		want database.Naming
+	}{
+		"an empty file names databases after the tenant": {"", database.NamingTenant},
+		"tenant naming is read as given":                 {"databases: {naming: tenant}", database.NamingTenant},
+		"opaque naming is read as given":                 {"databases: {naming: opaque}", database.NamingOpaque},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := config.Parse([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Databases.Naming != tc.want {
+				t.Errorf("databases.naming = %q, want %q", c.Databases.Naming, tc.want)
 			}
 		})
 	}

@@ -285,7 +285,11 @@ func (r *TenantReconciler) credentials(ctx context.Context, s *tenantScope, e db
 	if err != nil {
 		return resources.DatabaseCredentials{}, false, r.serverFailed(s.tenant, e, server, err)
 	}
-	dbName, user := database.Names(database.Engine(e.engine), ds.Spec.NamePrefix, s.tenant.Name, e.Name)
+	// The one place names are chosen: for a database neither the store nor the status knows.
+	// From here on they are read from the record (and the status), so databases.naming applies
+	// to new databases only, and adopted data, a move's or a claimed spare's, keeps its names.
+	dbName, user := database.NewNames(r.Config.Databases.Naming, database.Engine(e.engine), ds.Spec.NamePrefix,
+		s.tenant.Name, string(s.tenant.UID), e.Name)
 	password, err := database.GeneratePassword()
 	if err != nil {
 		return resources.DatabaseCredentials{}, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)

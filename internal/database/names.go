@@ -3,10 +3,33 @@ package database
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/hex"
 	"unicode/utf8"
 )
+
+// Naming is how the names of a tenant's new databases and logins are made.
+type Naming string
+
+const (
+	// NamingTenant names them after the tenant and the database (Names): readable, and visible
+	// to every login of a shared PostgreSQL server.
+	NamingTenant Naming = "tenant"
+	// NamingOpaque names them with a digest of the tenant's UID and the database (OpaqueNames),
+	// so a shared server shows no tenant's name.
+	NamingOpaque Naming = "opaque"
+)
+
+// NewNames returns the database and login names of a tenant's new database, as naming asks.
+// They are recorded (store record, status) when the database is created and read from there
+// ever after, so a change of naming never renames an existing database.
+func NewNames(naming Naming, engine Engine, prefix, tenant, uid, db string) (database, username string) {
+	if naming == NamingOpaque {
+		return OpaqueNames(engine, prefix, uid, db)
+	}
+	return Names(engine, prefix, tenant, db)
+}
 
 // identifierLimits returns the longest database and login names an engine accepts, in bytes.
 // An unknown engine gets the tightest limits so that its names fit anywhere.
@@ -55,6 +78,32 @@ func Names(engine Engine, prefix, tenant, db string) (database, username string)
 	}
 	dbLimit, userLimit := identifierLimits(engine)
 	return fit(dbLimit), fit(userLimit)
+}
+
+// opaqueDigestLen is the number of base32 digits of an opaque name: 110 bits, and with the
+// longest namePrefix the CRD allows (10) exactly a MySQL login's 32 characters.
+const opaqueDigestLen = 22
+
+// opaqueEncoding is lowercase base32 without padding: letters and digits only, so a name needs
+// no quoting beyond what every name gets, and holds no '_'.
+var opaqueEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// OpaqueNames returns the database and login names of a tenant's database that show nothing of
+// the tenant: the server's prefix and 22 base32 digits of sha256 over the tenant's UID and the
+// database's name, the same for database and login. The tenant's name plays no part, so
+// another login reading the server's catalog learns nothing of the customer; the UID it may
+// read in Landlord's markers tells it no more than the marker itself does.
+//
+// UIDs are unique, so two tenants never share a name (and the markers still refuse any object
+// another tenant holds). An opaque name has no '_' after the prefix, and every name Names makes
+// has one, so the two namings never give the same name on one server.
+func OpaqueNames(engine Engine, prefix, uid, db string) (database, username string) {
+	sum := sha256.Sum256([]byte("landlord opaque name\x00" + uid + "\x00" + db))
+	name := prefix + opaqueEncoding.EncodeToString(sum[:])[:opaqueDigestLen]
+	dbLimit, userLimit := identifierLimits(engine)
+	// The CRD bounds the prefix so that this never cuts; were it longer, the name is shortened
+	// rather than refused by the server.
+	return name[:min(len(name), dbLimit)], name[:min(len(name), userLimit)]
 }
 
 // GeneratePassword returns a new login password: 256 random bits, URL-safe base64 without
