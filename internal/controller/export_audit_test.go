@@ -2,23 +2,13 @@ package controller
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// AuditVerdict is the policy audit's verdict on obj in a namespace admitting domains: the
-// policies it breaks, and whether it reaches across tenants.
-func AuditVerdict(obj client.Object, domains []string) (policies []string, crosses bool) {
-	var findings []auditFinding
-	switch o := obj.(type) {
-	case *corev1.Service:
-		findings = judgeService(o)
-	case *networkingv1.Ingress:
-		findings = judgeIngress(o, domains)
-	case *unstructured.Unstructured:
-		findings = judgeRoute(o, domains)
-	}
+// AuditVerdict is the policy audit's verdict on obj in the namespace ns, read as the audit reads
+// it: the policies it breaks, and whether it reaches across tenants.
+func AuditVerdict(obj client.Object, ns *corev1.Namespace) (policies []string, crosses bool) {
+	findings := judgeObject(tenantNamespaceOf(ns), obj)
 	for _, f := range findings {
 		policies = append(policies, f.Policy)
 	}

@@ -44,7 +44,10 @@ const ReasonPolicyViolation = "PolicyViolation"
 
 // auditedPolicies are the policies whose absence lets in objects the audit looks for: when one
 // of them, or its binding, has to be created or repaired, the audit runs again.
-var auditedPolicies = map[string]bool{policy.ServiceExposure: true, policy.IngressHosts: true, policy.RouteHostnames: true}
+var auditedPolicies = map[string]bool{
+	policy.ServiceExposure: true, policy.IngressHosts: true, policy.RouteHostnames: true,
+	policy.IngressClasses: true, policy.IngressAnnotations: true,
+}
 
 // auditPageSize bounds each list of the audit, so a large fleet is read in pages rather than in
 // one response held whole by the API server and the operator.
@@ -68,8 +71,9 @@ func init() {
 }
 
 // PolicyAuditor finds what got into tenant namespaces while Landlord's admission policies were
-// absent. The policies judge requests only: an ExternalName Service or an Ingress for another
-// tenant's host created in the gap (policies deleted by hand, a `kubectl delete -k`, a fresh
+// absent. The policies judge requests only: an ExternalName Service, an Ingress for another
+// tenant's host, for another controller's class or injecting a snippet into the shared ingress
+// controller, created in the gap (policies deleted by hand, a `kubectl delete -k`, a fresh
 // install over existing tenant namespaces) outlives their return. The auditor judges each such
 // object by the policy's rule, reports it on its Tenant and, with the Delete action, deletes
 // those that reach across tenants.
@@ -82,10 +86,37 @@ type PolicyAuditor struct {
 	Action config.AuditAction
 }
 
-// tenantNamespace is what the audit needs of a tenant namespace.
+// tenantNamespace is what the audit needs of a tenant namespace: what its annotations allow, as
+// the policies read them.
 type tenantNamespace struct {
+	name    string
 	tenant  string
 	domains []string
+	// classes are the Ingress classes its Ingresses may name; none means any.
+	classes []string
+}
+
+// tenantNamespaceOf reads what the policies read of a tenant namespace.
+func tenantNamespaceOf(ns client.Object) tenantNamespace {
+	return tenantNamespace{
+		name:    ns.GetName(),
+		tenant:  ns.GetLabels()[tenancyv1alpha1.TenantLabel],
+		domains: annotationList(ns.GetAnnotations()[tenancyv1alpha1.DomainsAnnotation]),
+		classes: annotationList(ns.GetAnnotations()[tenancyv1alpha1.IngressClassesAnnotation]),
+	}
+}
+
+// judgeObject applies to obj, in the namespace ns, the policies that judge its kind.
+func judgeObject(ns tenantNamespace, obj client.Object) []auditFinding {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		return judgeService(o)
+	case *networkingv1.Ingress:
+		return judgeIngress(o, ns)
+	case *unstructured.Unstructured:
+		return judgeRoute(o, ns.domains)
+	}
+	return nil
 }
 
 // Audit judges every Service, Ingress and route in tenant namespaces, and acts on each that
@@ -100,15 +131,7 @@ func (a *PolicyAuditor) Audit(ctx context.Context) error {
 		if !ok || obj.GetDeletionTimestamp() != nil {
 			return nil
 		}
-		switch o := obj.(type) {
-		case *corev1.Service:
-			return judgeService(o)
-		case *networkingv1.Ingress:
-			return judgeIngress(o, ns.domains)
-		case *unstructured.Unstructured:
-			return judgeRoute(o, ns.domains)
-		}
-		return nil
+		return judgeObject(ns, obj)
 	}
 	// Typed list items carry no kind; the events and logs name it.
 	var suspects []client.Object
@@ -147,8 +170,9 @@ func (a *PolicyAuditor) Audit(ctx context.Context) error {
 	if len(suspects) == 0 {
 		return nil
 	}
-	// Judged again by what the namespaces allow now, read after every object: a domain granted
-	// after the first reading, and an object made for it since, must not be taken for a breach.
+	// Judged again by what the namespaces allow now, read after every object: a domain or an
+	// Ingress class granted after the first reading, and an object made for it since, must not
+	// be taken for a breach.
 	if namespaces, err = a.tenantNamespaces(ctx); err != nil {
 		return err
 	}
@@ -162,7 +186,7 @@ func (a *PolicyAuditor) Audit(ctx context.Context) error {
 	return nil
 }
 
-// tenantNamespaces maps each tenant namespace to its tenant and the domains it admits.
+// tenantNamespaces maps each tenant namespace to its tenant and what it allows.
 func (a *PolicyAuditor) tenantNamespaces(ctx context.Context) (map[string]tenantNamespace, error) {
 	selector, err := metav1.LabelSelectorAsSelector(policy.TenantNamespaces())
 	if err != nil {
@@ -174,13 +198,7 @@ func (a *PolicyAuditor) tenantNamespaces(ctx context.Context) (map[string]tenant
 		l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
 		return l
 	}, func(obj client.Object) error {
-		var domains []string
-		for _, d := range strings.Split(obj.GetAnnotations()[tenancyv1alpha1.DomainsAnnotation], ",") {
-			if d != "" {
-				domains = append(domains, d)
-			}
-		}
-		namespaces[obj.GetName()] = tenantNamespace{tenant: obj.GetLabels()[tenancyv1alpha1.TenantLabel], domains: domains}
+		namespaces[obj.GetName()] = tenantNamespaceOf(obj)
 		return nil
 	}, client.MatchingLabelsSelector{Selector: selector})
 	if err != nil {

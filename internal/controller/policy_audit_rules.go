@@ -2,20 +2,22 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
 // The policy audit judges objects already in tenant namespaces by the rules the admission
-// policies apply to requests (internal/policy/services.go, hosts.go). The policies are CEL run
-// by the API server; these are the same rules in Go, for objects the API server never judged
-// because they were created while the policies were absent. A test holds the two to the same
+// policies apply to requests (internal/policy/services.go, hosts.go, ingress.go). The policies
+// are CEL run by the API server; these are the same rules in Go, for objects the API server
+// never judged because they were created while the policies were absent. A test holds the two to the same
 // verdicts, case by case (TestThePolicyAuditJudgesAsThePoliciesDo).
 
 // auditFinding is one policy an object breaks, and how.
@@ -89,9 +91,33 @@ func judgeService(svc *corev1.Service) []auditFinding {
 	return []auditFinding{{Policy: policy.ServiceExposure, Rules: rules, Crosses: crosses}}
 }
 
-// judgeIngress applies the Ingress hosts policy (policy.IngressHostsPolicy) for a namespace
+// annotationList splits a namespace's list annotation as the policies do: by commas, without
+// empty items.
+func annotationList(value string) []string {
+	var items []string
+	for _, item := range strings.Split(value, ",") {
+		if item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
+}
+
+// judgeIngress applies the policies on Ingresses for the namespace ns: hosts, classes and
+// annotations, each its own finding.
+func judgeIngress(ing *networkingv1.Ingress, ns tenantNamespace) []auditFinding {
+	var findings []auditFinding
+	for _, f := range []*auditFinding{judgeIngressHosts(ing, ns.domains), judgeIngressClass(ing, ns.classes), judgeIngressAnnotations(ing, ns.name)} {
+		if f != nil {
+			findings = append(findings, *f)
+		}
+	}
+	return findings
+}
+
+// judgeIngressHosts applies the Ingress hosts policy (policy.IngressHostsPolicy) for a namespace
 // allowed the domains. Every rule it breaks takes traffic for a host that is not the tenant's.
-func judgeIngress(ing *networkingv1.Ingress, domains []string) []auditFinding {
+func judgeIngressHosts(ing *networkingv1.Ingress, domains []string) *auditFinding {
 	var hosts []string
 	hostless := false
 	for _, r := range ing.Spec.Rules {
@@ -117,7 +143,86 @@ func judgeIngress(ing *networkingv1.Ingress, domains []string) []auditFinding {
 	if len(rules) == 0 {
 		return nil
 	}
-	return []auditFinding{{Policy: policy.IngressHosts, Rules: rules, Crosses: true}}
+	return &auditFinding{Policy: policy.IngressHosts, Rules: rules, Crosses: true}
+}
+
+// judgeIngressClass applies the Ingress classes policy (policy.IngressClassesPolicy) for a
+// namespace allowed the classes: while it lists any, the class in spec.ingressClassName and in
+// the legacy annotation must be among them, and one must be named. Either way the Ingress is
+// served by a controller the tenant may not use, one the platform keeps for itself or for other
+// tenants, which crosses tenants.
+func judgeIngressClass(ing *networkingv1.Ingress, classes []string) *auditFinding {
+	if len(classes) == 0 {
+		return nil
+	}
+	var named []string
+	if c := ptr.Deref(ing.Spec.IngressClassName, ""); c != "" {
+		named = append(named, c)
+	}
+	if c := ing.Annotations[policy.LegacyIngressClassAnnotation]; c != "" {
+		named = append(named, c)
+	}
+	var refused []string
+	for _, c := range named {
+		if !slices.Contains(classes, c) && !slices.Contains(refused, c) {
+			refused = append(refused, c)
+		}
+	}
+	var rules []string
+	if len(refused) > 0 {
+		rules = append(rules, fmt.Sprintf("Ingress class %s is not among the tenant's classes (%s)", strings.Join(refused, ", "), strings.Join(classes, ", ")))
+	}
+	if len(named) == 0 {
+		rules = append(rules, fmt.Sprintf("Ingresses in the namespace must name one of the tenant's classes (%s): one naming none may be served by any controller", strings.Join(classes, ", ")))
+	}
+	if len(rules) == 0 {
+		return nil
+	}
+	return &auditFinding{Policy: policy.IngressClasses, Rules: rules, Crosses: true}
+}
+
+// injectingAnnotation reports whether the annotation key injects configuration into the
+// ingress controller, as the policy's condition on the key does
+// (policy.InjectingIngressAnnotations): by its whole key's suffix or prefix, or by its name
+// after the last slash, whatever the prefix.
+func injectingAnnotation(key string) bool {
+	name := key[strings.LastIndex(key, "/")+1:]
+	s := policy.InjectingIngressAnnotations
+	return slices.ContainsFunc(s.Suffixes, func(suffix string) bool { return strings.HasSuffix(key, suffix) }) ||
+		slices.Contains(s.Names, name) ||
+		slices.ContainsFunc(s.Substrings, func(sub string) bool { return strings.Contains(name, sub) }) ||
+		slices.ContainsFunc(s.Prefixes, func(prefix string) bool { return strings.HasPrefix(key, prefix) })
+}
+
+// judgeIngressAnnotations applies the Ingress annotations policy (policy.IngressAnnotationsPolicy)
+// to an Ingress in the namespace: no annotation injecting configuration into the ingress
+// controller, and no reference to another namespace's Secret or ConfigMap. Both cross tenants:
+// an injected snippet runs in the controller every tenant shares, and a reference lends the
+// Ingress another tenant's CA, users or headers.
+func judgeIngressAnnotations(ing *networkingv1.Ingress, namespace string) *auditFinding {
+	var injecting, foreign []string
+	// In key order, so a note names them the same way at every audit.
+	for _, k := range slices.Sorted(maps.Keys(ing.Annotations)) {
+		v := ing.Annotations[k]
+		if injectingAnnotation(k) {
+			injecting = append(injecting, k)
+		}
+		if slices.Contains(policy.ReferringIngressAnnotations, k[strings.LastIndex(k, "/")+1:]) &&
+			strings.Contains(v, "/") && !strings.HasPrefix(v, namespace+"/") {
+			foreign = append(foreign, k+"="+v)
+		}
+	}
+	var rules []string
+	if len(injecting) > 0 {
+		rules = append(rules, fmt.Sprintf("Ingress annotations %s inject configuration into the ingress controller every tenant shares", strings.Join(injecting, ", ")))
+	}
+	if len(foreign) > 0 {
+		rules = append(rules, fmt.Sprintf("Ingress annotations %s refer to another namespace's Secret or ConfigMap", strings.Join(foreign, ", ")))
+	}
+	if len(rules) == 0 {
+		return nil
+	}
+	return &auditFinding{Policy: policy.IngressAnnotations, Rules: rules, Crosses: true}
 }
 
 // judgeRoute applies the route hostnames policy (policy.RouteHostnamesPolicy) to a Gateway API

@@ -25,29 +25,51 @@ import (
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
-// Issue 30 finding 4: the audit judges objects the API server never judged by the rules the
-// policies apply to requests. Each case is put to both, the policy as the tenant admin's dry run
-// on the real API server: they must agree, and agree with the verdict written here, so that a
-// case neither judges cannot pass.
+// The audit judges objects the API server never judged by the rules the policies apply to
+// requests. Each case is put to both, the policy as the tenant admin's dry run on the real API
+// server: they must agree, and agree with the verdict written here, so that a case neither
+// judges cannot pass.
 func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 	createTenant(t, newTenant("audit-judge", func(t *tenancyv1alpha1.Tenant) {
 		t.Spec.Domains = []tenancyv1alpha1.Domain{"shop.example.com", "*.apps.example.com"}
+		t.Spec.IngressClasses = []tenancyv1alpha1.IngressClassName{"public", "internal"}
 		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "audit-judge-admin"}}
 	}))
-	const ns = "tenant-audit-judge"
+	// A tenant whose namespace lists no Ingress classes, as in a fleet that configures none: the
+	// class is its own to choose, and the audit must not take any for a breach.
+	createTenant(t, newTenant("audit-judge-any", func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Domains = []tenancyv1alpha1.Domain{"judge-any.example.com"}
+		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "audit-judge-admin"}}
+	}))
+	const ns, anyNS = "tenant-audit-judge", "tenant-audit-judge-any"
 	ctx := context.Background()
 	admin := impersonate(t, "audit-judge-admin")
 	waitForAuditedPolicies(t, admin, ns)
-	namespace := getNamespace(NewWithT(t), ns)
-	domains := strings.Split(namespace.Annotations[tenancyv1alpha1.DomainsAnnotation], ",")
-	NewWithT(t).Expect(domains).To(ConsistOf("shop.example.com", "*.apps.example.com"))
+	waitForAuditedPolicies(t, admin, anyNS)
+	namespaces := map[string]*corev1.Namespace{ns: getNamespace(NewWithT(t), ns), anyNS: getNamespace(NewWithT(t), anyNS)}
+	NewWithT(t).Expect(namespaces[ns].Annotations).To(And(
+		HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, "shop.example.com,*.apps.example.com"),
+		HaveKeyWithValue(tenancyv1alpha1.IngressClassesAnnotation, "public,internal")))
+	NewWithT(t).Expect(namespaces[anyNS].Annotations).NotTo(HaveKey(tenancyv1alpha1.IngressClassesAnnotation))
 
+	// own is an Ingress of the tenant's class: only the rule a case is about is broken.
+	own := func(name, host string) *networkingv1.Ingress { return classIngress(ns, name, host, "public") }
+	annotated := func(name string, annotations map[string]string) *networkingv1.Ingress {
+		i := own(name, "shop.example.com")
+		i.Annotations = annotations
+		return i
+	}
 	withIPs := service(ns, "external-ips", corev1.ServiceTypeClusterIP)
 	withIPs.Spec.ExternalIPs = []string{"203.0.113.7"}
-	tls := ingress(ns, "foreign-tls", "shop.example.com")
+	tls := own("foreign-tls", "shop.example.com")
 	tls.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"bank.example.com"}}}
-	defaultBackend := ingress(ns, "default-backend", "shop.example.com")
+	defaultBackend := own("default-backend", "shop.example.com")
 	defaultBackend.Spec.DefaultBackend = &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}
+	legacyClass := func(name, spec, legacy string) *networkingv1.Ingress {
+		i := classIngress(ns, name, "shop.example.com", spec)
+		i.Annotations = map[string]string{policy.LegacyIngressClassAnnotation: legacy}
+		return i
+	}
 
 	cases := []struct {
 		name string
@@ -62,17 +84,45 @@ func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 		{"a LoadBalancer Service", service(ns, "load-balancer", corev1.ServiceTypeLoadBalancer), policy.ServiceExposure, false},
 		{"an ExternalName Service", externalName(ns, "external-name", "web.tenant-other.svc.cluster.local"), policy.ServiceExposure, true},
 		{"a Service with externalIPs", withIPs, policy.ServiceExposure, true},
-		{"an Ingress for the tenant's domain", ingress(ns, "own", "shop.example.com"), "", false},
-		{"an Ingress for a name its wildcard covers", ingress(ns, "covered", "a.apps.example.com"), "", false},
-		{"an Ingress for its wildcard itself", ingress(ns, "wildcard", "*.apps.example.com"), "", false},
-		{"an Ingress two labels under its wildcard", ingress(ns, "too-deep", "a.b.apps.example.com"), policy.IngressHosts, true},
-		{"an Ingress for a wider wildcard", ingress(ns, "wider", "*.example.com"), policy.IngressHosts, true},
-		{"an Ingress for a narrower wildcard", ingress(ns, "narrower", "*.a.apps.example.com"), policy.IngressHosts, true},
-		{"an Ingress for the wildcard's parent", ingress(ns, "parent", "apps.example.com"), policy.IngressHosts, true},
-		{"an Ingress for another tenant's host", ingress(ns, "other", "bank.example.com"), policy.IngressHosts, true},
+		{"an Ingress for the tenant's domain", own("own", "shop.example.com"), "", false},
+		{"an Ingress for a name its wildcard covers", own("covered", "a.apps.example.com"), "", false},
+		{"an Ingress for its wildcard itself", own("wildcard", "*.apps.example.com"), "", false},
+		{"an Ingress two labels under its wildcard", own("too-deep", "a.b.apps.example.com"), policy.IngressHosts, true},
+		{"an Ingress for a wider wildcard", own("wider", "*.example.com"), policy.IngressHosts, true},
+		{"an Ingress for a narrower wildcard", own("narrower", "*.a.apps.example.com"), policy.IngressHosts, true},
+		{"an Ingress for the wildcard's parent", own("parent", "apps.example.com"), policy.IngressHosts, true},
+		{"an Ingress for another tenant's host", own("other", "bank.example.com"), policy.IngressHosts, true},
 		{"an Ingress whose TLS names another host", tls, policy.IngressHosts, true},
-		{"an Ingress with a rule for any host", ingress(ns, "hostless", ""), policy.IngressHosts, true},
+		{"an Ingress with a rule for any host", own("hostless", ""), policy.IngressHosts, true},
 		{"an Ingress with a default backend", defaultBackend, policy.IngressHosts, true},
+
+		{"an Ingress naming the tenant's other class", classIngress(ns, "internal", "shop.example.com", "internal"), "", false},
+		{"an Ingress naming the tenant's class in the legacy annotation only", legacyClass("legacy-own", "", "internal"), "", false},
+		{"an Ingress naming the tenant's class both ways", legacyClass("legacy-both", "public", "public"), "", false},
+		{"an Ingress naming a class the tenant may not use", classIngress(ns, "other-class", "shop.example.com", "platform-admin"), policy.IngressClasses, true},
+		{"an Ingress naming a class the tenant may not use in the legacy annotation", legacyClass("legacy-other", "", "platform-admin"), policy.IngressClasses, true},
+		{"an Ingress naming no class in a namespace listing classes", classIngress(ns, "no-class", "shop.example.com", ""), policy.IngressClasses, true},
+		{"an Ingress naming no class in a namespace listing none", classIngress(anyNS, "no-class", "judge-any.example.com", ""), "", false},
+		{"an Ingress naming any class in a namespace listing none", classIngress(anyNS, "any-class", "judge-any.example.com", "platform-admin"), "", false},
+
+		{"an Ingress with annotations that tune its own routes", annotated("tuned", map[string]string{
+			"nginx.ingress.kubernetes.io/proxy-body-size": "8m", "nginx.ingress.kubernetes.io/rewrite-target": "/",
+			"cert-manager.io/cluster-issuer": "letsencrypt", "example.com/snippet-count": "2",
+		}), "", false},
+		{"an Ingress with a server-snippet", annotated("server-snippet", map[string]string{"nginx.ingress.kubernetes.io/server-snippet": "return 200;"}), policy.IngressAnnotations, true},
+		{"an Ingress with a configuration-snippet", annotated("configuration-snippet", map[string]string{"nginx.ingress.kubernetes.io/configuration-snippet": "proxy_pass http://x;"}), policy.IngressAnnotations, true},
+		{"an Ingress with NGINX Inc.'s location snippets", annotated("location-snippets", map[string]string{"nginx.org/location-snippets": "x"}), policy.IngressAnnotations, true},
+		{"an Ingress with any controller's snippet", annotated("any-snippet", map[string]string{"example.com/anything-snippet": "x"}), policy.IngressAnnotations, true},
+		{"an Ingress with a snippet under no prefix", annotated("bare-snippet", map[string]string{"server-snippet": "x"}), policy.IngressAnnotations, true},
+		{"an Ingress with an auth-url under another prefix", annotated("auth-url", map[string]string{"ingress.example.com/auth-url": "http://web.tenant-other.svc"}), policy.IngressAnnotations, true},
+		{"an Ingress with a server alias", annotated("server-alias", map[string]string{"nginx.ingress.kubernetes.io/server-alias": "bank.example.com"}), policy.IngressAnnotations, true},
+		{"an Ingress with a mirror target", annotated("mirror-target", map[string]string{"nginx.ingress.kubernetes.io/mirror-target": "http://x"}), policy.IngressAnnotations, true},
+		{"an Ingress with an annotation naming proxy-pass", annotated("proxy-pass", map[string]string{"example.com/custom-proxy-pass-to": "x"}), policy.IngressAnnotations, true},
+		{"an Ingress with haproxy-ingress configuration", annotated("haproxy-config", map[string]string{"haproxy-ingress.github.io/config-backend": "x"}), policy.IngressAnnotations, true},
+		{"an Ingress whose auth-tls-secret names its own namespace's Secret", annotated("own-ca", map[string]string{"nginx.ingress.kubernetes.io/auth-tls-secret": ns + "/ca"}), "", false},
+		{"an Ingress whose auth-secret names a Secret without a namespace", annotated("own-users", map[string]string{"nginx.ingress.kubernetes.io/auth-secret": "users"}), "", false},
+		{"an Ingress whose auth-tls-secret names another tenant's Secret", annotated("foreign-ca", map[string]string{"nginx.ingress.kubernetes.io/auth-tls-secret": anyNS + "/ca"}), policy.IngressAnnotations, true},
+		{"an Ingress whose custom-headers name a namespace that begins with its own namespace's name", annotated("foreign-prefix", map[string]string{"nginx.ingress.kubernetes.io/custom-headers": ns + "-other/headers"}), policy.IngressAnnotations, true},
 	}
 	for _, tc := range cases {
 		verdict := " is admitted and passes the audit"
@@ -81,7 +131,7 @@ func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 		}
 		t.Run(tc.name+verdict, func(t *testing.T) {
 			g := NewWithT(t)
-			policies, crosses := controller.AuditVerdict(tc.obj, domains)
+			policies, crosses := controller.AuditVerdict(tc.obj, namespaces[tc.obj.GetNamespace()])
 			err := admin.Create(ctx, tc.obj.DeepCopyObject().(client.Object), client.DryRunAll)
 			if tc.breaks == "" {
 				g.Expect(policies).To(BeEmpty(), "the audit finds what the policies admit")
@@ -115,7 +165,7 @@ func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 	}
 	for _, tc := range routes {
 		t.Run(tc.name+map[bool]string{true: " is found by the audit", false: " passes the audit"}[tc.breaks], func(t *testing.T) {
-			policies, crosses := controller.AuditVerdict(tc.route, domains)
+			policies, crosses := controller.AuditVerdict(tc.route, namespaces[ns])
 			if tc.breaks {
 				NewWithT(t).Expect(policies).To(Equal([]string{policy.RouteHostnames}))
 				NewWithT(t).Expect(crosses).To(BeTrue())
@@ -126,11 +176,11 @@ func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 	}
 }
 
-// Issue 30 finding 4: the policies judge requests only, so what a tenant created while they were
-// absent (deleted by hand, `kubectl delete -k`, a fresh install over existing tenant namespaces)
-// outlived their return. Now the operator audits tenant namespaces when it puts a missing policy
-// back: an ExternalName Service and an Ingress for another tenant's host are deleted, each named
-// in an event on the tenant and counted; the tenant's legitimate Service and Ingress stay.
+// The policies judge requests only, so what a tenant created while they were absent (deleted by
+// hand, `kubectl delete -k`, a fresh install over existing tenant namespaces) would outlive
+// their return. The operator audits tenant namespaces when it puts a missing policy back: an
+// ExternalName Service and an Ingress for another tenant's host are deleted, each named in an
+// event on the tenant and counted; the tenant's legitimate Service and Ingress stay.
 func TestWhatGotInWhileThePoliciesWereAbsentIsDeletedWhenTheyAreBack(t *testing.T) {
 	createTenant(t, newTenant("audit-a", func(t *tenancyv1alpha1.Tenant) {
 		t.Spec.Domains = []tenancyv1alpha1.Domain{"shop-a.example.com"}
@@ -143,18 +193,10 @@ func TestWhatGotInWhileThePoliciesWereAbsentIsDeletedWhenTheyAreBack(t *testing.
 	ctx := context.Background()
 	admin := impersonate(t, "audit-a-admin")
 	waitForAuditedPolicies(t, admin, ns)
-	findings := func(g Gomega, name string) float64 {
-		v, err := testenv.OperatorMetric("landlord_policy_audit_findings_total", map[string]string{"policy": name, "action": "Delete"})
-		g.Expect(err).NotTo(HaveOccurred())
-		return v
-	}
+	findings := func(g Gomega, name string) float64 { return auditFindings(g, name, config.AuditDelete) }
 	g := NewWithT(t)
 	servicesBefore, ingressesBefore := findings(g, policy.ServiceExposure), findings(g, policy.IngressHosts)
-	audits := func(g Gomega) float64 {
-		v, err := testenv.OperatorMetric("landlord_policy_audits_total", nil)
-		g.Expect(err).NotTo(HaveOccurred())
-		return v
-	}
+	audits := policyAuditsRun
 	// The operator created its policies in this cluster as it started, so it audited twice then,
 	// the second time seconds later: those are done before the audits of this gap are counted.
 	g.Eventually(audits).WithTimeout(timeout).Should(BeNumerically(">=", 2))
@@ -226,7 +268,97 @@ func TestWhatGotInWhileThePoliciesWereAbsentIsDeletedWhenTheyAreBack(t *testing.
 	waitForAuditedPolicies(t, admin, ns)
 }
 
-// Issue 30 finding 4: with isolation.audit Report, what breaks a policy stays and is reported.
+// An Ingress naming a class its tenant may not use is served by a controller the platform keeps
+// for itself or for other tenants, and a snippet runs in the controller every tenant shares:
+// what a tenant created while landlord-ingress-classes and landlord-ingress-annotations were
+// absent is deleted when the operator puts them back, though every other policy stayed, each
+// named in an event on the tenant and counted; the tenant's own Ingress stays as it was.
+func TestIngressesThatGotPastTheClassAndAnnotationPoliciesAreDeletedWhenTheyAreBack(t *testing.T) {
+	createTenant(t, newTenant("audit-c", func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Domains = []tenancyv1alpha1.Domain{"shop-c.example.com"}
+		t.Spec.IngressClasses = []tenancyv1alpha1.IngressClassName{"public"}
+		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "audit-c-admin"}}
+	}))
+	const ns = "tenant-audit-c"
+	ctx := context.Background()
+	admin := impersonate(t, "audit-c-admin")
+	waitForAuditedPolicies(t, admin, ns)
+	g := NewWithT(t)
+	classesBefore, annotationsBefore := auditFindings(g, policy.IngressClasses, config.AuditDelete), auditFindings(g, policy.IngressAnnotations, config.AuditDelete)
+	// The audits of the operator's start, seconds apart, are done before this gap's are counted.
+	g.Eventually(policyAuditsRun).WithTimeout(timeout).Should(BeNumerically(">=", 2))
+	auditsBefore := policyAuditsRun(g)
+
+	// The gap: only these two bindings are deleted, so only their return can start the audit.
+	restore := withholdPolicyCreates(t)
+	for _, name := range []string{policy.IngressClasses, policy.IngressAnnotations} {
+		g.Expect(k8s.Delete(ctx, named(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, "", name))).To(Succeed())
+	}
+	crossing := []client.Object{
+		annotatedIngressFor(ns, "snippet", "shop-c.example.com", "public", "nginx.ingress.kubernetes.io/server-snippet", "location /admin { proxy_pass http://web.tenant-audit-a.svc; }"),
+		classIngress(ns, "other-class", "shop-c.example.com", "platform-admin"),
+	}
+	legitimate := annotatedIngressFor(ns, "shop", "shop-c.example.com", "public", "nginx.ingress.kubernetes.io/proxy-body-size", "8m")
+	for _, obj := range append(slices.Clone(crossing), legitimate) {
+		// Admitted once the API server has let go of the deleted bindings.
+		g.Eventually(func() error {
+			return admin.Create(ctx, obj.DeepCopyObject().(client.Object))
+		}).WithTimeout(timeout).Should(Succeed(), "Ingress %s was never admitted in the gap", obj.GetName())
+	}
+	kept := &networkingv1.Ingress{}
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(legitimate), kept)).To(Succeed())
+
+	restore()
+	t.Run("the Ingress with a server-snippet and the one of another class are deleted, with events naming them", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func(g Gomega) {
+			for _, obj := range crossing {
+				err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), &networkingv1.Ingress{})
+				g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "Ingress %s is still there: %v", obj.GetName(), err)
+			}
+		}).WithTimeout(2 * timeout).Should(Succeed())
+		g.Eventually(func(g Gomega) {
+			notes := tenantEvents(g, "audit-c", controller.ReasonPolicyViolation)
+			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Ingress "+ns+"/snippet"), ContainSubstring(policy.IngressAnnotations),
+				ContainSubstring("nginx.ingress.kubernetes.io/server-snippet"))))
+			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Ingress "+ns+"/other-class"), ContainSubstring(policy.IngressClasses),
+				ContainSubstring("platform-admin"))))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+	t.Run("each is counted once, by policy and action", func(t *testing.T) {
+		NewWithT(t).Eventually(func(g Gomega) {
+			g.Expect(auditFindings(g, policy.IngressAnnotations, config.AuditDelete)).To(Equal(annotationsBefore + 1))
+			g.Expect(auditFindings(g, policy.IngressClasses, config.AuditDelete)).To(Equal(classesBefore + 1))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+	t.Run("the tenant's own Ingress is untouched by both audits after the gap", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(policyAuditsRun).WithTimeout(2 * timeout).Should(Equal(auditsBefore + 2))
+		live := &networkingv1.Ingress{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(kept), live)).To(Succeed())
+		g.Expect(live.UID).To(Equal(kept.UID), "the Ingress was replaced")
+		g.Expect(live.ResourceVersion).To(Equal(kept.ResourceVersion), "the Ingress was changed")
+		g.Expect(tenantEvents(g, "audit-c", controller.ReasonPolicyViolation)).NotTo(ContainElement(ContainSubstring("Ingress " + ns + "/shop")))
+	})
+	waitForAuditedPolicies(t, admin, ns)
+}
+
+// auditFindings reads the operator's count of objects the audit found breaking the policy and
+// acted on so.
+func auditFindings(g Gomega, name string, action config.AuditAction) float64 {
+	v, err := testenv.OperatorMetric("landlord_policy_audit_findings_total", map[string]string{"policy": name, "action": string(action)})
+	g.Expect(err).NotTo(HaveOccurred())
+	return v
+}
+
+// policyAuditsRun reads the operator's count of audits that ran to the end.
+func policyAuditsRun(g Gomega) float64 {
+	v, err := testenv.OperatorMetric("landlord_policy_audits_total", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	return v
+}
+
+// With isolation.audit Report, what breaks a policy stays and is reported.
 // Here the object is an Ingress admitted before its tenant gave the domain up, which the policy
 // no longer admits; the audit is run as the operator would run it, with the Report action.
 func TestTheReportAuditLeavesWhatItFindsInPlace(t *testing.T) {
@@ -246,11 +378,7 @@ func TestTheReportAuditLeavesWhatItFindsInPlace(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(getNamespace(g, ns).Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, "new.example.com"))
 	}).WithTimeout(timeout).Should(Succeed())
-	reported := func(g Gomega) float64 {
-		v, err := testenv.OperatorMetric("landlord_policy_audit_findings_total", map[string]string{"policy": policy.IngressHosts, "action": "Report"})
-		g.Expect(err).NotTo(HaveOccurred())
-		return v
-	}
+	reported := func(g Gomega) float64 { return auditFindings(g, policy.IngressHosts, config.AuditReport) }
 	before := reported(g)
 
 	auditor := &controller.PolicyAuditor{Client: op.GetClient(), APIReader: op.GetAPIReader(), Recorder: op.GetEventRecorder("landlord"), Action: config.AuditReport}
@@ -307,9 +435,26 @@ func withholdPolicyCreates(t *testing.T) func() {
 }
 
 // waitForAuditedPolicies waits until the policies the audit applies are in force in the
-// namespace.
+// namespace. Each probe breaks one policy only, since the API server names one refusal: the
+// Ingresses name the namespace's first class and host where they are not the probe.
 func waitForAuditedPolicies(t *testing.T, c client.Client, ns string) {
 	t.Helper()
+	annotations := getNamespace(NewWithT(t), ns).Annotations
+	classes := strings.Split(annotations[tenancyv1alpha1.IngressClassesAnnotation], ",")
+	domains := strings.Split(annotations[tenancyv1alpha1.DomainsAnnotation], ",")
+	NewWithT(t).Expect(domains[0]).NotTo(BeEmpty(), "%s admits no host to probe with", ns)
 	waitForRefusal(t, c, policy.ServiceExposure, externalName(ns, "probe", "probe.invalid"))
-	waitForRefusal(t, c, policy.IngressHosts, ingress(ns, "probe", "probe.invalid"))
+	waitForRefusal(t, c, policy.IngressHosts, classIngress(ns, "probe", "probe.invalid", classes[0]))
+	waitForRefusal(t, c, policy.IngressAnnotations, annotatedIngressFor(ns, "probe", domains[0], classes[0], "nginx.ingress.kubernetes.io/server-snippet", "return 200;"))
+	// A namespace listing no classes leaves the class to the tenant: nothing to refuse there.
+	if classes[0] != "" {
+		waitForRefusal(t, c, policy.IngressClasses, classIngress(ns, "probe", domains[0], "probe-class"))
+	}
+}
+
+// annotatedIngressFor is an Ingress for host naming class, or none, carrying one annotation.
+func annotatedIngressFor(namespace, name, host, class, key, value string) *networkingv1.Ingress {
+	i := classIngress(namespace, name, host, class)
+	i.Annotations = map[string]string{key: value}
+	return i
 }
