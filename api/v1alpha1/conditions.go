@@ -122,6 +122,10 @@ const (
 	ShardLabel = "tenancy.landlord.dev/shard"
 	// NodePoolLabel on a tenant namespace names the node pool its pods run on.
 	NodePoolLabel = "tenancy.landlord.dev/node-pool"
+	// PodsPoolAnnotation on a tenant namespace names the node pool its running pods were placed
+	// on, empty for none. It differs from NodePoolLabel only while the tenant moves to another
+	// pool: the operator deletes the pods placed for the old one, then records the new one.
+	PodsPoolAnnotation = "tenancy.landlord.dev/pods-pool"
 	// DomainsAnnotation on a tenant namespace lists the domains the tenant serves, comma separated.
 	DomainsAnnotation = "tenancy.landlord.dev/domains"
 	// IngressClassesAnnotation on a tenant namespace lists the Ingress classes the tenant's

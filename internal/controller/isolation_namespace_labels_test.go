@@ -18,8 +18,9 @@ import (
 
 // Finding 11: labels of Landlord's prefix on a namespace say what it is to Landlord (a tenant's,
 // its node pool, its shard), and were once what let a namespace reach every tenant's pods; the
-// allowance annotations say what a tenant may do. A user who may edit namespaces, short of a
-// cluster administrator, may not add, change or remove either; the operator may.
+// allowance annotations say what a tenant may do, and another records the node pool its pods
+// were placed on. A user who may edit namespaces, short of a cluster administrator, may not
+// add, change or remove any of them; the operator may.
 func TestOnlyTheOperatorSetsLandlordsLabelsOnNamespaces(t *testing.T) {
 	ctx := context.Background()
 	createTenant(t, newTenant("iso-nslabels", func(t *tenancyv1alpha1.Tenant) { t.Spec.NodePool = "pool-nslabels" }))
@@ -70,6 +71,8 @@ func TestOnlyTheOperatorSetsLandlordsLabelsOnNamespaces(t *testing.T) {
 		{"removing a tenant namespace's node pool", relabel(tenantNS, `{"`+tenancyv1alpha1.NodePoolLabel+`":null}`)},
 		{"letting a tenant's pods tolerate the control plane's taint by its namespace's annotation",
 			edit("annotations", tenantNS, `{"`+tenancyv1alpha1.TolerationsAnnotation+`":"node-role.kubernetes.io/control-plane"}`)},
+		{"changing which node pool a tenant namespace's pods were placed on, which would have them all deleted",
+			edit("annotations", tenantNS, `{"`+tenancyv1alpha1.PodsPoolAnnotation+`":"pool-other"}`)},
 		{"creating a namespace with a label of Landlord's prefix", func(dryRun bool) error {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "iso-nslabels-new", Labels: map[string]string{"tenancy.landlord.dev/anything": "x"}}}
 			var opts []client.CreateOption

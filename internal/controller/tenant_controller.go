@@ -85,7 +85,8 @@ type TenantReconciler struct {
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants/status,verbs=get;patch
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants/finalizers,verbs=update
-// A Frozen tenant's pods are deleted, all at once (stopPods); the operator reads no pod.
+// A Frozen tenant's pods are deleted, all at once (stopPods), and so are those of a tenant moved
+// to another node pool (movePods); the operator reads no pod.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=deletecollection
 // Tenant RoleBindings are deleted only to change their roleRef, which Kubernetes never updates.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete

@@ -24,7 +24,8 @@ import (
 func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) outcome {
 	t := s.tenant
 	ns := &corev1.Namespace{}
-	switch err := r.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns); {
+	getErr := r.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns)
+	switch err := getErr; {
 	case err == nil && !ns.DeletionTimestamp.IsZero():
 		// Back from Archived before the old namespace is gone: its deletion event re-triggers us.
 		return progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "waiting for namespace %s to finish terminating", s.namespace)
@@ -47,13 +48,18 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 		t.Spec.Domains = held
 	}
 
+	// The pool the namespace's pods were placed on: a new namespace has none yet, and is created
+	// recording the tenant's pool.
+	placed := t.Spec.NodePool
+	if getErr == nil {
+		if placed, err = r.podsPool(ctx, ns, t.Spec.NodePool); err != nil {
+			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		}
+	}
+
 	// resources.Build is a pure function of these and of the configuration, which is fixed for
-	// the life of the process.
-	inputs, err := apply.FingerprintOf(struct {
-		Name, UID           string
-		Labels, Annotations map[string]string
-		Spec                tenancyv1alpha1.TenantSpec
-	}{t.Name, string(t.UID), t.Labels, t.Annotations, t.Spec})
+	// the life of the process; the pods' pool is recorded on the namespace.
+	inputs, err := namespaceInputs(t, placed)
 	if err != nil {
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
@@ -62,8 +68,12 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 	// These objects are the isolation boundary: anything someone else adds to them is removed.
 	applier.WholeObject = true
 	applier.Repaired = driftRepaired(log.FromContext(ctx).WithValues("tenant", t.Name), r.Recorder, t)
+	objs := resources.Build(t, r.Config)
+	// Until the pods placed on the old pool are deleted, the record keeps naming it, so that a
+	// crash in between leaves the move to the next reconcile rather than forgotten.
+	resources.SetPodsPool(objs, placed)
 	var repaired []string
-	for _, obj := range resources.Build(t, r.Config) {
+	for _, obj := range objs {
 		result, err := applier.Apply(ctx, obj)
 		if rb, ok := obj.(*rbacv1.RoleBinding); ok && apierrors.IsInvalid(err) {
 			result, err = r.rebind(ctx, applier, t, rb)
@@ -84,6 +94,13 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 	if err := r.restoreVolumes(ctx, s); err != nil {
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
+	// After the namespace names the new pool, so that the pods recreated in place of the deleted
+	// ones are admitted onto it.
+	if placed != t.Spec.NodePool {
+		if err := r.movePods(ctx, s, t, applier, objs, placed); err != nil {
+			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		}
+	}
 	if t.Spec.State == tenancyv1alpha1.StateFrozen {
 		if err := r.stopPods(ctx, s); err != nil {
 			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
@@ -101,8 +118,85 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 	return done(tenancyv1alpha1.ReasonSucceeded, "namespace %s is ready", s.namespace)
 }
 
-// frozenGracePeriodSeconds is how long a Frozen tenant's pods have to stop: Kubernetes' default.
-const frozenGracePeriodSeconds = 30
+// namespaceInputs digests what the tenant's namespace and the objects in it are built from: the
+// tenant, and the pool its pods were placed on.
+func namespaceInputs(t *tenancyv1alpha1.Tenant, podsPool string) (apply.Fingerprint, error) {
+	return apply.FingerprintOf(struct {
+		Name, UID           string
+		Labels, Annotations map[string]string
+		Spec                tenancyv1alpha1.TenantSpec
+		PodsPool            string
+	}{t.Name, string(t.UID), t.Labels, t.Annotations, t.Spec, podsPool})
+}
+
+// podsPool is the node pool the pods of the tenant's namespace ns (from the cache) were placed
+// on. A record that differs from the tenant's pool is confirmed by the API server before pods are
+// deleted for it: the cache may not yet have seen the record of a move just made, and the pods
+// recreated on the new pool would be deleted a second time. Reading it only then keeps a tenant
+// whose pool did not change free of requests.
+func (r *TenantReconciler) podsPool(ctx context.Context, ns *corev1.Namespace, pool string) (string, error) {
+	placed := resources.PodsPool(ns)
+	if placed == pool {
+		return placed, nil
+	}
+	live := &corev1.Namespace{}
+	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ns), live); {
+	case apierrors.IsNotFound(err):
+		// Gone since: the namespace is created anew, with no pod on any pool.
+		return pool, nil
+	case err != nil:
+		return "", err
+	}
+	return resources.PodsPool(live), nil
+}
+
+// movePods deletes the pods of a tenant namespace that were placed on node pool from, which the
+// tenant no longer has: a pod's nodeSelector cannot change, so they would go on running on the
+// old pool's nodes, beside the pods of the tenant that pool is given to next, or on shared nodes
+// when the tenant now has a pool of its own. Their controllers recreate them, and admission
+// places the new ones on the tenant's pool now. The namespace among desired (as Build returns
+// them for t, the tenant as applied) records the pods' pool; the record is updated once the pods
+// are deleted, so a crash before that deletes them again on the next reconcile rather than
+// leaving them behind.
+// A pod nothing recreates is gone, as when its node is drained; the tenant is told by the event.
+func (r *TenantReconciler) movePods(ctx context.Context, s *tenantScope, t *tenancyv1alpha1.Tenant, applier *apply.Applier, desired []client.Object, from string) error {
+	to := t.Spec.NodePool
+	// The operator's grace period, as for a Frozen tenant: a pod asking for a year to stop would
+	// otherwise stay on the other tenant's pool for a year.
+	if err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(s.namespace), client.GracePeriodSeconds(podStopGracePeriodSeconds)); err != nil {
+		return fmt.Errorf("deleting the pods of tenant %s placed on %s: %w", s.tenant.Name, poolName(from), err)
+	}
+	r.Recorder.Eventf(s.tenant, nil, corev1.EventTypeNormal, "NodePoolChanged", "DeletePods",
+		"deleted the pods of namespace %s: the tenant moved from %s to %s, where their controllers recreate them",
+		s.namespace, poolName(from), poolName(to))
+	inputs, err := namespaceInputs(t, to)
+	if err != nil {
+		return err
+	}
+	applier.Inputs = &inputs
+	resources.SetPodsPool(desired, to)
+	for _, obj := range desired {
+		if _, ok := obj.(*corev1.Namespace); !ok {
+			continue
+		}
+		if _, err := applier.Apply(ctx, obj); err != nil {
+			return fmt.Errorf("recording that the pods of namespace %s run on %s: %w", s.namespace, poolName(to), err)
+		}
+	}
+	return nil
+}
+
+// poolName names a node pool in a message, or says there is none.
+func poolName(pool string) string {
+	if pool == "" {
+		return "no dedicated node pool"
+	}
+	return "node pool " + pool
+}
+
+// podStopGracePeriodSeconds is how long the pods Landlord deletes have to stop: Kubernetes'
+// default.
+const podStopGracePeriodSeconds = 30
 
 // stopPods deletes every pod of a Frozen tenant's namespace, the tenant's own workloads' too:
 // the quota then lets none start again (its pods limit is 0 while Frozen), so nothing of the
@@ -121,7 +215,7 @@ func (r *TenantReconciler) stopPods(ctx context.Context, s *tenantScope) error {
 	// when nothing runs, and the quota's first count re-triggers the tenant.
 	// The grace period is the operator's, not each pod's own: a pod asking for a year to stop
 	// would otherwise run, Frozen, for a year.
-	if err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(s.namespace), client.GracePeriodSeconds(frozenGracePeriodSeconds)); err != nil {
+	if err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(s.namespace), client.GracePeriodSeconds(podStopGracePeriodSeconds)); err != nil {
 		return fmt.Errorf("stopping the pods of frozen tenant %s: %w", s.tenant.Name, err)
 	}
 	if counted {

@@ -45,9 +45,9 @@ func DefaultNodes() []Node {
 	return []Node{{Name: "node-0"}, {Name: "pool-a-0", Pool: "pool-a"}}
 }
 
-// object is the Node object of n. Its capacity is ample: the local cluster shows placement and
-// lifecycle, not capacity planning.
-func (n Node) object() *corev1.Node {
+// Object is the Node object of n, which kwok plays once created. Its capacity is ample: the
+// local cluster shows placement and lifecycle, not capacity planning.
+func (n Node) Object() *corev1.Node {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: n.Name,
@@ -80,7 +80,7 @@ func (n Node) object() *corev1.Node {
 // createNodes creates the nodes that do not exist yet (a restarted cluster keeps its nodes).
 func createNodes(ctx context.Context, cs kubernetes.Interface, nodes []Node) error {
 	for _, n := range nodes {
-		if _, err := cs.CoreV1().Nodes().Create(ctx, n.object(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := cs.CoreV1().Nodes().Create(ctx, n.Object(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating node %s: %w", n.Name, err)
 		}
 	}

@@ -18,11 +18,15 @@ const NamespaceLabels = "landlord-namespace-labels"
 // protect nothing and take away the way to repair a namespace by hand.
 const ClusterAdministrators = "system:masters"
 
-// AllowanceAnnotations are the annotations Landlord writes on a tenant namespace for the admission
-// policies to read what the tenant may do: whoever may change them may widen it.
-var AllowanceAnnotations = []string{
+// GuardedAnnotations are the annotations Landlord writes on a tenant namespace that no one else
+// may change: those the admission policies read to know what the tenant may do, which whoever
+// changed could widen, and the record of the node pool the tenant's pods were placed on, which
+// whoever changed could have every pod of the tenant deleted, or its pods kept on a pool the
+// tenant no longer has.
+var GuardedAnnotations = []string{
 	tenancyv1alpha1.DomainsAnnotation, tenancyv1alpha1.IngressClassesAnnotation,
 	tenancyv1alpha1.PriorityClassesAnnotation, tenancyv1alpha1.TolerationsAnnotation,
+	tenancyv1alpha1.PodsPoolAnnotation,
 }
 
 // NamespaceLabelsObjects are the policy over Landlord's labels on namespaces and its binding.
@@ -33,11 +37,11 @@ func NamespaceLabelsObjects(operator string) []client.Object {
 
 // NamespaceLabelsPolicy lets only the operator add, change or remove Landlord's labels on a
 // namespace (tenancy.landlord.dev/*, and app.kubernetes.io/managed-by=landlord), or the
-// annotations the tenant policies read (AllowanceAnnotations): they say which namespaces are
-// tenants', which node pool their pods run on, which shard caches them and what a tenant may
-// serve and tolerate, and a user who may edit namespaces (short of a cluster administrator)
-// could otherwise make a namespace of theirs pass for a tenant's, move a tenant to another pool,
-// widen what it may do, or fill the operator's cache.
+// annotations of GuardedAnnotations: they say which namespaces are tenants', which node pool
+// their pods run on and were placed on, which shard caches them and what a tenant may serve and
+// tolerate, and a user who may edit namespaces (short of a cluster administrator) could
+// otherwise make a namespace of theirs pass for a tenant's, move a tenant to another pool, have
+// its pods deleted, widen what it may do, or fill the operator's cache.
 func NamespaceLabelsPolicy(operator string) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return clusterPolicy(NamespaceLabels, []admissionregistrationv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
@@ -66,15 +70,15 @@ func NamespaceLabelsPolicy(operator string) *admissionregistrationv1.ValidatingA
 		Validations: []admissionregistrationv1.Validation{
 			deny(`size(variables.changed) == 0`,
 				"only Landlord's operator adds, changes or removes labels "+LandlordLabelPrefix+"* (and "+tenancyv1alpha1.ManagedByLabel+"="+tenancyv1alpha1.ManagedByValue+
-					") and the annotations "+strings.Join(AllowanceAnnotations, ", ")+" on namespaces",
+					") and the annotations "+strings.Join(GuardedAnnotations, ", ")+" on namespaces",
 				`'only Landlord\'s operator adds, changes or removes labels `+LandlordLabelPrefix+`* (and `+tenancyv1alpha1.ManagedByLabel+`=`+tenancyv1alpha1.ManagedByValue+
-					`) and the annotations `+strings.Join(AllowanceAnnotations, ", ")+` on namespaces, and this request changes ' + variables.changed.join(', ') + ' on namespace ' + object.metadata.name + `+
+					`) and the annotations `+strings.Join(GuardedAnnotations, ", ")+` on namespaces, and this request changes ' + variables.changed.join(', ') + ' on namespace ' + object.metadata.name + `+
 					`': Landlord sets them from Tenants; to let a namespace reach tenants\' pods, name it in network.platformNamespaceSelector'`),
 		},
 	})
 }
 
-// allowances lists the allowance annotations of obj as "key=value".
+// allowances lists the guarded annotations of obj as "key=value".
 func allowances(obj string) string {
-	return obj + `.metadata.?annotations.orValue({}).filter(k, k in ` + celList(AllowanceAnnotations) + `).map(k, k + '=' + ` + obj + `.metadata.annotations[k])`
+	return obj + `.metadata.?annotations.orValue({}).filter(k, k in ` + celList(GuardedAnnotations) + `).map(k, k + '=' + ` + obj + `.metadata.annotations[k])`
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
@@ -44,6 +45,10 @@ func Namespace(t *tenancyv1alpha1.Tenant, cfg *config.Config) *corev1.Namespace 
 	if t.Spec.NodePool != "" {
 		ns.Labels[tenancyv1alpha1.NodePoolLabel] = t.Spec.NodePool
 	}
+	// Written even empty: a tenant without a pool moved onto one must find "none" recorded to
+	// know its pods were placed for no pool. The operator holds the old value back while it
+	// moves the pods (SetPodsPool).
+	setAnnotation(ns, tenancyv1alpha1.PodsPoolAnnotation, t.Spec.NodePool)
 	if domains := AllowedDomains(t, cfg); len(domains) > 0 {
 		setAnnotation(ns, tenancyv1alpha1.DomainsAnnotation, strings.Join(domains, ","))
 	}
@@ -59,6 +64,26 @@ func Namespace(t *tenancyv1alpha1.Tenant, cfg *config.Config) *corev1.Namespace 
 		setAnnotation(ns, tenancyv1alpha1.TolerationsAnnotation, strings.Join(tolerations, ","))
 	}
 	return ns
+}
+
+// PodsPool is the node pool the pods of a live tenant namespace were placed on, "" for none: the
+// pool Landlord recorded, or for a namespace written before Landlord recorded it, the pool its
+// label names, under which its pods were admitted.
+func PodsPool(ns *corev1.Namespace) string {
+	if pool, ok := ns.Annotations[tenancyv1alpha1.PodsPoolAnnotation]; ok {
+		return pool
+	}
+	return ns.Labels[tenancyv1alpha1.NodePoolLabel]
+}
+
+// SetPodsPool records on the desired namespace among objs (as Build returns them) that its pods
+// were placed on pool: while the pods of the old pool still run, the record keeps naming it.
+func SetPodsPool(objs []client.Object, pool string) {
+	for _, obj := range objs {
+		if ns, ok := obj.(*corev1.Namespace); ok {
+			setAnnotation(ns, tenancyv1alpha1.PodsPoolAnnotation, pool)
+		}
+	}
 }
 
 func setAnnotation(obj metav1.Object, key, value string) {
