@@ -20,6 +20,9 @@ func TestTheHealthCheckAnswersWhileEveryAdministratorSessionIsBusy(t *testing.T)
 			s := instance(t, engine).Server
 			ctx := testContext(t)
 			p := open(t, s)
+			// The provisioner's first session creates Landlord's bookkeeping, which the blocker
+			// locks.
+			ensure(t, ctx, p, newAccount(t, engine, p, "warm"))
 			dbname := map[database.Engine]string{database.Postgres: "postgres", database.MySQL: ""}[engine]
 			blocker, err := openAs(t, s, s.AdminUser, s.AdminPassword, dbname).Conn(ctx)
 			if err != nil {
@@ -27,13 +30,13 @@ func TestTheHealthCheckAnswersWhileEveryAdministratorSessionIsBusy(t *testing.T)
 			}
 			defer blocker.Close()
 			observer := openAs(t, s, s.AdminUser, s.AdminPassword, dbname)
-			// Every provisioning reads this catalog (PostgreSQL) or writes the server's
-			// catalogs (MariaDB), and waits while another session holds it.
+			// Every provisioning reads Landlord's owners table (PostgreSQL) or writes the
+			// server's catalogs (MariaDB), and waits while another session holds it.
 			lock := map[database.Engine]struct {
 				hold    []string
 				release string
 			}{
-				database.Postgres: {[]string{"BEGIN", "LOCK TABLE pg_catalog.pg_shdescription IN ACCESS EXCLUSIVE MODE"}, "ROLLBACK"},
+				database.Postgres: {[]string{"BEGIN", "LOCK TABLE landlord.owners IN ACCESS EXCLUSIVE MODE"}, "ROLLBACK"},
 				database.MySQL:    {[]string{"FLUSH TABLES WITH READ LOCK"}, "UNLOCK TABLES"},
 			}[engine]
 			for _, stmt := range lock.hold {

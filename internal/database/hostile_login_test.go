@@ -266,3 +266,75 @@ func TestATenantLoginHoldingLandlordsLocksBlocksNoProvisioning(t *testing.T) {
 		})
 	}
 }
+
+// TestNoTenantLoginReadsAnotherTenantsUID: which tenant owns a database or login is Landlord's
+// bookkeeping, and every login on a shared server reads PostgreSQL's shared catalogs (object
+// comments included) from its own database. The owners' UIDs must not be among what it reads,
+// neither for accounts Landlord creates nor for those an earlier release marked with comments,
+// which keep their owner.
+func TestNoTenantLoginReadsAnotherTenantsUID(t *testing.T) {
+	s := instance(t, database.Postgres).Server
+	ctx := testContext(t)
+	admin := openAs(t, s, s.AdminUser, s.AdminPassword, "postgres")
+	p := open(t, s)
+	fresh := newAccount(t, database.Postgres, p, "fresh")
+	ensure(t, ctx, p, fresh)
+	// An account an earlier release created: its markers are the comments of its login and
+	// database.
+	earlier := newAccount(t, database.Postgres, p, "earlier")
+	ensure(t, ctx, p, earlier)
+	marker := "'landlord:tenant=" + earlier.Owner + "'"
+	for _, stmt := range []string{
+		"DELETE FROM landlord.owners WHERE name IN ('" + earlier.Database + "', '" + earlier.Username + "')",
+		"COMMENT ON DATABASE " + earlier.Database + " IS " + marker,
+		"COMMENT ON ROLE " + earlier.Username + " IS " + marker,
+	} {
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	earlier.Password = password(t)
+	ensure(t, ctx, p, earlier)
+	mustUse(t, ctx, s, earlier)
+
+	t.Run("a login reads no UID in the server's shared catalogs", func(t *testing.T) {
+		db := openAs(t, s, fresh.Username, fresh.Password, fresh.Database)
+		rows, err := db.QueryContext(ctx, "SELECT description FROM pg_catalog.pg_shdescription")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d string
+			if err := rows.Scan(&d); err != nil {
+				t.Fatal(err)
+			}
+			for _, owner := range []string{fresh.Owner, earlier.Owner} {
+				if strings.Contains(d, owner) {
+					t.Errorf("a tenant's login reads the comment %q, which names a tenant's UID", d)
+				}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("an account marked by an earlier release keeps its owner", func(t *testing.T) {
+		other := earlier
+		other.Owner, other.Password = uid(t), password(t)
+		mustBeForeign(t, p.Ensure(ctx, other), earlier.Owner)
+	})
+
+	// Only the owner of `postgres` or a superuser may create Landlord's table there.
+	t.Run("an administrator that may not create the owners table provisions with markers in comments", func(t *testing.T) {
+		limited := administrator(t, ctx, s, "nomarks", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'")
+		lp := open(t, limited)
+		acct := newAccount(t, database.Postgres, lp, "commented")
+		ensure(t, ctx, lp, acct)
+		mustUse(t, ctx, s, acct)
+		other := acct
+		other.Owner, other.Password = uid(t), password(t)
+		mustBeForeign(t, lp.Ensure(ctx, other), acct.Owner)
+	})
+}

@@ -57,6 +57,9 @@ type found struct {
 	exists       bool
 	marked       bool
 	owner        string
+	// commented: a Landlord marker is the object's comment (PostgreSQL), where releases before
+	// the owners table kept it.
+	commented bool
 }
 
 // claim decides whether an account may use an existing object: its own (marked with the

@@ -222,12 +222,13 @@ func TestIdentity(t *testing.T) {
 					}
 					ensure(t, ctx, p, acct)
 					mustUse(t, ctx, s, acct)
-					var comment string
-					if err := admin.QueryRowContext(ctx, "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = $1", acct.Database).Scan(&comment); err != nil {
+					var comment, owner string
+					if err := admin.QueryRowContext(ctx, "SELECT coalesce(shobj_description(d.oid, 'pg_database'), ''), o.tenant FROM pg_database d, landlord.owners o"+
+						" WHERE d.datname = $1 AND o.kind = 'database' AND o.name = d.datname", acct.Database).Scan(&comment, &owner); err != nil {
 						t.Fatal(err)
 					}
-					if comment != "landlord:tenant="+acct.Owner {
-						t.Errorf("the database's marker is %q after Ensure", comment)
+					if comment != "" || owner != acct.Owner {
+						t.Errorf("after Ensure the database's comment is %q and its marker names %q, want no comment and %q", comment, owner, acct.Owner)
 					}
 				})
 
@@ -237,7 +238,7 @@ func TestIdentity(t *testing.T) {
 					ctx := testContext(t)
 					acct := newAccount(t, engine, p, "interrupted")
 					ensure(t, ctx, p, acct)
-					if _, err := admin.ExecContext(ctx, "COMMENT ON DATABASE "+acct.Database+" IS NULL"); err != nil {
+					if _, err := admin.ExecContext(ctx, "DELETE FROM landlord.owners WHERE kind = 'database' AND name = $1", acct.Database); err != nil {
 						t.Fatal(err)
 					}
 					ensure(t, ctx, p, acct)
@@ -252,7 +253,7 @@ func TestIdentity(t *testing.T) {
 func unmark(t *testing.T, ctx context.Context, admin *sql.DB, engine database.Engine, acct database.Account) {
 	t.Helper()
 	stmts := map[database.Engine][]string{
-		database.Postgres: {"COMMENT ON DATABASE " + acct.Database + " IS NULL", "COMMENT ON ROLE " + acct.Username + " IS NULL"},
+		database.Postgres: {"DELETE FROM landlord.owners WHERE name IN ('" + acct.Database + "', '" + acct.Username + "')"},
 		database.MySQL:    {"DELETE FROM landlord.owners WHERE name IN ('" + acct.Database + "', '" + acct.Username + "')"},
 	}[engine]
 	for _, stmt := range stmts {

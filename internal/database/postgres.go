@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -36,8 +37,32 @@ type postgres struct {
 	connLimit int32
 	// confined: PUBLIC's rights on the server's shared databases were taken (see confine).
 	confined atomic.Bool
+	// markers says where this provisioner keeps its markers (see prepareMarkers).
+	markers  atomic.Int32
+	prepared sync.Mutex
 	locks    lockKeys
 }
+
+// Where a provisioner keeps the markers of the databases and logins it creates.
+const (
+	markersUnknown int32 = iota
+	// markersInTable: in pgOwnersTable, which no tenant's login can read.
+	markersInTable
+	// markersInComments: in the objects' comments, as releases before the table did: every
+	// login on the server can read them. Only for administrators that may not create
+	// pgOwnersTable, or not use the one another administrator created.
+	markersInComments
+)
+
+// pgOwnersTable is where Landlord marks the databases and logins it creates on a PostgreSQL
+// server, as ownersTable on MySQL: in `postgres`, the database its sessions use and that no
+// tenant's login may connect to (see confine), in a schema PUBLIC may not use. Comments, where
+// earlier releases kept the markers, are in pg_shdescription, a shared catalog every login on
+// the server reads: they told any tenant every other tenant's UID.
+const (
+	pgOwnersSchema = "landlord"
+	pgOwnersTable  = pgOwnersSchema + ".owners"
+)
 
 func openPostgres(s Server) (Provisioner, error) {
 	mode, err := checkTLS(s.TLS)
@@ -132,7 +157,7 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 		if err := conn.QueryRow(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user").Scan(&super); err != nil {
 			return p.wrap(err, "reading the administrator's attributes")
 		}
-		if err := p.ensureRole(ctx, conn, acct, role, verifier, r.exists, remarkRole, super); err != nil {
+		if err := p.ensureRole(ctx, conn, acct, role, verifier, r, p.remarks(r, remarkRole), super); err != nil {
 			return err
 		}
 		// An administrator that is not a superuser, as on RDS or Cloud SQL, must be a member of
@@ -163,8 +188,8 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 				return p.wrap(err, "handing database %q to role %q", acct.Database, acct.Username)
 			}
 		}
-		if remarkDB {
-			if _, err := conn.Exec(ctx, "COMMENT ON DATABASE "+db+" IS "+quoteLiteral(marker(acct.Owner))); err != nil {
+		if p.remarks(d.found, remarkDB) {
+			if err := p.mark(ctx, conn, d.found, "DATABASE "+db, acct.Owner); err != nil {
 				return p.wrap(err, "marking database %q", acct.Database)
 			}
 		}
@@ -181,7 +206,7 @@ func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 // connection limit, and no attribute beyond LOGIN. Creating and marking share a transaction, so
 // no unmarked login of Landlord's can exist. Only a superuser may set SUPERUSER, REPLICATION
 // and BYPASSRLS on an existing role; another administrator could not have granted them either.
-func (p *postgres) ensureRole(ctx context.Context, conn *pgx.Conn, acct Account, role, verifier string, exists, remark, super bool) error {
+func (p *postgres) ensureRole(ctx context.Context, conn *pgx.Conn, acct Account, role, verifier string, r found, remark, super bool) error {
 	limit := "CONNECTION LIMIT " + strconv.Itoa(int(pgConnectionLimit(p.connLimit)))
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -194,7 +219,7 @@ func (p *postgres) ensureRole(ctx context.Context, conn *pgx.Conn, acct Account,
 	// The verifier stands in for the password: the server never sees the password itself.
 	password := "PASSWORD " + quoteLiteral(verifier)
 	var stmt string
-	if !exists {
+	if !r.exists {
 		stmt = "CREATE ROLE " + role + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS " + limit + " " + password
 	} else {
 		attrs := " LOGIN NOCREATEDB NOCREATEROLE "
@@ -208,7 +233,7 @@ func (p *postgres) ensureRole(ctx context.Context, conn *pgx.Conn, acct Account,
 		return p.wrap(redact(err, acct.Password, verifier), "creating or converging role %q", acct.Username)
 	}
 	if remark {
-		if _, err := tx.Exec(ctx, "COMMENT ON ROLE "+role+" IS "+quoteLiteral(marker(acct.Owner))); err != nil {
+		if err := p.mark(ctx, tx, r, "ROLE "+role, acct.Owner); err != nil {
 			return p.wrap(err, "marking role %q", acct.Username)
 		}
 	}
@@ -232,8 +257,9 @@ type pgDatabase struct {
 	ownerRole string
 }
 
-// inspect reads whether the account's login and database exist, their markers (comments), and
-// the database's owner.
+// inspect reads whether the account's login and database exist, their markers, and the
+// database's owner. A marker in pgOwnersTable prevails over one in a comment, which only an
+// earlier release (or an administrator that cannot use the table) left.
 func (p *postgres) inspect(ctx context.Context, conn *pgx.Conn, acct Account) (found, pgDatabase, error) {
 	r := found{object: "login", name: acct.Username}
 	var comment string
@@ -244,6 +270,7 @@ func (p *postgres) inspect(ctx context.Context, conn *pgx.Conn, acct Account) (f
 	case err == nil:
 		r.exists = true
 		r.owner, r.marked = ownerOf(comment)
+		r.commented = r.marked
 	case !errors.Is(err, pgx.ErrNoRows):
 		return r, pgDatabase{}, p.wrap(err, "reading role %q", acct.Username)
 	}
@@ -255,10 +282,62 @@ func (p *postgres) inspect(ctx context.Context, conn *pgx.Conn, acct Account) (f
 	case err == nil:
 		d.exists = true
 		d.found.owner, d.marked = ownerOf(comment)
+		d.commented = d.marked
 	case !errors.Is(err, pgx.ErrNoRows):
 		return r, d, p.wrap(err, "reading database %q", acct.Database)
 	}
+	if p.markers.Load() != markersInTable {
+		return r, d, nil
+	}
+	rows, err := conn.Query(ctx, "SELECT kind, tenant FROM "+pgOwnersTable+" WHERE (kind = 'login' AND name = $1) OR (kind = 'database' AND name = $2)",
+		acct.Username, acct.Database)
+	if err != nil {
+		return r, d, p.wrap(err, "reading Landlord's markers")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind, owner string
+		if err := rows.Scan(&kind, &owner); err != nil {
+			return r, d, p.wrap(err, "reading Landlord's markers")
+		}
+		// A row of an object that no longer exists (dropped by hand) marks nothing.
+		for _, f := range []*found{&r, &d.found} {
+			if f.object == kind && f.exists {
+				f.owner, f.marked = owner, true
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return r, d, p.wrap(err, "reading Landlord's markers")
+	}
 	return r, d, nil
+}
+
+// mark records that an object of the account is the account owner's: a row of pgOwnersTable,
+// and no marker left in its comment; or, for an administrator without the table, its comment.
+// on is the object's SQL kind and sanitized name ("ROLE \"x\"").
+func (p *postgres) mark(ctx context.Context, q interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, f found, on string, owner string) error {
+	if p.markers.Load() != markersInTable {
+		_, err := q.Exec(ctx, "COMMENT ON "+on+" IS "+quoteLiteral(marker(owner)))
+		return err
+	}
+	if _, err := q.Exec(ctx, "INSERT INTO "+pgOwnersTable+" (kind, name, tenant) VALUES ($1, $2, $3)"+
+		" ON CONFLICT (kind, name) DO UPDATE SET tenant = excluded.tenant", f.object, f.name, owner); err != nil {
+		return err
+	}
+	if f.commented {
+		_, err := q.Exec(ctx, "COMMENT ON "+on+" IS NULL")
+		return err
+	}
+	return nil
+}
+
+// remarks reports whether an object's marker must be written: the claim says so, or a marker
+// in its comment is to move into pgOwnersTable.
+func (p *postgres) remarks(f found, claimed bool) bool {
+	return claimed || (f.commented && p.markers.Load() == markersInTable)
 }
 
 // examined runs fn under the account's locks with what the server holds of the account, read
@@ -303,6 +382,12 @@ func (p *postgres) Drop(ctx context.Context, acct Account) error {
 		if _, err := conn.Exec(ctx, "DROP ROLE IF EXISTS "+role); err != nil {
 			return p.wrap(err, "dropping role %q", acct.Username)
 		}
+		if p.markers.Load() == markersInTable {
+			if _, err := conn.Exec(ctx, "DELETE FROM "+pgOwnersTable+" WHERE (kind = 'login' AND name = $1) OR (kind = 'database' AND name = $2)",
+				acct.Username, acct.Database); err != nil {
+				return p.wrap(err, "removing the markers of database %q and role %q", acct.Database, acct.Username)
+			}
+		}
 		return nil
 	})
 }
@@ -330,6 +415,10 @@ func (p *postgres) locked(ctx context.Context, names []string, fn func(*pgx.Conn
 		return p.wrap(err, "connecting")
 	}
 	if err := p.confine(ctx, c.Conn()); err != nil {
+		c.Release()
+		return err
+	}
+	if err := p.prepareMarkers(ctx, c.Conn()); err != nil {
 		c.Release()
 		return err
 	}
@@ -390,11 +479,76 @@ func (p *postgres) confine(ctx context.Context, conn *pgx.Conn) error {
 // answer "tuple concurrently updated", which leaves the confining to the next session; any
 // other error is the server's and fails the call.
 func (p *postgres) confineFailed(err error, stmt string) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InternalError && strings.Contains(pgErr.Message, "concurrently updated") {
+	if concurrentlyUpdated(err) {
 		return nil
 	}
 	return p.wrap(err, "confining the server's shared databases (%s)", stmt)
+}
+
+// prepareMarkers decides, once per provisioner, where its markers go: it creates pgOwnersTable
+// when missing, closed to PUBLIC, and uses it when it may read and write it. An administrator
+// that may not create the schema in `postgres` (its owner, or a superuser, may), or may not use
+// the table another administrator created, keeps the markers in comments, as before the table.
+func (p *postgres) prepareMarkers(ctx context.Context, conn *pgx.Conn) error {
+	if p.markers.Load() != markersUnknown {
+		return nil
+	}
+	p.prepared.Lock()
+	defer p.prepared.Unlock()
+	if p.markers.Load() != markersUnknown {
+		return nil
+	}
+	var err error
+	// Two provisioners creating the table at once: the later one fails on the earlier one's
+	// catalog rows, and finds them the second time.
+	for range 2 {
+		var where int32
+		if where, err = p.createMarkers(ctx, conn); err == nil {
+			p.markers.Store(where)
+			return nil
+		}
+		if !pgIs(err, pgerrcode.UniqueViolation, pgerrcode.DuplicateSchema, pgerrcode.DuplicateTable) && !concurrentlyUpdated(err) {
+			break
+		}
+	}
+	return p.wrap(err, "creating Landlord's owners table")
+}
+
+func (p *postgres) createMarkers(ctx context.Context, conn *pgx.Conn) (int32, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return markersUnknown, err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	for _, stmt := range []string{
+		"CREATE SCHEMA IF NOT EXISTS " + pgOwnersSchema,
+		"REVOKE ALL ON SCHEMA " + pgOwnersSchema + " FROM PUBLIC",
+		"CREATE TABLE IF NOT EXISTS " + pgOwnersTable + " (kind text NOT NULL, name text NOT NULL, tenant text NOT NULL, PRIMARY KEY (kind, name))",
+		"REVOKE ALL ON TABLE " + pgOwnersTable + " FROM PUBLIC",
+	} {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			if pgIs(err, pgerrcode.InsufficientPrivilege) {
+				return markersInComments, nil
+			}
+			return markersUnknown, err
+		}
+	}
+	var usable bool
+	if err := tx.QueryRow(ctx, "SELECT pg_catalog.bool_and(pg_catalog.has_table_privilege($1::pg_catalog.text, priv))"+
+		" FROM pg_catalog.unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']::pg_catalog.text[]) AS priv", pgOwnersTable).Scan(&usable); err != nil {
+		return markersUnknown, err
+	}
+	if !usable {
+		return markersInComments, nil
+	}
+	return markersInTable, tx.Commit(ctx)
+}
+
+// concurrentlyUpdated reports PostgreSQL's answer to two sessions changing one catalog row (an
+// ACL, say) at once.
+func concurrentlyUpdated(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InternalError && strings.Contains(pgErr.Message, "concurrently updated")
 }
 
 // advisoryKey maps a name into the 64-bit advisory lock space, keyed (see lockKeys) so that no
