@@ -27,12 +27,13 @@ import (
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
-// The audit lists Services, Ingresses and routes in every namespace (tenants' are not in the
-// cache) and deletes those that reach across tenants; it reads the tenant namespaces and the
+// The audit lists Services, Ingresses, routes and pods in every namespace (tenants' are not in
+// the cache) and deletes those that reach across tenants; it reads the tenant namespaces and the
 // Tenants to report on. The grants are the ones the component kinds and the domain handover
-// already need: the audit adds none.
+// already need, but for pods, which the audit alone lists and deletes one by one.
 //
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=list;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes,verbs=list;delete
@@ -46,7 +47,7 @@ const ReasonPolicyViolation = "PolicyViolation"
 // of them, or its binding, has to be created or repaired, the audit runs again.
 var auditedPolicies = map[string]bool{
 	policy.ServiceExposure: true, policy.IngressHosts: true, policy.RouteHostnames: true,
-	policy.IngressClasses: true, policy.IngressAnnotations: true,
+	policy.IngressClasses: true, policy.IngressAnnotations: true, policy.NodePool: true,
 }
 
 // auditPageSize bounds each list of the audit, so a large fleet is read in pages rather than in
@@ -94,6 +95,8 @@ type tenantNamespace struct {
 	domains []string
 	// classes are the Ingress classes its Ingresses may name; none means any.
 	classes []string
+	// pool is the node pool its pods run on, "" for none.
+	pool string
 }
 
 // tenantNamespaceOf reads what the policies read of a tenant namespace.
@@ -103,6 +106,7 @@ func tenantNamespaceOf(ns client.Object) tenantNamespace {
 		tenant:  ns.GetLabels()[tenancyv1alpha1.TenantLabel],
 		domains: annotationList(ns.GetAnnotations()[tenancyv1alpha1.DomainsAnnotation]),
 		classes: annotationList(ns.GetAnnotations()[tenancyv1alpha1.IngressClassesAnnotation]),
+		pool:    ns.GetLabels()[tenancyv1alpha1.NodePoolLabel],
 	}
 }
 
@@ -115,11 +119,13 @@ func judgeObject(ns tenantNamespace, obj client.Object) []auditFinding {
 		return judgeIngress(o, ns)
 	case *unstructured.Unstructured:
 		return judgeRoute(o, ns.domains)
+	case *corev1.Pod:
+		return judgePod(o, ns.pool)
 	}
 	return nil
 }
 
-// Audit judges every Service, Ingress and route in tenant namespaces, and acts on each that
+// Audit judges every Service, Ingress, route and pod in tenant namespaces, and acts on each that
 // breaks a policy.
 func (a *PolicyAuditor) Audit(ctx context.Context) error {
 	namespaces, err := a.tenantNamespaces(ctx)
@@ -152,6 +158,9 @@ func (a *PolicyAuditor) Audit(ctx context.Context) error {
 	}
 	if err := a.listPages(ctx, func() client.ObjectList { return &networkingv1.IngressList{} }, visit(networkingv1.SchemeGroupVersion.WithKind("Ingress"))); err != nil {
 		return fmt.Errorf("auditing Ingresses: %w", err)
+	}
+	if err := a.listPages(ctx, func() client.ObjectList { return &corev1.PodList{} }, visit(corev1.SchemeGroupVersion.WithKind("Pod"))); err != nil {
+		return fmt.Errorf("auditing pods: %w", err)
 	}
 	for _, gvk := range routeKinds {
 		err := a.listPages(ctx, func() client.ObjectList {

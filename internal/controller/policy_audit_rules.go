@@ -11,11 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
 // The policy audit judges objects already in tenant namespaces by the rules the admission
-// policies apply to requests (internal/policy/services.go, hosts.go, ingress.go). The policies
+// policies apply to requests (internal/policy/services.go, hosts.go, ingress.go, nodepool.go). The policies
 // are CEL run by the API server; these are the same rules in Go, for objects the API server
 // never judged because they were created while the policies were absent. A test holds the two to the same
 // verdicts, case by case (TestThePolicyAuditJudgesAsThePoliciesDo).
@@ -240,4 +241,46 @@ func judgeRoute(route *unstructured.Unstructured, domains []string) []auditFindi
 		return nil
 	}
 	return []auditFinding{{Policy: policy.RouteHostnames, Rules: rules, Crosses: true}}
+}
+
+// judgePod applies the node pool policy (policy.NodePoolPolicy) to a pod in a namespace on the
+// node pool pool ("" for none): it must name its tenant's pool in its nodeSelector, and may
+// tolerate no pool's taint but its own, nor every taint. A pod that names or tolerates another
+// pool runs, or may run, on nodes dedicated to another tenant, which crosses tenants; one that
+// names no pool in a namespace that has one runs on the shared nodes, and is only reported. A
+// pod that has ended holds no node and is left alone, with its logs.
+func judgePod(pod *corev1.Pod, pool string) []auditFinding {
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return nil
+	}
+	var rules []string
+	crosses := false
+	switch requested := pod.Spec.NodeSelector[tenancyv1alpha1.NodePoolLabel]; {
+	case requested == pool:
+	case requested == "":
+		rules = append(rules, fmt.Sprintf("the pod names no node pool: its tenant's is %s", pool))
+	case pool == "":
+		rules = append(rules, fmt.Sprintf("the pod names node pool %s: its tenant has none", requested))
+		crosses = true
+	default:
+		rules = append(rules, fmt.Sprintf("the pod names node pool %s: its tenant's is %s", requested, pool))
+		crosses = true
+	}
+	var refused []string
+	for _, t := range pod.Spec.Tolerations {
+		switch {
+		case t.Key == "":
+			refused = append(refused, "every taint")
+		case t.Key == tenancyv1alpha1.NodePoolLabel && (pool == "" || t.Operator == corev1.TolerationOpExists || t.Value != pool):
+			refused = append(refused, fmt.Sprintf("%s=%s", t.Key, t.Value))
+		}
+	}
+	if len(refused) > 0 {
+		rules = append(rules, fmt.Sprintf("the pod tolerates %s: pods in tenant namespaces may tolerate only their own node pool's taint", strings.Join(refused, ", ")))
+		crosses = true
+	}
+	if len(rules) == 0 {
+		return nil
+	}
+	return []auditFinding{{Policy: policy.NodePool, Rules: rules, Crosses: crosses}}
 }

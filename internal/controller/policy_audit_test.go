@@ -41,12 +41,25 @@ func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 		t.Spec.Domains = []tenancyv1alpha1.Domain{"judge-any.example.com"}
 		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "audit-judge-admin"}}
 	}))
-	const ns, anyNS = "tenant-audit-judge", "tenant-audit-judge-any"
+	// A tenant on a node pool of its own, whose pods the node pool policy holds there.
+	createTenant(t, newTenant("audit-judge-pool", func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Domains = []tenancyv1alpha1.Domain{"judge-pool.example.com"}
+		t.Spec.NodePool = "pool-a"
+		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "audit-judge-admin"}}
+	}))
+	const ns, anyNS, poolNS = "tenant-audit-judge", "tenant-audit-judge-any", "tenant-audit-judge-pool"
 	ctx := context.Background()
 	admin := impersonate(t, "audit-judge-admin")
 	waitForAuditedPolicies(t, admin, ns)
 	waitForAuditedPolicies(t, admin, anyNS)
-	namespaces := map[string]*corev1.Namespace{ns: getNamespace(NewWithT(t), ns), anyNS: getNamespace(NewWithT(t), anyNS)}
+	waitForAuditedPolicies(t, admin, poolNS)
+	namespaces := map[string]*corev1.Namespace{ns: getNamespace(NewWithT(t), ns), anyNS: getNamespace(NewWithT(t), anyNS), poolNS: getNamespace(NewWithT(t), poolNS)}
+	onPool := func(namespace, name, selector string, tolerations ...corev1.Toleration) *corev1.Pod {
+		return restrictedPod(namespace, name, func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{tenancyv1alpha1.NodePoolLabel: selector}
+			p.Spec.Tolerations = tolerations
+		})
+	}
 	NewWithT(t).Expect(namespaces[ns].Annotations).To(And(
 		HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, "shop.example.com,*.apps.example.com"),
 		HaveKeyWithValue(tenancyv1alpha1.IngressClassesAnnotation, "public,internal")))
@@ -123,6 +136,12 @@ func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 		{"an Ingress whose auth-secret names a Secret without a namespace", annotated("own-users", map[string]string{"nginx.ingress.kubernetes.io/auth-secret": "users"}), "", false},
 		{"an Ingress whose auth-tls-secret names another tenant's Secret", annotated("foreign-ca", map[string]string{"nginx.ingress.kubernetes.io/auth-tls-secret": anyNS + "/ca"}), policy.IngressAnnotations, true},
 		{"an Ingress whose custom-headers name a namespace that begins with its own namespace's name", annotated("foreign-prefix", map[string]string{"nginx.ingress.kubernetes.io/custom-headers": ns + "-other/headers"}), policy.IngressAnnotations, true},
+
+		{"a pod on its tenant's pool", onPool(poolNS, "own-pool", "pool-a", poolToleration("pool-a")), "", false},
+		{"a pod naming another pool", onPool(poolNS, "other-pool", "pool-b", poolToleration("pool-a")), policy.NodePool, true},
+		{"a pod tolerating another pool's taint", onPool(poolNS, "other-taint", "pool-a", poolToleration("pool-a"), poolToleration("pool-b")), policy.NodePool, true},
+		{"a pod naming a pool in a namespace without one", onPool(ns, "pool-less", "pool-a", poolToleration("pool-a")), policy.NodePool, true},
+		{"a pod on no pool in a namespace without one", restrictedPod(ns, "shared-nodes"), "", false},
 	}
 	for _, tc := range cases {
 		verdict := " is admitted and passes the audit"
@@ -341,6 +360,58 @@ func TestIngressesThatGotPastTheClassAndAnnotationPoliciesAreDeletedWhenTheyAreB
 		g.Expect(tenantEvents(g, "audit-c", controller.ReasonPolicyViolation)).NotTo(ContainElement(ContainSubstring("Ingress " + ns + "/shop")))
 	})
 	waitForAuditedPolicies(t, admin, ns)
+}
+
+// A pod is held on its tenant's node pool when admitted, and never judged again: one created
+// while landlord-node-pool was absent, naming another tenant's dedicated pool and tolerating its
+// taint, would run there for good. The operator's audit deletes it when the policy is back, with
+// an event naming it; the tenant's pod on the shared nodes stays.
+func TestPodsPlacedOnAnotherPoolWhileThePolicyWasAbsentAreDeletedWhenItIsBack(t *testing.T) {
+	createTenant(t, newTenant("audit-pods", func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "audit-pods-admin"}}
+	}))
+	const ns = "tenant-audit-pods"
+	ctx := context.Background()
+	admin := impersonate(t, "audit-pods-admin")
+	stray := restrictedPod(ns, "stray", func(p *corev1.Pod) {
+		p.Spec.NodeSelector = map[string]string{tenancyv1alpha1.NodePoolLabel: "pool-a"}
+		p.Spec.Tolerations = []corev1.Toleration{poolToleration("pool-a")}
+	})
+	waitForRefusal(t, admin, policy.NodePool, stray)
+	g := NewWithT(t)
+	before := auditFindings(g, policy.NodePool, config.AuditDelete)
+	g.Eventually(policyAuditsRun).WithTimeout(timeout).Should(BeNumerically(">=", 2))
+	auditsBefore := policyAuditsRun(g)
+
+	restore := withholdPolicyCreates(t)
+	g.Expect(k8s.Delete(ctx, named(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, "", policy.NodePool))).To(Succeed())
+	g.Eventually(func() error {
+		return admin.Create(ctx, stray.DeepCopy())
+	}).WithTimeout(timeout).Should(Succeed(), "the pod on another tenant's pool was never admitted in the gap")
+	shared := restrictedPod(ns, "shared")
+	g.Expect(admin.Create(ctx, shared)).To(Succeed())
+
+	restore()
+	t.Run("the pod on another tenant's pool is deleted, with an event naming it and the pool", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(stray), &corev1.Pod{}))
+		}).WithTimeout(2 * timeout).Should(BeTrue())
+		g.Eventually(func(g Gomega) {
+			g.Expect(tenantEvents(g, "audit-pods", controller.ReasonPolicyViolation)).To(ContainElement(And(
+				ContainSubstring("deleted Pod "+ns+"/stray"), ContainSubstring(policy.NodePool), ContainSubstring("pool-a"))))
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(auditFindings(g, policy.NodePool, config.AuditDelete)).To(Equal(before + 1))
+	})
+	t.Run("the tenant's pod on the shared nodes is untouched by both audits after the gap", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(policyAuditsRun).WithTimeout(2 * timeout).Should(Equal(auditsBefore + 2))
+		live := &corev1.Pod{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(shared), live)).To(Succeed())
+		g.Expect(live.UID).To(Equal(shared.UID), "the pod was replaced")
+		g.Expect(tenantEvents(g, "audit-pods", controller.ReasonPolicyViolation)).NotTo(ContainElement(ContainSubstring("Pod " + ns + "/shared")))
+	})
+	waitForRefusal(t, admin, policy.NodePool, stray)
 }
 
 // auditFindings reads the operator's count of objects the audit found breaking the policy and
