@@ -27,7 +27,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
-// The audit lists Services, Ingresses, routes and pods in every namespace (tenants' are not in
+// The audit lists Services, Ingresses, routes (HTTPRoutes, GRPCRoutes, TLSRoutes) and pods in every namespace (tenants' are not in
 // the cache) and deletes those that reach across tenants; it reads the tenant namespaces and the
 // Tenants to report on. The grants are the ones the component kinds and the domain handover
 // already need, but for pods, which the audit alone lists and deletes one by one.
@@ -36,7 +36,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=list;delete
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes,verbs=list;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes;tlsroutes,verbs=list;delete
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get
 
 // ReasonPolicyViolation is the event reason of an object in a tenant namespace that breaks an
@@ -162,7 +162,11 @@ func (a *PolicyAuditor) Audit(ctx context.Context) error {
 	if err := a.listPages(ctx, func() client.ObjectList { return &corev1.PodList{} }, visit(corev1.SchemeGroupVersion.WithKind("Pod"))); err != nil {
 		return fmt.Errorf("auditing pods: %w", err)
 	}
-	for _, gvk := range routeKinds {
+	lists, err := routeLists(a.Client.RESTMapper())
+	if err != nil {
+		return err
+	}
+	for _, gvk := range lists {
 		err := a.listPages(ctx, func() client.ObjectList {
 			l := &unstructured.UnstructuredList{}
 			l.SetGroupVersionKind(gvk)

@@ -207,21 +207,22 @@ func TestADomainHandedOverTakesTheOldHoldersIngressesWithIt(t *testing.T) {
 	})
 }
 
-// httpRouteCRD is the Gateway API's HTTPRoute kind, reduced to what Landlord reads of it
+// routeCRD is a Gateway API route kind served in version, reduced to what Landlord reads of it
 // (spec.hostnames): the test cluster does not install the Gateway API.
-func httpRouteCRD() *apiextensionsv1.CustomResourceDefinition {
+func routeCRD(kind, version string) *apiextensionsv1.CustomResourceDefinition {
+	plural := strings.ToLower(kind) + "s"
 	return &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: "httproutes.gateway.networking.k8s.io",
+			Name: plural + ".gateway.networking.k8s.io",
 			// The API server serves a *.k8s.io group only as an approved API.
 			Annotations: map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/3328"},
 		},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "gateway.networking.k8s.io",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "httproutes", Singular: "httproute", Kind: "HTTPRoute", ListKind: "HTTPRouteList"},
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1", Served: true, Storage: true,
+				Name: version, Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 					Type: "object", XPreserveUnknownFields: ptr.To(true),
 				}},
@@ -230,60 +231,77 @@ func httpRouteCRD() *apiextensionsv1.CustomResourceDefinition {
 	}
 }
 
-func httpRoute(namespace, name, hostname string) *unstructured.Unstructured {
+// routeOf is a route of the kind and version naming hostname.
+func routeOf(kind, version, namespace, name, hostname string) *unstructured.Unstructured {
 	route := &unstructured.Unstructured{}
-	route.SetAPIVersion("gateway.networking.k8s.io/v1")
-	route.SetKind("HTTPRoute")
+	route.SetAPIVersion("gateway.networking.k8s.io/" + version)
+	route.SetKind(kind)
 	route.SetNamespace(namespace)
 	route.SetName(name)
 	route.Object["spec"] = map[string]any{"hostnames": []any{hostname}}
 	return route
 }
 
-// Issue 30 finding 2, for Gateway API routes: an HTTPRoute of a tenant that gave its domain up
-// can no longer be relabeled, and is deleted, named in an event, when another tenant takes the
-// domain. The HTTPRoute kind appears after the operator started, as it does when a platform
-// installs the Gateway API later.
+func httpRoute(namespace, name, hostname string) *unstructured.Unstructured {
+	return routeOf("HTTPRoute", "v1", namespace, name, hostname)
+}
+
+// For Gateway API routes: an HTTPRoute or a TLSRoute of a tenant that gave its domain up can no
+// longer be relabeled, and is deleted, named in an event, when another tenant takes the domain.
+// The kinds appear after the operator started, as they do when a platform installs the Gateway
+// API later; TLSRoute is served in the experimental channel's v1alpha2, as many clusters have it.
 func TestADomainHandedOverTakesTheOldHoldersRoutesWithIt(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
-	crd, crds := httpRouteCRD(), crdClient(t)
-	g.Expect(crds.Create(ctx, crd)).To(Succeed())
-	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd) })
-	g.Eventually(func(g Gomega) {
-		g.Expect(crds.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
-		established := false
-		for _, c := range crd.Status.Conditions {
-			established = established || c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
-		}
-		g.Expect(established).To(BeTrue())
-	}).WithTimeout(timeout).Should(Succeed())
+	crds := crdClient(t)
+	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{routeCRD("HTTPRoute", "v1"), routeCRD("TLSRoute", "v1alpha2")} {
+		g.Expect(crds.Create(ctx, crd)).To(Succeed())
+		t.Cleanup(func() { _ = crds.Delete(context.Background(), crd) })
+		g.Eventually(func(g Gomega) {
+			g.Expect(crds.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
+			established := false
+			for _, c := range crd.Status.Conditions {
+				established = established || c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
+			}
+			g.Expect(established).To(BeTrue())
+		}).WithTimeout(timeout).Should(Succeed())
+	}
 
 	const shop, oldNS = "shop.routes.example.org", "tenant-rt-old"
+	routes := []*unstructured.Unstructured{
+		routeOf("HTTPRoute", "v1", oldNS, "shop", shop),
+		routeOf("TLSRoute", "v1alpha2", oldNS, "shop-tls", shop),
+	}
 	createTenant(t, newTenant("rt-old", func(t *tenancyv1alpha1.Tenant) { t.Spec.Domains = []tenancyv1alpha1.Domain{shop} }))
-	// The API server takes a moment to serve a new kind to a client that has not seen it.
-	g.Eventually(func() error { return k8s.Create(ctx, httpRoute(oldNS, "shop", shop)) }).WithTimeout(timeout).Should(Succeed())
+	for _, route := range routes {
+		// The API server takes a moment to serve a new kind to a client that has not seen it.
+		g.Eventually(func() error { return k8s.Create(ctx, route.DeepCopy()) }).WithTimeout(timeout).Should(Succeed())
+	}
 	g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "rt-old"}},
 		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"domains":null}}`)))).To(Succeed())
 
 	t.Run("a label on a route for a domain its tenant gave up is refused", func(t *testing.T) {
-		NewWithT(t).Eventually(func() error {
-			live := httpRoute(oldNS, "shop", shop)
-			if err := k8s.Get(ctx, client.ObjectKeyFromObject(live), live); err != nil {
-				return err
-			}
-			live.SetLabels(map[string]string{"team": "web"})
-			return k8s.Update(ctx, live, client.DryRunAll)
-		}).WithTimeout(timeout).Should(MatchError(ContainSubstring("route hostnames " + shop + " are not among the domains of " + oldNS)))
+		for _, route := range routes {
+			NewWithT(t).Eventually(func() error {
+				live := route.DeepCopy()
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(live), live); err != nil {
+					return err
+				}
+				live.SetLabels(map[string]string{"team": "web"})
+				return k8s.Update(ctx, live, client.DryRunAll)
+			}).WithTimeout(timeout).Should(MatchError(ContainSubstring("route hostnames "+shop+" are not among the domains of "+oldNS)), route.GetKind())
+		}
 	})
 
-	t.Run("a tenant taking the domain has the route deleted, named in an event, and then serves it", func(t *testing.T) {
+	t.Run("a tenant taking the domain has the routes deleted, named in events, and then serves it", func(t *testing.T) {
 		g := NewWithT(t)
 		createTenant(t, newTenant("rt-new", func(t *tenancyv1alpha1.Tenant) { t.Spec.Domains = []tenancyv1alpha1.Domain{shop} }))
-		err := k8s.Get(ctx, client.ObjectKey{Namespace: oldNS, Name: "shop"}, httpRoute(oldNS, "shop", shop))
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "expected NotFound, got %v", err)
-		g.Expect(tenantEvents(g, "rt-new", tenancyv1alpha1.ReasonDomainHandover)).To(ContainElement(
-			ContainSubstring("deleted HTTPRoute " + oldNS + "/shop of tenant rt-old: it names " + shop)))
+		for _, route := range routes {
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(route), route.DeepCopy())
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%s: expected NotFound, got %v", route.GetKind(), err)
+			g.Expect(tenantEvents(g, "rt-new", tenancyv1alpha1.ReasonDomainHandover)).To(ContainElement(
+				ContainSubstring("deleted " + route.GetKind() + " " + oldNS + "/" + route.GetName() + " of tenant rt-old: it names " + shop)))
+		}
 		g.Expect(namespace(t, "rt-new").Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, shop))
 	})
 }

@@ -29,7 +29,7 @@ import (
 // internal/component/kinds.go).
 //
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=list;delete
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes,verbs=list;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes;tlsroutes,verbs=list;delete
 
 // domainHandoverRecheck is how soon a tenant waiting for a domain looks again: the deletion of
 // another tenant's Ingress or route is not an event the operator watches (it caches only its
@@ -71,11 +71,30 @@ func (r *TenantReconciler) tenantsTakingDomainsOf(ctx context.Context, obj clien
 	return requests
 }
 
-// routeKinds are the Gateway API routes that name hosts and that the operator may list and
-// delete. A cluster without the Gateway API has none to hand over.
-var routeKinds = []schema.GroupVersionKind{
-	{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "HTTPRouteList"},
-	{Group: "gateway.networking.k8s.io", Version: "v1", Kind: "GRPCRouteList"},
+// routeKinds are the Gateway API routes that name hosts (spec.hostnames) and that the operator
+// may list and delete. Each is read in the version the cluster prefers: TLSRoute is served as
+// v1alpha2 by the Gateway API's experimental channel and in v1 once standard. A cluster without
+// the Gateway API, or without one of the kinds, has none of it to hand over.
+var routeKinds = []schema.GroupKind{
+	{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"},
+	{Group: "gateway.networking.k8s.io", Kind: "GRPCRoute"},
+	{Group: "gateway.networking.k8s.io", Kind: "TLSRoute"},
+}
+
+// routeLists are the list kinds of the routeKinds the cluster serves, in its preferred versions.
+func routeLists(mapper meta.RESTMapper) ([]schema.GroupVersionKind, error) {
+	var lists []schema.GroupVersionKind
+	for _, gk := range routeKinds {
+		m, err := mapper.RESTMapping(gk)
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("finding the served version of %s: %w", gk.Kind, err)
+		}
+		lists = append(lists, m.GroupVersionKind.GroupVersion().WithKind(gk.Kind+"List"))
+	}
+	return lists, nil
 }
 
 // handOver makes way for a domain t is about to take: one no tenant holds and t does not serve
@@ -199,7 +218,11 @@ func (r *TenantReconciler) objectsNaming(ctx context.Context, d string, namespac
 			naming = append(naming, ing)
 		}
 	}
-	for _, gvk := range routeKinds {
+	lists, err := routeLists(r.Client.RESTMapper())
+	if err != nil {
+		return nil, err
+	}
+	for _, gvk := range lists {
 		routes := &unstructured.UnstructuredList{}
 		routes.SetGroupVersionKind(gvk)
 		err := r.APIReader.List(ctx, routes)
