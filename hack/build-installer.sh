@@ -4,12 +4,12 @@
 #
 #   hack/build-installer.sh IMAGE OUTPUT      e.g. registry.example.com/landlord:v0.2.0 dist/install.yaml
 #
-# KUBECTL names a kubectl with kustomize built in (default: the local cluster's, bin/k8s/<version>).
+# The build is kustomize's own library (hack/kustomize): no kubectl and no Kubernetes build is
+# needed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 image="${1:?usage: $0 IMAGE OUTPUT}"
 output="${2:?usage: $0 IMAGE OUTPUT}"
-kubectl="${KUBECTL:-$root/bin/k8s/1.37.2/kubectl}"
 
 # IMAGE is name[:tag] or name@digest; a registry's port (localhost:5000/landlord) is no tag.
 name="$image" tag="" digest=""
@@ -41,7 +41,7 @@ mkdir -p "$(dirname "$output")"
 {
   echo "# Landlord installer for image $image: kubectl apply --server-side -f install.yaml"
   echo "# Generated from config/default by hack/build-installer.sh (make build-installer)."
-  "$kubectl" kustomize "$overlay"
+  (cd "$root" && go run ./hack/kustomize "$overlay")
 } >"$output.tmp"
 mv "$output.tmp" "$output"
 echo "wrote $output ($image)"

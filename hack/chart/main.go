@@ -24,21 +24,21 @@ import (
 	"io"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/landlord-dev/landlord/hack/kustomize/build"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
 func main() {
 	root := flag.String("root", ".", "the repository root")
-	kubectl := flag.String("kubectl", "kubectl", "a kubectl with kustomize built in")
 	flag.Parse()
-	if err := generate(*root, *kubectl); err != nil {
+	if err := generate(*root); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -70,9 +70,9 @@ func Key(obj map[string]any) string {
 	return kind + "/" + name
 }
 
-func generate(root, kubectl string) error {
+func generate(root string) error {
 	chart := filepath.Join(root, "charts", "landlord")
-	objects, err := kustomize(kubectl, filepath.Join(root, "config", "default"))
+	objects, err := kustomize(filepath.Join(root, "config", "default"))
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func generate(root, kubectl string) error {
 		files[file] = append(files[file], doc)
 	}
 
-	monitoring, err := prometheusObjects(root, kubectl)
+	monitoring, err := prometheusObjects(root)
 	if err != nil {
 		return err
 	}
@@ -254,13 +254,13 @@ func deepCopy(obj map[string]any) map[string]any {
 }
 
 // prometheusObjects are config/prometheus's objects, when the directory exists.
-func prometheusObjects(root, kubectl string) ([]map[string]any, error) {
+func prometheusObjects(root string) ([]map[string]any, error) {
 	dir := filepath.Join(root, "config", "prometheus")
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if _, err := os.Stat(filepath.Join(dir, "kustomization.yaml")); err == nil {
-		return kustomize(kubectl, dir)
+		return kustomize(dir)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	var objects []map[string]any
@@ -278,13 +278,11 @@ func prometheusObjects(root, kubectl string) ([]map[string]any, error) {
 	return objects, nil
 }
 
-func kustomize(kubectl, dir string) ([]map[string]any, error) {
-	var stderr bytes.Buffer
-	cmd := exec.Command(kubectl, "kustomize", dir)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+// kustomize builds the kustomization in dir with kustomize's library, as kubectl kustomize does.
+func kustomize(dir string) ([]map[string]any, error) {
+	out, err := build.Dir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", dir, err, stderr.String())
+		return nil, err
 	}
 	return Decode(out)
 }

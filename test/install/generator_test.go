@@ -24,7 +24,7 @@ func chartSources(t *testing.T) string {
 
 func generateChart(t *testing.T, dir string) {
 	t.Helper()
-	run(t, nil, "go", "run", "./hack/chart", "-root", dir, "-kubectl", kubectlPath(t))
+	run(t, nil, "go", "run", "./hack/chart", "-root", dir)
 }
 
 // files are a directory's files by relative path, with their content.
