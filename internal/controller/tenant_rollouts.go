@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/rollout"
 )
 
 // chosenVersion is the version a component of a tenant runs, and the ComponentRollout that
@@ -23,18 +24,18 @@ type chosenVersion struct {
 }
 
 // versionOf is the version a component of the tenant runs. One that follows rollouts runs the
-// version of the highest rollout (compareRollouts) that released it and may move it (its
+// version of the highest rollout (rollout.Compare) that released it and may move it (its
 // selector chooses the tenant, which is Active and not suspended), when that rollout may move it
-// from the version it runs (rolloutMoves: never down, but for a rollback); else the version a
+// from the version it runs (rollout.Moves: never down, but for a rollback); else the version a
 // rollout gave it before, kept when that rollout is deleted; else its spec's. So deleting a
 // rollout, or applying an old one again, never moves a tenant back. A pinned component runs its
 // spec's version, except that one a rollout moved keeps that version while its spec names a
 // lower one: a tenant that stops following rollouts does not drop to the version it started from,
 // against data the newer one may have migrated. Read from the cache's index: no request.
 func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Tenant, c tenancyv1alpha1.Component) (chosenVersion, error) {
-	running, current := runningOf(t, c.Name)
+	running, current := rollout.Running(t, c.Name)
 	if !c.FollowRollouts {
-		if current != nil && compareVersions(c.Version, running) < 0 {
+		if current != nil && rollout.CompareVersions(c.Version, running) < 0 {
 			return chosenVersion{version: current.Version, rollout: current.Rollout, created: current.RolloutCreated}, nil
 		}
 		return chosenVersion{version: c.Version}, nil
@@ -51,14 +52,14 @@ func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Ten
 			continue
 		}
 		selector, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
-		if err != nil || !followsRollout(ro, selector, t) {
+		if err != nil || !rollout.Follows(ro, selector, t) {
 			continue
 		}
-		if highest == nil || compareRollouts(ro, highest) > 0 {
+		if highest == nil || rollout.Compare(ro, highest) > 0 {
 			highest = ro
 		}
 	}
-	if highest != nil && rolloutMoves(highest, running, current) {
+	if highest != nil && rollout.Moves(highest, running, current) {
 		return chosenVersion{version: highest.Spec.Version, rollout: highest.Name, created: highest.CreationTimestamp.DeepCopy()}, nil
 	}
 	if current != nil {
