@@ -140,9 +140,9 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 			chosen = append(chosen, t.Name)
 		}
 	}
-	s.Waves = rollout.PlanWaves(ro, s.Waves, chosen)
-
 	now := r.now()
+	s.Waves = rollout.PlanWaves(ro, s.Waves, chosen, now)
+
 	var requeue time.Duration
 	wake := func(d time.Duration) {
 		if d > 0 && (requeue == 0 || d < requeue) {

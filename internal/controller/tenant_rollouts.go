@@ -68,31 +68,36 @@ func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Ten
 	return chosenVersion{version: c.Version}, nil
 }
 
-// rolloutHandler re-triggers the tenants of the waves a rollout has just released. Tenants of
-// waves released before are not touched: their version is already the rollout's, and a
-// deleted rollout changes nothing for them.
+// rolloutHandler re-triggers the tenants a rollout has just released: those of the waves it has
+// just released, and those that have just joined a wave released before (tenants chosen late
+// join the last wave, at its end). Tenants released before are not touched: their version is
+// already the rollout's, and a deleted rollout changes nothing for them.
 func (r *TenantReconciler) rolloutHandler() handler.EventHandler {
-	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], obj client.Object, from int32) {
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], obj client.Object, old *tenancyv1alpha1.ComponentRollout) {
 		ro, ok := obj.(*tenancyv1alpha1.ComponentRollout)
 		if !ok {
 			return
 		}
-		for i := int(from); i < int(ro.Status.Released) && i < len(ro.Status.Waves); i++ {
-			for _, name := range ro.Status.Waves[i].Tenants {
+		for i := 0; i < int(ro.Status.Released) && i < len(ro.Status.Waves); i++ {
+			from := 0
+			if old != nil && i < int(old.Status.Released) && i < len(old.Status.Waves) {
+				from = len(old.Status.Waves[i].Tenants)
+			}
+			for _, name := range ro.Status.Waves[i].Tenants[min(from, len(ro.Status.Waves[i].Tenants)):] {
 				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 			}
 		}
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(q, e.Object, 0)
+			enqueue(q, e.Object, nil)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			old, ok := e.ObjectOld.(*tenancyv1alpha1.ComponentRollout)
 			if !ok {
 				return
 			}
-			enqueue(q, e.ObjectNew, old.Status.Released)
+			enqueue(q, e.ObjectNew, old)
 		},
 	}
 }
