@@ -44,9 +44,8 @@ type rolloutOptions struct {
 	dryRun      bool
 	noWait      bool
 
-	// Flags kept so that scripts written for the rollout that wrote tenants' specs get a clear
-	// answer: --server-side is what every rollout is now, --tenants, --force and --output have
-	// no ComponentRollout equivalent.
+	// Flags of earlier releases, kept so that scripts get a clear answer: --server-side is what
+	// every rollout is now; --tenants, --force and --output have no ComponentRollout equivalent.
 	serverSide bool
 	tenants    []string
 	force      bool
@@ -131,8 +130,10 @@ alone and why (by the operator's own rules), and changes nothing.`,
 func (o *rolloutOptions) validate() error {
 	switch {
 	case len(o.tenants) > 0:
-		return errors.New("--tenants: a ComponentRollout chooses its tenants by label, not by name: label them " +
-			"(kubectl label tenant acme globex rollout=web-1.2.0) and use --selector rollout=web-1.2.0, or name them with --canaries to move them first")
+		label := "rollout=" + o.component + "-" + o.version
+		return fmt.Errorf("--tenants: a ComponentRollout chooses its tenants by label, not by name: label them "+
+			"(kubectl label tenant %s %s) and use --selector %s, or name them with --canaries to move them first",
+			strings.Join(o.tenants, " "), label, label)
 	case o.force:
 		return errors.New("--force: a ComponentRollout never writes a tenant's spec, so there is no version to take over: " +
 			"it moves the components that set followRollouts, and a pinned component's version is changed where its spec is kept (in Git)")
