@@ -42,7 +42,7 @@ func TestPlanWaves(t *testing.T) {
 		{"tenants are taken by name in batches", &intstr.IntOrString{IntVal: 2}, nil, nil, []string{"c", "a", "e", "b", "d"}, [][]string{{"a", "b"}, {"c", "d"}, {"e"}}},
 		{"a percentage is of the tenants chosen, rounded up", ptrIntStr("30%"), nil, nil, ten("t", 5), [][]string{{"t0", "t1"}, {"t2", "t3"}, {"t4"}}},
 		{"canaries go first in a wave of their own, in the order given", &intstr.IntOrString{IntVal: 2}, []string{"t3", "gone", "t1"}, nil, ten("t", 4), [][]string{{"t3", "t1"}, {"t0", "t2"}}},
-		{"planned waves never change; tenants chosen later are added at the end", &intstr.IntOrString{IntVal: 2}, []string{"t9"}, [][]string{{"t1", "t0"}}, []string{"t0", "t9", "t2", "t1"}, [][]string{{"t1", "t0"}, {"t2", "t9"}}},
+		{"planned waves are never reordered; tenants chosen later come after them", &intstr.IntOrString{IntVal: 2}, []string{"t9"}, [][]string{{"t1", "t0"}}, []string{"t0", "t9", "t2", "t1"}, [][]string{{"t1", "t0"}, {"t2", "t9"}}},
 		{"tenants chosen later fill the last wave to the batch size first", &intstr.IntOrString{IntVal: 3}, nil, [][]string{{"t0", "t1", "t2"}, {"t3"}}, []string{"t0", "t1", "t2", "t3", "t9", "t5", "t4", "t6"}, [][]string{{"t0", "t1", "t2"}, {"t3", "t4", "t5"}, {"t6", "t9"}}},
 		{"a tenant no longer chosen stays in its wave", &intstr.IntOrString{IntVal: 2}, nil, [][]string{{"t0", "t1"}}, []string{"t1"}, [][]string{{"t0", "t1"}}},
 	} {
