@@ -79,16 +79,18 @@ type RolloutStrategy struct {
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 }
 
-// RolloutWave is one wave of a rollout: the tenants it moves, fixed when it is planned.
+// RolloutWave is one wave of a rollout: the tenants it moves, fixed when it is planned (only the
+// last wave takes more: tenants chosen late, up to a batch).
 type RolloutWave struct {
 	// Tenants moved by the wave.
 	// +listType=atomic
 	Tenants []string `json:"tenants"`
-	// StartedAt is when the wave was released to its tenants; unset while it waits.
+	// StartedAt is when the wave was released to its tenants, or when tenants chosen late last
+	// joined it after that; unset while it waits.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`
 	// CompletedAt is when every tenant of the wave ran the version Ready, or was given up on
-	// within maxFailures.
+	// within maxFailures; unset again when tenants chosen late join it.
 	// +optional
 	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
 	// Done counts the wave's tenants that run the version Ready.
@@ -136,8 +138,11 @@ type ComponentRolloutStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Waves are the rollout's waves in order. Tenants chosen after the rollout was planned are
-	// added in waves at the end.
+	// Waves are the rollout's waves in order. Tenants chosen after it was planned join the last
+	// wave (never the canaries') until it holds a batch; only a full last wave makes a new one.
+	// So late tenants add a wave per batch, never one each: every wave but the canaries' and the
+	// last holds batchSize tenants, or that share of those chosen by then (at 10%, 1,000 tenants
+	// arriving one at a time make 50 waves). A released wave they join starts again.
 	// +listType=atomic
 	// +optional
 	Waves []RolloutWave `json:"waves,omitempty"`

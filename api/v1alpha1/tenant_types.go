@@ -181,7 +181,7 @@ type TenantSpec struct {
 	PgBouncer *PgBouncer `json:"pgbouncer,omitempty"`
 
 	// Components are the application components the tenant runs, each pinned to a version.
-	// Keyed by name, so a rollout can change one entry with server-side apply.
+	// Keyed by name, so a tool can change one entry with server-side apply.
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=map
 	// +listMapKey=name

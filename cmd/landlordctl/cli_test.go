@@ -478,9 +478,9 @@ func indent(s, prefix string) string {
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// ---- A batch that does not become Ready: the reasons are shown while it waits.
+// ---- A tenant that does not become Ready: the rollout names it, with why, and stops.
 
-func TestARolloutShowsWhyTenantsArePendingAndFailsThoseNotReadyInTime(t *testing.T) {
+func TestARolloutNamesTheTenantsNotReadyInTimeAndStops(t *testing.T) {
 	c, kubeconfig := sharedCluster(t)
 	// A version whose Deployment can never be scheduled: the tenant stays not Ready.
 	ct := &tenancyv1alpha1.ComponentTemplate{
@@ -503,33 +503,31 @@ spec:
 	if err := c.Create(context.Background(), ct); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	createTenants(t, c, "pending", []string{"pending-a"}, "web=1.0.0")
+	followingTenants(t, c, "pending", []string{"pending-a"}, "web=1.0.0")
+	deleteRollouts(t, c, "web-2.0.0-unschedulable")
 
 	out, err := landlordctlRollout(t, "--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "2.0.0-unschedulable",
-		"--tenants", "pending-a", "--timeout", "20s")
+		"--selector", "group=pending", "--timeout", "5s")
 	t.Logf("\n%s", out)
-	if err == nil {
-		t.Fatal("the rollout succeeded")
+	if want := "ComponentRollout web-2.0.0-unschedulable stalled: TooManyFailures: 1 tenants failed, more than maxFailures (0): pending-a (ProgressDeadlineExceeded)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
 	}
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^batch 1/1: pending-a pending: Ready=False \(\w+\): .*Deployment web`),
-		regexp.MustCompile(`(?m)^batch 1/1: pending-a → 2\.0\.0-unschedulable \.\.\. failed: not ready after 20s: `),
-		regexp.MustCompile(`(?m)^batch 1/1 done in context envtest: 1 of 1 tenants finished \(0 ready, 1 failed\)$`),
+		regexp.MustCompile(`(?m)^context envtest: web-2\.0\.0-unschedulable: wave 1/1 started: pending-a$`),
+		regexp.MustCompile(`(?m)^context envtest: web-2\.0\.0-unschedulable: wave 1/1: pending-a failed: ProgressDeadlineExceeded: not running web 2\.0\.0-unschedulable Ready 5s after its wave started: .*Deployment`),
 	} {
 		if !want.MatchString(out) {
 			t.Errorf("output lacks %s", want)
 		}
 	}
 
-	// Waiting again on the tenant, still not Ready: one list of the batch, then the watch.
+	// Following the rollout again: one list of it, then the watch.
 	wc, requests := countingClient(t)
-	r := &rollout{o: &rolloutOptions{component: "web", version: "2.0.0-unschedulable", timeout: 2 * time.Second}, out: io.Discard}
-	rep := &report{}
-	r.wait(context.Background(), wc, "batch 1/1", map[string]int64{"pending-a": getTenant(t, c, "pending-a").Generation}, rep)
-	if len(rep.failed) != 1 || !strings.HasPrefix(rep.failed[0].reason, "not ready after 2s") {
-		t.Errorf("failed = %+v", rep.failed)
+	err = followRollout(context.Background(), io.Discard, cluster{name: "envtest", client: wc}, "web-2.0.0-unschedulable")
+	if err == nil || !strings.Contains(err.Error(), "stalled: TooManyFailures") {
+		t.Errorf("err = %v", err)
 	}
-	if got, want := requests(), (testenv.Counts{"GET tenants": 1}); !reflect.DeepEqual(got, want) {
+	if got, want := requests(), (testenv.Counts{"GET componentrollouts": 1}); !reflect.DeepEqual(got, want) {
 		t.Errorf("requests %v, want %v", got, want)
 	}
 }
@@ -554,7 +552,7 @@ func countingClient(t *testing.T) (client.WithWatch, func() testenv.Counts) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, list := range []client.ObjectList{&tenancyv1alpha1.TenantList{}, &tenancyv1alpha1.TenantClaimList{}} {
+	for _, list := range []client.ObjectList{&tenancyv1alpha1.TenantList{}, &tenancyv1alpha1.TenantClaimList{}, &tenancyv1alpha1.ComponentRolloutList{}} {
 		if err := c.List(context.Background(), list, client.Limit(1)); err != nil {
 			t.Fatal(err)
 		}

@@ -29,8 +29,9 @@ func newGetCommand(root *rootOptions) *cobra.Command {
 		Short: "List tenants or claims with their state and why they are not Ready.",
 		Long: `List tenants (cluster-wide) or claims (in --namespace, or every namespace with -A), or the named
 ones. The table shows what a person needs to act on: a tenant's state, whether it is Ready and
-why not, its namespace and its components' versions; -o wide adds the organization and the
-Ready message; -o json|yaml|name give the objects as kubectl does.
+why not, its namespace and the version each component runs (from its status: a ComponentRollout
+moves a component without writing the spec); -o wide adds the organization and the Ready
+message; -o json|yaml|name give the objects as kubectl does.
 
 With --all-contexts, the tenants of every context of the kubeconfig (every cluster of a fleet)
 are one table whose first column is the context; a context that cannot be read is named and

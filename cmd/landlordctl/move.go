@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -406,6 +407,23 @@ func stateOwners(t *tenancyv1alpha1.Tenant) []string {
 	return fieldOwners(t, fieldpath.MakePathOrDie("spec", "state"), func(mf metav1.ManagedFieldsEntry) bool {
 		return mf.Manager != fieldManager && mf.Operation == metav1.ManagedFieldsOperationApply
 	})
+}
+
+// fieldOwners are the field managers of the tenant's spec (not of a subresource) that own the
+// field at path and that count says count, sorted.
+func fieldOwners(t *tenancyv1alpha1.Tenant, path fieldpath.Path, count func(metav1.ManagedFieldsEntry) bool) []string {
+	var owners []string
+	for _, mf := range t.ManagedFields {
+		if mf.Subresource != "" || mf.FieldsV1 == nil || !count(mf) || slices.Contains(owners, mf.Manager) {
+			continue
+		}
+		var owned fieldpath.Set
+		if owned.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)) == nil && owned.Has(path) {
+			owners = append(owners, mf.Manager)
+		}
+	}
+	slices.Sort(owners)
+	return owners
 }
 
 // foreignServiceAccounts are the ServiceAccount subjects of the tenant's access outside its own

@@ -107,11 +107,19 @@ func readyOf(conds []metav1.Condition) (status, reason, message string) {
 	return string(c.Status), c.Reason, c.Message
 }
 
-// versions are the tenant's components as name=version, in the spec's order.
+// versions are the tenant's components as name=version, in the spec's order: the version each
+// runs, as the operator reports it in status. The spec's version is only where a component that
+// follows rollouts started (a ComponentRollout moves it without writing the spec), and a pinned
+// component runs its new version only once it is applied; a component not reported yet shows the
+// spec's, which it is about to run.
 func versions(t *tenancyv1alpha1.Tenant) string {
 	parts := make([]string, 0, len(t.Spec.Components))
 	for _, c := range t.Spec.Components {
-		parts = append(parts, c.Name+"="+c.Version)
+		version := c.Version
+		if i := slices.IndexFunc(t.Status.Components, func(s tenancyv1alpha1.ComponentStatus) bool { return s.Name == c.Name }); i >= 0 && t.Status.Components[i].Version != "" {
+			version = t.Status.Components[i].Version
+		}
+		parts = append(parts, c.Name+"="+version)
 	}
 	return strings.Join(parts, ",")
 }

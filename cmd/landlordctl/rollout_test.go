@@ -1,34 +1,27 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -38,327 +31,36 @@ import (
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
-// ---- The plan: pure functions over tenants as the API server returns them.
+// ---- Flags: refused before any cluster is read.
 
-func pinned(name string, lbls map[string]string, pins ...string) tenancyv1alpha1.Tenant {
-	t := tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
-	for _, p := range pins {
-		c, v, _ := strings.Cut(p, "=")
-		t.Spec.Components = append(t.Spec.Components, tenancyv1alpha1.Component{Name: c, Version: v})
-	}
-	return t
-}
-
-func rolloutOf(component, version string) *rolloutOptions {
-	return &rolloutOptions{component: component, version: version}
-}
-
-func TestPlanTakesTheSelectedTenantsRunningTheComponentInNameOrder(t *testing.T) {
-	trial := map[string]string{"plan": "trial"}
-	all := []tenancyv1alpha1.Tenant{
-		pinned("umbrella", trial, "web=1.0.0"),
-		pinned("acme", trial, "web=1.0.0", "api=2.0.0"),
-		pinned("globex", map[string]string{"plan": "enterprise"}, "web=1.0.0"),
-		pinned("initech", trial, "api=2.0.0"),
-		pinned("hooli", trial, "web=1.2.0"),
-		pinned("cyberdyne", trial, "web=0.9.0"),
-	}
-	sel, _ := labels.Parse("plan=trial")
-	p := planRollout(all, sel, nil, rolloutOf("web", "1.2.0"), batchSize{count: 2})
-
-	if want := [][]string{{"acme", "cyberdyne"}, {"umbrella"}}; !reflect.DeepEqual(p.batches, want) {
-		t.Errorf("batches = %v, want %v", p.batches, want)
-	}
-	want := []outcome{{"hooli", "already at 1.2.0"}, {"initech", "has no component web"}}
-	if !reflect.DeepEqual(p.skipped, want) {
-		t.Errorf("skipped = %v, want %v", p.skipped, want)
-	}
-
-	p = planRollout(all, labels.Everything(), nil, rolloutOf("web", "1.2.0"), batchSize{count: 10})
-	if want := [][]string{{"acme", "cyberdyne", "globex", "umbrella"}}; !reflect.DeepEqual(p.batches, want) {
-		t.Errorf("without a selector, batches = %v, want %v", p.batches, want)
-	}
-}
-
-func TestPlanReportsNamedTenantsThatAreMissingOrOutsideTheSelector(t *testing.T) {
-	all := []tenancyv1alpha1.Tenant{
-		pinned("acme", map[string]string{"plan": "trial"}, "web=1.0.0"),
-		pinned("globex", map[string]string{"plan": "enterprise"}, "web=1.0.0"),
-		pinned("hooli", map[string]string{"plan": "trial"}, "web=1.0.0"),
-	}
-	sel, _ := labels.Parse("plan=trial")
-	p := planRollout(all, sel, []string{"hooli", "globex", "nobody", "acme", "hooli"}, rolloutOf("web", "1.2.0"), batchSize{count: 5})
-
-	if want := [][]string{{"acme", "hooli"}}; !reflect.DeepEqual(p.batches, want) {
-		t.Errorf("batches = %v, want %v", p.batches, want)
-	}
-	want := []outcome{{"globex", "does not match --selector plan=trial"}, {"nobody", "not found"}}
-	if !reflect.DeepEqual(p.skipped, want) {
-		t.Errorf("skipped = %v, want %v", p.skipped, want)
-	}
-}
-
-func TestPlanLeavesDeletedAndPurgedTenantsAlone(t *testing.T) {
-	deleting := pinned("acme", nil, "web=1.0.0")
-	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-	purged := pinned("globex", nil, "web=1.0.0")
-	purged.Spec.State = tenancyv1alpha1.StatePurged
-	p := planRollout([]tenancyv1alpha1.Tenant{deleting, purged}, labels.Everything(), nil, rolloutOf("web", "1.2.0"), batchSize{count: 1})
-	if want := []outcome{{"acme", "being deleted"}, {"globex", "Purged"}}; len(p.batches) != 0 || !reflect.DeepEqual(p.skipped, want) {
-		t.Errorf("plan = %+v", p)
-	}
-}
-
-// A suspended tenant would take the version and never report it: the rollout would wait its
-// whole timeout. It is refused up front, --force or not, unless there is nothing to change.
-func TestASuspendedTenantIsRefusedUntilItIsResumed(t *testing.T) {
-	suspended := func(pins ...string) *tenancyv1alpha1.Tenant {
-		tenant := pinned("acme", nil, pins...)
-		tenant.Spec.Suspend = true
-		return &tenant
-	}
-	refusal := verdict{actionRefuse, "suspended (landlordctl resume acme first)"}
+func TestBatchSizesAreTheOnesAComponentRolloutTakes(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		tenant *tenancyv1alpha1.Tenant
-		force  bool
-		want   verdict
+		flag string
+		want string
 	}{
-		{"a suspended tenant is refused", suspended("web=1.0.0"), false, refusal},
-		{"--force does not take a suspended tenant over", suspended("web=1.0.0"), true, refusal},
-		{"a suspended tenant already at the version is skipped", suspended("web=1.1.0"), false, verdict{actionSkip, "already at 1.1.0"}},
-		{"a suspended tenant without the component is skipped", suspended("api=2.0.0"), false, verdict{actionSkip, "has no component web"}},
+		{"", "<nil>"},
+		{"1", "1"},
+		{"50", "50"},
+		{"25%", "25%"},
+		{"100%", "100%"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := classify(tc.tenant, "web", "1.1.0", tc.force); got != tc.want {
-				t.Errorf("classify = %+v, want %+v", got, tc.want)
+		t.Run(fmt.Sprintf("--batch %q is spec.strategy.batchSize %s", tc.flag, tc.want), func(t *testing.T) {
+			b, err := parseBatch(tc.flag)
+			got := "<nil>"
+			if b != nil {
+				got = b.String()
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("batchSize %s, %v; want %s", got, err, tc.want)
 			}
 		})
 	}
-
-	t.Run("the plan lists it as refused and changes the others", func(t *testing.T) {
-		all := []tenancyv1alpha1.Tenant{*suspended("web=1.0.0"), pinned("globex", nil, "web=1.0.0")}
-		p := planRollout(all, labels.Everything(), nil, rolloutOf("web", "1.1.0"), batchSize{count: 10})
-		if want := [][]string{{"globex"}}; !reflect.DeepEqual(p.batches, want) {
-			t.Errorf("batches = %v, want %v", p.batches, want)
-		}
-		if want := []outcome{{"acme", refusal.reason}}; !reflect.DeepEqual(p.refused, want) {
-			t.Errorf("refused = %v, want %v", p.refused, want)
-		}
-	})
-}
-
-func TestBatchSizesAreCountsOrPercentagesOfTheTenantsToChangeRoundedUp(t *testing.T) {
-	for _, tc := range []struct {
-		flag  string
-		total int
-		want  int
-	}{
-		{"1", 7, 1},
-		{"3", 7, 3},
-		{"50", 7, 50},
-		{"25%", 8, 2},
-		{"25%", 9, 3},
-		{"10%", 3, 1},
-		{"1%", 1000, 10},
-		{"100%", 7, 7},
-	} {
-		b, err := parseBatch(tc.flag)
-		if err != nil {
-			t.Errorf("--batch %s: %v", tc.flag, err)
-			continue
-		}
-		if got := b.of(tc.total); got != tc.want {
-			t.Errorf("--batch %s of %d tenants = %d, want %d", tc.flag, tc.total, got, tc.want)
-		}
-	}
-
-	all := make([]tenancyv1alpha1.Tenant, 5)
-	for i := range all {
-		all[i] = pinned(fmt.Sprintf("t%d", i), nil, "web=1.0.0")
-	}
-	all = append(all, pinned("z-current", nil, "web=2.0.0"))
-	b, _ := parseBatch("40%")
-	p := planRollout(all, labels.Everything(), nil, rolloutOf("web", "2.0.0"), b)
-	if want := [][]string{{"t0", "t1"}, {"t2", "t3"}, {"t4"}}; !reflect.DeepEqual(p.batches, want) {
-		t.Errorf("40%% of the 5 tenants needing the change: batches = %v, want %v", p.batches, want)
-	}
-}
-
-func TestBatchSizesThatCannotBeRolledOutAreRefused(t *testing.T) {
-	for _, flag := range []string{"0", "-1", "0%", "101%", "x", "%", "2.5", "10 %"} {
-		if _, err := parseBatch(flag); err == nil {
-			t.Errorf("--batch %q was accepted", flag)
-		}
-	}
-}
-
-// managed is a managedFields entry whose fields are written as the API server writes them.
-func managed(manager string, op metav1.ManagedFieldsOperationType, subresource, fields string) metav1.ManagedFieldsEntry {
-	return metav1.ManagedFieldsEntry{
-		Manager: manager, Operation: op, APIVersion: "tenancy.landlord.dev/v1alpha1", Subresource: subresource,
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)},
-	}
-}
-
-const (
-	webVersion  = `{"f:spec":{"f:components":{"k:{\"name\":\"web\"}":{".":{},"f:name":{},"f:version":{}}}}}`
-	apiVersion  = `{"f:spec":{"f:components":{"k:{\"name\":\"api\"}":{".":{},"f:name":{},"f:version":{}}}}}`
-	webValues   = `{"f:spec":{"f:components":{"k:{\"name\":\"web\"}":{".":{},"f:name":{},"f:values":{}}}}}`
-	gitopsSpec  = `{"f:metadata":{"f:labels":{"f:plan":{}}},"f:spec":{"f:organization":{},"f:components":{"k:{\"name\":\"api\"}":{".":{},"f:name":{},"f:version":{}},"k:{\"name\":\"web\"}":{".":{},"f:name":{},"f:version":{}}}}}`
-	statusOfWeb = `{"f:status":{"f:components":{"k:{\"name\":\"web\"}":{".":{},"f:name":{},"f:version":{}}}}}`
-)
-
-func TestAVersionOwnedByAnotherFieldManagerIsRefusedUnlessForced(t *testing.T) {
-	apply, update := metav1.ManagedFieldsOperationApply, metav1.ManagedFieldsOperationUpdate
-	refusal := "version of component web is managed by %s; change it in Git, or use --force to take it over"
-	for _, tc := range []struct {
-		name   string
-		fields []metav1.ManagedFieldsEntry
-		force  bool
-		want   verdict
-	}{
-		{"nobody owns it", nil, false, verdict{actionChange, ""}},
-		{"an earlier rollout of the component owns it", []metav1.ManagedFieldsEntry{
-			managed("landlordctl-rollout-web", apply, "", webVersion),
-		}, false, verdict{actionChange, ""}},
-		{"a GitOps controller applies it", []metav1.ManagedFieldsEntry{
-			managed("kustomize-controller", apply, "", gitopsSpec),
-		}, false, verdict{actionRefuse, fmt.Sprintf(refusal, "kustomize-controller")}},
-		{"a GitOps controller shares it with the rollout", []metav1.ManagedFieldsEntry{
-			managed("landlordctl-rollout-web", apply, "", webVersion),
-			managed("kustomize-controller", apply, "", webVersion),
-		}, false, verdict{actionRefuse, fmt.Sprintf(refusal, "kustomize-controller")}},
-		{"a person edited it", []metav1.ManagedFieldsEntry{
-			managed("kubectl-edit", update, "", webVersion),
-			managed("argocd-controller", apply, "", webVersion),
-		}, false, verdict{actionRefuse, fmt.Sprintf(refusal, "argocd-controller, kubectl-edit")}},
-		{"another component's rollout owns only its own version", []metav1.ManagedFieldsEntry{
-			managed("landlordctl-rollout-api", apply, "", apiVersion),
-		}, false, verdict{actionChange, ""}},
-		{"Git owns the component's values but not its version", []metav1.ManagedFieldsEntry{
-			managed("kustomize-controller", apply, "", webValues),
-		}, false, verdict{actionChange, ""}},
-		{"the operator owns the reported version in status", []metav1.ManagedFieldsEntry{
-			managed("landlord", update, "status", statusOfWeb),
-		}, false, verdict{actionChange, ""}},
-		{"the key is spelled with spaces", []metav1.ManagedFieldsEntry{
-			managed("flux", apply, "", `{"f:spec":{"f:components":{"k:{ \"name\": \"web\" }":{"f:version":{}}}}}`),
-		}, false, verdict{actionRefuse, fmt.Sprintf(refusal, "flux")}},
-		{"forced over a GitOps controller", []metav1.ManagedFieldsEntry{
-			managed("kustomize-controller", apply, "", gitopsSpec),
-		}, true, verdict{actionChange, ""}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tenant := pinned("acme", nil, "web=1.0.0", "api=2.0.0")
-			tenant.ManagedFields = tc.fields
-			if got := classify(&tenant, "web", "1.1.0", tc.force); got != tc.want {
-				t.Errorf("classify = %+v, want %+v", got, tc.want)
+	for _, flag := range []string{"0", "-1", "0%", "101%", "x", "%", "2.5", "10 %", "05%"} {
+		t.Run(fmt.Sprintf("--batch %q is refused", flag), func(t *testing.T) {
+			if _, err := parseBatch(flag); err == nil {
+				t.Errorf("--batch %q was accepted", flag)
 			}
 		})
-	}
-}
-
-// A GitOps controller may take the version between the rollout's read and its apply: the API
-// server refuses the apply, and the rollout names the managers holding the version, read from
-// the tenant's managed fields, rather than failing with the conflict.
-func TestAnApplyConflictNamesTheManagersHoldingTheVersion(t *testing.T) {
-	c, _ := sharedCluster(t)
-	createTenants(t, c, "raced", []string{"raced-a"}, "web=1.0.0")
-	// The race, injected: every apply of the rollout is preceded by Flux applying the version
-	// from Git (the same value: Flux then shares the field, and the apply conflicts with it).
-	ww, err := client.NewWithWatch(fleet.env.Admin, client.Options{Scheme: tenancyv1alpha1.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	raced := interceptor.NewClient(ww, interceptor.Funcs{
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			pinVersion(t, c, obj.GetName(), "kustomize-controller", "web", "1.0.0", false)
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-	})
-	r := &rollout{o: &rolloutOptions{component: "web", version: "1.1.0"}, out: io.Discard}
-	_, v, err := r.apply(context.Background(), raced, "raced-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := verdict{actionRefuse, managedByMessage("web", []string{"kustomize-controller"})}
-	if v != want {
-		t.Errorf("verdict = %+v, want %+v", v, want)
-	}
-	got := &tenancyv1alpha1.Tenant{}
-	if err := c.Get(context.Background(), client.ObjectKey{Name: "raced-a"}, got); err != nil {
-		t.Fatal(err)
-	}
-	if version := got.Spec.Components[0].Version; version != "1.0.0" {
-		t.Errorf("version %s, want Git's 1.0.0 left in place", version)
-	}
-}
-
-func TestATenantIsDoneOnlyWhenItsOperatorReportsTheVersionReadyForTheAppliedGeneration(t *testing.T) {
-	cond := func(typ string, status metav1.ConditionStatus, reason string, gen int64) metav1.Condition {
-		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: reason + " message", ObservedGeneration: gen}
-	}
-	// As the API server returns it after the rollout's apply: at generation 4 at least.
-	status := func(observed int64, version string, ready bool, conds ...metav1.Condition) *tenancyv1alpha1.Tenant {
-		return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Generation: max(observed, 4)}, Status: tenancyv1alpha1.TenantStatus{
-			ObservedGeneration: observed,
-			Components:         []tenancyv1alpha1.ComponentStatus{{Name: "web", Version: version, Ready: ready}},
-			Conditions:         conds,
-		}}
-	}
-	readyTrue := cond("Ready", metav1.ConditionTrue, "Succeeded", 4)
-	for _, tc := range []struct {
-		name   string
-		tenant *tenancyv1alpha1.Tenant
-		want   progressState
-	}{
-		{"ready at the applied generation", status(4, "1.1.0", true, readyTrue), progressReady},
-		{"ready at a later generation", status(5, "1.1.0", true, cond("Ready", metav1.ConditionTrue, "Succeeded", 5)), progressReady},
-		{"the applied generation is not observed yet", status(3, "1.0.0", true, cond("Ready", metav1.ConditionTrue, "Succeeded", 3)), progressWaiting},
-		{"the old version still reported", status(4, "1.0.0", true, readyTrue), progressWaiting},
-		{"the new version not rolled out", status(4, "1.1.0", false, readyTrue), progressWaiting},
-		{"the tenant not Ready", status(4, "1.1.0", true, cond("Ready", metav1.ConditionFalse, "DatabaseUnavailable", 4)), progressWaiting},
-		{"no conditions yet", status(4, "1.1.0", true), progressWaiting},
-		{"stalled at the applied generation", status(4, "1.0.0", true,
-			cond("Ready", metav1.ConditionFalse, "TemplateNotFound", 4), cond("Stalled", metav1.ConditionTrue, "TemplateNotFound", 4)), progressStalled},
-		{"stalled before the apply", status(3, "1.0.0", true,
-			cond("Ready", metav1.ConditionFalse, "RenderFailed", 3), cond("Stalled", metav1.ConditionTrue, "RenderFailed", 3)), progressWaiting},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got, msg := progress(tc.tenant, "web", "1.1.0", 4); got != tc.want {
-				t.Errorf("progress = %v (%s), want %v", got, msg, tc.want)
-			}
-		})
-	}
-	_, msg := progress(status(4, "1.0.0", true, cond("Stalled", metav1.ConditionTrue, "TemplateNotFound", 4)), "web", "1.1.0", 4)
-	if !strings.Contains(msg, "Stalled=True (TemplateNotFound): TemplateNotFound message") {
-		t.Errorf("stalled message = %q", msg)
-	}
-}
-
-func TestABatchNotReadyInTimeFailsWithTheReadyMessage(t *testing.T) {
-	rolling := &tenancyv1alpha1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Name: "acme", Generation: 4},
-		Status: tenancyv1alpha1.TenantStatus{
-			ObservedGeneration: 3,
-			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "RollingOut",
-				Message: "web: Deployment web has 1/3 updated replicas", ObservedGeneration: 4}},
-		},
-	}
-	c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).WithObjects(rolling).Build()
-	var out bytes.Buffer
-	r := &rollout{o: &rolloutOptions{component: "web", version: "1.1.0", timeout: 300 * time.Millisecond}, out: &out}
-	rep := &report{}
-	r.wait(context.Background(), c, "batch 1/1", map[string]int64{"acme": 4, "gone": 2}, rep)
-
-	want := []outcome{
-		{"acme", "not ready after 300ms: generation 4 not observed yet (at 3); Ready=False (RollingOut): web: Deployment web has 1/3 updated replicas"},
-		{"gone", "tenant was deleted"},
-	}
-	sortOutcomes(rep.failed)
-	if !reflect.DeepEqual(rep.failed, want) || r.failed != 2 {
-		t.Errorf("failed = %+v (%d)\n%s", rep.failed, r.failed, out.String())
 	}
 }
 
@@ -371,17 +73,57 @@ func TestBadRolloutFlagsAreRefusedBeforeAnyClusterIsRead(t *testing.T) {
 		"rollout --component web --version 1.0.0 --selector ==":       "--selector",
 		"rollout --component web --version 1.0.0 --max-failures -1":   "--max-failures",
 		"rollout --component web --version 1.0.0 --timeout 0s":        "--timeout",
+		"rollout --component web --version 1.0.0 --pause -1s":         "--pause",
+		"rollout --component web --version 1.0.0 --tenants acme":      "chooses its tenants by label",
+		"rollout --component web --version 1.0.0 --force":             "never writes a tenant's spec",
+		"rollout --component web --version 1.0.0 -o json":             "kubectl get componentrollout NAME -o yaml",
 		"rollout --component web --version 1.0.0 --kubeconfig /none":  "loading kubeconfig",
 		"rollout --component web --version 1.0.0 --context elsewhere": "no context",
 	} {
-		args := strings.Fields(args)
-		if !slices.Contains(args, "--kubeconfig") {
-			args = append(args, "--kubeconfig", emptyKubeconfig(t))
-		}
-		_, err := landlordctlRollout(t, args...)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: err=%v, want %q", strings.Join(args, " "), err, want)
-		}
+		t.Run(args, func(t *testing.T) {
+			args := strings.Fields(args)
+			if !slices.Contains(args, "--kubeconfig") {
+				args = append(args, "--kubeconfig", emptyKubeconfig(t))
+			}
+			_, err := landlordctlRollout(t, args...)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("err=%v, want %q", err, want)
+			}
+		})
+	}
+}
+
+// A rerun follows the ComponentRollout it created, and one declared in Git, when they describe
+// the same rollout, whether or not the operator's defaults are spelled out.
+func TestARolloutIsTheSameWhateverHaltsItAndWhicheverDefaultsAreSpelledOut(t *testing.T) {
+	flags := tenancyv1alpha1.ComponentRolloutSpec{Component: "web", Version: "1.2.0",
+		Selector: metav1.LabelSelector{MatchLabels: map[string]string{"plan": "trial"}}}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*tenancyv1alpha1.ComponentRolloutSpec)
+		same   bool
+	}{
+		{"the same spec is the same rollout", func(*tenancyv1alpha1.ComponentRolloutSpec) {}, true},
+		{"a halted one is the same rollout", func(s *tenancyv1alpha1.ComponentRolloutSpec) { s.Halted = true }, true},
+		{"one that spells out the default batch size and deadline is the same rollout", func(s *tenancyv1alpha1.ComponentRolloutSpec) {
+			s.Strategy.BatchSize = ptr.To(intstr.FromString("10%"))
+			s.Strategy.ProgressDeadline = &metav1.Duration{Duration: 10 * time.Minute}
+			s.Strategy.PauseBetweenWaves = &metav1.Duration{}
+		}, true},
+		{"another batch size is another rollout", func(s *tenancyv1alpha1.ComponentRolloutSpec) { s.Strategy.BatchSize = ptr.To(intstr.FromInt32(10)) }, false},
+		{"another deadline is another rollout", func(s *tenancyv1alpha1.ComponentRolloutSpec) {
+			s.Strategy.ProgressDeadline = &metav1.Duration{Duration: time.Minute}
+		}, false},
+		{"another selector is another rollout", func(s *tenancyv1alpha1.ComponentRolloutSpec) { s.Selector = metav1.LabelSelector{} }, false},
+		{"a rollback is another rollout", func(s *tenancyv1alpha1.ComponentRolloutSpec) { s.Rollback = true }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			other := *flags.DeepCopy()
+			tc.mutate(&other)
+			if got := sameRollout(flags, other); got != tc.same {
+				t.Errorf("sameRollout = %t, want %t", got, tc.same)
+			}
+		})
 	}
 }
 
@@ -406,8 +148,8 @@ func landlordctlRollout(t *testing.T, args ...string) (string, error) {
 
 // ---- Rollouts against a real control plane and a running operator.
 
-// fleet is one control plane and operator shared by the rollout tests, started by the first test
-// that needs it so that the planner's tests run without one.
+// fleet is one control plane and operator shared by the tests, started by the first test that
+// needs it so that the others run without one.
 var fleet struct {
 	once sync.Once
 	err  error
@@ -486,10 +228,20 @@ func waitFor(t *testing.T, timeout time.Duration, what string, check func() erro
 }
 
 // createTenants creates Ready tenants labeled group=<group>, each pinning the given component
-// versions ("web=1.0.0"). Each version is pinned with server-side apply by its component's
-// rollout manager, as in a fleet that landlordctl rolled out to before: had the creating client
-// pinned them, it would own them and every rollout would need --force.
+// versions ("web=1.0.0").
 func createTenants(t *testing.T, c client.Client, group string, names []string, pins ...string) {
+	t.Helper()
+	createTenantsWith(t, c, group, names, false, pins...)
+}
+
+// followingTenants creates Ready tenants labeled group=<group> whose components start at the
+// given versions ("web=1.0.0") and follow rollouts.
+func followingTenants(t *testing.T, c client.Client, group string, names []string, pins ...string) {
+	t.Helper()
+	createTenantsWith(t, c, group, names, true, pins...)
+}
+
+func createTenantsWith(t *testing.T, c client.Client, group string, names []string, follow bool, pins ...string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, name := range names {
@@ -497,12 +249,12 @@ func createTenants(t *testing.T, c client.Client, group string, names []string, 
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"group": group}},
 			Spec:       tenancyv1alpha1.TenantSpec{Organization: name + " Inc.", Email: "ops@" + name + ".example.com"},
 		}
-		if err := c.Create(ctx, tenant); err != nil {
-			t.Fatal(err)
-		}
 		for _, p := range pins {
 			component, version, _ := strings.Cut(p, "=")
-			pinVersion(t, c, name, rolloutFieldManager(component), component, version, false)
+			tenant.Spec.Components = append(tenant.Spec.Components, tenancyv1alpha1.Component{Name: component, Version: version, FollowRollouts: follow})
+		}
+		if err := c.Create(ctx, tenant); err != nil {
+			t.Fatal(err)
 		}
 	}
 	for _, name := range names {
@@ -510,21 +262,8 @@ func createTenants(t *testing.T, c client.Client, group string, names []string, 
 	}
 }
 
-func pinVersion(t *testing.T, c client.Client, tenant, manager, component, version string, force bool) {
-	t.Helper()
-	patch := fmt.Sprintf(`{"apiVersion":"tenancy.landlord.dev/v1alpha1","kind":"Tenant","metadata":{"name":%q},"spec":{"components":[{"name":%q,"version":%q}]}}`,
-		tenant, component, version)
-	opts := []client.PatchOption{client.FieldOwner(manager)}
-	if force {
-		opts = append(opts, client.ForceOwnership)
-	}
-	obj := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: tenant}}
-	if err := c.Patch(context.Background(), obj, client.RawPatch(types.ApplyPatchType, []byte(patch)), opts...); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitReady waits until the tenant is Ready with each pinned component ready at its version.
+// waitReady waits until the tenant is Ready (kstatus Current) and runs each given component at
+// its version ("web=1.0.0"), ready.
 func waitReady(t *testing.T, c client.Client, name string, pins ...string) *tenancyv1alpha1.Tenant {
 	t.Helper()
 	tenant := &tenancyv1alpha1.Tenant{}
@@ -532,15 +271,31 @@ func waitReady(t *testing.T, c client.Client, name string, pins ...string) *tena
 		if err := c.Get(context.Background(), client.ObjectKey{Name: name}, tenant); err != nil {
 			return err
 		}
+		if res, err := kstatusOf(tenant, "Tenant"); err != nil || res.Status != kstatus.CurrentStatus {
+			return fmt.Errorf("kstatus %v: %v", res, err)
+		}
 		for _, p := range pins {
-			component, version, _ := strings.Cut(p, "=")
-			if state, msg := progress(tenant, component, version, tenant.Generation); state != progressReady {
-				return errors.New(msg)
+			if got := running(tenant, strings.Split(p, "=")[0]); got != p {
+				return fmt.Errorf("runs %s, want %s", got, p)
 			}
 		}
 		return nil
 	})
 	return tenant
+}
+
+// running is "component=version" as the tenant's status reports the component, with ":not-ready"
+// when it is not ready.
+func running(t *tenancyv1alpha1.Tenant, component string) string {
+	for _, st := range t.Status.Components {
+		if st.Name == component {
+			if !st.Ready {
+				return component + "=" + st.Version + ":not-ready"
+			}
+			return component + "=" + st.Version
+		}
+	}
+	return component + " not reported"
 }
 
 func getTenant(t *testing.T, c client.Client, name string) *tenancyv1alpha1.Tenant {
@@ -552,142 +307,74 @@ func getTenant(t *testing.T, c client.Client, name string) *tenancyv1alpha1.Tena
 	return tenant
 }
 
-func specVersion(t *tenancyv1alpha1.Tenant, component string) string {
-	for _, c := range t.Spec.Components {
-		if c.Name == component {
-			return c.Version
-		}
-	}
-	return ""
-}
-
-var eventLine = regexp.MustCompile(`^batch (\d+)/(\d+): (\S+) → \S+ \.\.\. (\w+)`)
-
-func TestARolloutInBatchesOfTwoMovesFiveTenantsOneReadyBatchAtATime(t *testing.T) {
-	c, kubeconfig := sharedCluster(t)
-	names := []string{"batch-a", "batch-b", "batch-c", "batch-d", "batch-e"}
-	createTenants(t, c, "batches", names, "web=1.0.0")
-
-	start := time.Now()
-	out, err := landlordctlRollout(t, "--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "1.1.0",
-		"--selector", "group=batches", "--batch", "2", "--timeout", "60s")
-	t.Logf("rollout took %s:\n%s", time.Since(start).Round(time.Millisecond), out)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// Both tenants of a batch are seen ready before any tenant of the next one is applied.
-	readyIn := map[string]int{}
-	readyCount := map[int]int{}
-	var events []string
-	for _, line := range strings.Split(out, "\n") {
-		m := eventLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		batch, _ := strconv.Atoi(m[1])
-		events = append(events, m[1]+" "+m[3]+" "+m[4])
-		switch m[4] {
-		case "applied":
-			if batch > 1 && readyCount[batch-1] != 2 {
-				t.Errorf("%s was applied in batch %d before batch %d was ready", m[3], batch, batch-1)
-			}
-		case "ready":
-			readyIn[m[3]] = batch
-			readyCount[batch]++
-		default:
-			t.Errorf("unexpected event %q", line)
-		}
-	}
-	want := map[string]int{"batch-a": 1, "batch-b": 1, "batch-c": 2, "batch-d": 2, "batch-e": 3}
-	if !reflect.DeepEqual(readyIn, want) {
-		t.Errorf("ready in batches %v, want %v (events %v)", readyIn, want, events)
-	}
-	if !strings.Contains(out, "rollout web → 1.1.0: 5 ready, 0 failed, 0 refused, 0 not started, 0 skipped") {
-		t.Errorf("no summary line")
-	}
-	for _, want := range []string{
-		"batch 1/3 done in context envtest: 2 of 5 tenants finished (2 ready, 0 failed)\n",
-		"batch 2/3 done in context envtest: 4 of 5 tenants finished (4 ready, 0 failed)\n",
-		"batch 3/3 done in context envtest: 5 of 5 tenants finished (5 ready, 0 failed)\n",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("no progress line %q", want)
-		}
-	}
-	for _, name := range names {
-		tenant := waitReady(t, c, name, "web=1.1.0")
-		if v := specVersion(tenant, "web"); v != "1.1.0" {
-			t.Errorf("%s: spec version %s", name, v)
-		}
-	}
-
-	out, err = landlordctlRollout(t, "--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "1.1.0", "--selector", "group=batches")
-	if err != nil || strings.Count(out, "already at 1.1.0") != 5 || !strings.Contains(out, "0 ready, 0 failed, 0 refused, 0 not started, 5 skipped") {
-		t.Errorf("rolling out again: err=%v\n%s", err, out)
-	}
-}
-
-func TestADryRunPrintsThePlanOfEveryContextAndChangesNothing(t *testing.T) {
-	c, kubeconfig := sharedCluster(t)
-	createTenants(t, c, "dry", []string{"dry-a", "dry-b"}, "web=1.0.0")
-	createTenants(t, c, "dry", []string{"dry-c"}, "web=1.1.0")
-	createTenants(t, c, "dry", []string{"dry-d"}, "api=1.0.0")
-	before := map[string]*tenancyv1alpha1.Tenant{}
-	for _, name := range []string{"dry-a", "dry-b", "dry-c", "dry-d"} {
-		before[name] = getTenant(t, c, name)
-	}
-
-	// Two contexts naming the same control plane: the plan is printed once per context.
+// withContexts adds contexts of these names to the kubeconfig, each naming its current cluster,
+// as a fleet's kubeconfig names one cluster per context.
+func withContexts(t *testing.T, kubeconfig string, names ...string) {
+	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"eu-1", "us-1"} {
-		cfg.Contexts[name] = cfg.Contexts["envtest"]
+	for _, name := range names {
+		cfg.Contexts[name] = cfg.Contexts[cfg.CurrentContext]
 	}
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// deleteRollouts removes the named ComponentRollouts when the test ends.
+func deleteRollouts(t *testing.T, c client.Client, names ...string) {
+	t.Cleanup(func() {
+		for _, n := range names {
+			_ = c.Delete(context.Background(), &tenancyv1alpha1.ComponentRollout{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		}
+	})
+}
+
+// A dry run shows, per context, the waves the operator would plan and the tenants it would leave
+// alone and why, by the operator's rules: an Archived tenant and a pinned one are not planned,
+// since neither would ever run the version. It creates nothing and changes no tenant.
+func TestADryRunPrintsThePlanOfEveryContextAndChangesNothing(t *testing.T) {
+	c, kubeconfig := sharedCluster(t)
+	followingTenants(t, c, "dry", []string{"dry-a", "dry-b"}, "web=1.0.0")
+	followingTenants(t, c, "dry", []string{"dry-c"}, "web=1.1.0")
+	createTenants(t, c, "dry", []string{"dry-d"}, "web=1.0.0")
+	followingTenants(t, c, "dry", []string{"dry-e"}, "api=1.0.0")
+	archived := &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: "dry-f", Labels: map[string]string{"group": "dry"}},
+		Spec: tenancyv1alpha1.TenantSpec{Organization: "Dry F Inc.", Email: "ops@dry-f.example.com", State: tenancyv1alpha1.StateArchived,
+			Components: []tenancyv1alpha1.Component{{Name: "web", Version: "1.0.0", FollowRollouts: true}}},
+	}
+	if err := c.Create(context.Background(), archived); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]*tenancyv1alpha1.Tenant{}
+	for _, name := range []string{"dry-a", "dry-b", "dry-c", "dry-d", "dry-e", "dry-f"} {
+		before[name] = getTenant(t, c, name)
+	}
+	withContexts(t, kubeconfig, "eu-1", "us-1")
 
 	out, err := landlordctlRollout(t, "--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "1.1.0",
 		"--selector", "group=dry", "--batch", "1", "--dry-run", "--context", "eu-1", "--context", "us-1")
+	t.Logf("\n%s", out)
 	if err != nil {
-		t.Fatalf("out=%s err=%v", out, err)
-	}
-	for _, want := range []string{
-		"context eu-1: web → 1.1.0 for 2 tenants in 2 batches (dry run)\n  batch 1/2: dry-a\n  batch 2/2: dry-b\n  skip dry-c: already at 1.1.0\n  skip dry-d: has no component web\n",
-		"context us-1: web → 1.1.0 for 2 tenants in 2 batches (dry run)",
-		"dry run: web → 1.1.0 would change 4 tenants (0 refused, 4 skipped); nothing was changed",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-	// The same plan for scripts: the outcome on stdout as JSON, the progress on stderr.
-	var stdout, stderr bytes.Buffer
-	cmd := newRootCommand(&stdout)
-	cmd.SetErr(&stderr)
-	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "1.1.0",
-		"--selector", "group=dry", "--batch", "1", "--dry-run", "--context", "eu-1", "--context", "us-1", "-o", "json"})
-	if err := cmd.ExecuteContext(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var summary rolloutSummary
-	if err := json.Unmarshal(stdout.Bytes(), &summary); err != nil {
-		t.Fatalf("%v\n%s", err, stdout.String())
+	plan := func(context string) string {
+		return "context " + context + ": ComponentRollout web-1.1.0 would move web to 1.1.0: 3 tenants in 3 waves (dry run)\n" +
+			"  wave 1/3: dry-a\n  wave 2/3: dry-b\n  wave 3/3: dry-c\n" +
+			"  1 already run 1.1.0: done as soon as their wave starts\n" +
+			"  skip dry-d: component web is pinned (it does not set followRollouts)\n" +
+			"  skip dry-f: Archived\n" +
+			"context " + context + ": nothing was changed\n"
 	}
-	wantContext := func(name string) contextSummary {
-		return contextSummary{Name: name, Batches: [][]string{{"dry-a"}, {"dry-b"}},
-			Skipped: []tenantOutcome{{"dry-c", "already at 1.1.0"}, {"dry-d", "has no component web"}}}
+	if want := plan("eu-1") + plan("us-1"); out != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out, want)
 	}
-	want := rolloutSummary{Component: "web", Version: "1.1.0", DryRun: true,
-		Contexts: []contextSummary{wantContext("eu-1"), wantContext("us-1")},
-		Totals:   summaryTotals{NotStarted: 4, Skipped: 4}}
-	if !reflect.DeepEqual(summary, want) || !strings.Contains(stderr.String(), "context eu-1: web → 1.1.0 for 2 tenants in 2 batches (dry run)") {
-		t.Errorf("summary = %+v\nwant %+v\nstderr:\n%s", summary, want, stderr.String())
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "web-1.1.0"}, &tenancyv1alpha1.ComponentRollout{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the dry run created the ComponentRollout: %v", err)
 	}
-
 	for name, was := range before {
 		now := getTenant(t, c, name)
 		if now.Generation != was.Generation || !reflect.DeepEqual(now.Spec, was.Spec) {
@@ -696,138 +383,62 @@ func TestADryRunPrintsThePlanOfEveryContextAndChangesNothing(t *testing.T) {
 	}
 }
 
-func TestAVersionWithoutATemplateStallsTheFirstBatchAndHaltsTheRollout(t *testing.T) {
+// A rollout that stalls (here its version has no ComponentTemplate, so no wave starts) fails
+// the command with the rollout's reason, and the contexts after it are not started.
+func TestARolloutThatStallsStopsTheContextsAfterIt(t *testing.T) {
 	c, kubeconfig := sharedCluster(t)
-	names := []string{"stall-a", "stall-b", "stall-c", "stall-d"}
-	createTenants(t, c, "stall", names, "web=1.0.0")
-	untouched := map[string]int64{"stall-c": getTenant(t, c, "stall-c").Generation, "stall-d": getTenant(t, c, "stall-d").Generation}
+	names := []string{"stall-a", "stall-b"}
+	followingTenants(t, c, "stall", names, "web=1.0.0")
+	deleteRollouts(t, c, "web-9.9.9")
+	withContexts(t, kubeconfig, "eu-1", "us-1")
 
 	out, err := landlordctlRollout(t, "--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "9.9.9",
-		"--selector", "group=stall", "--batch", "2", "--timeout", "60s")
+		"--selector", "group=stall", "--context", "eu-1", "--context", "us-1")
 	t.Logf("\n%s", out)
-	if err == nil || !strings.Contains(err.Error(), "halted") {
-		t.Fatalf("err=%v, want the rollout halted", err)
+	if want := "context eu-1: ComponentRollout web-9.9.9 stalled: TemplateNotFound: ComponentTemplate web-9.9.9 not found"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err=%v, want %q", err, want)
 	}
-	for _, want := range []string{
-		"batch 1/2: stall-a → 9.9.9 ... failed: Stalled=True (TemplateNotFound)",
-		"batch 1/2: stall-b → 9.9.9 ... failed: Stalled=True (TemplateNotFound)",
-		"  succeeded: none\n  failed: 2\n",
-		"  not started: stall-c, stall-d\n",
-		"rollout web → 9.9.9: 0 ready, 2 failed, 0 refused, 2 not started, 0 skipped",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q", want)
+	if want := "context eu-1: ComponentRollout web-9.9.9 created (web → 9.9.9)\ncontexts not started: us-1\n"; out != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+	for _, name := range names {
+		if got := running(getTenant(t, c, name), "web"); got != "web=1.0.0" {
+			t.Errorf("%s runs %s, want web=1.0.0", name, got)
 		}
-	}
-	if strings.Contains(out, "batch 2/2: stall-c →") || strings.Contains(out, "batch 2/2: stall-d →") {
-		t.Errorf("the second batch was started")
-	}
-	for name, gen := range untouched {
-		tenant := getTenant(t, c, name)
-		if tenant.Generation != gen || specVersion(tenant, "web") != "1.0.0" {
-			t.Errorf("%s was touched: generation %d → %d, web %s", name, gen, tenant.Generation, specVersion(tenant, "web"))
-		}
-	}
-	stalled := meta.FindStatusCondition(getTenant(t, c, "stall-a").Status.Conditions, tenancyv1alpha1.StalledCondition)
-	if stalled == nil || stalled.Reason != tenancyv1alpha1.ReasonTemplateNotFound {
-		t.Errorf("stall-a Stalled = %+v", stalled)
 	}
 }
 
-func TestConcurrentRolloutsOfTwoComponentsBothLandAndNeitherRevertsTheOther(t *testing.T) {
+// Rollouts of two components run side by side, and neither undoes the other: each moves only
+// its own component, and neither writes the tenants' spec.
+func TestConcurrentRolloutsOfTwoComponentsBothLandAndNeitherWritesATenant(t *testing.T) {
 	c, kubeconfig := sharedCluster(t)
 	names := []string{"pair-a", "pair-b", "pair-c"}
-	createTenants(t, c, "pair", names, "web=1.0.0", "api=1.0.0")
+	followingTenants(t, c, "pair", names, "web=1.0.0", "api=1.0.0")
+	deleteRollouts(t, c, "web-pair", "api-pair")
+	generations := map[string]int64{}
+	for _, name := range names {
+		generations[name] = getTenant(t, c, name).Generation
+	}
 
 	var wg sync.WaitGroup
 	outs, errs := make([]string, 2), make([]error, 2)
 	for i, component := range []string{"web", "api"} {
 		wg.Go(func() {
 			outs[i], errs[i] = landlordctlRollout(t, "--kubeconfig", kubeconfig, "rollout", "--component", component, "--version", "1.1.0",
-				"--selector", "group=pair", "--batch", "1", "--timeout", "60s")
+				"--name", component+"-pair", "--selector", "group=pair", "--batch", "1")
 		})
 	}
 	wg.Wait()
 	for i := range outs {
+		t.Logf("\n%s", outs[i])
 		if errs[i] != nil {
-			t.Errorf("rollout %d: %v\n%s", i, errs[i], outs[i])
+			t.Errorf("rollout %d: %v", i, errs[i])
 		}
 	}
 	for _, name := range names {
 		tenant := waitReady(t, c, name, "web=1.1.0", "api=1.1.0")
-		if web, api := specVersion(tenant, "web"), specVersion(tenant, "api"); web != "1.1.0" || api != "1.1.0" {
-			t.Errorf("%s: web %s, api %s", name, web, api)
+		if tenant.Generation != generations[name] {
+			t.Errorf("%s: generation %d → %d: the rollout wrote the tenant", name, generations[name], tenant.Generation)
 		}
-		for _, component := range []string{"web", "api"} {
-			if owners := versionOwners(tenant, component); len(owners) > 0 {
-				t.Errorf("%s: %s version also owned by %v", name, component, owners)
-			}
-		}
-	}
-}
-
-func TestAVersionManagedByGitOpsIsRefusedUntilForced(t *testing.T) {
-	c, kubeconfig := sharedCluster(t)
-	createTenants(t, c, "gitops", []string{"gitops-b"}, "web=1.0.0")
-	// The tenant as Flux applies it from Git, version included.
-	manifest := map[string]any{
-		"apiVersion": "tenancy.landlord.dev/v1alpha1", "kind": "Tenant",
-		"metadata": map[string]any{"name": "gitops-a", "labels": map[string]string{"group": "gitops"}},
-		"spec": map[string]any{
-			"organization": "GitOps Inc.",
-			"components":   []map[string]string{{"name": "web", "version": "1.0.0"}},
-		},
-	}
-	data, _ := json.Marshal(manifest)
-	obj := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "gitops-a"}}
-	if err := c.Patch(context.Background(), obj, client.RawPatch(types.ApplyPatchType, data), client.FieldOwner("kustomize-controller")); err != nil {
-		t.Fatal(err)
-	}
-	waitReady(t, c, "gitops-a", "web=1.0.0")
-	refusal := "version of component web is managed by kustomize-controller; change it in Git, or use --force to take it over"
-
-	out, err := landlordctlRollout(t, "--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "1.1.0",
-		"--selector", "group=gitops", "--timeout", "60s")
-	if err == nil || !strings.Contains(out, "refuse gitops-a: "+refusal) || !strings.Contains(out, "batch 1/1: gitops-b → 1.1.0 ... ready") ||
-		!strings.Contains(out, "1 ready, 0 failed, 1 refused") {
-		t.Fatalf("without --force: err=%v\n%s", err, out)
-	}
-	if v := specVersion(getTenant(t, c, "gitops-a"), "web"); v != "1.0.0" {
-		t.Errorf("gitops-a was changed to %s without --force", v)
-	}
-
-	out, err = landlordctlRollout(t, "--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "1.1.0",
-		"--selector", "group=gitops", "--timeout", "60s", "--force")
-	if err != nil || !strings.Contains(out, "batch 1/1: gitops-a → 1.1.0 ... ready") {
-		t.Fatalf("with --force: err=%v\n%s", err, out)
-	}
-	tenant := waitReady(t, c, "gitops-a", "web=1.1.0")
-	if owners := versionOwners(tenant, "web"); len(owners) > 0 {
-		t.Errorf("after --force the version is still owned by %v", owners)
-	}
-	if tenant.Spec.Organization != "GitOps Inc." {
-		t.Errorf("the rest of the spec changed: %+v", tenant.Spec)
-	}
-}
-
-// A suspended tenant in the selection is refused and left as it is, and the rollout moves the
-// others and ends at once, rather than wait its timeout for a version that would never be
-// reported.
-func TestARolloutRefusesASuspendedTenantAndMovesTheOthers(t *testing.T) {
-	c, kubeconfig := sharedCluster(t)
-	createTenants(t, c, "paused", []string{"paused-a", "paused-b"}, "web=1.0.0")
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
-	if err := c.Patch(context.Background(), &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "paused-a"}}, patch); err != nil {
-		t.Fatal(err)
-	}
-
-	out, err := landlordctlRollout(t, "--kubeconfig", kubeconfig, "rollout", "--component", "web", "--version", "1.1.0",
-		"--selector", "group=paused", "--timeout", "60s")
-	if err == nil || !strings.Contains(out, "refuse paused-a: suspended (landlordctl resume paused-a first)") ||
-		!strings.Contains(out, "batch 1/1: paused-b → 1.1.0 ... ready") || !strings.Contains(out, "1 ready, 0 failed, 1 refused") {
-		t.Fatalf("err=%v\n%s", err, out)
-	}
-	if v := specVersion(getTenant(t, c, "paused-a"), "web"); v != "1.0.0" {
-		t.Errorf("the suspended tenant was changed to %s", v)
 	}
 }

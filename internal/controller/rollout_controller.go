@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/rollout"
 )
 
 // RolloutReleasedIndex indexes ComponentRollouts by "<component>/<tenant>" for every tenant of
@@ -129,22 +129,20 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	superseded := make(map[string]bool, len(higher))
 	for _, h := range higher {
-		superseded[h.rollout.Name] = true
+		superseded[h.Rollout.Name] = true
 	}
 	byName := make(map[string]*tenancyv1alpha1.Tenant, len(tenants.Items))
 	var chosen []string
 	for i := range tenants.Items {
 		t := &tenants.Items[i]
 		byName[t.Name] = t
-		// A tenant that a rollout of a higher version chooses is that rollout's: this one
-		// finishes what it planned and takes no more of them, rather than move them twice.
-		if followsRollout(ro, selector, t) && !slices.ContainsFunc(higher, func(h chooser) bool { return followsRollout(h.rollout, h.selector, t) }) {
+		if rollout.Takes(ro, selector, higher, t) {
 			chosen = append(chosen, t.Name)
 		}
 	}
-	s.Waves = planWaves(ro, s.Waves, chosen)
-
 	now := r.now()
+	s.Waves = rollout.PlanWaves(ro, s.Waves, chosen, now)
+
 	var requeue time.Duration
 	wake := func(d time.Duration) {
 		if d > 0 && (requeue == 0 || d < requeue) {
@@ -180,13 +178,13 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		progress += fmt.Sprintf(", %d ahead (they run a higher version, and stay there: only a rollout with spec.rollback moves them down)", s.Ahead)
 	}
 	if s.Blocked > 0 {
-		progress += fmt.Sprintf(", %d failed for reasons of their own, not counted against maxFailures: %s", s.Blocked, failedNames(s.Waves, true))
+		progress += fmt.Sprintf(", %d failed for reasons of their own, not counted against maxFailures: %s", s.Blocked, rollout.FailedNames(s.Waves, true))
 	}
 	allDone := int(s.Released) == len(s.Waves) && s.Pending == 0
 	switch {
 	case failed > int(ro.Spec.Strategy.MaxFailures):
 		c.stalled(tenancyv1alpha1.ReasonTooManyFailures, fmt.Sprintf("%d tenants failed, more than maxFailures (%d): %s; the rollout goes on once they run %s %s Ready. %s",
-			failed, ro.Spec.Strategy.MaxFailures, failedNames(s.Waves, false), ro.Spec.Component, ro.Spec.Version, progress))
+			failed, ro.Spec.Strategy.MaxFailures, rollout.FailedNames(s.Waves, false), ro.Spec.Component, ro.Spec.Version, progress))
 	case allDone:
 		c.ready(tenancyv1alpha1.ReasonRolloutComplete, progress)
 	case ro.Spec.Halted:
@@ -204,7 +202,7 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 // of waves not released yet count as pending), marks the waves now done, and returns how many
 // tenants failed. wake hears how long until a pending tenant's progress deadline passes.
 func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, superseded map[string]bool, s *tenancyv1alpha1.ComponentRolloutStatus, byName map[string]*tenancyv1alpha1.Tenant, now time.Time, wake func(time.Duration)) int {
-	deadline := progressDeadline(ro)
+	deadline := rollout.ProgressDeadline(ro)
 	s.Done, s.Pending, s.Failed, s.Skipped, s.Ahead, s.Blocked = 0, 0, 0, 0, 0, 0
 	for i := range s.Waves {
 		w := &s.Waves[i]
@@ -220,7 +218,7 @@ func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout,
 			s.Done += w.Done
 			s.Skipped += w.Skipped
 			s.Ahead += w.Ahead
-			version, own := versionFailures(w.Failed)
+			version, own := rollout.VersionFailures(w.Failed)
 			s.Failed += version
 			s.Blocked += own
 			continue
@@ -232,15 +230,15 @@ func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout,
 		w.Done, w.Pending, w.Skipped, w.Ahead, w.Failed = 0, 0, 0, 0, nil
 		for _, name := range w.Tenants {
 			t := byName[name]
-			progress, failure := progressOf(ro, followsRollout(ro, selector, t), superseded, t, started, now)
+			progress, failure := rollout.ProgressOf(ro, rollout.Follows(ro, selector, t), superseded, t, started, now)
 			switch progress {
-			case tenantDone:
+			case rollout.Done:
 				w.Done++
-			case tenantSkipped:
+			case rollout.Skipped:
 				w.Skipped++
-			case tenantAhead:
+			case rollout.Ahead:
 				w.Ahead++
-			case tenantFailed:
+			case rollout.Failed:
 				w.Failed = append(w.Failed, failure)
 			default:
 				w.Pending++
@@ -254,7 +252,7 @@ func (r *ComponentRolloutReconciler) count(ro *tenancyv1alpha1.ComponentRollout,
 		s.Pending += w.Pending
 		s.Skipped += w.Skipped
 		s.Ahead += w.Ahead
-		version, own := versionFailures(w.Failed)
+		version, own := rollout.VersionFailures(w.Failed)
 		s.Failed += version
 		s.Blocked += own
 	}
@@ -270,14 +268,14 @@ func recount(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, sup
 	failed := w.Failed[:0:0]
 	for _, f := range w.Failed {
 		t := byName[f.Tenant]
-		switch progress, current := progressOf(ro, followsRollout(ro, selector, t), superseded, t, started, now); progress {
-		case tenantDone:
+		switch progress, current := rollout.ProgressOf(ro, rollout.Follows(ro, selector, t), superseded, t, started, now); progress {
+		case rollout.Done:
 			w.Done++
-		case tenantSkipped:
+		case rollout.Skipped:
 			w.Skipped++
-		case tenantAhead:
+		case rollout.Ahead:
 			w.Ahead++
-		case tenantFailed:
+		case rollout.Failed:
 			// Why it failed is kept; whose the cause is follows the tenant.
 			f.OwnCause = current.OwnCause
 			failed = append(failed, f)
@@ -288,34 +286,14 @@ func recount(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, sup
 	w.Failed = failed
 }
 
-// chooser is a rollout with its parsed selector.
-type chooser struct {
-	rollout  *tenancyv1alpha1.ComponentRollout
-	selector labels.Selector
-}
-
-// higherRollouts lists the rollouts of ro's component that rank above it (compareRollouts): a
-// tenant one of them chooses is not ro's to take, and one that such a rollout has moved runs
-// its version and is no longer ro's to move. (A rollout whose selector does not parse chooses
-// no tenant.)
-func (r *ComponentRolloutReconciler) higherRollouts(ctx context.Context, ro *tenancyv1alpha1.ComponentRollout) ([]chooser, error) {
+// higherRollouts lists the rollouts of ro's component that rank above it (rollout.Higher), from
+// the cache.
+func (r *ComponentRolloutReconciler) higherRollouts(ctx context.Context, ro *tenancyv1alpha1.ComponentRollout) ([]rollout.Chooser, error) {
 	list := &tenancyv1alpha1.ComponentRolloutList{}
 	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
-	var higher []chooser
-	for i := range list.Items {
-		other := &list.Items[i]
-		if other.Spec.Component != ro.Spec.Component || compareRollouts(other, ro) <= 0 {
-			continue
-		}
-		selector, err := metav1.LabelSelectorAsSelector(&other.Spec.Selector)
-		if err != nil {
-			selector = labels.Nothing()
-		}
-		higher = append(higher, chooser{rollout: other, selector: selector})
-	}
-	return higher, nil
+	return rollout.Higher(ro, list.Items), nil
 }
 
 // tenantHandler maps a tenant's changes to the rollouts of the components it lets rollouts

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/rollout"
 )
 
 // chosenVersion is the version a component of a tenant runs, and the ComponentRollout that
@@ -23,18 +24,18 @@ type chosenVersion struct {
 }
 
 // versionOf is the version a component of the tenant runs. One that follows rollouts runs the
-// version of the highest rollout (compareRollouts) that released it and may move it (its
+// version of the highest rollout (rollout.Compare) that released it and may move it (its
 // selector chooses the tenant, which is Active and not suspended), when that rollout may move it
-// from the version it runs (rolloutMoves: never down, but for a rollback); else the version a
+// from the version it runs (rollout.Moves: never down, but for a rollback); else the version a
 // rollout gave it before, kept when that rollout is deleted; else its spec's. So deleting a
 // rollout, or applying an old one again, never moves a tenant back. A pinned component runs its
 // spec's version, except that one a rollout moved keeps that version while its spec names a
 // lower one: a tenant that stops following rollouts does not drop to the version it started from,
 // against data the newer one may have migrated. Read from the cache's index: no request.
 func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Tenant, c tenancyv1alpha1.Component) (chosenVersion, error) {
-	running, current := runningOf(t, c.Name)
+	running, current := rollout.Running(t, c.Name)
 	if !c.FollowRollouts {
-		if current != nil && compareVersions(c.Version, running) < 0 {
+		if current != nil && rollout.CompareVersions(c.Version, running) < 0 {
 			return chosenVersion{version: current.Version, rollout: current.Rollout, created: current.RolloutCreated}, nil
 		}
 		return chosenVersion{version: c.Version}, nil
@@ -51,14 +52,14 @@ func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Ten
 			continue
 		}
 		selector, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
-		if err != nil || !followsRollout(ro, selector, t) {
+		if err != nil || !rollout.Follows(ro, selector, t) {
 			continue
 		}
-		if highest == nil || compareRollouts(ro, highest) > 0 {
+		if highest == nil || rollout.Compare(ro, highest) > 0 {
 			highest = ro
 		}
 	}
-	if highest != nil && rolloutMoves(highest, running, current) {
+	if highest != nil && rollout.Moves(highest, running, current) {
 		return chosenVersion{version: highest.Spec.Version, rollout: highest.Name, created: highest.CreationTimestamp.DeepCopy()}, nil
 	}
 	if current != nil {
@@ -67,31 +68,36 @@ func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Ten
 	return chosenVersion{version: c.Version}, nil
 }
 
-// rolloutHandler re-triggers the tenants of the waves a rollout has just released. Tenants of
-// waves released before are not touched: their version is already the rollout's, and a
-// deleted rollout changes nothing for them.
+// rolloutHandler re-triggers the tenants a rollout has just released: those of the waves it has
+// just released, and those that have just joined a wave released before (tenants chosen late
+// join the last wave, at its end). Tenants released before are not touched: their version is
+// already the rollout's, and a deleted rollout changes nothing for them.
 func (r *TenantReconciler) rolloutHandler() handler.EventHandler {
-	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], obj client.Object, from int32) {
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], obj client.Object, old *tenancyv1alpha1.ComponentRollout) {
 		ro, ok := obj.(*tenancyv1alpha1.ComponentRollout)
 		if !ok {
 			return
 		}
-		for i := int(from); i < int(ro.Status.Released) && i < len(ro.Status.Waves); i++ {
-			for _, name := range ro.Status.Waves[i].Tenants {
+		for i := 0; i < int(ro.Status.Released) && i < len(ro.Status.Waves); i++ {
+			from := 0
+			if old != nil && i < int(old.Status.Released) && i < len(old.Status.Waves) {
+				from = len(old.Status.Waves[i].Tenants)
+			}
+			for _, name := range ro.Status.Waves[i].Tenants[min(from, len(ro.Status.Waves[i].Tenants)):] {
 				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 			}
 		}
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(q, e.Object, 0)
+			enqueue(q, e.Object, nil)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			old, ok := e.ObjectOld.(*tenancyv1alpha1.ComponentRollout)
 			if !ok {
 				return
 			}
-			enqueue(q, e.ObjectNew, old.Status.Released)
+			enqueue(q, e.ObjectNew, old)
 		},
 	}
 }

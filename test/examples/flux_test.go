@@ -59,7 +59,7 @@ const bootstrapSource = "flux-system"
 var sourceDirs = map[string]string{bootstrapSource: fluxDir, "landlord": "."}
 
 // fieldManager is the manager kustomize-controller applies with, so ownership in the test cluster
-// looks as it does under Flux (landlordctl rollout reads it).
+// looks as it does under Flux.
 const fieldManager = "kustomize-controller"
 
 // example is the parsed Flux objects of the example.
@@ -538,32 +538,49 @@ func TestTheFluxExampleBecomesReadyOnALocalCluster(t *testing.T) {
 		}
 	})
 
-	t.Run("landlordctl rollout refuses a tenant whose version Flux owns and changes nothing", func(t *testing.T) {
-		tenant := &tenancyv1alpha1.Tenant{}
-		if err := c.Get(ctx, client.ObjectKey{Name: "globex"}, tenant); err != nil {
+	t.Run("landlordctl rollout leaves a tenant whose version Git pins alone and writes no tenant", func(t *testing.T) {
+		before := &tenancyv1alpha1.Tenant{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "globex"}, before); err != nil {
 			t.Fatal(err)
 		}
-		before := tenant.Spec.Components[0].Version
 		bin := filepath.Join(t.TempDir(), "landlordctl")
 		build := exec.Command("go", "build", "-o", bin, "./cmd/landlordctl")
 		build.Dir = testenv.RepoRoot()
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("go build ./cmd/landlordctl: %v\n%s", err, out)
 		}
-		rollout := exec.Command(bin, "rollout", "--component", "web", "--version", "1.1.0", "--tenants", "globex")
-		rollout.Env = append(os.Environ(), "KUBECONFIG="+writeKubeconfig(t, env))
-		out, err := rollout.CombinedOutput()
-		if err == nil {
-			t.Fatalf("the rollout succeeded on a tenant Flux manages:\n%s", out)
+		kubeconfig := writeKubeconfig(t, env)
+		landlordctl := func(args ...string) string {
+			t.Helper()
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("landlordctl %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			return string(out)
 		}
-		if !strings.Contains(string(out), "managed by "+fieldManager) {
-			t.Errorf("the rollout did not name Flux's manager as the version's owner:\n%s", out)
+		out := landlordctl("rollout", "--component", "web", "--version", "1.1.0", "--selector", "plan=trial", "--dry-run")
+		if want := "skip globex: component web is pinned (it does not set followRollouts)"; !strings.Contains(out, want) {
+			t.Errorf("the dry run does not say %q:\n%s", want, out)
 		}
-		if err := c.Get(ctx, client.ObjectKey{Name: "globex"}, tenant); err != nil {
+		out = landlordctl("rollout", "--component", "web", "--version", "1.1.0", "--selector", "plan=trial")
+		if want := ": done: 0 of 0 waves released"; !strings.Contains(out, want) {
+			t.Errorf("the rollout does not say %q:\n%s", want, out)
+		}
+		t.Cleanup(func() {
+			_ = c.Delete(ctx, &tenancyv1alpha1.ComponentRollout{ObjectMeta: metav1.ObjectMeta{Name: "web-1.1.0"}})
+		})
+		after := &tenancyv1alpha1.Tenant{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "globex"}, after); err != nil {
 			t.Fatal(err)
 		}
-		if got := tenant.Spec.Components[0].Version; got != before {
-			t.Errorf("globex's web version is %s after the refused rollout, want Git's %s", got, before)
+		if after.Generation != before.Generation || after.Spec.Components[0].Version != before.Spec.Components[0].Version {
+			t.Errorf("globex changed: generation %d → %d, web %s → %s", before.Generation, after.Generation,
+				before.Spec.Components[0].Version, after.Spec.Components[0].Version)
+		}
+		if got := after.Status.Components[0].Version; got != before.Spec.Components[0].Version {
+			t.Errorf("globex runs web %s, want Git's %s", got, before.Spec.Components[0].Version)
 		}
 	})
 }

@@ -1,4 +1,10 @@
-package controller
+// Package rollout holds the rules of a ComponentRollout, as pure functions of the rollout, the
+// tenants and the other rollouts: which rollout wins a tenant, which tenants a rollout moves, in
+// which waves, and where each tenant stands. The operator's two reconcilers (the tenant's, which
+// moves a tenant, and the rollout's, which counts it) and landlordctl's preview of a rollout use
+// the same rules, so they never disagree on a tenant: a rollout that counted a tenant another
+// rule never moves would wait on it for nothing.
+package rollout
 
 import (
 	"cmp"
@@ -10,16 +16,12 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// The rules that decide which ComponentRollout a tenant follows, shared by the tenant reconciler
-// (which moves the tenant) and the rollout reconciler (which counts it): both must agree, or a
-// rollout would wait on a tenant that never moves.
-
-// compareVersions orders two versions of a component: -1, 0 or +1. Two semantic versions (an
+// CompareVersions orders two versions of a component: -1, 0 or +1. Two semantic versions (an
 // optional leading "v") compare by semver precedence, so 1.10.0 is above 1.9.0 and a release
 // above its pre-releases. Otherwise, as `sort -V` does, the versions compare run by run: runs of
 // digits as numbers (2026.11.10 is above 2026.11.9), other runs as text, digits below letters,
 // and a version that is a prefix of the other below it. Versions equal by these rules compare 0.
-func compareVersions(a, b string) int {
+func CompareVersions(a, b string) int {
 	if va, err := version.ParseSemantic(a); err == nil {
 		if vb, err := version.ParseSemantic(b); err == nil {
 			switch {
@@ -34,7 +36,7 @@ func compareVersions(a, b string) int {
 	return compareNatural(strings.TrimPrefix(a, "v"), strings.TrimPrefix(b, "v"))
 }
 
-// compareNatural compares a and b run by run, as compareVersions describes.
+// compareNatural compares a and b run by run, as CompareVersions describes.
 func compareNatural(a, b string) int {
 	for a != "" && b != "" {
 		ra, rb := leadingRun(a), leadingRun(b)
@@ -71,12 +73,12 @@ func leadingRun(s string) string {
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
-// compareRollouts orders rollouts of one component, highest first wins: by version
-// (compareVersions), then, for equal versions, by creation, then by name. Creation only breaks
+// Compare orders rollouts of one component, highest first wins: by version
+// (CompareVersions), then, for equal versions, by creation, then by name. Creation only breaks
 // ties between equal versions, so re-creating an old rollout, or creating two in one second,
 // never puts an older version above a newer one.
-func compareRollouts(a, b *tenancyv1alpha1.ComponentRollout) int {
-	if c := compareVersions(a.Spec.Version, b.Spec.Version); c != 0 {
+func Compare(a, b *tenancyv1alpha1.ComponentRollout) int {
+	if c := CompareVersions(a.Spec.Version, b.Spec.Version); c != 0 {
 		return c
 	}
 	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
@@ -85,10 +87,10 @@ func compareRollouts(a, b *tenancyv1alpha1.ComponentRollout) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-// runningOf is what the rollout rules take a component of t to run: the version a rollout gave
+// Running is what the rollout rules take a component of t to run: the version a rollout gave
 // it, with that status entry; else its spec's version (and no entry), which it runs or is
 // about to.
-func runningOf(t *tenancyv1alpha1.Tenant, component string) (string, *tenancyv1alpha1.ComponentStatus) {
+func Running(t *tenancyv1alpha1.Tenant, component string) (string, *tenancyv1alpha1.ComponentStatus) {
 	for i := range t.Status.Components {
 		if st := &t.Status.Components[i]; st.Name == component && st.Rollout != "" && st.Version != "" {
 			return st.Version, st
@@ -100,14 +102,14 @@ func runningOf(t *tenancyv1alpha1.Tenant, component string) (string, *tenancyv1a
 	return "", nil
 }
 
-// rolloutMoves reports whether ro may move a component that runs the version running (given by
+// Moves reports whether ro may move a component that runs the version running (given by
 // the rollout st names, when st is not nil) to ro's version. Up, or to an equal version, always.
 // Down only when ro is a rollback, and then only from a version that a rollout created no later
 // than ro gave (or the spec's): a rollout created after the rollback, deleted later, leaves its
 // tenants where they are, as deleting any rollout does. (Creation times are kept to the second:
 // a rollback applied in the same second as the rollout it undoes still undoes it.)
-func rolloutMoves(ro *tenancyv1alpha1.ComponentRollout, running string, st *tenancyv1alpha1.ComponentStatus) bool {
-	if compareVersions(ro.Spec.Version, running) >= 0 {
+func Moves(ro *tenancyv1alpha1.ComponentRollout, running string, st *tenancyv1alpha1.ComponentStatus) bool {
+	if CompareVersions(ro.Spec.Version, running) >= 0 {
 		return true
 	}
 	if !ro.Spec.Rollback {

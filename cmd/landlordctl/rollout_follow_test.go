@@ -14,26 +14,6 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// followingTenants creates Ready tenants labelled group=<group> whose component api follows
-// rollouts from 1.0.0.
-func followingTenants(t *testing.T, c client.Client, group string, names ...string) {
-	t.Helper()
-	ctx := context.Background()
-	for _, name := range names {
-		tenant := &tenancyv1alpha1.Tenant{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"group": group}},
-			Spec: tenancyv1alpha1.TenantSpec{Organization: name + " Inc.", Email: "ops@" + name + ".example.com",
-				Components: []tenancyv1alpha1.Component{{Name: "api", Version: "1.0.0", FollowRollouts: true}}},
-		}
-		if err := c.Create(ctx, tenant); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, name := range names {
-		waitReady(t, c, name, "api=1.0.0")
-	}
-}
-
 // runsVersion fails the test unless each tenant reports component api at version.
 func runsVersion(t *testing.T, c client.Client, version string, names ...string) {
 	t.Helper()
@@ -54,7 +34,7 @@ func runsVersion(t *testing.T, c client.Client, version string, names ...string)
 func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) {
 	c, kubeconfig := sharedCluster(t)
 	names := []string{"object-a", "object-b", "object-c"}
-	followingTenants(t, c, "object", names...)
+	followingTenants(t, c, "object", names, "api=1.0.0")
 	t.Cleanup(func() {
 		for _, n := range names {
 			_ = c.Delete(context.Background(), &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: n}})
@@ -70,21 +50,20 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 		return out, err
 	}
 
-	t.Run("flags that name tenants or take a version over are refused", func(t *testing.T) {
-		for flag, want := range map[string]string{
-			"--tenants=object-a": "chooses its tenants by --selector",
-			"--force":            "never writes a tenant's spec",
-		} {
-			_, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", flag)
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("%s: err = %v, want %q", flag, err, want)
-			}
+	t.Run("--server-side, what every rollout is now, is accepted with a warning and changes nothing", func(t *testing.T) {
+		out, stderr, err := run(t, binaryName, "--kubeconfig", kubeconfig, "rollout", "--component", "api", "--version", "1.1.0",
+			"--server-side", "--selector", "group=object", "--dry-run")
+		if err != nil || !strings.Contains(out, "ComponentRollout api-1.1.0 would move api to 1.1.0: 3 tenants") {
+			t.Fatalf("out %q, err %v", out, err)
+		}
+		if want := "Flag --server-side has been deprecated, every rollout is now a ComponentRollout the operator runs"; !strings.Contains(stderr+out, want) {
+			t.Errorf("no warning %q:\nstdout %s\nstderr %s", want, out, stderr)
 		}
 	})
 
 	t.Run("a dry run creates nothing", func(t *testing.T) {
-		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=object", "--dry-run")
-		if err != nil || !strings.Contains(out, "would be created; nothing was changed") {
+		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--selector", "group=object", "--dry-run")
+		if err != nil || !strings.Contains(out, ": nothing was changed") {
 			t.Fatalf("err = %v", err)
 		}
 		if err := c.Get(context.Background(), client.ObjectKey{Name: "api-1.1.0"}, &tenancyv1alpha1.ComponentRollout{}); err == nil {
@@ -93,7 +72,7 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 	})
 
 	t.Run("the rollout is created and followed wave by wave until it is done", func(t *testing.T) {
-		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=object", "--batch", "2", "--canaries", "object-c")
+		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--selector", "group=object", "--batch", "2", "--canaries", "object-c")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,14 +95,14 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 	})
 
 	t.Run("a rerun follows the rollout it created", func(t *testing.T) {
-		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=object", "--batch", "2", "--canaries", "object-c")
+		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--selector", "group=object", "--batch", "2", "--canaries", "object-c")
 		if err != nil || !strings.Contains(out, "ComponentRollout api-1.1.0 exists; following it") || !strings.Contains(out, ": done: ") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 
 	t.Run("a rerun that asks for another rollout under the same name is refused", func(t *testing.T) {
-		_, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=other")
+		_, err := rollout(t, "--component", "api", "--version", "1.1.0", "--selector", "group=other")
 		if want := "ComponentRollout api-1.1.0 exists with another spec (api → 1.1.0, selector group=object, strategy batch 2, canaries object-c"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("err = %v, want %q", err, want)
 		}
@@ -160,7 +139,7 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 	})
 
 	t.Run("--no-wait returns once the rollout is created", func(t *testing.T) {
-		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--server-side", "--selector", "group=nobody", "--name", "api-nowait", "--no-wait")
+		out, err := rollout(t, "--component", "api", "--version", "1.1.0", "--selector", "group=nobody", "--name", "api-nowait", "--no-wait")
 		if err != nil || !strings.Contains(out, "ComponentRollout api-nowait created") || strings.Contains(out, "wave") || strings.Contains(out, "done:") {
 			t.Fatalf("out %q, err %v", out, err)
 		}
@@ -170,7 +149,7 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 	})
 
 	t.Run("--rollback creates a rollback", func(t *testing.T) {
-		out, err := rollout(t, "--component", "api", "--version", "1.0.0", "--server-side", "--selector", "group=nobody", "--name", "api-rollback", "--rollback", "--no-wait")
+		out, err := rollout(t, "--component", "api", "--version", "1.0.0", "--selector", "group=nobody", "--name", "api-rollback", "--rollback", "--no-wait")
 		if err != nil || !strings.Contains(out, "ComponentRollout api-rollback created") {
 			t.Fatalf("out %q, err %v", out, err)
 		}
