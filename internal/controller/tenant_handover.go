@@ -29,7 +29,7 @@ import (
 // internal/component/kinds.go).
 //
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=list;delete
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes;tlsroutes,verbs=list;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes;tlsroutes,verbs=get;list;delete
 
 // domainHandoverRecheck is how soon a tenant waiting for a domain looks again: the deletion of
 // another tenant's Ingress or route is not an event the operator watches (it caches only its
