@@ -326,15 +326,77 @@ func TestNoTenantLoginReadsAnotherTenantsUID(t *testing.T) {
 		mustBeForeign(t, p.Ensure(ctx, other), earlier.Owner)
 	})
 
-	// Only the owner of `postgres` or a superuser may create Landlord's table there.
-	t.Run("an administrator that may not create the owners table provisions with markers in comments", func(t *testing.T) {
-		limited := administrator(t, ctx, s, "nomarks", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'")
-		lp := open(t, limited)
-		acct := newAccount(t, database.Postgres, lp, "commented")
-		ensure(t, ctx, lp, acct)
-		mustUse(t, ctx, s, acct)
-		other := acct
-		other.Owner, other.Password = uid(t), password(t)
-		mustBeForeign(t, lp.Ensure(ctx, other), acct.Owner)
+	// Once the markers are in the table, an administrator that may not use it must say so rather
+	// than take every moved account for one Landlord did not create.
+	t.Run("an administrator that may not use the owners table is refused with the grants it needs", func(t *testing.T) {
+		limited := administrator(t, ctx, s, "nogrant", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'")
+		err := open(t, limited).Ensure(ctx, fresh)
+		var foreign *database.ForeignError
+		if err == nil || errors.As(err, &foreign) || !strings.Contains(err.Error(), "GRANT") {
+			t.Fatalf("got %v, want an error naming the grants on landlord.owners", err)
+		}
 	})
+}
+
+// TestAnAdministratorWithoutTheOwnersTableProvisionsWithMarkersInComments: only the owner of
+// `postgres` or a superuser may create Landlord's table there; another administrator, on a server
+// where no table exists yet, keeps the markers in comments as before.
+func TestAnAdministratorWithoutTheOwnersTableProvisionsWithMarkersInComments(t *testing.T) {
+	instance(t, database.Postgres)
+	inst, err := dbtest.StartPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inst.Close() })
+	ctx := testContext(t)
+	limited := administrator(t, ctx, inst.Server, "nomarks", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'")
+	lp := open(t, limited)
+	acct := newAccount(t, database.Postgres, lp, "commented")
+	ensure(t, ctx, lp, acct)
+	mustUse(t, ctx, inst.Server, acct)
+	other := acct
+	other.Owner, other.Password = uid(t), password(t)
+	mustBeForeign(t, lp.Ensure(ctx, other), acct.Owner)
+}
+
+// TestAnOwnersTableAnotherAdministratorControlsIsNotTrusted: an administrator less privileged
+// than Landlord's, allowed to create in `postgres`, creates the owners table first and puts a
+// trigger on it that would run with the rights of whoever writes a marker. Landlord's
+// superuser administrator must refuse the table, not write to it.
+func TestAnOwnersTableAnotherAdministratorControlsIsNotTrusted(t *testing.T) {
+	instance(t, database.Postgres)
+	inst, err := dbtest.StartPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inst.Close() })
+	s := inst.Server
+	ctx := testContext(t)
+	limited := administrator(t, ctx, s, "planter", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'", "GRANT CREATE ON DATABASE postgres TO %[1]s")
+	// Its provisioner runs first and creates the schema and table, as its own. The server goes
+	// with the test, so its account is not dropped.
+	ensure(t, ctx, open(t, limited), database.Account{Username: "t_first_app", Database: "t_first_app", Password: password(t), Owner: uid(t)})
+	planter := openAs(t, s, limited.AdminUser, limited.AdminPassword, "postgres")
+	for _, stmt := range []string{
+		"CREATE FUNCTION landlord.escalate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN EXECUTE 'ALTER ROLE " + limited.AdminUser + " SUPERUSER'; RETURN NEW; END $$",
+		"CREATE TRIGGER escalate BEFORE INSERT OR UPDATE ON landlord.owners FOR EACH ROW EXECUTE FUNCTION landlord.escalate()",
+	} {
+		if _, err := planter.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+
+	p := open(t, s)
+	victim := database.Account{Username: "t_victim_app", Database: "t_victim_app", Password: password(t), Owner: uid(t)}
+	if err := p.Ensure(ctx, victim); err == nil || !strings.Contains(err.Error(), "landlord.owners") {
+		t.Errorf("Landlord's administrator used an owners table another administrator controls: %v", err)
+	}
+	admin := openAs(t, s, s.AdminUser, s.AdminPassword, "postgres")
+	var super bool
+	if err := admin.QueryRowContext(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", limited.AdminUser).Scan(&super); err != nil {
+		t.Fatal(err)
+	}
+	if super {
+		t.Error("the other administrator made itself a superuser through Landlord's session")
+	}
 }

@@ -295,20 +295,32 @@ func (p *postgres) inspect(ctx context.Context, conn *pgx.Conn, acct Account) (f
 		return r, d, p.wrap(err, "reading Landlord's markers")
 	}
 	defer rows.Close()
+	var stale []string
 	for rows.Next() {
 		var kind, owner string
 		if err := rows.Scan(&kind, &owner); err != nil {
 			return r, d, p.wrap(err, "reading Landlord's markers")
 		}
-		// A row of an object that no longer exists (dropped by hand) marks nothing.
 		for _, f := range []*found{&r, &d.found} {
-			if f.object == kind && f.exists {
+			switch {
+			case f.object != kind:
+			case f.exists:
 				f.owner, f.marked = owner, true
+			default:
+				stale = append(stale, kind)
 			}
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return r, d, p.wrap(err, "reading Landlord's markers")
+	}
+	// A row whose object is gone (dropped by hand) marks nothing, and must not mark an object
+	// someone else creates under the name later: it goes as soon as it is seen.
+	for _, kind := range stale {
+		name := map[string]string{"login": acct.Username, "database": acct.Database}[kind]
+		if _, err := conn.Exec(ctx, "DELETE FROM "+pgOwnersTable+" WHERE kind = $1 AND name = $2", kind, name); err != nil {
+			return r, d, p.wrap(err, "removing the marker of the %s %q, which is gone", kind, name)
+		}
 	}
 	return r, d, nil
 }
@@ -430,6 +442,11 @@ func (p *postgres) locked(ctx context.Context, names []string, fn func(*pgx.Conn
 		}
 	}
 	fnErr := fn(c.Conn())
+	if fnErr != nil && pgIs(fnErr, pgerrcode.UndefinedTable, pgerrcode.InvalidSchemaName) {
+		// The owners table was dropped under the provisioner: it is looked at again, and
+		// created again, by the next call.
+		p.markers.Store(markersUnknown)
+	}
 
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 	defer cancel()
@@ -521,27 +538,82 @@ func (p *postgres) createMarkers(ctx context.Context, conn *pgx.Conn) (int32, er
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	for _, stmt := range []string{
-		"CREATE SCHEMA IF NOT EXISTS " + pgOwnersSchema,
+		"CREATE SCHEMA IF NOT EXISTS " + pgOwnersSchema + " AUTHORIZATION CURRENT_USER",
 		"REVOKE ALL ON SCHEMA " + pgOwnersSchema + " FROM PUBLIC",
 		"CREATE TABLE IF NOT EXISTS " + pgOwnersTable + " (kind text NOT NULL, name text NOT NULL, tenant text NOT NULL, PRIMARY KEY (kind, name))",
 		"REVOKE ALL ON TABLE " + pgOwnersTable + " FROM PUBLIC",
 	} {
 		if _, err := tx.Exec(ctx, stmt); err != nil {
-			if pgIs(err, pgerrcode.InsufficientPrivilege) {
+			if !pgIs(err, pgerrcode.InsufficientPrivilege) {
+				return markersUnknown, err
+			}
+			// PostgreSQL checks the right to create before it looks for what exists: an
+			// administrator without it may still have been granted a table another created.
+			_ = tx.Rollback(ctx)
+			var exists bool
+			if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1::pg_catalog.name)", pgOwnersSchema).Scan(&exists); err != nil {
+				return markersUnknown, err
+			}
+			if !exists {
 				return markersInComments, nil
 			}
-			return markersUnknown, err
+			if err := p.checkMarkers(ctx, conn); err != nil {
+				return markersUnknown, err
+			}
+			return markersInTable, nil
 		}
 	}
-	var usable bool
-	if err := tx.QueryRow(ctx, "SELECT pg_catalog.bool_and(pg_catalog.has_table_privilege($1::pg_catalog.text, priv))"+
-		" FROM pg_catalog.unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE']::pg_catalog.text[]) AS priv", pgOwnersTable).Scan(&usable); err != nil {
+	if err := p.checkMarkers(ctx, tx); err != nil {
 		return markersUnknown, err
 	}
-	if !usable {
-		return markersInComments, nil
-	}
 	return markersInTable, tx.Commit(ctx)
+}
+
+// checkMarkers refuses an owners table Landlord cannot trust or use. Writing a marker runs
+// whatever the table's owner attached to it (a trigger, a rule, a row security policy) with the
+// rights of the administrator writing, and the owner of the schema may replace the table: both
+// must be this administrator, a superuser or a role holding this administrator's rights
+// already, and the table a plain one with none of those. An
+// administrator the table was not granted to is told which grants it needs, rather than taking
+// every account marked there for one Landlord did not create.
+func (p *postgres) checkMarkers(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) error {
+	var (
+		schemaOwner, tableOwner                  string
+		schemaTrusted, tableTrusted, plain, used bool
+		usable                                   bool
+	)
+	err := q.QueryRow(ctx, "SELECT pg_catalog.pg_get_userbyid(n.nspowner), n.nspowner = u.oid OR o.rolsuper OR pg_catalog.pg_has_role(n.nspowner, u.oid, 'MEMBER'),"+
+		" pg_catalog.pg_get_userbyid(c.relowner), c.relowner = u.oid OR t.rolsuper OR pg_catalog.pg_has_role(c.relowner, u.oid, 'MEMBER'),"+
+		" c.relkind = 'r' AND NOT c.relrowsecurity,"+
+		" EXISTS (SELECT FROM pg_catalog.pg_trigger g WHERE g.tgrelid = c.oid) OR EXISTS (SELECT FROM pg_catalog.pg_rewrite w WHERE w.ev_class = c.oid),"+
+		" pg_catalog.has_schema_privilege(n.oid, 'USAGE') AND pg_catalog.has_table_privilege(c.oid, 'SELECT') AND pg_catalog.has_table_privilege(c.oid, 'INSERT')"+
+		" AND pg_catalog.has_table_privilege(c.oid, 'UPDATE') AND pg_catalog.has_table_privilege(c.oid, 'DELETE')"+
+		" FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_roles o ON o.oid = n.nspowner"+
+		" JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid AND c.relname = 'owners'::pg_catalog.name"+
+		" JOIN pg_catalog.pg_roles t ON t.oid = c.relowner"+
+		" JOIN pg_catalog.pg_roles u ON u.rolname = CURRENT_USER"+
+		" WHERE n.nspname = $1::pg_catalog.name", pgOwnersSchema).
+		Scan(&schemaOwner, &schemaTrusted, &tableOwner, &tableTrusted, &plain, &used, &usable)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("schema %s exists in database postgres without Landlord's table %s: create it as a superuser "+
+			"(CREATE TABLE %s (kind text NOT NULL, name text NOT NULL, tenant text NOT NULL, PRIMARY KEY (kind, name))) or drop the schema", pgOwnersSchema, pgOwnersTable, pgOwnersTable)
+	case err != nil:
+		return err
+	case !schemaTrusted || !tableTrusted:
+		return fmt.Errorf("Landlord's owners table %s (schema owned by %s, table by %s) is controlled by a role that is neither this administrator, a role holding its rights, nor a superuser: "+
+			"Landlord does not write markers there; have a superuser take it over (ALTER SCHEMA %s OWNER TO ...; ALTER TABLE %s OWNER TO ...)",
+			pgOwnersTable, schemaOwner, tableOwner, pgOwnersSchema, pgOwnersTable)
+	case !plain || used:
+		return fmt.Errorf("Landlord's owners table %s carries triggers, rules or row security, which would run with the rights of the administrator writing a marker: "+
+			"Landlord does not write markers there until they are removed", pgOwnersTable)
+	case !usable:
+		return fmt.Errorf("Landlord's owners table %s holds the markers of the accounts on this server, and this administrator may not read and write it: "+
+			"GRANT USAGE ON SCHEMA %s TO <administrator>; GRANT SELECT, INSERT, UPDATE, DELETE ON %s TO <administrator>", pgOwnersTable, pgOwnersSchema, pgOwnersTable)
+	}
+	return nil
 }
 
 // concurrentlyUpdated reports PostgreSQL's answer to two sessions changing one catalog row (an

@@ -466,7 +466,11 @@ func TestProvisioner(t *testing.T) {
 				t.Run("an administrator with CREATEROLE and CREATEDB but not SUPERUSER can provision", func(t *testing.T) {
 					t.Parallel()
 					ctx := testContext(t)
-					limited := administrator(t, ctx, s, "limited", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'")
+					// Landlord's owners table, which the server's administrator created, is granted to
+					// it as docs/upgrading.md says.
+					ensure(t, ctx, p, newAccount(t, engine, p, "tablemaker"))
+					limited := administrator(t, ctx, s, "limited", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'",
+						"GRANT USAGE ON SCHEMA landlord TO %[1]s", "GRANT SELECT, INSERT, UPDATE, DELETE ON landlord.owners TO %[1]s")
 					lp := open(t, limited)
 					acct := newAccount(t, engine, lp, "limited")
 					ensure(t, ctx, lp, acct)
