@@ -34,6 +34,7 @@ import (
 //
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;delete
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=list;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes;tlsroutes,verbs=list;delete
@@ -97,6 +98,9 @@ type tenantNamespace struct {
 	classes []string
 	// pool is the node pool its pods run on, "" for none.
 	pool string
+	// moving: the tenant's pool changed and its pods placed for the old one are not deleted yet;
+	// the tenant controller deletes them all (see movePods), so the audit leaves them alone.
+	moving bool
 }
 
 // tenantNamespaceOf reads what the policies read of a tenant namespace.
@@ -107,11 +111,51 @@ func tenantNamespaceOf(ns client.Object) tenantNamespace {
 		domains: annotationList(ns.GetAnnotations()[tenancyv1alpha1.DomainsAnnotation]),
 		classes: annotationList(ns.GetAnnotations()[tenancyv1alpha1.IngressClassesAnnotation]),
 		pool:    ns.GetLabels()[tenancyv1alpha1.NodePoolLabel],
+		moving:  podsPool(ns) != ns.GetLabels()[tenancyv1alpha1.NodePoolLabel],
 	}
 }
 
-// judgeObject applies to obj, in the namespace ns, the policies that judge its kind.
-func judgeObject(ns tenantNamespace, obj client.Object) []auditFinding {
+// podsPool is resources.PodsPool for a namespace read as metadata: the pool its pods were placed
+// on.
+func podsPool(ns client.Object) string {
+	if pool, ok := ns.GetAnnotations()[tenancyv1alpha1.PodsPoolAnnotation]; ok {
+		return pool
+	}
+	return ns.GetLabels()[tenancyv1alpha1.NodePoolLabel]
+}
+
+// stillRunning is whether an object may still be serving: not being deleted, or, for a pod, being
+// deleted with longer to stop than Landlord gives the pods it deletes (a pod may ask for a year,
+// and keep running on the pool meanwhile).
+func stillRunning(obj client.Object) bool {
+	if obj.GetDeletionTimestamp() == nil {
+		return true
+	}
+	_, pod := obj.(*corev1.Pod)
+	return pod && ptr.Deref(obj.GetDeletionGracePeriodSeconds(), 0) > podStopGracePeriodSeconds
+}
+
+// nodePools maps every node to its pool ("" for the shared nodes).
+func (a *PolicyAuditor) nodePools(ctx context.Context) (map[string]string, error) {
+	pools := map[string]string{}
+	err := a.listPages(ctx, func() client.ObjectList {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
+		return l
+	}, func(obj client.Object) error {
+		pools[obj.GetName()] = obj.GetLabels()[tenancyv1alpha1.NodePoolLabel]
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	return pools, nil
+}
+
+// judgeObject applies to obj, in the namespace ns, the policies that judge its kind. nodePools
+// maps the nodes to their pools, for pods already bound to one; nil judges pods by their spec
+// alone.
+func judgeObject(ns tenantNamespace, obj client.Object, nodePools map[string]string) []auditFinding {
 	switch o := obj.(type) {
 	case *corev1.Service:
 		return judgeService(o)
@@ -120,24 +164,32 @@ func judgeObject(ns tenantNamespace, obj client.Object) []auditFinding {
 	case *unstructured.Unstructured:
 		return judgeRoute(o, ns.domains)
 	case *corev1.Pod:
-		return judgePod(o, ns.pool)
+		if ns.moving {
+			return nil
+		}
+		return judgePod(o, ns.pool, nodePools)
 	}
 	return nil
 }
 
 // Audit judges every Service, Ingress, route and pod in tenant namespaces, and acts on each that
 // breaks a policy.
-func (a *PolicyAuditor) Audit(ctx context.Context) error {
+func (a *PolicyAuditor) Audit(ctx context.Context) error { return a.audit(ctx, true) }
+
+// audit is Audit, with pods only when withPods: listing every pod of the cluster is the audit's
+// largest read, and only the node pool policy judges them.
+func (a *PolicyAuditor) audit(ctx context.Context, withPods bool) error {
 	namespaces, err := a.tenantNamespaces(ctx)
 	if err != nil || len(namespaces) == 0 {
 		return err
 	}
+	var nodePools map[string]string
 	judge := func(namespaces map[string]tenantNamespace, obj client.Object) []auditFinding {
 		ns, ok := namespaces[obj.GetNamespace()]
-		if !ok || obj.GetDeletionTimestamp() != nil {
+		if !ok || !stillRunning(obj) {
 			return nil
 		}
-		return judgeObject(ns, obj)
+		return judgeObject(ns, obj, nodePools)
 	}
 	// Typed list items carry no kind; the events and logs name it.
 	var suspects []client.Object
@@ -153,31 +205,30 @@ func (a *PolicyAuditor) Audit(ctx context.Context) error {
 			return nil
 		}
 	}
+	// Routes first: finding their kinds may fail, and nothing read before would then count.
+	lists, err := routeLists(ctx, a.APIReader)
+	if err != nil {
+		return err
+	}
+	for _, list := range lists {
+		if err := a.listPages(ctx, func() client.ObjectList { return list.DeepCopyObject().(client.ObjectList) }, visit(schema.GroupVersionKind{})); err != nil {
+			return fmt.Errorf("auditing %s: %w", strings.TrimSuffix(list.GetKind(), "List"), err)
+		}
+	}
 	if err := a.listPages(ctx, func() client.ObjectList { return &corev1.ServiceList{} }, visit(corev1.SchemeGroupVersion.WithKind("Service"))); err != nil {
 		return fmt.Errorf("auditing Services: %w", err)
 	}
 	if err := a.listPages(ctx, func() client.ObjectList { return &networkingv1.IngressList{} }, visit(networkingv1.SchemeGroupVersion.WithKind("Ingress"))); err != nil {
 		return fmt.Errorf("auditing Ingresses: %w", err)
 	}
-	if err := a.listPages(ctx, func() client.ObjectList { return &corev1.PodList{} }, visit(corev1.SchemeGroupVersion.WithKind("Pod"))); err != nil {
-		return fmt.Errorf("auditing pods: %w", err)
-	}
-	lists, err := routeLists(a.Client.RESTMapper())
-	if err != nil {
-		return err
-	}
-	for _, gvk := range lists {
-		err := a.listPages(ctx, func() client.ObjectList {
-			l := &unstructured.UnstructuredList{}
-			l.SetGroupVersionKind(gvk)
-			return l
-		}, visit(schema.GroupVersionKind{}))
-		// A cluster without the Gateway API has no routes.
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			continue
+	if withPods {
+		// A pod bound to a node is judged by the node's pool too: one created with spec.nodeName
+		// skips the scheduler, and the taint that keeps others off a pool.
+		if nodePools, err = a.nodePools(ctx); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("auditing %s: %w", strings.TrimSuffix(gvk.Kind, "List"), err)
+		if err := a.listPages(ctx, func() client.ObjectList { return &corev1.PodList{} }, visit(corev1.SchemeGroupVersion.WithKind("Pod"))); err != nil {
+			return fmt.Errorf("auditing pods: %w", err)
 		}
 	}
 	if len(suspects) == 0 {
@@ -249,7 +300,12 @@ func (a *PolicyAuditor) act(ctx context.Context, ns tenantNamespace, obj client.
 	if action == config.AuditDelete {
 		// With a UID precondition: one replaced since the list was created while the policies
 		// are back, and they judged it.
-		err := a.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())})
+		opts := []client.DeleteOption{client.Preconditions{UID: ptr.To(obj.GetUID())}}
+		if _, pod := obj.(*corev1.Pod); pod {
+			// Not the pod's own grace period, which it chose while the policy was absent.
+			opts = append(opts, client.GracePeriodSeconds(podStopGracePeriodSeconds))
+		}
+		err := a.Client.Delete(ctx, obj, opts...)
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
 		}
@@ -308,11 +364,16 @@ type auditSchedule struct {
 	// due is how many audits are still to run, the next not before next.
 	due  int
 	next time.Time
+	// pods: the audits due judge pods, which only the node pool policy's absence lets in.
+	pods bool
 }
 
-// gap schedules the audits that follow a policy created or repaired: one at once, one after
-// policyAuditSettle.
-func (s *auditSchedule) gap() { s.due, s.next = policyAuditDue, time.Time{} }
+// gap schedules the audits that follow the policy named created or repaired: one at once, one
+// after policyAuditSettle.
+func (s *auditSchedule) gap(name string) {
+	s.due, s.next = policyAuditDue, time.Time{}
+	s.pods = s.pods || name == policy.NodePool
+}
 
 // auditTenantNamespaces runs the audit when one is due, once the policies are all applied.
 func (r *PolicyReconciler) auditTenantNamespaces(ctx context.Context) (ctrl.Result, error) {
@@ -325,6 +386,7 @@ func (r *PolicyReconciler) auditTenantNamespaces(ctx context.Context) (ctrl.Resu
 	if !s.started {
 		s.started = true
 		s.due = max(s.due, 1)
+		s.pods = true
 	}
 	if s.due == 0 {
 		return ctrl.Result{}, nil
@@ -333,7 +395,7 @@ func (r *PolicyReconciler) auditTenantNamespaces(ctx context.Context) (ctrl.Resu
 	if wait := time.Until(s.next); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if err := r.Auditor.Audit(ctx); err != nil {
+	if err := r.Auditor.audit(ctx, s.pods); err != nil {
 		return ctrl.Result{}, fmt.Errorf("auditing tenant namespaces: %w", err)
 	}
 	policyAudits.Inc()
@@ -341,5 +403,6 @@ func (r *PolicyReconciler) auditTenantNamespaces(ctx context.Context) (ctrl.Resu
 		s.next = time.Now().Add(policyAuditSettle)
 		return ctrl.Result{RequeueAfter: policyAuditSettle}, nil
 	}
+	s.pods = false
 	return ctrl.Result{}, nil
 }

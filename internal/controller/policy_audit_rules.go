@@ -244,12 +244,13 @@ func judgeRoute(route *unstructured.Unstructured, domains []string) []auditFindi
 }
 
 // judgePod applies the node pool policy (policy.NodePoolPolicy) to a pod in a namespace on the
-// node pool pool ("" for none): it must name its tenant's pool in its nodeSelector, and may
-// tolerate no pool's taint but its own, nor every taint. A pod that names or tolerates another
+// node pool pool ("" for none): it must name its tenant's pool in its nodeSelector, may
+// tolerate no pool's taint but its own, nor every taint, and may not run on another pool's node
+// (nodePools maps nodes to their pools). A pod that names or tolerates another
 // pool runs, or may run, on nodes dedicated to another tenant, which crosses tenants; one that
 // names no pool in a namespace that has one runs on the shared nodes, and is only reported. A
 // pod that has ended holds no node and is left alone, with its logs.
-func judgePod(pod *corev1.Pod, pool string) []auditFinding {
+func judgePod(pod *corev1.Pod, pool string, nodePools map[string]string) []auditFinding {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return nil
 	}
@@ -277,6 +278,12 @@ func judgePod(pod *corev1.Pod, pool string) []auditFinding {
 	}
 	if len(refused) > 0 {
 		rules = append(rules, fmt.Sprintf("the pod tolerates %s: pods in tenant namespaces may tolerate only their own node pool's taint", strings.Join(refused, ", ")))
+		crosses = true
+	}
+	// Bound to a node of another pool, whatever its spec says: a pod created with spec.nodeName
+	// skips the scheduler and the taint that keeps other tenants off a pool.
+	if node, ok := nodePools[pod.Spec.NodeName]; ok && node != "" && node != pool {
+		rules = append(rules, fmt.Sprintf("the pod runs on node %s of node pool %s", pod.Spec.NodeName, node))
 		crosses = true
 	}
 	if len(rules) == 0 {

@@ -388,20 +388,27 @@ func TestPodsPlacedOnAnotherPoolWhileThePolicyWasAbsentAreDeletedWhenItIsBack(t 
 	g.Eventually(func() error {
 		return admin.Create(ctx, stray.DeepCopy())
 	}).WithTimeout(timeout).Should(Succeed(), "the pod on another tenant's pool was never admitted in the gap")
+	// Bound by name to a node of the pool, past the scheduler and the pool's taint, with a spec
+	// that names no pool at all.
+	bound := restrictedPod(ns, "bound", func(p *corev1.Pod) { p.Spec.NodeName = "pool-a-0" })
+	g.Expect(admin.Create(ctx, bound)).To(Succeed())
 	shared := restrictedPod(ns, "shared")
 	g.Expect(admin.Create(ctx, shared)).To(Succeed())
 
 	restore()
-	t.Run("the pod on another tenant's pool is deleted, with an event naming it and the pool", func(t *testing.T) {
+	t.Run("the pods on another tenant's pool are deleted, with events naming them and the pool", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(stray), &corev1.Pod{}))
-		}).WithTimeout(2 * timeout).Should(BeTrue())
+		for _, pod := range []*corev1.Pod{stray, bound} {
+			g.Eventually(func() bool {
+				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+			}).WithTimeout(2*timeout).Should(BeTrue(), "pod %s", pod.Name)
+		}
 		g.Eventually(func(g Gomega) {
-			g.Expect(tenantEvents(g, "audit-pods", controller.ReasonPolicyViolation)).To(ContainElement(And(
-				ContainSubstring("deleted Pod "+ns+"/stray"), ContainSubstring(policy.NodePool), ContainSubstring("pool-a"))))
+			notes := tenantEvents(g, "audit-pods", controller.ReasonPolicyViolation)
+			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Pod "+ns+"/stray"), ContainSubstring(policy.NodePool), ContainSubstring("pool-a"))))
+			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Pod "+ns+"/bound"), ContainSubstring("node pool-a-0 of node pool pool-a"))))
 		}).WithTimeout(timeout).Should(Succeed())
-		g.Expect(auditFindings(g, policy.NodePool, config.AuditDelete)).To(Equal(before + 1))
+		g.Expect(auditFindings(g, policy.NodePool, config.AuditDelete)).To(Equal(before + 2))
 	})
 	t.Run("the tenant's pod on the shared nodes is untouched by both audits after the gap", func(t *testing.T) {
 		g := NewWithT(t)

@@ -91,7 +91,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 		if result != apply.Unchanged {
 			log.FromContext(ctx).Info("admission policy "+result.String(), objectLogKeys(obj)...)
 			if auditedPolicies[obj.GetName()] {
-				r.audits.gap()
+				r.audits.gap(obj.GetName())
 			}
 		}
 	}

@@ -72,27 +72,39 @@ func (r *TenantReconciler) tenantsTakingDomainsOf(ctx context.Context, obj clien
 }
 
 // routeKinds are the Gateway API routes that name hosts (spec.hostnames) and that the operator
-// may list and delete. Each is read in the version the cluster prefers: TLSRoute is served as
-// v1alpha2 by the Gateway API's experimental channel and in v1 once standard. A cluster without
-// the Gateway API, or without one of the kinds, has none of it to hand over.
-var routeKinds = []schema.GroupKind{
-	{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"},
-	{Group: "gateway.networking.k8s.io", Kind: "GRPCRoute"},
-	{Group: "gateway.networking.k8s.io", Kind: "TLSRoute"},
+// may list and delete, each with the versions it has been served in, newest first: TLSRoute is
+// v1alpha2 in the Gateway API's experimental channel and v1 once standard. A cluster without the
+// Gateway API, or without one of the kinds, has none of it to hand over.
+var routeKinds = []struct {
+	kind     string
+	versions []string
+}{
+	{"HTTPRoute", []string{"v1"}},
+	{"GRPCRoute", []string{"v1"}},
+	{"TLSRoute", []string{"v1", "v1alpha3", "v1alpha2"}},
 }
 
-// routeLists are the list kinds of the routeKinds the cluster serves, in its preferred versions.
-func routeLists(mapper meta.RESTMapper) ([]schema.GroupVersionKind, error) {
-	var lists []schema.GroupVersionKind
-	for _, gk := range routeKinds {
-		m, err := mapper.RESTMapping(gk)
-		if meta.IsNoMatchError(err) {
-			continue
+// routeLists lists, from the API server, the first page of each route kind in the newest version
+// it is served in, and returns the list kinds that answered. Asking the server rather than the
+// REST mapper's cache finds a kind whose versions changed since the operator started.
+func routeLists(ctx context.Context, reader client.Reader) ([]*unstructured.UnstructuredList, error) {
+	var lists []*unstructured.UnstructuredList
+	for _, rk := range routeKinds {
+		for _, v := range rk.versions {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: v, Kind: rk.kind + "List"})
+			err := reader.List(ctx, list, client.Limit(1))
+			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("listing %s: %w", rk.kind, err)
+			}
+			empty := &unstructured.UnstructuredList{}
+			empty.SetGroupVersionKind(list.GroupVersionKind())
+			lists = append(lists, empty)
+			break
 		}
-		if err != nil {
-			return nil, fmt.Errorf("finding the served version of %s: %w", gk.Kind, err)
-		}
-		lists = append(lists, m.GroupVersionKind.GroupVersion().WithKind(gk.Kind+"List"))
 	}
 	return lists, nil
 }
@@ -218,13 +230,12 @@ func (r *TenantReconciler) objectsNaming(ctx context.Context, d string, namespac
 			naming = append(naming, ing)
 		}
 	}
-	lists, err := routeLists(r.Client.RESTMapper())
+	lists, err := routeLists(ctx, r.APIReader)
 	if err != nil {
 		return nil, err
 	}
-	for _, gvk := range lists {
-		routes := &unstructured.UnstructuredList{}
-		routes.SetGroupVersionKind(gvk)
+	for _, routes := range lists {
+		gvk := routes.GroupVersionKind()
 		err := r.APIReader.List(ctx, routes)
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			continue
