@@ -365,10 +365,7 @@ func TestAComponentRolloutCarriesOnAfterTheOperatorRestartsMidWave(t *testing.T)
 
 	t.Run("a new operator finishes the second wave and leaves the first as it was", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(op.Stop()).To(Succeed())
-		var err error
-		op, err = env.StartOperator(opConfig, store)
-		g.Expect(err).NotTo(HaveOccurred())
+		restartOperator(t, opConfig)
 		setValues(t, "wave-07", "{}")
 		got := rolloutWhere(t, ro.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
 			g.Expect(testenv.KStatus(ro)).To(HaveField("Status", status.CurrentStatus), "%s", readyReason(ro))
