@@ -65,7 +65,7 @@ func secretNames(n int) []string {
 	return out
 }
 
-// Finding 1: a template namespace mirrored from one store is never emptied by another (a pod
+// A template namespace mirrored from one store is never emptied by another (a pod
 // restarted on an empty emptyDir, a wrong GCS prefix, landlordctl with the wrong config), and
 // no single pass deletes most of it.
 func TestTemplateSyncDeletesNothingOnAStoreItDoesNotKnow(t *testing.T) {
@@ -166,7 +166,7 @@ func TestTemplateSyncDeletesNothingOnAStoreItDoesNotKnow(t *testing.T) {
 	})
 }
 
-// Finding 1, in the operator's sync: a refused pass turns landlord_secret_store_sync_up to 0
+// In the operator's sync, a refused pass turns landlord_secret_store_sync_up to 0
 // and says why in an event on the template namespace. The suite's operator may remove any share
 // (its tests add and remove secrets in twos), so the sync here is the operator's reconciler on
 // a namespace of its own, with the shipped share.

@@ -42,7 +42,7 @@ func crdClient(t *testing.T) client.Client {
 	return c
 }
 
-// Finding 2: deleting a Tenant (a file removed from Git and pruned by Flux, a kubectl delete in
+// Deleting a Tenant (a file removed from Git and pruned by Flux, a kubectl delete in
 // the wrong context) takes a customer's namespace and application down, so an Active or Frozen
 // tenant is deleted only when it is Archived first or the deletion is confirmed by name.
 func TestDeletingAnActiveTenantIsRefused(t *testing.T) {
@@ -173,7 +173,7 @@ func TestIsolationOutlivesAnUninstall(t *testing.T) {
 	}
 }
 
-// Finding 4: labels that decide what a tenant is (a pool's spare, a customer's tenant, a claim's)
+// Labels that decide what a tenant is (a pool's spare, a customer's tenant, a claim's)
 // are the operator's alone: a pool template cannot carry them, and no one else may add or
 // remove them on a Tenant.
 func TestLabelsThatCarryMeaningAreTheOperators(t *testing.T) {
