@@ -87,6 +87,13 @@ test: manifests generate chart vet control-plane databases $(HELM) ## Run the wh
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go test $(GO_TEST_FLAGS) ./...
 
+# The fault suite's SIGKILL scenario runs 10 rounds under `make test`; this many here.
+FAULT_ROUNDS_LONG ?= 30
+
+.PHONY: test-faults-long
+test-faults-long: manifests generate control-plane databases ## Run the fault suite (test/faults) with FAULT_ROUNDS_LONG (30) SIGKILL rounds instead of make test's 10; LANDLORD_FAULT_* variables pass through (README, Tests).
+	LANDLORD_FAULT_ROUNDS=$(FAULT_ROUNDS_LONG) go test $(GO_TEST_FLAGS) -count=1 ./test/faults
+
 .PHONY: bench
 bench: control-plane databases ## Create, resync, restart and fan a secret out to BENCH_TENANTS tenants, then create them split between two shards; report requests, time, CPU and memory (docs/benchmarks.md).
 	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -claims $(BENCH_CLAIMS) \

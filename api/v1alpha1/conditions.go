@@ -100,6 +100,9 @@ const (
 	// incomplete; on a tenant, a database in place has neither its stored credentials nor an
 	// intact credentials Secret, and is not given a new password without a rotation request.
 	ReasonCredentialsMissing = "CredentialsMissing"
+	// ReasonServerMisconfigured: a DatabaseServer's spec makes no connection, whatever its admin
+	// credentials (a CA bundle holding no certificate, an unknown TLS mode or engine).
+	ReasonServerMisconfigured = "ServerMisconfigured"
 )
 
 // Labels and annotations that Landlord puts on what it manages.

@@ -13,8 +13,8 @@ import (
 	"github.com/landlord-dev/landlord/test/shipped"
 )
 
-// Finding 2: a template could render RBAC, NetworkPolicies, quotas and limit ranges into the
-// tenant namespace, which the tenant's roles promise it never controls. A component may render
+// RBAC, NetworkPolicies, quotas and limit ranges in the tenant namespace are what the tenant's
+// roles promise it never controls, so a template must not render them. A component may render
 // only allowed kinds, and some kinds never, whatever the configuration says.
 func TestAComponentMayRenderOnlyAllowedKinds(t *testing.T) {
 	allowed := append(component.DefaultAllowedKinds(), schema.GroupKind{Group: "example.com", Kind: "Widget"})

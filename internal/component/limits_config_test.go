@@ -8,7 +8,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/component"
 )
 
-// Finding 7: the render deadline stops a template that stays within every other limit but
+// The render deadline stops a template that stays within every other limit but
 // takes too long, here many iterations of expensive work each.
 func TestATemplatePastItsDeadlineIsStopped(t *testing.T) {
 	limits := component.DefaultLimits()

@@ -29,9 +29,9 @@ func renderWithin(t *testing.T, deadline time.Duration, manifests string) error 
 
 const configMapHead = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  v: "
 
-// Finding 7: templates could run unbounded (until, seq, repeat, range, recursion) with no time
-// or output limit, holding a worker and the operator's memory. Each way of running away now ends
-// the render with an error naming the limit.
+// A template that runs away (until, seq, repeat, range, recursion) would hold a worker and the
+// operator's memory for as long as it ran. Each way of running away ends the render with an
+// error naming the limit it crossed.
 func TestATemplateThatRunsAwayIsStopped(t *testing.T) {
 	for _, tc := range []struct {
 		name, manifests string
@@ -166,9 +166,9 @@ func TestTemplatesWithinTheLimitsRenderAsBefore(t *testing.T) {
 	}
 }
 
-// Finding 2: admission refuses control characters in organization and email, but a tenant stored
-// before it did, or a claim's annotations, could still carry them; the render refuses them rather
-// than print a line break into a manifest.
+// Admission refuses control characters in organization and email, but a tenant stored before it
+// did, or a claim's annotations, can still carry them; the render refuses them rather than print
+// a line break into a manifest, where it would add fields.
 func TestATenantWhoseOrganizationHoldsALineBreakDoesNotRender(t *testing.T) {
 	for _, tc := range []struct{ name, org, email string }{
 		{name: "a newline in the organization", org: "Acme\nkind: Role"},

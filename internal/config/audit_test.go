@@ -7,7 +7,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 )
 
-// Issue 30 finding 4: isolation.audit is Delete unless set, and nothing but Delete or Report.
+// isolation.audit is Delete unless set, and nothing but Delete or Report.
 func TestTheAuditActionIsDeleteUnlessSetToReport(t *testing.T) {
 	cases := map[string]struct {
 		document string

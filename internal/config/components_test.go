@@ -43,8 +43,8 @@ components:
 	}
 }
 
-// Finding 2: the kinds a tenant's isolation is built of can never be allowed to components, and
-// a configuration that lists one is refused, naming the entry.
+// The kinds a tenant's isolation is built of can never be allowed to components, and a
+// configuration that lists one is refused, naming the entry.
 func TestComponentSettingsThatWouldBreakIsolationOrBoundsAreRefused(t *testing.T) {
 	for name, tc := range map[string]struct{ doc, want string }{
 		"a Role":                     {"components: {allowedKinds: [{group: apps, kind: Deployment}, {group: rbac.authorization.k8s.io, kind: Role}]}", "components.allowedKinds[1]: Role.rbac.authorization.k8s.io can never be allowed"},

@@ -81,7 +81,7 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a wildcard base domain":      {"isolation: {baseDomain: '*.example.com'}", "isolation.baseDomain"},
 		"a base domain with capitals": {"isolation: {baseDomain: Example.com}", "isolation.baseDomain"},
 		"a base domain too long":      {"isolation: {baseDomain: " + strings.Repeat("a.", 110) + "com}", "isolation.baseDomain"},
-		// Finding 1: the default allowlist of Ingress classes holds class names only.
+		// The default allowlist of Ingress classes holds IngressClass names only, each once.
 		"an ingress class with capitals": {"isolation: {ingressClasses: [Nginx]}", "isolation.ingressClasses[0]"},
 		"an ingress class listed twice":  {"isolation: {ingressClasses: [nginx, nginx]}", "isolation.ingressClasses[1]"},
 		"too many ingress classes":       {"isolation: {ingressClasses: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q]}", "isolation.ingressClasses"},
@@ -173,7 +173,7 @@ func TestCommandLineOverridesTakePrecedence(t *testing.T) {
 	}
 }
 
-// Finding 1: the operator's default Ingress classes are read as given.
+// The operator's default Ingress classes are read as the configuration gives them.
 func TestTheDefaultIngressClassesAreConfigurable(t *testing.T) {
 	c, err := config.Parse([]byte("isolation: {ingressClasses: [public, internal.example.com]}"))
 	if err != nil {

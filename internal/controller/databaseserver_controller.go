@@ -66,9 +66,13 @@ func (r *DatabaseServerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	info, err := r.Connections.Check(ctx, ds.Name, interval, r.Config.Databases.Timeout.Duration)
 	result := ctrl.Result{RequeueAfter: interval}
 	switch {
-	case errors.Is(err, database.ErrServerUnusable):
+	case errors.Is(err, database.ErrAdminCredentialsMissing):
 		s.Reachable = false
 		c.stalled(tenancyv1alpha1.ReasonCredentialsMissing, err.Error())
+	case errors.Is(err, database.ErrServerUnusable):
+		// Its credentials may be all there: what stops the login is the spec.
+		s.Reachable = false
+		c.stalled(tenancyv1alpha1.ReasonServerMisconfigured, err.Error())
 	case err != nil:
 		// Not stalled: an outage ends by itself, and the server is looked at again soon.
 		s.Reachable = false

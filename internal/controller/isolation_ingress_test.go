@@ -16,7 +16,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
-// Finding 1: a tenant reaches other tenants through the shared ingress controller. An
+// A tenant must not reach other tenants through the shared ingress controller. An
 // ExternalName Service pointing at svc.tenant-b.svc.cluster.local, used as an Ingress backend,
 // makes the controller proxy into tenant B (the CVE-2021-25740 pattern); an Ingress naming
 // another controller's class, or carrying annotations that inject controller configuration
@@ -187,7 +187,7 @@ func annotatedIngress(namespace, name, class, key, value string) *networkingv1.I
 	return i
 }
 
-// Finding 1: a Tenant's Ingress classes are IngressClass names, at most 16, each once; the
+// A Tenant's Ingress classes are IngressClass names, at most 16, each once; the
 // CRD refuses anything else before the operator sees it.
 func TestATenantsIngressClassesAreValidatedByTheCRD(t *testing.T) {
 	ctx := context.Background()

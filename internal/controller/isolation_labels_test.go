@@ -18,7 +18,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
-// Finding 4: the operator's cache selects on Landlord's managed-by label, so a tenant putting it
+// The operator's cache selects on Landlord's managed-by label, so a tenant putting it
 // on its own Secrets or ConfigMaps would fill the operator's memory. Only the operator sets,
 // changes or removes Landlord's labels in tenant namespaces, on any object and in any pod or
 // claim template Kubernetes' controllers copy labels from; those controllers, which copy the

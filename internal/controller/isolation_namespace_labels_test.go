@@ -16,8 +16,8 @@ import (
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
-// Finding 11: labels of Landlord's prefix on a namespace say what it is to Landlord (a tenant's,
-// its node pool, its shard), and were once what let a namespace reach every tenant's pods; the
+// Labels of Landlord's prefix on a namespace say what it is to Landlord (a tenant's, its node
+// pool, its shard), and in earlier releases let a namespace reach every tenant's pods; the
 // allowance annotations say what a tenant may do, and another records the node pool its pods
 // were placed on. A user who may edit namespaces, short of a cluster administrator, may not
 // add, change or remove any of them; the operator may.

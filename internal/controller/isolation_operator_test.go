@@ -18,7 +18,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
-// Finding 3 (defence in depth): the operator's RBAC lets it write Secrets, ConfigMaps and
+// Defence in depth: the operator's RBAC lets it write Secrets, ConfigMaps and
 // workloads in every namespace, since tenant namespaces come and go. Admission confines its
 // namespaced writes to tenant namespaces and its own (the template and credentials namespaces),
 // so a bug or a stolen token cannot reach kube-system or the platform's namespaces. Events and

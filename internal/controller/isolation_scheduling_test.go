@@ -21,7 +21,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
-// Finding 7: a tenant's pods share the scheduler and the nodes with every other tenant's. A
+// A tenant's pods share the scheduler and the nodes with every other tenant's. A
 // tenant admin may not take a system priority class (and preempt other tenants' pods), tolerate
 // the control plane's taint or any taint but its pool's and the ones configured, or write a
 // PodDisruptionBudget that holds up every drain of the nodes it runs on; and a pod that says

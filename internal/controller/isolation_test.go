@@ -180,7 +180,7 @@ func TestTenantIsolationPolicies(t *testing.T) {
 		})
 	}
 
-	// Issue 30 finding 2: an Ingress for a domain its tenant no longer holds must not be edited
+	// An Ingress for a domain its tenant no longer holds must not be edited
 	// at all, annotations included (a permanent-redirect annotation would keep taking the host's
 	// traffic); only what deleting it needs stays allowed.
 	t.Run("after a tenant loses a domain, its Ingress for it may only be deleted and its finalizers removed", func(t *testing.T) {

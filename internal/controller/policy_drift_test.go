@@ -11,10 +11,11 @@ import (
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
-// Finding 5, for the admission policies: a field an administrator adds beside Landlord's (an
-// objectSelector, excludeResourceRules, resourceNames, a matchCondition) leaves every field
-// Landlord set in place and switches the policy off for most requests. Each is removed within
-// seconds, counted, and reported as a DriftRepaired event on the policy, naming who added it.
+// A field an administrator adds to an admission policy beside Landlord's (an objectSelector,
+// excludeResourceRules, resourceNames, a matchCondition) leaves every field Landlord set in
+// place and switches the policy off for most requests, so comparing only Landlord's fields
+// would miss it. Each is removed within seconds, counted, and reported as a DriftRepaired event
+// on the policy, naming who added it.
 func TestAdditiveEditsToTheAdmissionPoliciesAreReverted(t *testing.T) {
 	createTenant(t, newTenant("policy-drift", func(t *tenancyv1alpha1.Tenant) {
 		t.Spec.NodePool = "pool-drift"

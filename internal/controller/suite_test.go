@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,46 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = op.Stop() }()
 	return m.Run()
+}
+
+// opRunsSuiteConfig is whether op runs, with opConfig: what every test expects when it starts.
+var opRunsSuiteConfig = true
+
+// restartOperator stops the suite's operator and starts another in its place with cfg, as an
+// administrator restarting the operator, or changing its configuration, does. The tests after
+// this one need an operator running with opConfig: when this test ends, one is started if the
+// one running is not that (a restart failed, or cfg was another configuration and the test
+// stopped before it restored opConfig), so whatever goes wrong fails this test alone.
+func restartOperator(t *testing.T, cfg config.Config) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !opRunsSuiteConfig {
+			startSuiteOperator(t)
+		}
+	})
+	opRunsSuiteConfig = false
+	if err := op.Stop(); err != nil {
+		t.Errorf("stopping the operator: %v", err)
+	}
+	next, err := env.StartOperator(cfg, store)
+	if err != nil {
+		// op stays the stopped operator: later tests fail on what it does not do, rather than
+		// on a nil operator, should the suite's not start again either.
+		t.Fatalf("starting the operator: %v", err)
+	}
+	op, opRunsSuiteConfig = next, reflect.DeepEqual(cfg, opConfig)
+}
+
+// startSuiteOperator stops whatever operator op is and starts the suite's again.
+func startSuiteOperator(t *testing.T) {
+	t.Helper()
+	_ = op.Stop()
+	next, err := env.StartOperator(opConfig, store)
+	if err != nil {
+		t.Errorf("starting the suite's operator again: %v; the tests after this one have none", err)
+		return
+	}
+	op, opRunsSuiteConfig = next, true
 }
 
 // createDatabaseServers registers the test servers with their admin credentials.

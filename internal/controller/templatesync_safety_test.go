@@ -65,7 +65,7 @@ func secretNames(n int) []string {
 	return out
 }
 
-// Finding 1: a template namespace mirrored from one store is never emptied by another (a pod
+// A template namespace mirrored from one store is never emptied by another (a pod
 // restarted on an empty emptyDir, a wrong GCS prefix, landlordctl with the wrong config), and
 // no single pass deletes most of it.
 func TestTemplateSyncDeletesNothingOnAStoreItDoesNotKnow(t *testing.T) {
@@ -166,7 +166,7 @@ func TestTemplateSyncDeletesNothingOnAStoreItDoesNotKnow(t *testing.T) {
 	})
 }
 
-// Finding 1, in the operator's sync: a refused pass turns landlord_secret_store_sync_up to 0
+// In the operator's sync, a refused pass turns landlord_secret_store_sync_up to 0
 // and says why in an event on the template namespace. The suite's operator may remove any share
 // (its tests add and remove secrets in twos), so the sync here is the operator's reconciler on
 // a namespace of its own, with the shipped share.
@@ -207,16 +207,35 @@ func TestARefusedTemplateSyncIsReported(t *testing.T) {
 	g.Eventually(func() float64 { return gauge("landlord_secret_store_sync_up") }).WithTimeout(timeout).Should(Equal(1.0))
 }
 
-// Finding 3: a store that hangs holds no worker past the store deadline.
+// A store that hangs holds no worker past the store deadline the operator is configured with
+// (secrets.store.timeout): every call that waited on the hanging store was ended by its
+// context's deadline, and that deadline is the configured one, read from the context the store
+// was handed.
 func TestAHangingStoreIsCutOffByItsDeadline(t *testing.T) {
 	g := NewWithT(t)
+	configured := opConfig.Secrets.Store.Timeout.Duration
 	g.Eventually(func() float64 { return gauge("landlord_secret_store_sync_up") }).WithTimeout(timeout).Should(Equal(1.0))
+	earlier := len(store.CutOffs())
 	store.SetHanging(true)
 	t.Cleanup(func() { store.SetHanging(false); op.TemplateSync.Trigger() })
 	op.TemplateSync.Trigger()
-	// The suite's store deadline is 2s: the sync fails instead of waiting for ever.
 	g.Eventually(func() float64 { return gauge("landlord_secret_store_sync_up") }).WithTimeout(timeout).Should(BeZero())
 	store.SetHanging(false)
+
+	cutOffs := store.CutOffs()[earlier:]
+	g.Expect(cutOffs).NotTo(BeEmpty(), "the failed sync made no call that waited on the hanging store")
+	for i, c := range cutOffs {
+		g.Expect(c.Err).To(MatchError(context.DeadlineExceeded), "call %d ended by something other than a deadline", i)
+		g.Expect(c.HasDeadline).To(BeTrue(), "call %d reached the store without a deadline", i)
+		// The deadline is set a moment before the call reaches the store, so it lies at most
+		// the configured timeout after the call's arrival, and short of it only by the time a
+		// goroutine takes to start: far less than the tolerance, which any other deadline (the
+		// reconcile's, which is minutes, or none) falls well outside of.
+		const tolerance = 500 * time.Millisecond
+		g.Expect(c.Deadline.Sub(c.Arrived)).To(And(BeNumerically("<=", configured), BeNumerically(">", configured-tolerance)),
+			"call %d: its deadline is not the configured %s", i, configured)
+	}
+
 	op.TemplateSync.Trigger()
 	g.Eventually(func() float64 { return gauge("landlord_secret_store_sync_up") }).WithTimeout(timeout).Should(Equal(1.0))
 }

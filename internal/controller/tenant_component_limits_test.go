@@ -9,9 +9,9 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// Finding 7: a template could run unbounded, holding a reconcile worker and the operator's
-// memory. A render past a limit ends, and stalls its tenant with a message naming the component
-// and the limit.
+// A template that runs unbounded would hold a reconcile worker and the operator's memory. A
+// render past a limit ends, and stalls its tenant with a message naming the component and the
+// limit.
 func TestAComponentPastARenderLimitStallsItsTenant(t *testing.T) {
 	cases := map[string]struct {
 		component, manifests string

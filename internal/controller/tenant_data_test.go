@@ -77,8 +77,8 @@ func tenantEvents(g Gomega, name, reason string) []string {
 	return notes
 }
 
-// Finding 1: a tenant deleted without being Purged keeps its data, and a new tenant of the same
-// name used to load the old record and accept the old database.
+// A tenant deleted without being Purged keeps its data; a new tenant of the same name neither
+// loads the old record nor accepts the old database.
 func TestARecreatedTenantDoesNotInheritTheEarlierTenantsData(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
@@ -123,7 +123,7 @@ func TestARecreatedTenantDoesNotInheritTheEarlierTenantsData(t *testing.T) {
 	})
 }
 
-// Finding 1, for pools: a spare whose generated name is that of a deleted spare or tenant must
+// The same for pools: a spare whose generated name is that of a deleted spare or tenant must
 // neither take over the kept data nor, when the pool deletes it, drop it.
 func TestASpareWhoseNameWasUsedBeforeIsReplacedAndTheEarlierDataKept(t *testing.T) {
 	ctx := context.Background()
@@ -176,8 +176,9 @@ func TestASpareWhoseNameWasUsedBeforeIsReplacedAndTheEarlierDataKept(t *testing.
 	})
 }
 
-// Finding 4: a purge that cannot reach some of the tenant's data blocked forever. The way out is
-// an annotation naming the tenant's own UID; anything else changes nothing.
+// A purge that cannot reach some of the tenant's data waits for it, and would wait forever for
+// data that is gone for good. The way out is an annotation naming the tenant's own UID; anything
+// else changes nothing.
 func TestABlockedPurgeHasAnExplicitAuditedWayOut(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
@@ -226,9 +227,9 @@ func TestABlockedPurgeHasAnExplicitAuditedWayOut(t *testing.T) {
 	})
 }
 
-// Finding 2, end to end: tenant "landlord" with database "admin" spelled the test servers' own
-// administrator, landlord_admin, and took it over. Names now start with the server's prefix, and
-// a login of the computed name that Landlord did not create is refused, never altered.
+// Tenant "landlord" with database "admin" spells the test servers' own administrator,
+// landlord_admin, and must not take it over: names start with the server's prefix, and a login
+// of the computed name that Landlord did not create is refused, never altered.
 func TestATenantCannotTakeOverAnExistingLogin(t *testing.T) {
 	ctx := context.Background()
 

@@ -8,22 +8,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
-
-// restartOperator stops the suite's operator and starts it again with cfg, as an administrator
-// changing the operator's configuration does.
-func restartOperator(t *testing.T, cfg config.Config) {
-	t.Helper()
-	g := NewWithT(t)
-	g.Expect(op.Stop()).To(Succeed())
-	var err error
-	op, err = env.StartOperator(cfg, store)
-	g.Expect(err).NotTo(HaveOccurred())
-}
 
 // catalogNames are the database and role names a login reads from the PostgreSQL catalog, as any
 // tenant's login may.
@@ -96,12 +84,6 @@ func TestOpaqueNamingKeepsTenantNamesOffSharedServers(t *testing.T) {
 	opaque := opConfig
 	opaque.Databases.Naming = database.NamingOpaque
 	restartOperator(t, opaque)
-	restored := false
-	t.Cleanup(func() {
-		if !restored {
-			restartOperator(t, opConfig)
-		}
-	})
 
 	globex := createTenant(t, newTenant("naming-globex", withDatabases))
 
@@ -177,7 +159,6 @@ func TestOpaqueNamingKeepsTenantNamesOffSharedServers(t *testing.T) {
 	t.Run("switching back to tenant naming renames none of the opaque databases", func(t *testing.T) {
 		g := NewWithT(t)
 		restartOperator(t, opConfig)
-		restored = true
 		before := statusEntry(g, globex, tenancyv1alpha1.EnginePostgres, "app")
 		got := rotate(t, globex.Name, "after-switching-back")
 		app := statusEntry(g, got, tenancyv1alpha1.EnginePostgres, "app")

@@ -34,8 +34,8 @@ func waitStalled(t *testing.T, name, reason string) string {
 	return message
 }
 
-// Finding 8: two tenants could list the same domain, and so both publish Ingresses for it; and a
-// wildcard over a public suffix took every company's names under it. A domain (or a wildcard
+// Two tenants listing the same domain would both publish Ingresses for it, and a wildcard over
+// a public suffix would take every company's names under it. A domain (or a wildcard
 // over it, or a name under a wildcard) is one tenant's: the later tenant stalls naming the
 // holder, its namespace never admits the domain, and it takes the domain once the holder
 // gives it up. Everything else of the stalled tenant's namespace is kept as it should be.
@@ -93,9 +93,9 @@ func TestADomainBelongsToOneTenant(t *testing.T) {
 	})
 }
 
-// Issue 30 finding 2: a domain handed from one tenant to another left the old holder's Ingresses
-// naming it in place, so both served the host (ingress-nginx keeps the oldest rule) and the old
-// holder could still edit their annotations. Now the domain passes only once nothing of the old
+// A domain handed from one tenant to another must not leave the old holder's Ingresses naming
+// it in place: both would serve the host (ingress-nginx keeps the oldest rule) and the old
+// holder could still edit their annotations. The domain passes only once nothing of the old
 // holder names it: the operator deletes the old holder's Ingresses for it, with an event naming
 // each, and the new holder waits, saying for what, while a finalizer holds one.
 func TestADomainHandedOverTakesTheOldHoldersIngressesWithIt(t *testing.T) {

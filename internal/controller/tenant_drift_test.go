@@ -72,10 +72,11 @@ func expectRepaired(t *testing.T, e additiveEdit, manager, regardingKind, regard
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
-// Finding 5: drift repair compared by subset, so a field added beside Landlord's stayed and
-// silently switched isolation off. Each edit below, made by an administrator under a field
-// manager of their own, is removed within seconds, counted in landlord_drift_repairs_total and
-// reported as a DriftRepaired event on the tenant naming who made it.
+// A field added to an isolation object beside Landlord's switches isolation off as surely as a
+// changed one, so drift repair compares whole objects, not the fields Landlord set. Each edit
+// below, made by an administrator under a field manager of their own, is removed within
+// seconds, counted in landlord_drift_repairs_total and reported as a DriftRepaired event on the
+// tenant naming who made it.
 func TestAdditiveEditsToTheIsolationObjectsAreReverted(t *testing.T) {
 	ctx := context.Background()
 	createTenant(t, newTenant("drifting", func(t *tenancyv1alpha1.Tenant) {

@@ -31,9 +31,10 @@ func restrictedDeployment(namespace, name string, replicas int32) *appsv1.Deploy
 	}
 }
 
-// Finding 6: Frozen scaled Landlord's components to zero, and the tenant's own workloads went on
-// running. Frozen now runs nothing of the tenant: the quota allows no pod, and the running ones
-// are deleted; the real ReplicaSet controller cannot bring them back until the tenant is Active.
+// Scaling Landlord's components to zero is not enough to freeze a tenant: its own workloads
+// would go on running. Frozen runs nothing of the tenant: the quota allows no pod, and the
+// running ones are deleted; the real ReplicaSet controller cannot bring them back until the
+// tenant is Active.
 func TestAFrozenTenantRunsNothing(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)

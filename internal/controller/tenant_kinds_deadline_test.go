@@ -23,10 +23,10 @@ func (i *neverSynced) HasSynced() bool {
 	return false
 }
 
-// Finding 3: a kind the operator may list but the API server cannot (a conversion webhook or an
-// aggregated API that is down) used to hold every reconcile that rendered it for a whole
-// timeout, again on every retry, until those tenants held every worker. Each kind now has one
-// deadline: the reconciles before it wait until it, and those after it do not wait at all.
+// A kind the operator may list but the API server cannot (a conversion webhook or an aggregated
+// API that is down) must not hold every reconcile that renders it for a whole timeout, again on
+// every retry, until those tenants hold every worker. Each kind has one deadline: the reconciles
+// before it wait until it, and those after it do not wait at all.
 func TestAKindThatNeverSyncsIsWaitedOnUntilOneDeadline(t *testing.T) {
 	gvk := schema.GroupVersionKind{Group: "kinds.example.com", Version: "v2", Kind: "Widget"}
 

@@ -56,9 +56,9 @@ data:
   organization: {{ .Tenant.Organization | quote }}
 `
 
-// Finding 3: a component rendering a kind the operator may not list used to start an informer
-// that never synced, while holding the lock every other tenant's components wait on. It stalls
-// that one tenant, naming the kind, and every other tenant goes on.
+// An informer on a kind the operator may not list never syncs, and waiting for it while holding
+// the lock every other tenant's components wait on would hold them all. A component rendering
+// such a kind stalls that one tenant, naming the kind, and every other tenant goes on.
 func TestAKindTheOperatorMayNotWatchStallsOnlyItsTenant(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
@@ -96,8 +96,8 @@ func TestAKindTheOperatorMayNotWatchStallsOnlyItsTenant(t *testing.T) {
 	})
 }
 
-// Finding 2: a component template could render RBAC, NetworkPolicies, quotas and limit ranges
-// into the tenant namespace, which the tenant's roles promise it never controls. A template
+// RBAC, NetworkPolicies, quotas and limit ranges in the tenant namespace are what the tenant's
+// roles promise it never controls, so a component must not render them. A template
 // rendering a kind components may not render stalls its tenant, naming the kind and saying how to
 // allow it, or that it never can be; nothing of that component is applied.
 func TestAComponentRenderingARefusedKindStallsItsTenant(t *testing.T) {

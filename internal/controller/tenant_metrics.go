@@ -41,11 +41,11 @@ var tenantsDesc = prometheus.NewDesc("landlord_tenants",
 	"Tenants by lifecycle state (spec.state), Ready condition status (True, False, Unknown), Ready reason, whether they are Stalled (true, false) and whether they are suspended (spec.suspend: true, false); reported by the leading replica.",
 	[]string{"state", "ready", "reason", "stalled", "suspended"}, nil)
 
-// tenants serves landlord_tenants for whichever operator of this process leads.
-var tenants = &tenantCounts{}
+// tenantsCollector serves landlord_tenants for whichever operator of this process leads.
+var tenantsCollector = &tenantCounts{}
 
 func init() {
-	metrics.Registry.MustRegister(componentRenderFailures, applyFailures, tenants)
+	metrics.Registry.MustRegister(componentRenderFailures, applyFailures, tenantsCollector)
 }
 
 // tenantCounts is a collector that lists the tenants from a reader (the manager's cache) at
@@ -124,15 +124,15 @@ type TenantCounts struct {
 
 // Start reports from the reader until ctx ends.
 func (tc *TenantCounts) Start(ctx context.Context) error {
-	tenants.mu.Lock()
-	tenants.reader, tenants.owner = tc.Reader, tc
-	tenants.mu.Unlock()
+	tenantsCollector.mu.Lock()
+	tenantsCollector.reader, tenantsCollector.owner = tc.Reader, tc
+	tenantsCollector.mu.Unlock()
 	<-ctx.Done()
-	tenants.mu.Lock()
+	tenantsCollector.mu.Lock()
 	// Another operator of this process (tests restart it) may have taken over meanwhile.
-	if tenants.owner == tc {
-		tenants.reader, tenants.owner = nil, nil
+	if tenantsCollector.owner == tc {
+		tenantsCollector.reader, tenantsCollector.owner = nil, nil
 	}
-	tenants.mu.Unlock()
+	tenantsCollector.mu.Unlock()
 	return nil
 }

@@ -72,7 +72,9 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 	// Until the pods placed on the old pool are deleted, the record keeps naming it, so that a
 	// crash in between leaves the move to the next reconcile rather than forgotten.
 	resources.SetPodsPool(objs, placed)
-	var repaired []string
+	// The objects changed to what the spec and configuration now say (a repair of drift is
+	// reported on its own, by applier.Repaired).
+	var updated []string
 	for _, obj := range objs {
 		result, err := applier.Apply(ctx, obj)
 		if rb, ok := obj.(*rbacv1.RoleBinding); ok && apierrors.IsInvalid(err) {
@@ -82,13 +84,13 @@ func (r *TenantReconciler) ensureNamespace(ctx context.Context, s *tenantScope) 
 			return r.applyFailed(t, obj, err)
 		}
 		if result == apply.Updated {
-			repaired = append(repaired, objectRef(obj))
+			updated = append(updated, objectRef(obj))
 		}
 	}
-	if len(repaired) > 0 {
-		sort.Strings(repaired)
+	if len(updated) > 0 {
+		sort.Strings(updated)
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Applied", "Apply",
-			"updated %s", strings.Join(repaired, ", "))
+			"updated %s", strings.Join(updated, ", "))
 	}
 	// Before any component can create a claim that a provisioner would give a new, empty disk.
 	if err := r.restoreVolumes(ctx, s); err != nil {

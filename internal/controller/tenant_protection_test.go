@@ -3,6 +3,8 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/policy"
@@ -39,7 +42,7 @@ func crdClient(t *testing.T) client.Client {
 	return c
 }
 
-// Finding 2: deleting a Tenant (a file removed from Git and pruned by Flux, a kubectl delete in
+// Deleting a Tenant (a file removed from Git and pruned by Flux, a kubectl delete in
 // the wrong context) takes a customer's namespace and application down, so an Active or Frozen
 // tenant is deleted only when it is Archived first or the deletion is confirmed by name.
 func TestDeletingAnActiveTenantIsRefused(t *testing.T) {
@@ -90,20 +93,22 @@ func TestDeletingAnActiveTenantIsRefused(t *testing.T) {
 	})
 }
 
-// Finding 2: deleting a CRD deletes every object of its kind, so Landlord's CRDs say so to Helm
-// and Flux and refuse deletion while the protection policy is installed. Deletions are tried as
-// dry runs: admission judges them all the same, and nothing is lost if it lets one through.
+// Deleting a CRD deletes every object of its kind, so each of Landlord's CRDs says so to Helm
+// and Flux and its deletion is refused while the protection policy is installed. The CRDs are
+// read from config/crd/bases, the directory controller-gen writes and the cluster installs, so
+// a new kind is checked the day it is added. Deletions are tried as dry runs: admission judges
+// them all the same, and nothing is lost if it lets one through.
 func TestLandlordsCRDsAreProtected(t *testing.T) {
 	ctx := context.Background()
-	for _, name := range []string{"tenants", "tenantpools", "tenantclaims", "databaseservers", "componenttemplates", "componentrollouts"} {
-		crdName := name + "." + tenancyv1alpha1.GroupVersion.Group
+	names := generatedCRDNames(t)
+	for _, crdName := range names {
 		t.Run(crdName+" is kept by Helm and Flux and its deletion is refused", func(t *testing.T) {
 			g := NewWithT(t)
 			crds := crdClient(t)
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			g.Expect(crds.Get(ctx, client.ObjectKey{Name: crdName}, crd)).To(Succeed())
-			g.Expect(crd.Annotations).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"))
-			g.Expect(crd.Annotations).To(HaveKeyWithValue("kustomize.toolkit.fluxcd.io/prune", "disabled"))
+			g.Expect(crd.Annotations).To(HaveKeyWithValue(tenancyv1alpha1.HelmResourcePolicyAnnotation, "keep"))
+			g.Expect(crd.Annotations).To(HaveKeyWithValue(tenancyv1alpha1.FluxPruneAnnotation, "disabled"))
 			g.Eventually(func() bool {
 				return apierrors.IsForbidden(crds.Delete(ctx, crd, client.DryRunAll))
 			}).WithTimeout(timeout).Should(BeTrue())
@@ -111,6 +116,34 @@ func TestLandlordsCRDsAreProtected(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring("landlord-crd-protection")), "the refusal names the binding to remove to uninstall")
 		})
 	}
+	t.Run("the protection policy names exactly the CRDs Landlord generates", func(t *testing.T) {
+		// A CRD the policy does not name is refused by nothing; a name the policy keeps after
+		// its kind is gone protects nothing.
+		NewWithT(t).Expect(policy.CRDNames).To(ConsistOf(names))
+	})
+}
+
+// generatedCRDNames are the names of the CRDs in config/crd/bases.
+func generatedCRDNames(t *testing.T) []string {
+	t.Helper()
+	g := NewWithT(t)
+	dir := filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")
+	files, err := os.ReadDir(dir)
+	g.Expect(err).NotTo(HaveOccurred())
+	var names []string
+	for _, f := range files {
+		if f.IsDir() || filepath.Ext(f.Name()) != ".yaml" {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		g.Expect(err).NotTo(HaveOccurred())
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		g.Expect(yaml.Unmarshal(raw, crd)).To(Succeed(), f.Name())
+		g.Expect(crd.Name).NotTo(BeEmpty(), "%s holds no named CRD", f.Name())
+		names = append(names, crd.Name)
+	}
+	g.Expect(names).NotTo(BeEmpty(), "no CRD in %s", dir)
+	return names
 }
 
 // Uninstalling the operator's Helm release, or Flux pruning its kustomization, used to remove
@@ -140,7 +173,7 @@ func TestIsolationOutlivesAnUninstall(t *testing.T) {
 	}
 }
 
-// Finding 4: labels that decide what a tenant is (a pool's spare, a customer's tenant, a claim's)
+// Labels that decide what a tenant is (a pool's spare, a customer's tenant, a claim's)
 // are the operator's alone: a pool template cannot carry them, and no one else may add or
 // remove them on a Tenant.
 func TestLabelsThatCarryMeaningAreTheOperators(t *testing.T) {

@@ -14,11 +14,10 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// Finding 6: the tenant-operator role was documented as "cannot read secrets" while it could run
-// a pod that mounts any Secret of the namespace, exec into it, or run it as any ServiceAccount.
-// Each role's promise in the README is now what the role can really do, indirect paths
-// included; this matrix asks the real authorizer, as each impersonated tenant user, and makes
-// the indirect requests for real.
+// A role that "cannot read secrets" but may run a pod mounting any Secret of the namespace, exec
+// into it, or run it as any ServiceAccount, reads them all the same. Each role's promise in the
+// README is what the role can really do, indirect paths included: this matrix asks the real
+// authorizer, as each impersonated tenant user, and makes the indirect requests for real.
 func TestEachTenantRoleCanDoExactlyWhatTheREADMEPromises(t *testing.T) {
 	createTenant(t, newTenant("promises", func(t *tenancyv1alpha1.Tenant) {
 		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "ada"}}

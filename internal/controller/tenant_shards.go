@@ -26,21 +26,21 @@ import (
 // shards is a relabel, and a handover in the tenant's status makes sure that exactly one shard
 // writes the tenant's objects at any time, and that the one taking it over sees them all:
 //
-//  1. The shard that has the tenant (status.shard, or status.handoverTo once set) sees its label
+//  1. A tenant no shard has reconciled yet is claimed first, before any write, by a status write
+//     under an optimistic lock (status.shard, and a Reconciling condition): a relabel during its
+//     first reconcile then finds it owned, and is a handover like any other.
+//  2. The shard that has the tenant (status.shard, or status.handoverTo once set) sees its label
 //     name another shard. It writes nothing of the tenant again, forgets it, and records
 //     status.handoverTo. Its reconciles of a tenant are serial, so none of its writes can come
 //     after that; a shard being handed a tenant that is relabelled again hands it on the same
 //     way, so there is never more than one shard writing.
-//  2. The shard the label names waits for that record; or, when the shard that has the tenant
+//  3. The shard the label names waits for that record; or, when the shard that has the tenant
 //     is not running (its leader election lease is released or expired), goes on without it.
-//  0. A tenant no shard has reconciled yet is claimed first, before any write, by a status write
-//     under an optimistic lock (status.shard, and a Reconciling condition): a relabel during its
-//     first reconcile then finds it owned, and is a handover like any other.
-//  3. It then reconciles the tenant taking it over: the tenant's objects still carry the old
+//  4. It then reconciles the tenant taking it over: the tenant's objects still carry the old
 //     shard label and are not in its cache, so a cache miss in the tenant's namespace is read
 //     from the API server. Every object is written once, with the new label, and nothing is
 //     taken for gone (a namespace to keep volumes of, a copy to prune) that still exists.
-//  4. Only a takeover in which no phase failed or stalled and the namespace phase is done
+//  5. Only a takeover in which no phase failed or stalled and the namespace phase is done
 //     records status.shard as the new shard; until then every reconcile takes over again, one
 //     due within takeoverRecheck (the namespace it may be deleting is not in its cache, so its
 //     going sends it no event), or after a stall's usual retry.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -95,12 +96,14 @@ func relabel(t *testing.T, name, shard string) {
 		client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
 }
 
-// waitShard waits until the tenant is Ready and reconciled by shard, with no handover pending.
+// waitShard waits until the tenant is Ready (kstatus Current, as waitReady) and reconciled by
+// shard, with no handover pending: all three at once, within one timeout.
 func waitShard(t *testing.T, name, shard string) *tenancyv1alpha1.Tenant {
 	t.Helper()
 	tenant := &tenancyv1alpha1.Tenant{}
 	NewWithT(t).Eventually(func(g Gomega) {
-		tenant = waitReady(t, name)
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, tenant)).To(Succeed())
+		g.Expect(kstatus(g, tenant).Status).To(Equal(status.CurrentStatus), "conditions: %+v", tenant.Status.Conditions)
 		g.Expect(tenant.Status.Shard).To(Equal(shard))
 		g.Expect(tenant.Status.HandoverTo).To(BeNil())
 	}).WithTimeout(timeout).Should(Succeed())

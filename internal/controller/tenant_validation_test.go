@@ -89,7 +89,7 @@ func TestInvalidTenantsAreRejectedAtAdmission(t *testing.T) {
 			}),
 			want: []string{"spec.pgbouncer.defaultPoolSize", "greater than or equal to 1"},
 		},
-		// Finding 2: organization and email reach templates, where a line break adds fields.
+		// Organization and email reach templates, where a line break adds fields.
 		"an organization with a newline": {
 			tenant: newTenant("org-newline", func(t *tenancyv1alpha1.Tenant) { t.Spec.Organization = "Acme\nkind: Role" }),
 			want:   []string{"spec.organization", "organization must not contain control characters or line breaks"},
@@ -148,7 +148,7 @@ func TestPrintableOrganizationsAreAccepted(t *testing.T) {
 	}
 }
 
-// Finding 2: a claim's organization and email are stamped on the tenant it binds, and reach
+// A claim's organization and email are stamped on the tenant it binds, and reach
 // templates from there; a pool's template would put them on every spare.
 func TestClaimsAndPoolsWithControlCharactersAreRejectedAtAdmission(t *testing.T) {
 	ctx := context.Background()

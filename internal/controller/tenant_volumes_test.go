@@ -14,9 +14,9 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// Finding 3: deleting a tenant namespace deletes its claims, and with the usual Delete reclaim
-// policy the disks behind them. The PersistentVolume here is static; the PV binder that binds
-// and releases it is kube-controller-manager's.
+// Deleting a tenant namespace deletes its claims, and with the usual Delete reclaim policy the
+// disks behind them: the tenant's volumes are kept when its namespace goes. The PersistentVolume
+// here is static; the PV binder that binds and releases it is kube-controller-manager's.
 func TestVolumesOutliveTheTenantNamespace(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)

@@ -15,8 +15,24 @@ import (
 )
 
 // ErrServerUnusable is a DatabaseServer that cannot be logged in to as it stands: it or its
-// admin credentials are missing or incomplete. A person has to fix it.
+// admin credentials are missing or incomplete, or its spec makes no connection (a CA bundle
+// holding no certificate, an unknown TLS mode or engine). A person has to fix it.
 var ErrServerUnusable = errors.New("database server is not usable")
+
+// ErrAdminCredentialsMissing is the ErrServerUnusable of a server whose admin credentials Secret
+// is missing or lacks its username or password: the Secret is what a person fixes, not the
+// server's spec.
+var ErrAdminCredentialsMissing = errors.New("admin credentials missing")
+
+// adminCredentialsError is both ErrServerUnusable and ErrAdminCredentialsMissing, and reads as
+// the former.
+type adminCredentialsError struct{ detail string }
+
+func (e *adminCredentialsError) Error() string { return ErrServerUnusable.Error() + ": " + e.detail }
+
+func (e *adminCredentialsError) Unwrap() []error {
+	return []error{ErrServerUnusable, ErrAdminCredentialsMissing}
+}
 
 // Connections keeps one administrator connection pool per DatabaseServer, shared by every
 // reconcile, and reopens it when the server's spec or its admin credentials change. Servers and
@@ -146,13 +162,13 @@ func (c *Connections) conn(ctx context.Context, name string) (*dbConn, error) {
 	creds := &corev1.Secret{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref}, creds); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: admin credentials Secret %s/%s not found", ErrServerUnusable, c.Namespace, ref)
+			return nil, &adminCredentialsError{fmt.Sprintf("admin credentials Secret %s/%s not found", c.Namespace, ref)}
 		}
 		return nil, err
 	}
 	user, password := string(creds.Data["username"]), string(creds.Data["password"])
 	if user == "" || password == "" {
-		return nil, fmt.Errorf("%w: admin credentials Secret %s/%s needs the keys username and password", ErrServerUnusable, c.Namespace, ref)
+		return nil, &adminCredentialsError{fmt.Sprintf("admin credentials Secret %s/%s needs the keys username and password", c.Namespace, ref)}
 	}
 	key := fmt.Sprintf("%s/%d/%d/%s/%s", ds.UID, ds.Generation, ConnectionLimit(ds), creds.UID, creds.ResourceVersion)
 

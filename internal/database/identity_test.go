@@ -47,7 +47,7 @@ func TestIdentity(t *testing.T) {
 			p := open(t, s)
 			admin := adminDB(t, s)
 
-			// Finding 2: a tenant/database pair that spelled an administrator's login took it over.
+			// A tenant/database pair whose names spell an existing login must not take it over.
 			t.Run("an existing login Landlord did not create is refused and keeps its password", func(t *testing.T) {
 				t.Parallel()
 				ctx := testContext(t)

@@ -38,7 +38,7 @@ func TestASecondProcessUnderAnotherIdentityCannotRewriteWhoThePoliciesExempt(t *
 		Config: cfg, Store: store, MetricsAddr: "0", ProbeAddr: "0", AnotherInProcess: true,
 	})
 	if err == nil {
-		// What the finding was: started, it takes the policies over.
+		// What must not happen: started, it takes the policies over.
 		startCtx, cancel := context.WithCancel(ctx)
 		t.Cleanup(cancel)
 		go func() { _ = second.Start(startCtx) }()

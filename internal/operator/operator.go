@@ -62,6 +62,11 @@ type Options struct {
 
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod time leader election; zero is
+	// controller-runtime's default (15s, 10s and 2s). A standby takes a killed leader's lease
+	// over once it has gone unrenewed for LeaseDuration; the leader gives up its lease, and
+	// stops, when it cannot renew it within RenewDeadline; every replica tries every RetryPeriod.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// RefuseBehindLeader makes a process that finds the lease held refuse to start rather than
 	// wait as a standby (cmd/landlord's --wait-for-leader=false; New itself does not read it).
 	RefuseBehindLeader bool
@@ -83,6 +88,14 @@ type Options struct {
 	// AnotherInProcess lets this operator share its process with another (tests that restart
 	// the operator): controller names are otherwise unique per process.
 	AnotherInProcess bool
+}
+
+// nonZero is a pointer to d, or nil (the manager's default) when d is zero.
+func nonZero(d time.Duration) *time.Duration {
+	if d == 0 {
+		return nil
+	}
+	return &d
 }
 
 // Operator is a configured manager and the parts of it callers may poke.
@@ -228,6 +241,9 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		LeaderElectionID:              controller.ShardLeaseName(opts.Shard),
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 nonZero(opts.LeaseDuration),
+		RenewDeadline:                 nonZero(opts.RenewDeadline),
+		RetryPeriod:                   nonZero(opts.RetryPeriod),
 		Controller: ctrlconfig.Controller{
 			SkipNameValidation:    ptr.To(opts.AnotherInProcess),
 			CacheSyncTimeout:      cfg.Controller.CacheSyncTimeout.Duration,

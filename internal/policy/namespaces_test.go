@@ -8,8 +8,8 @@ import (
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
-// Finding 11: the namespace label policy judges creates and updates of namespaces, nothing else,
-// and exempts the operator and cluster administrators alone.
+// The namespace label policy judges creates and updates of namespaces, nothing else, and
+// exempts the operator and cluster administrators alone.
 func TestTheNamespaceLabelPolicyExemptsTheOperatorAndClusterAdministratorsAlone(t *testing.T) {
 	objs := policy.NamespaceLabelsObjects("system:serviceaccount:ops:landlord")
 	if len(objs) != 2 {

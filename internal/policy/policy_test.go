@@ -181,7 +181,7 @@ func TestProtectionPoliciesReachOnlyLandlordsOwnObjects(t *testing.T) {
 	}
 }
 
-// Finding 3: the confinement policy judges the operator's own namespaced writes and nothing
+// The confinement policy judges the operator's own namespaced writes and nothing
 // else: its match condition names the operator, it leaves out events and leases (which go where
 // their objects and leader election say), and it lets every namespace of the operator's own.
 func TestTheConfinementPolicyJudgesOnlyTheOperatorsWrites(t *testing.T) {
@@ -252,7 +252,7 @@ func TestTheConfinementPolicyJudgesOnlyTheOperatorsWrites(t *testing.T) {
 	})
 }
 
-// Finding 4: the label policy exempts the operator and Kubernetes' own controllers, which copy
+// The label policy exempts the operator and Kubernetes' own controllers, which copy
 // labels onto what they create, and no one else.
 func TestTheLabelPolicyExemptsTheOperatorAndKubernetesControllersAlone(t *testing.T) {
 	p := policy.ManagedLabelsPolicy("system:serviceaccount:ops:landlord")

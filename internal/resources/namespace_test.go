@@ -11,7 +11,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
-// Finding 1: the Ingress classes a tenant may use reach the admission policy through its
+// The Ingress classes a tenant may use reach the admission policy through its
 // namespace: the Tenant's own list, else the operator's default, else no annotation (any class).
 func TestTheIngressClassesAnnotationListsTheAllowedClasses(t *testing.T) {
 	cases := map[string]struct {

@@ -11,7 +11,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
-// Finding 11: by default the platform's namespaces are named, by the label Kubernetes itself
+// By default the platform's namespaces are named, by the label Kubernetes itself
 // sets on every namespace and no one can change, not chosen by a label anyone who may edit a
 // namespace can add. A namespace that merely carries the old platform label reaches no tenant.
 func TestTheDefaultPlatformPolicyNamesNamespacesByTheirImmutableName(t *testing.T) {

@@ -44,9 +44,9 @@ func TestTheSchedulingAllowancesAreWrittenOnTheNamespace(t *testing.T) {
 	}
 }
 
-// Finding 7: without a limit on scratch space, one tenant's pod fills a shared node's disk and
-// the kubelet evicts every pod on it. The defaults bound it even when the configuration names
-// cpu and memory only (as the shipped file did), and a tenant's spec.limits still overrides them.
+// Without a limit on scratch space, one tenant's pod fills a shared node's disk and the kubelet
+// evicts every pod on it. The defaults bound it even when the configuration names cpu and memory
+// only (as configurations written for earlier releases do), and a tenant's spec.limits still overrides them.
 func TestTheLimitRangeBoundsScratchSpace(t *testing.T) {
 	eph := corev1.ResourceEphemeralStorage
 	cases := []struct {

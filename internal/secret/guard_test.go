@@ -11,7 +11,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/secret"
 )
 
-// Finding 1: a tenant's credentials are neither written to nor looked for in a store that is not
+// A tenant's credentials are neither written to nor looked for in a store that is not
 // the cluster's: an empty store would have them regenerated, and lose them when the right one is
 // back.
 func TestGuardedStoreIsUsedOnlyWhenItIsTheClustersStore(t *testing.T) {

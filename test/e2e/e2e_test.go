@@ -119,14 +119,19 @@ stringData: {color: %s}
 		}
 		plugin("suspend", "pied-piper")
 		s.kubectl(t, "wait", "--for=condition=Suspended", "tenant/pied-piper", "--timeout=1m")
+		// Repaired means the quota the operator wrote, exactly: not merely any other value.
+		podsQuota := s.kubectl(t, "-n", "tenant-pied-piper", "get", "resourcequota", "tenant-quota", "-o", "jsonpath={.spec.hard.pods}")
+		if podsQuota == "" || podsQuota == "999" {
+			t.Fatalf("tenant-quota limits pods to %q before the edit; the edit to 999 would change nothing to repair", podsQuota)
+		}
 		s.kubectl(t, "-n", "tenant-pied-piper", "patch", "resourcequota", "tenant-quota", "--type=merge", "-p", `{"spec":{"hard":{"pods":"999"}}}`)
 		if out := plugin("status", "pied-piper"); !strings.Contains(out, "Suspended") {
 			t.Errorf("kubectl landlord status does not say the tenant is suspended:\n%s", out)
 		}
 		plugin("resume", "pied-piper")
-		s.eventually(t, "the quota edited while pied-piper was suspended is repaired", func() bool {
+		s.eventually(t, "the quota edited while pied-piper was suspended is repaired to pods: "+podsQuota, func() bool {
 			pods, err := s.kubectlErr("-n", "tenant-pied-piper", "get", "resourcequota", "tenant-quota", "-o", "jsonpath={.spec.hard.pods}")
-			return err == nil && pods != "" && pods != "999"
+			return err == nil && pods == podsQuota
 		})
 		s.eventually(t, "pied-piper's Suspended condition is gone", func() bool {
 			out, err := s.kubectlErr("get", "tenant", "pied-piper", "-o", `jsonpath={.status.conditions[?(@.type=="Suspended")].status}`)

@@ -36,6 +36,8 @@ type faultyWrites struct {
 	mu       sync.Mutex
 	rng      *rand.Rand
 	injected map[string]int
+	// drawn is how many writes were drawn for while a share was set: those that could fail.
+	drawn int
 	// permille of writes failed; 0 lets every write through.
 	permille atomic.Int64
 }
@@ -58,14 +60,26 @@ func (f *faultyWrites) counts() map[string]int {
 	return out
 }
 
+// writes is how many writes could have failed: those sent while a share was set.
+func (f *faultyWrites) writes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.drawn
+}
+
 // draw picks the fault for one write, or nil to let it through.
 func (f *faultyWrites) draw(method string) *writeFault {
 	if !slices.Contains([]string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}, method) {
 		return nil
 	}
+	permille := f.permille.Load()
+	if permille == 0 {
+		return nil
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.rng.Int64N(1000) >= f.permille.Load() {
+	f.drawn++
+	if f.rng.Int64N(1000) >= permille {
 		return nil
 	}
 	fault := &writeFaults[f.rng.IntN(len(writeFaults))]

@@ -24,11 +24,11 @@ import (
 	"github.com/landlord-dev/landlord/internal/templatesync"
 )
 
-// Finding 1 as the shipped install met it: the operator restarts on an empty store (an emptyDir
-// after a failover or rollout, a wrong bucket prefix). Before, its first template sync removed
-// every shared secret from the template namespace and so from every tenant, and tenants' stored
-// database credentials were missing and regenerated. Now nothing is removed or rewritten, the
-// sync says why, and once the right store is back everything converges on the data it had.
+// The operator restarts on an empty store, as a shipped install can (an emptyDir after a
+// failover or rollout, a wrong bucket prefix). A template sync from it would remove every shared
+// secret from the template namespace and so from every tenant, and tenants whose stored
+// database credentials it lacks would have them regenerated. Nothing is removed or rewritten,
+// the sync says why, and once the right store is back everything converges on the data it had.
 func TestARestartOnAnEmptyStoreDeletesNothing(t *testing.T) {
 	const scenario = "emptystore"
 	ctx := context.Background()

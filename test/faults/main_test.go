@@ -61,12 +61,50 @@ const (
 // noticed within seconds rather than a minute.
 var opConfig = config.Default()
 
+// The leader election timing of every operator process (--leader-election-lease-duration,
+// -renew-deadline, -retry-period): the binary's defaults, as shipped, unless
+// LANDLORD_FAULT_LEASE_DURATION, LANDLORD_FAULT_RENEW_DEADLINE or LANDLORD_FAULT_RETRY_PERIOD
+// (Go durations: 8s, 1500ms) say otherwise. A shorter lease makes the follower's takeover, and
+// so the leader scenario, quicker; on a loaded machine a renew deadline of a few seconds may
+// make a leader give its lease up, which fails the scenario it runs in.
+var (
+	leaseDuration = 15 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
+// readLeaseTiming sets the leader election timing from the environment.
+func readLeaseTiming() error {
+	for key, d := range map[string]*time.Duration{
+		"LANDLORD_FAULT_LEASE_DURATION": &leaseDuration,
+		"LANDLORD_FAULT_RENEW_DEADLINE": &renewDeadline,
+		"LANDLORD_FAULT_RETRY_PERIOD":   &retryPeriod,
+	} {
+		v := os.Getenv(key)
+		if v == "" {
+			continue
+		}
+		parsed, err := time.ParseDuration(v)
+		if err != nil || parsed <= 0 {
+			return fmt.Errorf("%s=%q: want a positive Go duration such as 8s", key, v)
+		}
+		*d = parsed
+	}
+	if !(retryPeriod < renewDeadline && renewDeadline < leaseDuration) {
+		return fmt.Errorf("leader election wants retry period (%s) < renew deadline (%s) < lease duration (%s)", retryPeriod, renewDeadline, leaseDuration)
+	}
+	return nil
+}
+
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 1
+	}
+	if err := readLeaseTiming(); err != nil {
+		return fail(err)
 	}
 	var err error
 	if work, err = os.MkdirTemp("", "landlord-faults-"); err != nil {

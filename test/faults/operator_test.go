@@ -47,6 +47,9 @@ func startOperator(t *testing.T, name string, args ...string) *operatorProcess {
 	p.cmd = exec.Command(filepath.Join(work, "landlord"), append([]string{
 		"--config=" + filepath.Join(work, "landlord.yaml"), "--embedded=never",
 		"--leader-elect", "--leader-election-namespace=" + operatorNamespace,
+		"--leader-election-lease-duration=" + leaseDuration.String(),
+		"--leader-election-renew-deadline=" + renewDeadline.String(),
+		"--leader-election-retry-period=" + retryPeriod.String(),
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + freeAddr(t),
 	}, args...)...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(work, "operator.kubeconfig"))
@@ -156,7 +159,7 @@ func waitLeader(t *testing.T, p *operatorProcess) {
 }
 
 // deleteLease removes the lease a killed leader left behind, as an administrator in a hurry
-// would: its successor then takes over at once instead of after the lease duration (15s).
+// would: its successor then takes over at once instead of after the lease duration.
 func deleteLease(t *testing.T) {
 	t.Helper()
 	err := env.Clientset.CoordinationV1().Leases(operatorNamespace).Delete(context.Background(), leaseName, metav1.DeleteOptions{})

@@ -3,6 +3,7 @@ package faults_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -166,7 +167,9 @@ func TestTransientStoreAndAPIServerFaultsLoseNothing(t *testing.T) {
 		// converges while the faults go on.
 		checkInvariants(t, scenario)
 		stop()
-		t.Logf("writes failed: %v", writes.counts())
+		t.Run(fmt.Sprintf("%.0f%% of the writes the operator sent meanwhile failed", apiFaultShare*100), func(t *testing.T) {
+			expectFaultShare(t, writes.counts(), writes.writes())
+		})
 		t.Run("the restored tenant comes back with the same data", func(t *testing.T) {
 			NewWithT(t).Expect(setState(ctx, scenario+"-steady-pg", tenancyv1alpha1.StateActive)).To(Succeed())
 			checkInvariants(t, scenario)
@@ -175,6 +178,24 @@ func TestTransientStoreAndAPIServerFaultsLoseNothing(t *testing.T) {
 	if t.Failed() {
 		t.Logf("tenants:\n%s", describeTenants(scenario))
 	}
+}
+
+// expectFaultShare checks that the share of the operator's writes the API scenario failed is
+// apiFaultShare. Each write is failed by a draw of a seeded generator, so the number failed
+// out of writes is binomial: it lies within four standard deviations of the share named in all
+// but fewer than one run in ten thousand, whatever the seed. A share off by a factor (a
+// percentage read as a permille) would be far outside.
+func expectFaultShare(t *testing.T, failed map[string]int, writes int) {
+	t.Helper()
+	g := NewWithT(t)
+	total := 0
+	for _, n := range failed {
+		total += n
+	}
+	g.Expect(writes).To(BeNumerically(">", 0), "the operator sent no write while faults were injected")
+	share := float64(total) / float64(writes)
+	tolerance := 4 * math.Sqrt(apiFaultShare*(1-apiFaultShare)/float64(writes))
+	g.Expect(share).To(BeNumerically("~", apiFaultShare, tolerance), "%d of %d writes failed (%v)", total, writes, failed)
 }
 
 // waitReady waits until each named tenant is Ready for its current generation.

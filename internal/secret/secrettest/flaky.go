@@ -3,7 +3,9 @@ package secrettest
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -19,6 +21,29 @@ type FlakyStore struct {
 	secret.Store
 	down atomic.Bool
 	hang atomic.Pointer[chan struct{}]
+
+	mu      sync.Mutex
+	cutOffs []CutOff
+}
+
+// CutOff is a call that hung until its caller's context ended, as the store saw it: what the
+// caller's deadline was is read from the context the store was handed, not guessed from how
+// long the caller waited.
+type CutOff struct {
+	// Arrived is when the call reached the store.
+	Arrived time.Time
+	// Deadline is the deadline of the call's context; HasDeadline is false when it had none.
+	Deadline    time.Time
+	HasDeadline bool
+	// Err is why the context ended: context.DeadlineExceeded when its deadline cut the call off.
+	Err error
+}
+
+// CutOffs are the calls that hung until their context ended, oldest first.
+func (f *FlakyStore) CutOffs() []CutOff {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]CutOff(nil), f.cutOffs...)
 }
 
 // NewFlakyStore wraps a store.
@@ -44,8 +69,13 @@ func (f *FlakyStore) SetHanging(hanging bool) {
 // caller's context, or nothing.
 func (f *FlakyStore) fail(ctx context.Context) error {
 	if release := f.hang.Load(); release != nil {
+		arrived := time.Now()
 		select {
 		case <-ctx.Done():
+			deadline, ok := ctx.Deadline()
+			f.mu.Lock()
+			f.cutOffs = append(f.cutOffs, CutOff{Arrived: arrived, Deadline: deadline, HasDeadline: ok, Err: ctx.Err()})
+			f.mu.Unlock()
 			return ctx.Err()
 		case <-*release:
 		}
