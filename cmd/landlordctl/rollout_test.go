@@ -160,6 +160,9 @@ var fleet struct {
 
 func TestMain(m *testing.M) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	// Every Eventually polls the API server: gomega's default of 10 ms would keep the two cores
+	// the cluster and the operator share busy answering the test.
+	gomega.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
 	code := m.Run()
 	if fleet.op != nil {
 		_ = fleet.op.Stop()
