@@ -126,7 +126,7 @@ func DatabaseEgress(t *tenancyv1alpha1.Tenant, namespace string, servers []*tena
 	tcp := corev1.ProtocolTCP
 	var rules []networkingv1.NetworkPolicyEgressRule
 	for _, ds := range servers {
-		peers := DatabaseServerPeers(ds)
+		peers := databaseServerPeers(ds)
 		if len(peers) == 0 {
 			continue
 		}
@@ -139,9 +139,9 @@ func DatabaseEgress(t *tenancyv1alpha1.Tenant, namespace string, servers []*tena
 	return networkPolicy(t, namespace, DatabaseEgressPolicy, networkingv1.NetworkPolicySpec{PolicyTypes: egressOnly, Egress: rules})
 }
 
-// DatabaseServerPeers are where tenants' pods reach a database server: its host when that is an
+// databaseServerPeers are where tenants' pods reach a database server: its host when that is an
 // IP address, its spec.network.cidrs, and the pods its spec.network selectors name.
-func DatabaseServerPeers(ds *tenancyv1alpha1.DatabaseServer) []networkingv1.NetworkPolicyPeer {
+func databaseServerPeers(ds *tenancyv1alpha1.DatabaseServer) []networkingv1.NetworkPolicyPeer {
 	var peers []networkingv1.NetworkPolicyPeer
 	if addr, err := netip.ParseAddr(ds.Spec.Host); err == nil {
 		addr = addr.Unmap().WithZone("")
