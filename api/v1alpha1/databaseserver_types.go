@@ -88,6 +88,43 @@ type DatabaseServerSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MaxTenants *int32 `json:"maxTenants,omitempty"`
+
+	// Network says where the server's connections come from, as seen by NetworkPolicies:
+	// Landlord lets the pods of each tenant with a database on the server reach it, and no other
+	// tenant's (the NetworkPolicy landlord-allow-database-egress in the tenant namespace). A host
+	// that is an IP address is reached at that address without it; a host that is a DNS name
+	// needs cidrs, or a namespaceSelector for a server running in the cluster, or tenants reach
+	// it only through the operator configuration's network.egressCIDRs.
+	// +optional
+	Network *DatabaseServerNetwork `json:"network,omitempty"`
+}
+
+// DatabaseServerNetwork is where tenants' pods reach a database server, besides its host when
+// that is an IP address; its port is the server's own.
+// +kubebuilder:validation:XValidation:rule="!has(self.podSelector) || has(self.namespaceSelector)",message="podSelector needs a namespaceSelector: alone it would select pods of the tenant's own namespace"
+type DatabaseServerNetwork struct {
+	// CIDRs are the address blocks the server is reached at, such as the private range a
+	// managed database service's DNS name resolves to (10.20.0.0/24), or 10.20.0.5/32 for one
+	// address. Each tenant on the server may reach them at the server's port only.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=49
+	// +kubebuilder:validation:XValidation:rule="self.all(c, isCIDR(c))",message="every entry must be a CIDR, such as 10.20.0.0/24 or 10.20.0.5/32"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !isCIDR(c) || cidr(c).prefixLength() > 0)",message="a CIDR must not be 0.0.0.0/0 or ::/0: that would open every address at the server's port"
+	// +listType=set
+	// +optional
+	CIDRs []string `json:"cidrs,omitempty"`
+
+	// NamespaceSelector selects the namespaces of a server that runs in the cluster. Select them
+	// by name (kubernetes.io/metadata.name, which Kubernetes sets and no one can change): a label
+	// anyone who may edit a namespace can add would let that namespace's pods be reached.
+	// +kubebuilder:validation:XValidation:rule="size(self.?matchLabels.orValue({})) + size(self.?matchExpressions.orValue([])) > 0",message="an empty namespaceSelector selects every namespace, other tenants' included: name the server's namespace"
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// PodSelector selects the server's pods within the namespaces of namespaceSelector; every
+	// pod of those namespaces when unset.
+	// +optional
+	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
 }
 
 // DatabaseServerStatus is the observed state of a database server.

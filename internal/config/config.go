@@ -225,29 +225,6 @@ type Defaults struct {
 	PodSecurityVersion string `json:"podSecurityVersion,omitempty"`
 }
 
-// Network configures the tenant NetworkPolicies.
-type Network struct {
-	// PlatformNamespaceSelector selects namespaces (ingress controller, monitoring) allowed to
-	// reach every tenant's pods.
-	PlatformNamespaceSelector *metav1.LabelSelector `json:"platformNamespaceSelector,omitempty"`
-	// DNS is where tenant pods may send DNS queries.
-	DNS DNS `json:"dns,omitempty"`
-	// EgressCIDRs are the address blocks tenant pods may reach (the internet, database servers).
-	EgressCIDRs []EgressCIDR `json:"egressCIDRs,omitempty"`
-}
-
-// DNS selects the cluster DNS pods.
-type DNS struct {
-	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
-	PodSelector       *metav1.LabelSelector `json:"podSelector,omitempty"`
-}
-
-// EgressCIDR is one allowed address block, minus exceptions.
-type EgressCIDR struct {
-	CIDR   string   `json:"cidr"`
-	Except []string `json:"except,omitempty"`
-}
-
 // Client configures the operator's API clients. Each client keeps one token bucket per resource
 // kind (controller-runtime builds a REST client per kind), so QPS and Burst bound each kind's
 // requests; the API server's priority and fairness bounds the total.
@@ -535,25 +512,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Isolation.validateScheduling()...)
 	errs = append(errs, c.Isolation.validateAudit()...)
-	for i, e := range c.Network.EgressCIDRs {
-		if msgs := validation.IsValidCIDR(nil, e.CIDR); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("network.egressCIDRs[%d].cidr: %q is not a CIDR", i, e.CIDR))
-		}
-		for j, x := range e.Except {
-			if msgs := validation.IsValidCIDR(nil, x); len(msgs) > 0 {
-				errs = append(errs, fmt.Errorf("network.egressCIDRs[%d].except[%d]: %q is not a CIDR", i, j, x))
-			}
-		}
-	}
-	for path, sel := range map[string]*metav1.LabelSelector{
-		"network.platformNamespaceSelector": c.Network.PlatformNamespaceSelector,
-		"network.dns.namespaceSelector":     c.Network.DNS.NamespaceSelector,
-		"network.dns.podSelector":           c.Network.DNS.PodSelector,
-	} {
-		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", path, err))
-		}
-	}
+	errs = append(errs, c.Network.validate()...)
 	if c.Client.QPS < 0 || c.Client.Burst < 0 {
 		errs = append(errs, errors.New("client: qps and burst must not be negative"))
 	}

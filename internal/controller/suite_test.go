@@ -14,10 +14,13 @@ import (
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -105,6 +108,14 @@ func run(m *testing.M) int {
 	// (isolation_scheduling_test.go).
 	opConfig.Isolation.PriorityClasses = []string{"tenant-batch"}
 	opConfig.Isolation.Tolerations = []string{"nvidia.com/gpu:NoSchedule"}
+	// Tenants' pods may query a node-local DNS cache by address and call the platform's telemetry
+	// collector (tenant_network_test.go).
+	opConfig.Network.DNS.CIDRs = []string{nodeLocalDNS}
+	opConfig.Network.PlatformServices = []config.PlatformService{{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "telemetry"}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "otel-collector"}},
+		Ports:             []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(4317))}},
+	}}
 	if op, err = env.StartOperator(opConfig, store); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -84,8 +84,8 @@ func placedDatabases(t *tenancyv1alpha1.Tenant) map[dbKey]*tenancyv1alpha1.Datab
 	return placed
 }
 
-// ensureDatabases converges the tenant's databases and records those in place in the status
-// draft. A database whose credentials Secret is intact and whose status records it in place
+// ensureDatabases converges the tenant's databases, records those in place in the status
+// draft, and lets the tenant's pods reach the servers they are on (allowDatabaseEgress). A database whose credentials Secret is intact and whose status records it in place
 // costs nothing but a cache-compared apply: no store read, no login to its server, unless a
 // reconcile was asked for (tenantScope.verify), which checks it on its server. Everything
 // else takes the slow path: credentials from the store (created there first for a new
@@ -121,6 +121,9 @@ func (r *TenantReconciler) ensureDatabases(ctx context.Context, s *tenantScope) 
 		return cmp.Or(cmp.Compare(a.Engine, b.Engine), cmp.Compare(a.Name, b.Name))
 	})
 	s.status.Databases = statuses
+	if res := r.allowDatabaseEgress(ctx, s); !res.done {
+		failures = append(failures, res)
+	}
 
 	if len(failures) == 0 {
 		return done(tenancyv1alpha1.ReasonSucceeded, "%d databases ready", len(desired))

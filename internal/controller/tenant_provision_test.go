@@ -97,7 +97,8 @@ func TestTenantProvisioning(t *testing.T) {
 			names = append(names, p.Name)
 		}
 		g.Expect(names).To(ConsistOf(resources.DefaultDenyPolicy, resources.SameNamespacePolicy,
-			resources.PlatformPolicy, resources.DNSPolicy, resources.EgressCIDRsPolicy))
+			resources.PlatformPolicy, resources.PlatformEgressPolicy, resources.DNSPolicy, resources.EgressCIDRsPolicy,
+			resources.DatabaseEgressPolicy))
 	})
 }
 

@@ -11,8 +11,9 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// Operator is what the policies know of the operator: who it is, which they exempt from the
-// rules over meaningful labels, and where it works, to which they confine its writes.
+// Operator is what the policies know of the operator and its configuration: who it is, which
+// they exempt from the rules over meaningful labels, where it works, to which they confine its
+// writes, and the bounds of tenants' own NetworkPolicies.
 type Operator struct {
 	// User is the username the operator's requests carry.
 	User string
@@ -21,6 +22,8 @@ type Operator struct {
 	// Namespaces are the operator's own: the template namespace, the credentials namespace and
 	// the leader election namespace, when there is one.
 	Namespaces []string
+	// Network bounds what tenants' own NetworkPolicies may name.
+	Network NetworkBounds
 }
 
 // ownNamespaces are the operator's own namespaces, each once and in order, for a CEL list.

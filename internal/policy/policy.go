@@ -43,6 +43,7 @@ func Objects(op Operator) []client.Object {
 	objs := TenantNamespaceObjects(op.User)
 	objs = append(objs, ProtectionObjects(op.User)...)
 	objs = append(objs, ConfinementObjects(op)...)
+	objs = append(objs, NetworkPolicyObjects(op)...)
 	objs = append(objs, NamespaceLabelsObjects(op.User)...)
 	return append(objs, TenantFinalizerObjects()...)
 }

@@ -31,6 +31,7 @@ func shippedOperator() policy.Operator {
 		User:            config.DefaultIdentity,
 		NamespacePrefix: cfg.NamespacePrefix,
 		Namespaces:      []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace},
+		Network:         policy.NetworkBoundsOf(cfg.Network),
 	}
 }
 
@@ -62,14 +63,15 @@ func TestShippedPoliciesMatchTheBuilders(t *testing.T) {
 }
 
 func TestEveryPolicyIsLandlordsAndScopedToTenantNamespaces(t *testing.T) {
+	objs := append(policy.TenantNamespaceObjects(config.DefaultIdentity), policy.NetworkPolicyObjects(shippedOperator())...)
 	policies := map[string]bool{}
-	for _, obj := range policy.TenantNamespaceObjects(config.DefaultIdentity) {
+	for _, obj := range objs {
 		switch obj.(type) {
 		case *admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.MutatingAdmissionPolicy:
 			policies[obj.GetObjectKind().GroupVersionKind().Kind+"/"+obj.GetName()] = true
 		}
 	}
-	for _, obj := range policy.TenantNamespaceObjects(config.DefaultIdentity) {
+	for _, obj := range objs {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
 		t.Run(kind+" "+obj.GetName()+" is labeled, named and confined to tenant namespaces", func(t *testing.T) {
 			if got := obj.GetLabels()[tenancyv1alpha1.ManagedByLabel]; got != tenancyv1alpha1.ManagedByValue {

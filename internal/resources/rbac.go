@@ -64,13 +64,15 @@ func operatorRules() []rbacv1.PolicyRule {
 	return append(rules, observedKinds()...)
 }
 
-// adminRules: what an operator has, plus secrets and service accounts, and a read-only view of
-// the policy Landlord manages. No role may write RBAC, quota, limits or network policy: those
-// are the isolation boundary and belong to Landlord.
+// adminRules: what an operator has, plus secrets and service accounts, NetworkPolicies of its
+// own, and a read-only view of the RBAC Landlord manages. No role may write RBAC, quota or
+// limits: those are the isolation boundary and belong to Landlord. NetworkPolicies only add
+// paths, and admission holds the tenant's to its bounds and keeps Landlord's unchanged
+// (policy.NetworkPolicyPeersPolicy, policy.ManagedNetworkPoliciesPolicy).
 func adminRules() []rbacv1.PolicyRule {
 	return append(operatorRules(),
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets", "serviceaccounts"}, Verbs: writeVerbs},
-		rbacv1.PolicyRule{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: readVerbs},
+		rbacv1.PolicyRule{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: writeVerbs},
 		rbacv1.PolicyRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: readVerbs},
 	)
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // Build returns every object an Active or Frozen tenant owns, namespace first, so that a
-// creator applying them in order never writes into a namespace that does not exist yet.
+// creator applying them in order never writes into a namespace that does not exist yet; all but
+// the NetworkPolicy to its database servers (DatabaseEgress), which follows its placements.
 func Build(t *tenancyv1alpha1.Tenant, cfg *config.Config) []client.Object {
 	ns := cfg.NamespaceName(t.Name)
 	objs := []client.Object{Namespace(t, cfg)}

@@ -6,10 +6,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	rbacvalidation "k8s.io/component-helpers/auth/rbac/validation"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"gotest.tools/v3/golden"
@@ -36,6 +39,12 @@ func tenant(mutate ...func(*tenancyv1alpha1.Tenant)) *tenancyv1alpha1.Tenant {
 func TestBuildMatchesGoldenFiles(t *testing.T) {
 	withBaseDomain := config.Default()
 	withBaseDomain.Isolation.BaseDomain = "tenants.example.com"
+	withBaseDomain.Network.DNS.CIDRs = []string{"169.254.20.10/32"}
+	withBaseDomain.Network.PlatformServices = []config.PlatformService{{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "telemetry"}},
+		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "otel-collector"}},
+		Ports:             []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(4317))}},
+	}}
 	defaults := config.Default()
 	cases := map[string]struct {
 		tenant *tenancyv1alpha1.Tenant
@@ -224,11 +233,12 @@ func TestTheOperatorOnlyBindsTheTenantRoles(t *testing.T) {
 	}
 }
 
+// NetworkPolicies are not in the list: they only add paths, a tenant admin writes its own
+// within bounds, and admission keeps Landlord's as they are (internal/policy, network.go).
 func TestNoTenantRoleWritesTheIsolationBoundary(t *testing.T) {
 	boundary := []rbacv1.PolicyRule{
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: []string{"create"}},
 		{APIGroups: []string{""}, Resources: []string{"resourcequotas", "limitranges", "namespaces"}, Verbs: []string{"update"}},
-		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"delete"}},
 		{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles"}, Verbs: []string{"escalate", "bind"}},
 	}
 	for name, rules := range resources.RoleRules() {
@@ -242,5 +252,24 @@ func TestNoTenantRoleWritesTheIsolationBoundary(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A tenant admin writes NetworkPolicies of its own (a chart it installs may ship some); the
+// operator and viewer roles neither write nor read them.
+func TestOnlyTheAdminRoleWritesNetworkPolicies(t *testing.T) {
+	write := []rbacv1.PolicyRule{{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"create", "update", "patch", "delete"}}}
+	read := []rbacv1.PolicyRule{{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"list"}}}
+	for role, want := range map[string]bool{resources.AdminRole: true, resources.OperatorRole: false, resources.ViewerRole: false} {
+		verdict := map[bool]string{true: " writes", false: " neither writes nor reads"}[want]
+		t.Run(role+verdict+" NetworkPolicies", func(t *testing.T) {
+			rules := resources.RoleRules()[role]
+			if ok, _ := rbacvalidation.Covers(rules, write); ok != want {
+				t.Errorf("%s may write networkpolicies: %v, want %v", role, ok, want)
+			}
+			if ok, _ := rbacvalidation.Covers(rules, read); ok != want {
+				t.Errorf("%s may list networkpolicies: %v, want %v", role, ok, want)
+			}
+		})
 	}
 }

@@ -285,9 +285,9 @@ func run(p params) error {
 		GOMEMLIMIT: p.memLimit, Shards: p.shards,
 	}
 	sampleTenant := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
-	// Besides what resources.Build returns, every tenant holds a copy of each shared secret and
-	// one credentials Secret per database.
-	rep.ObjectsPerTenant = len(resources.Build(sampleTenant, &cfg)) + p.shared + p.postgres
+	// Besides what resources.Build returns, every tenant holds a copy of each shared secret, one
+	// credentials Secret per database, and the NetworkPolicy to its database servers.
+	rep.ObjectsPerTenant = len(resources.Build(sampleTenant, &cfg)) + 1 + p.shared + p.postgres
 	if p.component {
 		rep.ObjectsPerTenant += 2
 		if err := c.Create(ctx, benchComponent()); err != nil {
