@@ -129,6 +129,15 @@ func TestTenantStallsOnANamespaceItDoesNotOwn(t *testing.T) {
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), live)).To(Succeed())
 	g.Expect(live.Labels).To(Equal(map[string]string{"team": "payments", "kubernetes.io/metadata.name": "tenant-squatted"}))
 	g.Expect(live.OwnerReferences).To(BeEmpty())
+
+	t.Run("deleting the tenant leaves the namespace it does not own in place", func(t *testing.T) {
+		g := NewWithT(t)
+		deleteTenant(t, "squatted")
+		kept := &corev1.Namespace{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(foreign), kept)).To(Succeed())
+		g.Expect(kept.DeletionTimestamp).To(BeNil(), "the tenant's deletion deleted a namespace it did not own")
+		g.Expect(kept.UID).To(Equal(live.UID))
+	})
 }
 
 // deleteNamespace deletes a namespace and waits until it is gone.
