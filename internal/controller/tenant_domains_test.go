@@ -253,19 +253,8 @@ func httpRoute(namespace, name, hostname string) *unstructured.Unstructured {
 func TestADomainHandedOverTakesTheOldHoldersRoutesWithIt(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
-	crds := crdClient(t)
-	for _, crd := range []*apiextensionsv1.CustomResourceDefinition{routeCRD("HTTPRoute", "v1"), routeCRD("TLSRoute", "v1alpha2")} {
-		g.Expect(crds.Create(ctx, crd)).To(Succeed())
-		t.Cleanup(func() { _ = crds.Delete(context.Background(), crd) })
-		g.Eventually(func(g Gomega) {
-			g.Expect(crds.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
-			established := false
-			for _, c := range crd.Status.Conditions {
-				established = established || c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
-			}
-			g.Expect(established).To(BeTrue())
-		}).WithTimeout(timeout).Should(Succeed())
-	}
+	installCRD(t, routeCRD("HTTPRoute", "v1"))
+	installCRD(t, routeCRD("TLSRoute", "v1alpha2"))
 
 	const shop, oldNS = "shop.routes.example.org", "tenant-rt-old"
 	routes := []*unstructured.Unstructured{

@@ -62,17 +62,7 @@ data:
 func TestAKindTheOperatorMayNotWatchStallsOnlyItsTenant(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
-	crd, crds := gadgetCRD(), crdClient(t)
-	g.Expect(crds.Create(ctx, crd)).To(Succeed())
-	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd) })
-	g.Eventually(func(g Gomega) {
-		g.Expect(crds.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
-		established := false
-		for _, c := range crd.Status.Conditions {
-			established = established || c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
-		}
-		g.Expect(established).To(BeTrue())
-	}).WithTimeout(timeout).Should(Succeed())
+	installCRD(t, gadgetCRD())
 	publish(t, "gadget", "1.0.0", gadgetManifests, "")
 	publish(t, "settings", "1.0.0", settingsManifests, "")
 

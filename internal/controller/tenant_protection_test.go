@@ -42,6 +42,24 @@ func crdClient(t *testing.T) client.Client {
 	return c
 }
 
+// installCRD creates a CRD, deletes it when the test ends, and waits until the API server
+// serves it.
+func installCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	ctx := context.Background()
+	crds := crdClient(t)
+	NewWithT(t).Expect(crds.Create(ctx, crd)).To(Succeed())
+	t.Cleanup(func() { _ = crds.Delete(context.Background(), crd) })
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(crds.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
+		established := false
+		for _, c := range crd.Status.Conditions {
+			established = established || c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
+		}
+		g.Expect(established).To(BeTrue())
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
 // Deleting a Tenant (a file removed from Git and pruned by Flux, a kubectl delete in
 // the wrong context) takes a customer's namespace and application down, so an Active or Frozen
 // tenant is deleted only when it is Archived first or the deletion is confirmed by name.

@@ -26,13 +26,7 @@ import (
 // is left as PostgreSQL 15 makes it.
 func upgradedPostgres(t *testing.T) database.Server {
 	t.Helper()
-	instance(t, database.Postgres) // skips in -short mode, like every test that needs a server
-	inst, err := dbtest.StartPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = inst.Close() })
-	s := inst.Server
+	s := ownPostgres(t)
 	ctx := testContext(t)
 	for _, dbname := range []string{"postgres", "template1"} {
 		db := openAs(t, s, s.AdminUser, s.AdminPassword, dbname)
@@ -43,6 +37,19 @@ func upgradedPostgres(t *testing.T) database.Server {
 		_ = db.Close()
 	}
 	return s
+}
+
+// ownPostgres starts a PostgreSQL server of the test's own, as initdb makes it, and stops it when
+// the test ends.
+func ownPostgres(t *testing.T) database.Server {
+	t.Helper()
+	instance(t, database.Postgres) // skips in -short mode, like every test that needs a server
+	inst, err := dbtest.StartPostgres()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inst.Close() })
+	return inst.Server
 }
 
 func openAs(t *testing.T, s database.Server, username, password, dbname string) *sql.DB {
@@ -342,18 +349,13 @@ func TestNoTenantLoginReadsAnotherTenantsUID(t *testing.T) {
 // `postgres` or a superuser may create Landlord's table there; another administrator, on a server
 // where no table exists yet, keeps the markers in comments as before.
 func TestAnAdministratorWithoutTheOwnersTableProvisionsWithMarkersInComments(t *testing.T) {
-	instance(t, database.Postgres)
-	inst, err := dbtest.StartPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = inst.Close() })
+	s := ownPostgres(t)
 	ctx := testContext(t)
-	limited := administrator(t, ctx, inst.Server, "nomarks", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'")
+	limited := administrator(t, ctx, s, "nomarks", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'")
 	lp := open(t, limited)
 	acct := newAccount(t, database.Postgres, lp, "commented")
 	ensure(t, ctx, lp, acct)
-	mustUse(t, ctx, inst.Server, acct)
+	mustUse(t, ctx, s, acct)
 	other := acct
 	other.Owner, other.Password = uid(t), password(t)
 	mustBeForeign(t, lp.Ensure(ctx, other), acct.Owner)
@@ -364,13 +366,7 @@ func TestAnAdministratorWithoutTheOwnersTableProvisionsWithMarkersInComments(t *
 // trigger on it that would run with the rights of whoever writes a marker. Landlord's
 // superuser administrator must refuse the table, not write to it.
 func TestAnOwnersTableAnotherAdministratorControlsIsNotTrusted(t *testing.T) {
-	instance(t, database.Postgres)
-	inst, err := dbtest.StartPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = inst.Close() })
-	s := inst.Server
+	s := ownPostgres(t)
 	ctx := testContext(t)
 	limited := administrator(t, ctx, s, "planter", "CREATE ROLE %[1]s LOGIN CREATEROLE CREATEDB PASSWORD '%[2]s'", "GRANT CREATE ON DATABASE postgres TO %[1]s")
 	// Its provisioner runs first and creates the schema and table, as its own. The server goes
