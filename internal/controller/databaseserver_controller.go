@@ -20,6 +20,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/database"
 )
 
@@ -106,7 +107,7 @@ func (r *DatabaseServerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 // database), from the cache.
 func placedOn(ctx context.Context, c client.Reader, server string) (tenants int32, logins int, err error) {
 	list := &tenancyv1alpha1.TenantList{}
-	if err := c.List(ctx, list, client.MatchingFields{TenantDatabaseServerIndex: server}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, list, client.MatchingFields{indexes.TenantDatabaseServer: server}, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, 0, err
 	}
 	for i := range list.Items {
@@ -154,16 +155,16 @@ func (r *DatabaseServerReconciler) tenantHandler() handler.EventHandler {
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(q, TenantDatabaseServers(e.Object))
+			enqueue(q, indexes.TenantDatabaseServers(e.Object))
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			before, after := TenantDatabaseServers(e.ObjectOld), TenantDatabaseServers(e.ObjectNew)
+			before, after := indexes.TenantDatabaseServers(e.ObjectOld), indexes.TenantDatabaseServers(e.ObjectNew)
 			if !equality.Semantic.DeepEqual(before, after) {
 				enqueue(q, before, after)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(q, TenantDatabaseServers(e.Object))
+			enqueue(q, indexes.TenantDatabaseServers(e.Object))
 		},
 	}
 }

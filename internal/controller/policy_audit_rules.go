@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/policy"
 )
 
@@ -44,7 +45,7 @@ func hostAllowed(h string, domains []string) bool {
 	if strings.HasPrefix(h, "*") || strings.HasPrefix(h, ".") {
 		return false
 	}
-	w := coveringWildcard(h)
+	w := indexes.CoveringWildcard(h)
 	return w != "" && slices.Contains(domains, w)
 }
 

@@ -18,6 +18,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 )
 
 // cacheVisits counts the lists made through it and the objects each makes the cache visit. The
@@ -144,7 +145,7 @@ func TestBindingAClaimVisitsWhatChangedNotEveryTenant(t *testing.T) {
 			builder := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
 				WithStatusSubresource(&tenancyv1alpha1.Tenant{}, &tenancyv1alpha1.TenantPool{}, &tenancyv1alpha1.TenantClaim{}).
 				WithObjects(signupCluster(n)...)
-			if err := RegisterPoolIndexes(ctx, builderIndexes{builder}); err != nil {
+			if err := indexes.Add(ctx, builderIndexes{builder}); err != nil {
 				t.Fatal(err)
 			}
 			inner := builder.Build()
@@ -416,7 +417,7 @@ func TestAPoolEventWakesItsPendingClaimsOnlyWhenItAppearsOrGoes(t *testing.T) {
 					Spec:       tenancyv1alpha1.TenantClaimSpec{Pool: "signup"},
 					Status:     tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimBound},
 				})
-			if err := RegisterPoolIndexes(ctx, builderIndexes{builder}); err != nil {
+			if err := indexes.Add(ctx, builderIndexes{builder}); err != nil {
 				t.Fatal(err)
 			}
 			r := &TenantClaimReconciler{Client: builder.Build()}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 )
 
 // Each handler here maps an event to the pools or claims it can affect, and finds them without
@@ -206,7 +207,7 @@ func (r *TenantClaimReconciler) pendingClaims(ctx context.Context, pool string) 
 		return nil
 	}
 	claims := &tenancyv1alpha1.TenantClaimList{}
-	if err := r.Client.List(ctx, claims, client.MatchingFields{PendingClaimPoolIndex: pool}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, claims, client.MatchingFields{indexes.PendingClaimPool: pool}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "listing pending claims", "pool", pool)
 		return nil
 	}

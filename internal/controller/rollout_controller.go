@@ -23,34 +23,9 @@ import (
 	"github.com/landlord-dev/landlord/internal/rollout"
 )
 
-// RolloutReleasedIndex indexes ComponentRollouts by "<component>/<tenant>" for every tenant of
-// a released wave: the tenant reconciler finds the rollouts that may move a component of a
-// tenant from the cache, with no request.
-const RolloutReleasedIndex = "status.waves.released"
-
-// RolloutReleasedKeys is the index function of RolloutReleasedIndex.
-func RolloutReleasedKeys(obj client.Object) []string {
-	ro, ok := obj.(*tenancyv1alpha1.ComponentRollout)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for i, w := range ro.Status.Waves {
-		if i >= int(ro.Status.Released) {
-			break
-		}
-		for _, name := range w.Tenants {
-			out = append(out, rolloutKey(ro.Spec.Component, name))
-		}
-	}
-	return out
-}
-
-func rolloutKey(component, tenant string) string { return component + "/" + tenant }
-
 // ComponentRolloutReconciler moves the tenants of each ComponentRollout to its version, wave by
 // wave. It writes only the rollout's status: a tenant learns that its wave is released from
-// that status (RolloutReleasedIndex), and reports the version it runs in its own. Everything
+// that status (indexes.RolloutReleased), and reports the version it runs in its own. Everything
 // the rollout needs to carry on after a restart is in its status; nothing is kept in memory.
 type ComponentRolloutReconciler struct {
 	Client client.Client

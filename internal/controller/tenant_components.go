@@ -32,23 +32,6 @@ import (
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
-// TenantComponentTemplateIndex indexes tenants by the ComponentTemplates they pin, so a
-// template published after the tenant pinned it re-triggers exactly those tenants.
-const TenantComponentTemplateIndex = "spec.components.template"
-
-// TenantComponentTemplates is the index function of TenantComponentTemplateIndex.
-func TenantComponentTemplates(obj client.Object) []string {
-	t, ok := obj.(*tenancyv1alpha1.Tenant)
-	if !ok {
-		return nil
-	}
-	out := make([]string, 0, len(t.Spec.Components))
-	for _, c := range t.Spec.Components {
-		out = append(out, tenancyv1alpha1.ComponentTemplateName(c.Name, c.Version))
-	}
-	return out
-}
-
 // kindWatches starts, once per kind, an informer and a watch for the kinds components render,
 // so a rendered object that drifts or rolls out re-triggers its tenant. Kinds are known only
 // when a template renders them.

@@ -18,31 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/secret"
 )
-
-// TenantDatabaseServerIndex indexes tenants by the DatabaseServers holding their databases, so
-// placement counts a server's tenants without scanning them all.
-const TenantDatabaseServerIndex = "status.databases.server"
-
-// TenantDatabaseServers is the index function of TenantDatabaseServerIndex.
-func TenantDatabaseServers(obj client.Object) []string {
-	t, ok := obj.(*tenancyv1alpha1.Tenant)
-	if !ok {
-		return nil
-	}
-	seen := map[string]bool{}
-	var out []string
-	for _, d := range t.Status.Databases {
-		if !seen[d.Server] {
-			seen[d.Server] = true
-			out = append(out, d.Server)
-		}
-	}
-	return out
-}
 
 // dbEntry is one database the tenant spec asks for.
 type dbEntry struct {
@@ -500,7 +480,7 @@ func leastLoadedServer(engine tenancyv1alpha1.DatabaseEngine, servers []tenancyv
 // countTenantsOn counts the tenants with databases on a server, from the cache index.
 func countTenantsOn(ctx context.Context, c client.Reader, server string) (int32, error) {
 	list := &tenancyv1alpha1.TenantList{}
-	if err := c.List(ctx, list, client.MatchingFields{TenantDatabaseServerIndex: server}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, list, client.MatchingFields{indexes.TenantDatabaseServer: server}, client.UnsafeDisableDeepCopy); err != nil {
 		return 0, err
 	}
 	return int32(len(list.Items)), nil

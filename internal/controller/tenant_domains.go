@@ -14,41 +14,8 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 )
-
-// TenantDomainIndex indexes tenants by the domains they list, so that a domain's holder is found
-// in the cache without scanning every tenant. Each domain is indexed as "exact:<domain>"; a
-// plain domain is also indexed as "covered:*.<parent>", under the wildcard that would cover it.
-const TenantDomainIndex = "spec.domains"
-
-// TenantDomains is the index function of TenantDomainIndex.
-func TenantDomains(obj client.Object) []string {
-	t, ok := obj.(*tenancyv1alpha1.Tenant)
-	if !ok {
-		return nil
-	}
-	var keys []string
-	for _, d := range t.Spec.Domains {
-		keys = append(keys, "exact:"+string(d))
-		if w := coveringWildcard(string(d)); w != "" {
-			keys = append(keys, "covered:"+w)
-		}
-	}
-	return keys
-}
-
-// coveringWildcard is the wildcard that covers a plain domain ("*.example.com" for
-// "a.example.com"), or "" for a wildcard or a single label.
-func coveringWildcard(d string) string {
-	if strings.HasPrefix(d, "*.") {
-		return ""
-	}
-	_, parent, ok := strings.Cut(d, ".")
-	if !ok {
-		return ""
-	}
-	return "*." + parent
-}
 
 // createdBefore orders tenants by creation, then by name.
 func createdBefore(a, b *tenancyv1alpha1.Tenant) bool {
@@ -61,7 +28,7 @@ func createdBefore(a, b *tenancyv1alpha1.Tenant) bool {
 // overlap reports whether two domains can name the same host: equal, or one a wildcard over the
 // other.
 func overlap(a, b string) bool {
-	return a == b || coveringWildcard(a) == b || coveringWildcard(b) == a
+	return a == b || indexes.CoveringWildcard(a) == b || indexes.CoveringWildcard(b) == a
 }
 
 // serves reports whether the tenant's namespace admits Ingresses for a domain overlapping d
@@ -160,15 +127,9 @@ func domainShape(d, tenant string, cfg *config.Config) string {
 // d) a name under it; a tenant may be visited more than once. Reads are from the cache, shared:
 // visit must not change the tenant.
 func (r *TenantReconciler) overlapping(ctx context.Context, d string, visit func(*tenancyv1alpha1.Tenant)) error {
-	keys := []string{"exact:" + d}
-	if strings.HasPrefix(d, "*.") {
-		keys = append(keys, "covered:"+d)
-	} else if w := coveringWildcard(d); w != "" {
-		keys = append(keys, "exact:"+w)
-	}
-	for _, key := range keys {
+	for _, key := range indexes.OverlapKeys(d) {
 		list := &tenancyv1alpha1.TenantList{}
-		if err := r.Client.List(ctx, list, client.MatchingFields{TenantDomainIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Client.List(ctx, list, client.MatchingFields{indexes.TenantDomain: key}, client.UnsafeDisableDeepCopy); err != nil {
 			return err
 		}
 		for i := range list.Items {

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/rollout"
 )
 
@@ -42,7 +43,7 @@ func (r *TenantReconciler) versionOf(ctx context.Context, t *tenancyv1alpha1.Ten
 	}
 	// Only read: no need for the cache's deep copy of the rollouts' statuses.
 	list := &tenancyv1alpha1.ComponentRolloutList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{RolloutReleasedIndex: rolloutKey(c.Name, t.Name)}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{indexes.RolloutReleased: indexes.RolloutKey(c.Name, t.Name)}, client.UnsafeDisableDeepCopy); err != nil {
 		return chosenVersion{}, err
 	}
 	var highest *tenancyv1alpha1.ComponentRollout

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
@@ -97,7 +98,7 @@ func (r *TenantReconciler) databaseServerHandler() handler.EventHandler {
 			if okNew && (!okOld || oldS.Generation != newS.Generation) {
 				// The address may have moved: every tenant on the server rewrites its Secrets.
 				on := &tenancyv1alpha1.TenantList{}
-				if err := r.Client.List(ctx, on, client.MatchingFields{TenantDatabaseServerIndex: newS.Name}, client.UnsafeDisableDeepCopy); err != nil {
+				if err := r.Client.List(ctx, on, client.MatchingFields{indexes.TenantDatabaseServer: newS.Name}, client.UnsafeDisableDeepCopy); err != nil {
 					log.FromContext(ctx).Error(err, "listing tenants on a database server")
 				}
 				for i := range on.Items {
@@ -112,7 +113,7 @@ func (r *TenantReconciler) databaseServerHandler() handler.EventHandler {
 // tenantsPinning maps a ComponentTemplate to the tenants that pin its component version.
 func (r *TenantReconciler) tenantsPinning(ctx context.Context, obj client.Object) []reconcile.Request {
 	tenants := &tenancyv1alpha1.TenantList{}
-	if err := r.Client.List(ctx, tenants, client.MatchingFields{TenantComponentTemplateIndex: obj.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, tenants, client.MatchingFields{indexes.TenantComponentTemplate: obj.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "listing tenants pinning a component template")
 		return nil
 	}

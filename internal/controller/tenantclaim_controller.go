@@ -19,6 +19,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 )
 
 // TenantClaimReconciler binds each claim to one Ready spare of its pool. The bind is a metadata
@@ -93,7 +94,7 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	// The pool's unallocated tenants only: what it handed out is not visited.
 	spares := &tenancyv1alpha1.TenantList{}
-	if err := r.Client.List(ctx, spares, client.MatchingFields{TenantPoolIndex: pool.Name}); err != nil {
+	if err := r.Client.List(ctx, spares, client.MatchingFields{indexes.TenantPool: pool.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	var candidates []*tenancyv1alpha1.Tenant
@@ -134,7 +135,7 @@ func (r *TenantClaimReconciler) boundBefore(ctx context.Context, claim *tenancyv
 		return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name.(string)}}, nil
 	}
 	bound := &tenancyv1alpha1.TenantList{}
-	if err := r.Client.List(ctx, bound, client.MatchingFields{TenantClaimUIDIndex: string(claim.UID)}); err != nil {
+	if err := r.Client.List(ctx, bound, client.MatchingFields{indexes.TenantClaimUID: string(claim.UID)}); err != nil {
 		return nil, err
 	}
 	if len(bound.Items) == 0 {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 )
 
 // expectationTTL bounds how long a create or delete the cache has not shown yet is trusted.
@@ -68,7 +69,7 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	// Its unallocated tenants only: the ones it handed out, however many, are counted by the
 	// tenant events and not listed.
 	tenants := &tenancyv1alpha1.TenantList{}
-	if err := r.Client.List(ctx, tenants, client.MatchingFields{TenantPoolIndex: pool.Name}); err != nil {
+	if err := r.Client.List(ctx, tenants, client.MatchingFields{indexes.TenantPool: pool.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
 	if !pool.DeletionTimestamp.IsZero() {

@@ -34,6 +34,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/crdcheck"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/policy"
@@ -278,23 +279,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		return nil, err
 	}
 
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tenancyv1alpha1.Tenant{},
-		controller.TenantDatabaseServerIndex, controller.TenantDatabaseServers); err != nil {
-		return nil, err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tenancyv1alpha1.Tenant{},
-		controller.TenantComponentTemplateIndex, controller.TenantComponentTemplates); err != nil {
-		return nil, err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tenancyv1alpha1.Tenant{},
-		controller.TenantDomainIndex, controller.TenantDomains); err != nil {
-		return nil, err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &tenancyv1alpha1.ComponentRollout{},
-		controller.RolloutReleasedIndex, controller.RolloutReleasedKeys); err != nil {
-		return nil, err
-	}
-	if err := controller.RegisterPoolIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := indexes.Add(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
 	conns := &database.Connections{Client: mgr.GetClient(), Namespace: cfg.Databases.CredentialsNamespace}

@@ -1,0 +1,180 @@
+// Package indexes holds every field index the operator's controllers list by: their names, the
+// keys they hold, and the one call that registers them all with the manager's cache. A list by
+// label selector visits every object in the cache; a list by index only the ones it returns, so
+// an unchanged tenant, a pool's spares or a server's tenants are found without a scan.
+package indexes
+
+import (
+	"context"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+const (
+	// TenantDatabaseServer indexes tenants by the DatabaseServers holding their databases, so
+	// placement counts a server's tenants without scanning them all.
+	TenantDatabaseServer = "status.databases.server"
+	// TenantComponentTemplate indexes tenants by the ComponentTemplates they pin, so a template
+	// published after the tenant pinned it re-triggers exactly those tenants.
+	TenantComponentTemplate = "spec.components.template"
+	// TenantDomain indexes tenants by the domains they list, so that a domain's holder is found
+	// in the cache without scanning every tenant (see DomainKeys and OverlapKeys).
+	TenantDomain = "spec.domains"
+	// RolloutReleased indexes ComponentRollouts by RolloutKey(component, tenant) for every tenant
+	// of a released wave: the tenant reconciler finds the rollouts that may move a component of
+	// a tenant from the cache, with no request.
+	RolloutReleased = "status.waves.released"
+	// TenantPool indexes the tenants that carry a pool's label and no claim has taken, by that
+	// label: a pool's spares (and tenants labeled by hand). Allocated tenants are left out, so
+	// that a pool reads only its spares however many tenants it has handed out.
+	TenantPool = "metadata.labels.pool,unallocated"
+	// TenantClaimUID indexes tenants by the UID of the claim they were bound to.
+	TenantClaimUID = "metadata.labels.claim-uid"
+	// PendingClaimPool indexes the claims not yet Bound by the pool they ask for (spec.pool): a
+	// claim leaves it when it is Bound, so a spare turning Ready wakes only the claims waiting.
+	PendingClaimPool = "spec.pool,pending"
+)
+
+// Add registers every index with the manager's cache; the operator calls it once.
+func Add(ctx context.Context, indexer client.FieldIndexer) error {
+	for _, ix := range []struct {
+		obj   client.Object
+		field string
+		fn    client.IndexerFunc
+	}{
+		{&tenancyv1alpha1.Tenant{}, TenantDatabaseServer, TenantDatabaseServers},
+		{&tenancyv1alpha1.Tenant{}, TenantComponentTemplate, tenantComponentTemplates},
+		{&tenancyv1alpha1.Tenant{}, TenantDomain, tenantDomains},
+		{&tenancyv1alpha1.ComponentRollout{}, RolloutReleased, rolloutReleased},
+		{&tenancyv1alpha1.Tenant{}, TenantPool, tenantPool},
+		{&tenancyv1alpha1.Tenant{}, TenantClaimUID, tenantClaimUID},
+		{&tenancyv1alpha1.TenantClaim{}, PendingClaimPool, pendingClaimPool},
+	} {
+		if err := indexer.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RolloutKey is the RolloutReleased key of a tenant's component.
+func RolloutKey(component, tenant string) string { return component + "/" + tenant }
+
+// CoveringWildcard is the wildcard that covers a plain domain ("*.example.com" for
+// "a.example.com"), or "" for a wildcard or a single label: the one label a wildcard stands for,
+// as the admission policies match hosts.
+func CoveringWildcard(d string) string {
+	if strings.HasPrefix(d, "*.") {
+		return ""
+	}
+	_, parent, ok := strings.Cut(d, ".")
+	if !ok {
+		return ""
+	}
+	return "*." + parent
+}
+
+// OverlapKeys are the TenantDomain keys of the tenants holding a domain that can name the same
+// host as d: d itself, a wildcard over it, or, for a wildcard, a name under it.
+func OverlapKeys(d string) []string {
+	keys := []string{"exact:" + d}
+	if strings.HasPrefix(d, "*.") {
+		keys = append(keys, "covered:"+d)
+	} else if w := CoveringWildcard(d); w != "" {
+		keys = append(keys, "exact:"+w)
+	}
+	return keys
+}
+
+// tenantDomains indexes each domain as "exact:<domain>", and a plain domain also as
+// "covered:*.<parent>", under the wildcard that would cover it.
+func tenantDomains(obj client.Object) []string {
+	t, ok := obj.(*tenancyv1alpha1.Tenant)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, d := range t.Spec.Domains {
+		keys = append(keys, "exact:"+string(d))
+		if w := CoveringWildcard(string(d)); w != "" {
+			keys = append(keys, "covered:"+w)
+		}
+	}
+	return keys
+}
+
+// TenantDatabaseServers are a tenant's TenantDatabaseServer keys: the servers its databases
+// are placed on, each once.
+func TenantDatabaseServers(obj client.Object) []string {
+	t, ok := obj.(*tenancyv1alpha1.Tenant)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range t.Status.Databases {
+		if !seen[d.Server] {
+			seen[d.Server] = true
+			out = append(out, d.Server)
+		}
+	}
+	return out
+}
+
+func tenantComponentTemplates(obj client.Object) []string {
+	t, ok := obj.(*tenancyv1alpha1.Tenant)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(t.Spec.Components))
+	for _, c := range t.Spec.Components {
+		out = append(out, tenancyv1alpha1.ComponentTemplateName(c.Name, c.Version))
+	}
+	return out
+}
+
+func rolloutReleased(obj client.Object) []string {
+	ro, ok := obj.(*tenancyv1alpha1.ComponentRollout)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for i, w := range ro.Status.Waves {
+		if i >= int(ro.Status.Released) {
+			break
+		}
+		for _, name := range w.Tenants {
+			out = append(out, RolloutKey(ro.Spec.Component, name))
+		}
+	}
+	return out
+}
+
+func tenantPool(obj client.Object) []string {
+	t, ok := obj.(*tenancyv1alpha1.Tenant)
+	if !ok || t.IsAllocated() {
+		return nil
+	}
+	if pool := t.Labels[tenancyv1alpha1.PoolLabel]; pool != "" {
+		return []string{pool}
+	}
+	return nil
+}
+
+func tenantClaimUID(obj client.Object) []string {
+	if uid := obj.GetLabels()[tenancyv1alpha1.ClaimUIDLabel]; uid != "" {
+		return []string{uid}
+	}
+	return nil
+}
+
+func pendingClaimPool(obj client.Object) []string {
+	c, ok := obj.(*tenancyv1alpha1.TenantClaim)
+	if !ok || c.Status.Phase == tenancyv1alpha1.ClaimBound || c.Spec.Pool == "" {
+		return nil
+	}
+	return []string{c.Spec.Pool}
+}
