@@ -20,7 +20,9 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
 )
 
@@ -62,23 +64,23 @@ func (r *DatabaseServerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	s := *ds.Status.DeepCopy()
 	s.ObservedGeneration = ds.Generation
 	s.Tenants = tenants
-	c := conditions{list: &s.Conditions, generation: ds.Generation}
+	c := conditions.For(&s.Conditions, ds.Generation)
 	interval := r.Config.Databases.CheckInterval.Duration
 	info, err := r.Connections.Check(ctx, ds.Name, interval, r.Config.Databases.Timeout.Duration)
 	result := ctrl.Result{RequeueAfter: interval}
 	switch {
 	case errors.Is(err, database.ErrAdminCredentialsMissing):
 		s.Reachable = false
-		c.stalled(tenancyv1alpha1.ReasonCredentialsMissing, err.Error())
+		c.Stalled(tenancyv1alpha1.ReasonCredentialsMissing, err.Error())
 	case errors.Is(err, database.ErrServerUnusable):
 		// Its credentials may be all there: what stops the login is the spec.
 		s.Reachable = false
-		c.stalled(tenancyv1alpha1.ReasonServerMisconfigured, err.Error())
+		c.Stalled(tenancyv1alpha1.ReasonServerMisconfigured, err.Error())
 	case err != nil:
 		// Not stalled: an outage ends by itself, and the server is looked at again soon.
 		s.Reachable = false
-		c.set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonUnreachable, err.Error())
-		c.remove(tenancyv1alpha1.StalledCondition, tenancyv1alpha1.ReconcilingCondition)
+		c.Set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonUnreachable, err.Error())
+		c.Remove(tenancyv1alpha1.StalledCondition, tenancyv1alpha1.ReconcilingCondition)
 		// An unreachable server is looked at sooner than a healthy one.
 		result.RequeueAfter = min(interval, 10*time.Second)
 	default:
@@ -89,15 +91,15 @@ func (r *DatabaseServerReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		if ds.Spec.ConnectionLimit != nil {
 			s.ConnectionLimit = *ds.Spec.ConnectionLimit
 		}
-		c.ready(tenancyv1alpha1.ReasonReachable, "logged in as the administrator; server version "+info.Version)
+		c.Ready(tenancyv1alpha1.ReasonReachable, "logged in as the administrator; server version "+info.Version)
 		if message, over := database.Overcommitted(info, s.ConnectionLimit, logins, ds.Spec.MaxTenants); over {
-			c.set(tenancyv1alpha1.ConnectionsOvercommittedCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonConnectionLimitTooHigh,
+			c.Set(tenancyv1alpha1.ConnectionsOvercommittedCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonConnectionLimitTooHigh,
 				message+": lower spec.connectionLimit, or leave it unset for Landlord to derive it")
 		} else {
-			c.remove(tenancyv1alpha1.ConnectionsOvercommittedCondition)
+			c.Remove(tenancyv1alpha1.ConnectionsOvercommittedCondition)
 		}
 	}
-	if err := patchStatus(ctx, r.Client, ds, &ds.Status, s); err != nil {
+	if err := writes.PatchStatus(ctx, r.Client, ds, &ds.Status, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	return result, nil

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/conditions"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/rollout"
 )
 
@@ -66,12 +68,12 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	}
 	s := *ro.Status.DeepCopy()
 	s.ObservedGeneration = ro.Generation
-	c := conditions{list: &s.Conditions, generation: ro.Generation}
+	c := conditions.For(&s.Conditions, ro.Generation)
 	write := func(result ctrl.Result) (ctrl.Result, error) {
 		// The status is the rollout's only record of what was planned and released: a write
 		// from a cache that has not seen the last one is refused, and the rollout looked at
 		// again, rather than planning or releasing twice.
-		if err := patchStatus(ctx, r.Client, ro, &ro.Status, s, client.MergeFromWithOptimisticLock{}); err != nil {
+		if err := writes.PatchStatus(ctx, r.Client, ro, &ro.Status, s, client.MergeFromWithOptimisticLock{}); err != nil {
 			return retryConflict(err)
 		}
 		return result, nil
@@ -80,7 +82,7 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	selector, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
 	if err != nil {
 		// The API server validates label selectors only loosely.
-		c.stalled(tenancyv1alpha1.ReasonInvalidObject, fmt.Sprintf("spec.selector: %v", err))
+		c.Stalled(tenancyv1alpha1.ReasonInvalidObject, fmt.Sprintf("spec.selector: %v", err))
 		return write(ctrl.Result{})
 	}
 	tmplName := tenancyv1alpha1.ComponentTemplateName(ro.Spec.Component, ro.Spec.Version)
@@ -89,7 +91,7 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 			return ctrl.Result{}, err
 		}
 		// No tenant is moved to a version that cannot render; publishing it resumes.
-		c.stalled(tenancyv1alpha1.ReasonTemplateNotFound, fmt.Sprintf("ComponentTemplate %s not found: publish it, and the rollout starts", tmplName))
+		c.Stalled(tenancyv1alpha1.ReasonTemplateNotFound, fmt.Sprintf("ComponentTemplate %s not found: publish it, and the rollout starts", tmplName))
 		return write(ctrl.Result{})
 	}
 
@@ -158,17 +160,17 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	allDone := int(s.Released) == len(s.Waves) && s.Pending == 0
 	switch {
 	case failed > int(ro.Spec.Strategy.MaxFailures):
-		c.stalled(tenancyv1alpha1.ReasonTooManyFailures, fmt.Sprintf("%d tenants failed, more than maxFailures (%d): %s; the rollout goes on once they run %s %s Ready. %s",
+		c.Stalled(tenancyv1alpha1.ReasonTooManyFailures, fmt.Sprintf("%d tenants failed, more than maxFailures (%d): %s; the rollout goes on once they run %s %s Ready. %s",
 			failed, ro.Spec.Strategy.MaxFailures, rollout.FailedNames(s.Waves, false), ro.Spec.Component, ro.Spec.Version, progress))
 	case allDone:
-		c.ready(tenancyv1alpha1.ReasonRolloutComplete, progress)
+		c.Ready(tenancyv1alpha1.ReasonRolloutComplete, progress)
 	case ro.Spec.Halted:
-		c.set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonHaltedBySpec, "spec.halted is true: no wave starts. "+progress)
-		c.remove(tenancyv1alpha1.ReconcilingCondition, tenancyv1alpha1.StalledCondition)
+		c.Set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonHaltedBySpec, "spec.halted is true: no wave starts. "+progress)
+		c.Remove(tenancyv1alpha1.ReconcilingCondition, tenancyv1alpha1.StalledCondition)
 	case s.Released > 0 && s.Waves[s.Released-1].CompletedAt != nil:
-		c.reconciling(tenancyv1alpha1.ReasonPausedBetweenWaves, progress)
+		c.Reconciling(tenancyv1alpha1.ReasonPausedBetweenWaves, progress)
 	default:
-		c.reconciling(tenancyv1alpha1.ReasonWaveInProgress, progress)
+		c.Reconciling(tenancyv1alpha1.ReasonWaveInProgress, progress)
 	}
 	return write(ctrl.Result{RequeueAfter: requeue})
 }

@@ -29,6 +29,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/component"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
@@ -456,7 +457,7 @@ func (r *TenantReconciler) prune(ctx context.Context, s *tenantScope, inventory 
 			}
 			return err
 		}
-		if _, err := deleteIfControlled(ctx, r.Client, obj, s.tenant); err != nil {
+		if _, err := writes.DeleteIfControlled(ctx, r.Client, obj, s.tenant); err != nil {
 			return fmt.Errorf("pruning %s %s: %w", gk.Kind, name, err)
 		}
 	}

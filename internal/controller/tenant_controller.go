@@ -31,6 +31,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/secret"
 )
@@ -233,12 +234,12 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			// is not until a reconcile has written its objects.
 			next.Shard, next.HandoverTo = r.Shard, nil
 		}
-		return ctrl.Result{}, patchStatus(ctx, r.Client, t, &t.Status, next)
+		return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, t, &t.Status, next)
 	}
 
 	namespace := r.Config.NamespaceName(t.Name)
 	if t.Status.Namespace != "" && t.Status.Namespace != namespace {
-		return ctrl.Result{}, patchStatus(ctx, r.Client, t, &t.Status, namespaceMovedStatus(t, namespace))
+		return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, t, &t.Status, namespaceMovedStatus(t, namespace))
 	}
 	s := newTenantScope(t, namespace)
 	requested := t.Annotations[tenancyv1alpha1.ReconcileRequestAnnotation]
@@ -257,7 +258,7 @@ func (r *TenantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// Handled, whatever the outcome: the conditions say how it went.
 		next.LastHandledReconcileAt = requested
 	}
-	if err := patchStatus(ctx, r.Client, t, &t.Status, next); err != nil {
+	if err := writes.PatchStatus(ctx, r.Client, t, &t.Status, next); err != nil {
 		return ctrl.Result{}, err
 	}
 	if s.verify {

@@ -19,6 +19,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -514,7 +515,7 @@ func (r *TenantReconciler) releaseDatabase(ctx context.Context, s *tenantScope, 
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: st.SecretName}, sec)
 	switch {
 	case err == nil:
-		if _, err := deleteIfControlled(ctx, r.Client, sec, t); err != nil {
+		if _, err := writes.DeleteIfControlled(ctx, r.Client, sec, t); err != nil {
 			return fmt.Errorf("removing secret %s/%s: %w", s.namespace, sec.Name, err)
 		}
 	case !apierrors.IsNotFound(err):

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 )
 
 // addFinalizer makes the tenant's deletion wait for finalize. A tenant created while the
@@ -67,7 +68,7 @@ func (r *TenantReconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tena
 				return err
 			}
 		}
-		deleted, err := deleteIfControlled(ctx, r.Client, ns, t)
+		deleted, err := writes.DeleteIfControlled(ctx, r.Client, ns, t)
 		if err != nil {
 			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
 		}

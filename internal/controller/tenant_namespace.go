@@ -15,6 +15,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
@@ -240,7 +241,7 @@ func (r *TenantReconciler) rebind(ctx context.Context, applier *apply.Applier, t
 	if live.RoleRef == desired.RoleRef {
 		return apply.Unchanged, fmt.Errorf("applying RoleBinding %s: the API server refused it although its roleRef is unchanged", desired.Name)
 	}
-	switch deleted, err := deleteIfControlled(ctx, r.Client, live, t); {
+	switch deleted, err := writes.DeleteIfControlled(ctx, r.Client, live, t); {
 	case err != nil:
 		return apply.Unchanged, err
 	case !deleted:
@@ -293,7 +294,7 @@ func (r *TenantReconciler) removeNamespace(ctx context.Context, s *tenantScope) 
 				return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 			}
 		}
-		deleted, err := deleteIfControlled(ctx, r.Client, ns, t)
+		deleted, err := writes.DeleteIfControlled(ctx, r.Client, ns, t)
 		switch {
 		case err != nil:
 			return failedf(tenancyv1alpha1.ReasonApplyFailed, "deleting namespace %s: %w", s.namespace, err)

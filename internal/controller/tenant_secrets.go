@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
@@ -45,7 +46,7 @@ func (r *TenantReconciler) copySharedSecrets(ctx context.Context, s *tenantScope
 	}
 	for i := range copies.Items {
 		if c := &copies.Items[i]; !keep[c.Name] {
-			if _, err := deleteIfControlled(ctx, r.Client, c, t); err != nil {
+			if _, err := writes.DeleteIfControlled(ctx, r.Client, c, t); err != nil {
 				return failedf(tenancyv1alpha1.ReasonApplyFailed, "removing secret %s/%s: %w", s.namespace, c.Name, err)
 			}
 		}

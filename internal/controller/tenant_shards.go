@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/conditions"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 )
 
 // Operator shards (--shard) split a cluster's tenants by their ShardLabel. Each shard caches
@@ -219,10 +221,10 @@ func (r *TenantReconciler) shardGate(ctx context.Context, t *tenancyv1alpha1.Ten
 		next.HandoverTo = &to
 		// Until the shard named takes it over (one that does not run never will), the tenant
 		// is in progress, and says why.
-		conds := conditions{list: &next.Conditions, generation: t.Generation}
-		conds.set(tenancyv1alpha1.ReconcilingCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonShardHandover,
+		conds := conditions.For(&next.Conditions, t.Generation)
+		conds.Set(tenancyv1alpha1.ReconcilingCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonShardHandover,
 			fmt.Sprintf("shard %s handed the tenant over to shard %s, which has not taken it over yet", shardName(r.Shard), shardName(to)))
-		if err := patchStatus(ctx, r.Client, t, &t.Status, next, client.MergeFromWithOptimisticLock{}); err != nil {
+		if err := writes.PatchStatus(ctx, r.Client, t, &t.Status, next, client.MergeFromWithOptimisticLock{}); err != nil {
 			res, err := retryConflict(err)
 			return false, true, res, err
 		}
@@ -254,10 +256,10 @@ func (r *TenantReconciler) shardGate(ctx context.Context, t *tenancyv1alpha1.Ten
 func (r *TenantReconciler) claim(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 	next := *t.Status.DeepCopy()
 	next.Shard = r.Shard
-	conds := conditions{list: &next.Conditions, generation: t.Generation}
-	conds.set(tenancyv1alpha1.ReconcilingCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonProgressing,
+	conds := conditions.For(&next.Conditions, t.Generation)
+	conds.Set(tenancyv1alpha1.ReconcilingCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonProgressing,
 		fmt.Sprintf("shard %s is creating the tenant's objects", shardName(r.Shard)))
-	return patchStatus(ctx, r.Client, t, &t.Status, next, client.MergeFromWithOptimisticLock{})
+	return writes.PatchStatus(ctx, r.Client, t, &t.Status, next, client.MergeFromWithOptimisticLock{})
 }
 
 // shardName is how logs and events name a shard.

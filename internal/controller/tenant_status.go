@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/conditions"
 )
 
 // phaseConditions are the conditions the phases of any state own, from the table; those of
@@ -33,7 +34,7 @@ func computeStatus(t *tenancyv1alpha1.Tenant, namespace string, draft tenancyv1a
 	s := draft
 	s.Conditions = append([]metav1.Condition(nil), draft.Conditions...)
 	gen := t.Generation
-	conds := conditions{list: &s.Conditions, generation: gen}
+	conds := conditions.For(&s.Conditions, gen)
 
 	ran := map[string]bool{}
 	var stalledBy, progressingBy *phaseResult
@@ -44,7 +45,7 @@ func computeStatus(t *tenancyv1alpha1.Tenant, namespace string, draft tenancyv1a
 		if res.done {
 			status = metav1.ConditionTrue
 		}
-		conds.set(res.condition, status, res.reason, res.message)
+		conds.Set(res.condition, status, res.reason, res.message)
 		switch {
 		case res.stalled && stalledBy == nil:
 			stalledBy = res
@@ -54,19 +55,19 @@ func computeStatus(t *tenancyv1alpha1.Tenant, namespace string, draft tenancyv1a
 	}
 	for _, c := range phaseConditions {
 		if !ran[c] {
-			conds.remove(c)
+			conds.Remove(c)
 		}
 	}
-	conds.remove(tenancyv1alpha1.SuspendedCondition)
+	conds.Remove(tenancyv1alpha1.SuspendedCondition)
 
 	switch {
 	case stalledBy != nil:
-		conds.stalled(stalledBy.reason, stalledBy.message)
+		conds.Stalled(stalledBy.reason, stalledBy.message)
 		s.ObservedGeneration = gen
 	case progressingBy != nil:
-		conds.reconciling(progressingBy.reason, progressingBy.message)
+		conds.Reconciling(progressingBy.reason, progressingBy.message)
 	default:
-		conds.ready(tenancyv1alpha1.ReasonSucceeded, readyMessage(t, namespace))
+		conds.Ready(tenancyv1alpha1.ReasonSucceeded, readyMessage(t, namespace))
 		s.ObservedGeneration = gen
 	}
 
@@ -99,8 +100,8 @@ func readyMessage(t *tenancyv1alpha1.Tenant, namespace string) string {
 // reach. The tenant stalls, and only its conditions change.
 func namespaceMovedStatus(t *tenancyv1alpha1.Tenant, configured string) tenancyv1alpha1.TenantStatus {
 	s := *t.Status.DeepCopy()
-	conds := conditions{list: &s.Conditions, generation: t.Generation}
-	conds.stalled(tenancyv1alpha1.ReasonNamespaceMoved, fmt.Sprintf(
+	conds := conditions.For(&s.Conditions, t.Generation)
+	conds.Stalled(tenancyv1alpha1.ReasonNamespaceMoved, fmt.Sprintf(
 		"the tenant's namespace is %s, but the operator's configuration names %s (namespacePrefix changed): "+
 			"Landlord changes nothing of the tenant rather than start it over in a second namespace; restore namespacePrefix",
 		t.Status.Namespace, configured))
@@ -118,8 +119,8 @@ func namespaceMovedStatus(t *tenancyv1alpha1.Tenant, configured string) tenancyv
 // waiting on it keeps waiting, until the tenant is resumed.
 func suspendedStatus(t *tenancyv1alpha1.Tenant) tenancyv1alpha1.TenantStatus {
 	s := *t.Status.DeepCopy()
-	conds := conditions{list: &s.Conditions, generation: t.Generation}
-	conds.set(tenancyv1alpha1.SuspendedCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonSuspended,
+	conds := conditions.For(&s.Conditions, t.Generation)
+	conds.Set(tenancyv1alpha1.SuspendedCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonSuspended,
 		"spec.suspend is true: Landlord changes nothing of this tenant (no phase runs, no drift is repaired) until it is set to false")
 	s.ObservedGeneration = t.Generation
 	return s

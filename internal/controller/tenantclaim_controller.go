@@ -19,7 +19,9 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 )
 
 // TenantClaimReconciler binds each claim to one Ready spare of its pool. The bind is a metadata
@@ -65,7 +67,7 @@ func (r *TenantClaimReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.binds.Delete(claim.UID)
 		if claim.Status.Phase == tenancyv1alpha1.ClaimBound && claim.DeletionTimestamp.IsZero() {
 			// A claim bound before claims had conditions gets them; any other costs nothing.
-			return ctrl.Result{}, patchStatus(ctx, r.Client, claim, &claim.Status, claimStatus(claim, claim.Status))
+			return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, claim, &claim.Status, claimStatus(claim, claim.Status))
 		}
 		return ctrl.Result{}, nil
 	}
@@ -195,7 +197,7 @@ func (r *TenantClaimReconciler) setBound(ctx context.Context, claim *tenancyv1al
 }
 
 func (r *TenantClaimReconciler) setPending(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, reason, msg string) error {
-	return patchStatus(ctx, r.Client, claim, &claim.Status,
+	return writes.PatchStatus(ctx, r.Client, claim, &claim.Status,
 		claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: reason, Message: msg}))
 }
 
@@ -206,11 +208,11 @@ func (r *TenantClaimReconciler) setPending(ctx context.Context, claim *tenancyv1
 func claimStatus(claim *tenancyv1alpha1.TenantClaim, next tenancyv1alpha1.TenantClaimStatus) tenancyv1alpha1.TenantClaimStatus {
 	next.ObservedGeneration = claim.Generation
 	next.Conditions = append([]metav1.Condition(nil), claim.Status.Conditions...)
-	conds := conditions{list: &next.Conditions, generation: claim.Generation}
+	conds := conditions.For(&next.Conditions, claim.Generation)
 	if next.Phase == tenancyv1alpha1.ClaimBound {
-		conds.ready(next.Reason, next.Message)
+		conds.Ready(next.Reason, next.Message)
 	} else {
-		conds.reconciling(next.Reason, next.Message)
+		conds.Reconciling(next.Reason, next.Message)
 	}
 	return next
 }

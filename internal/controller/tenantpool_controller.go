@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 )
 
 // expectationTTL bounds how long a create or delete the cache has not shown yet is trusted.
@@ -149,7 +151,7 @@ func (r *TenantPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 	poolSparesReady.WithLabelValues(pool.Name).Set(float64(len(ready)))
 	poolSparesDesired.WithLabelValues(pool.Name).Set(float64(pool.Spec.Replicas))
-	return result, patchStatus(ctx, r.Client, pool, &pool.Status,
+	return result, writes.PatchStatus(ctx, r.Client, pool, &pool.Status,
 		poolStatus(pool, poolCounts{
 			ready: int32(len(ready)), provisioning: int32(len(provisioning)),
 			suspended: int32(len(suspended)), allocated: int32(r.allocations.count(pool.Name)),
@@ -279,7 +281,7 @@ func poolStatus(pool *tenancyv1alpha1.TenantPool, n poolCounts) tenancyv1alpha1.
 	s := *pool.Status.DeepCopy()
 	s.ObservedGeneration = pool.Generation
 	s.Ready, s.Provisioning, s.Suspended, s.Allocated = n.ready, n.provisioning, n.suspended, n.allocated
-	c := conditions{list: &s.Conditions, generation: pool.Generation}
+	c := conditions.For(&s.Conditions, pool.Generation)
 	// Suspended spares are named in the message, so a pool holding more spares than its
 	// replicas says why.
 	var held string
@@ -287,9 +289,9 @@ func poolStatus(pool *tenancyv1alpha1.TenantPool, n poolCounts) tenancyv1alpha1.
 		held = fmt.Sprintf(", %d suspended", n.suspended)
 	}
 	if n.ready >= pool.Spec.Replicas {
-		c.ready(tenancyv1alpha1.ReasonSucceeded, fmt.Sprintf("%d spares ready%s", n.ready, held))
+		c.Ready(tenancyv1alpha1.ReasonSucceeded, fmt.Sprintf("%d spares ready%s", n.ready, held))
 	} else {
-		c.reconciling(tenancyv1alpha1.ReasonProgressing,
+		c.Reconciling(tenancyv1alpha1.ReasonProgressing,
 			fmt.Sprintf("%d of %d spares ready, %d provisioning%s", n.ready, pool.Spec.Replicas, n.provisioning, held))
 	}
 	return s

@@ -1,4 +1,6 @@
-package controller
+// Package writes holds the writes every reconciler makes the same way: a status patched only
+// when it changed, and a delete only of what the owner controls, as it was read.
+package writes
 
 import (
 	"context"
@@ -8,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// patchStatus sets *field, obj's status, to status and patches it, only when it differs: a
+// PatchStatus sets *field, obj's status, to status and patches it, only when it differs: a
 // reconcile that changed nothing writes nothing. An object deleted meanwhile is no error.
-func patchStatus[S any](ctx context.Context, c client.Client, obj client.Object, field *S, status S, opts ...client.MergeFromOption) error {
+func PatchStatus[S any](ctx context.Context, c client.Client, obj client.Object, field *S, status S, opts ...client.MergeFromOption) error {
 	if equality.Semantic.DeepEqual(*field, status) {
 		return nil
 	}
@@ -19,11 +21,11 @@ func patchStatus[S any](ctx context.Context, c client.Client, obj client.Object,
 	return client.IgnoreNotFound(c.Status().Patch(ctx, obj, client.MergeFromWithOptions(orig, opts...)))
 }
 
-// deleteIfControlled deletes obj, as read, when owner controls it, and reports whether it sent
+// DeleteIfControlled deletes obj, as read, when owner controls it, and reports whether it sent
 // the delete. The UID precondition means an object re-created under the same name since it was
 // read (by someone else, for something else) is never deleted in its place; one already gone is
 // no error.
-func deleteIfControlled(ctx context.Context, c client.Client, obj client.Object, owner metav1.Object) (bool, error) {
+func DeleteIfControlled(ctx context.Context, c client.Client, obj client.Object, owner metav1.Object) (bool, error) {
 	if !metav1.IsControlledBy(obj, owner) {
 		return false, nil
 	}
