@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/controller"
 	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/internal/templatesync"
 )
@@ -175,7 +174,7 @@ func TestARefusedTemplateSyncIsReported(t *testing.T) {
 	ctx := context.Background()
 	ns := "templates-reported"
 	s := newFileStore(t)
-	sync := &controller.TemplateSyncReconciler{
+	sync := &templatesync.Reconciler{
 		Client: k8s, Store: s, Namespace: ns, Interval: time.Minute,
 		MaxDeletionPercent: 25, Recorder: op.GetEventRecorder("landlord"),
 	}

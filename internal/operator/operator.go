@@ -39,6 +39,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/policy"
 	"github.com/landlord-dev/landlord/internal/secret"
+	"github.com/landlord-dev/landlord/internal/templatesync"
 )
 
 // User agents of the operator's two clients.
@@ -103,7 +104,7 @@ func nonZero(d time.Duration) *time.Duration {
 type Operator struct {
 	manager.Manager
 	// TemplateSync mirrors the secret store into the template namespace; Trigger syncs now.
-	TemplateSync *controller.TemplateSyncReconciler
+	TemplateSync *templatesync.Reconciler
 	// Tenants is the tenant reconciler, whose memory tests check.
 	Tenants *controller.TenantReconciler
 }
@@ -341,7 +342,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 }
 
 // clusterWideDuties registers what the default shard alone runs: what is not one tenant's.
-func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, conns *database.Connections, restCfg *rest.Config) (*controller.TemplateSyncReconciler, error) {
+func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, conns *database.Connections, restCfg *rest.Config) (*templatesync.Reconciler, error) {
 	cfg := opts.Config
 	// landlord_tenants is counted from the cache at scrape time, by the leader.
 	if err := mgr.Add(&controller.TenantCounts{Reader: mgr.GetCache()}); err != nil {
@@ -382,7 +383,7 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 			return nil, err
 		}
 	}
-	sync := &controller.TemplateSyncReconciler{
+	sync := &templatesync.Reconciler{
 		Client: mgr.GetClient(), Store: store,
 		Namespace: cfg.Secrets.TemplateNamespace, Interval: cfg.Secrets.SyncInterval.Duration,
 		MaxDeletionPercent: cfg.Secrets.MaxDeletionPercent, Recorder: mgr.GetEventRecorder("landlord"),

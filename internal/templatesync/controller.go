@@ -1,4 +1,4 @@
-package controller
+package templatesync
 
 import (
 	"context"
@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/landlord-dev/landlord/internal/secret"
-	"github.com/landlord-dev/landlord/internal/templatesync"
 )
 
 var (
@@ -41,11 +40,11 @@ func init() {
 // templateSyncRequest is the one request the controller works on: the whole namespace.
 var templateSyncRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "template-namespace"}}
 
-// TemplateSyncReconciler mirrors the secret store's shared secrets into the template namespace
-// (package templatesync) at start-up, every Interval, and when Trigger asks. A failed sync is
+// Reconciler mirrors the secret store's shared secrets into the template namespace
+// (Sync in this package) at start-up, every Interval, and when Trigger asks. A failed sync is
 // retried with a backoff that starts at a second and grows to the interval; tenants keep the
 // secrets they have meanwhile.
-type TemplateSyncReconciler struct {
+type Reconciler struct {
 	// Client reads through the cache (the template namespace is cached whole) and writes.
 	Client    client.Client
 	Store     secret.Store
@@ -65,7 +64,7 @@ type TemplateSyncReconciler struct {
 
 // SetupWithManager registers the controller: one request at start-up, requeued after every
 // sync, and added again by Trigger.
-func (r *TemplateSyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("templatesync").
 		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -89,19 +88,19 @@ func (r *TemplateSyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Trigger asks for a sync now. Triggers sent while one waits are one sync.
-func (r *TemplateSyncReconciler) Trigger() {
+func (r *Reconciler) Trigger() {
 	select {
 	case r.triggers() <- struct{}{}:
 	default:
 	}
 }
 
-func (r *TemplateSyncReconciler) triggers() chan struct{} {
+func (r *Reconciler) triggers() chan struct{} {
 	r.triggerOnce.Do(func() { r.trigger = make(chan struct{}, 1) })
 	return r.trigger
 }
 
-func (r *TemplateSyncReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	if err := r.Sync(ctx); err != nil {
 		return ctrl.Result{}, fmt.Errorf("syncing the template namespace from the secret store; tenants keep the secrets they have: %w", err)
 	}
@@ -110,11 +109,11 @@ func (r *TemplateSyncReconciler) Reconcile(ctx context.Context, _ ctrl.Request) 
 
 // Sync brings the template namespace in line with the store now, and reports it in the sync
 // metrics.
-func (r *TemplateSyncReconciler) Sync(ctx context.Context) error {
-	err := templatesync.Mirror(ctx, r.Client, r.Store, r.Namespace, templatesync.Options{MaxDeletionPercent: r.MaxDeletionPercent})
+func (r *Reconciler) Sync(ctx context.Context) error {
+	err := Mirror(ctx, r.Client, r.Store, r.Namespace, Options{MaxDeletionPercent: r.MaxDeletionPercent})
 	if err != nil {
 		templateSyncUp.Set(0)
-		var refused *templatesync.RefusedError
+		var refused *RefusedError
 		if errors.As(err, &refused) && r.Recorder != nil {
 			ns := &corev1.Namespace{}
 			if r.Client.Get(ctx, client.ObjectKey{Name: r.Namespace}, ns) == nil {
