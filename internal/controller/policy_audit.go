@@ -206,14 +206,15 @@ func (a *PolicyAuditor) audit(ctx context.Context, withPods bool) error {
 		}
 	}
 	// Routes first: finding their kinds may fail, and nothing read before would then count.
-	lists, err := routeLists(ctx, a.APIReader)
+	err = eachRouteKind(func(gvk schema.GroupVersionKind) error {
+		return a.listPages(ctx, func() client.ObjectList {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(gvk)
+			return l
+		}, visit(schema.GroupVersionKind{}))
+	})
 	if err != nil {
-		return err
-	}
-	for _, list := range lists {
-		if err := a.listPages(ctx, func() client.ObjectList { return list.DeepCopyObject().(client.ObjectList) }, visit(schema.GroupVersionKind{})); err != nil {
-			return fmt.Errorf("auditing %s: %w", strings.TrimSuffix(list.GetKind(), "List"), err)
-		}
+		return fmt.Errorf("auditing routes: %w", err)
 	}
 	if err := a.listPages(ctx, func() client.ObjectList { return &corev1.ServiceList{} }, visit(corev1.SchemeGroupVersion.WithKind("Service"))); err != nil {
 		return fmt.Errorf("auditing Services: %w", err)

@@ -84,29 +84,25 @@ var routeKinds = []struct {
 	{"TLSRoute", []string{"v1", "v1alpha3", "v1alpha2"}},
 }
 
-// routeLists lists, from the API server, the first page of each route kind in the newest version
-// it is served in, and returns the list kinds that answered. Asking the server rather than the
-// REST mapper's cache finds a kind whose versions changed since the operator started.
-func routeLists(ctx context.Context, reader client.Reader) ([]*unstructured.UnstructuredList, error) {
-	var lists []*unstructured.UnstructuredList
+// eachRouteKind calls list with each route kind's list kind, in the newest version the API
+// server serves, read as list answers: a version it does not serve (NoMatch or NotFound) is
+// followed by the next, and a kind served in none is skipped. Asking the server rather than the
+// REST mapper's cache finds a kind whose versions changed since the operator started, and the
+// list that answers is the one the caller needed: no request is made twice.
+func eachRouteKind(list func(gvk schema.GroupVersionKind) error) error {
 	for _, rk := range routeKinds {
 		for _, v := range rk.versions {
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: v, Kind: rk.kind + "List"})
-			err := reader.List(ctx, list, client.Limit(1))
+			err := list(schema.GroupVersionKind{Group: "gateway.networking.k8s.io", Version: v, Kind: rk.kind + "List"})
 			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("listing %s: %w", rk.kind, err)
+				return fmt.Errorf("listing %s: %w", rk.kind, err)
 			}
-			empty := &unstructured.UnstructuredList{}
-			empty.SetGroupVersionKind(list.GroupVersionKind())
-			lists = append(lists, empty)
 			break
 		}
 	}
-	return lists, nil
+	return nil
 }
 
 // handOver makes way for a domain t is about to take: one no tenant holds and t does not serve
@@ -230,18 +226,11 @@ func (r *TenantReconciler) objectsNaming(ctx context.Context, d string, namespac
 			naming = append(naming, ing)
 		}
 	}
-	lists, err := routeLists(ctx, r.APIReader)
-	if err != nil {
-		return nil, err
-	}
-	for _, routes := range lists {
-		gvk := routes.GroupVersionKind()
-		err := r.APIReader.List(ctx, routes)
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", strings.TrimSuffix(gvk.Kind, "List"), err)
+	err := eachRouteKind(func(gvk schema.GroupVersionKind) error {
+		routes := &unstructured.UnstructuredList{}
+		routes.SetGroupVersionKind(gvk)
+		if err := r.APIReader.List(ctx, routes); err != nil {
+			return err
 		}
 		for i := range routes.Items {
 			route := &routes.Items[i]
@@ -254,6 +243,10 @@ func (r *TenantReconciler) objectsNaming(ctx context.Context, d string, namespac
 				naming = append(naming, route)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return naming, nil
 }
