@@ -96,7 +96,7 @@ func previewRollout(ro *tenancyv1alpha1.ComponentRollout, selector labels.Select
 			p.ahead = append(p.ahead, outcome{t.Name, fmt.Sprintf("runs %s, a higher version, and stays there (only a rollback moves it down)", running)})
 		}
 	}
-	for _, w := range rollout.PlanWaves(ro, nil, chosen, now) {
+	for _, w := range rollout.PlanWaves(ro, nil, chosen, now, true) {
 		p.waves = append(p.waves, w.Tenants)
 	}
 	byName := func(a, b outcome) int { return strings.Compare(a.tenant, b.tenant) }

@@ -118,7 +118,7 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 	}
 	now := r.now()
-	s.Waves = rollout.PlanWaves(ro, s.Waves, chosen, now)
+	s.Waves = rollout.PlanWaves(ro, s.Waves, chosen, now, mayMove(ro, &s, now))
 
 	var requeue time.Duration
 	wake := func(d time.Duration) {
@@ -173,6 +173,21 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		c.Reconciling(tenancyv1alpha1.ReasonWaveInProgress, progress)
 	}
 	return write(ctrl.Result{RequeueAfter: requeue})
+}
+
+// mayMove is whether the rollout may move tenants now, as its last status says: not halted,
+// within its failure budget, and no pause between waves pending. Only then may a tenant chosen
+// late join a wave already released, which would move it at once.
+func mayMove(ro *tenancyv1alpha1.ComponentRollout, s *tenancyv1alpha1.ComponentRolloutStatus, now time.Time) bool {
+	if ro.Spec.Halted || s.Failed > ro.Spec.Strategy.MaxFailures {
+		return false
+	}
+	if p := ro.Spec.Strategy.PauseBetweenWaves; p != nil && s.Released > 0 {
+		if done := s.Waves[s.Released-1].CompletedAt; done != nil && now.Before(done.Add(p.Duration)) {
+			return false
+		}
+	}
+	return true
 }
 
 // count works out where every tenant of the released waves stands, records it in s (tenants

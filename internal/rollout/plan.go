@@ -17,10 +17,13 @@ import (
 // it holds a batch, and only then start a new wave: a rollout's waves grow by one per batch of
 // late tenants, never by one each, however many arrive one reconcile at a time, and its status
 // stays bounded. A last wave already released that takes late tenants starts again at now: its
-// progress deadline counts from then, and it is judged again until it is done. Nothing planned
+// progress deadline counts from then, and it is judged again until it is done. A released wave
+// takes late tenants only while the rollout may move tenants (mayMove: not halted, within its
+// failure budget, no pause between waves pending); otherwise they wait in a wave of their own,
+// released as any other. Nothing planned
 // is reordered or taken out, so a restarted operator, or a tenant chosen late, never changes
 // what was promised to the tenants already planned.
-func PlanWaves(ro *tenancyv1alpha1.ComponentRollout, waves []tenancyv1alpha1.RolloutWave, chosen []string, now time.Time) []tenancyv1alpha1.RolloutWave {
+func PlanWaves(ro *tenancyv1alpha1.ComponentRollout, waves []tenancyv1alpha1.RolloutWave, chosen []string, now time.Time, mayMove bool) []tenancyv1alpha1.RolloutWave {
 	planned := map[string]bool{}
 	for _, w := range waves {
 		for _, name := range w.Tenants {
@@ -50,7 +53,7 @@ func PlanWaves(ro *tenancyv1alpha1.ComponentRollout, waves []tenancyv1alpha1.Rol
 		if len(canaries) > 0 {
 			waves = append(waves, tenancyv1alpha1.RolloutWave{Tenants: canaries})
 		}
-	} else if last := &waves[len(waves)-1]; len(waves) > 1 || !isCanaries(ro, *last) {
+	} else if last := &waves[len(waves)-1]; (len(waves) > 1 || !isCanaries(ro, *last)) && (last.StartedAt == nil || mayMove) {
 		if n := min(size-len(last.Tenants), len(fresh)); n > 0 {
 			last.Tenants = append(slices.Clone(last.Tenants), fresh[:n]...)
 			fresh = fresh[n:]

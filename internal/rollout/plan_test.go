@@ -2,6 +2,7 @@ package rollout_test
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestPlanWaves(t *testing.T) {
 			for _, p := range tc.planned {
 				waves = append(waves, tenancyv1alpha1.RolloutWave{Tenants: p})
 			}
-			got := waveTenants(rollout.PlanWaves(ro, waves, tc.chosen, time.Now()))
+			got := waveTenants(rollout.PlanWaves(ro, waves, tc.chosen, time.Now(), true))
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("waves %v, want %v", got, tc.want)
 			}
@@ -102,10 +103,10 @@ func TestTenantsChosenLateDoNotAddAWaveEach(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ro := &tenancyv1alpha1.ComponentRollout{Spec: tenancyv1alpha1.ComponentRolloutSpec{Strategy: tenancyv1alpha1.RolloutStrategy{BatchSize: tc.batch, Canaries: tc.canaries}}}
 			chosen := slices.Clone(tc.first)
-			waves := rollout.PlanWaves(ro, nil, chosen, time.Now())
+			waves := rollout.PlanWaves(ro, nil, chosen, time.Now(), true)
 			for _, name := range tc.late {
 				chosen = append(chosen, name)
-				waves = rollout.PlanWaves(ro, waves, chosen, time.Now())
+				waves = rollout.PlanWaves(ro, waves, chosen, time.Now(), true)
 			}
 			if tc.wantSizes != nil && !slices.Equal(sizes(waves), tc.wantSizes) {
 				t.Errorf("waves of %v tenants, want %v", sizes(waves), tc.wantSizes)
@@ -140,7 +141,7 @@ func TestALateTenantStartsAgainTheReleasedWaveItJoins(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := []tenancyv1alpha1.RolloutWave{*tc.wave.DeepCopy()}
-			got := rollout.PlanWaves(ro, before, []string{"a", "b"}, now)
+			got := rollout.PlanWaves(ro, before, []string{"a", "b"}, now, true)
 			if len(got) != 1 || !slices.Equal(got[0].Tenants, []string{"a", "b"}) {
 				t.Fatalf("waves %v, want b to join a's", waveTenants(got))
 			}
@@ -151,5 +152,26 @@ func TestALateTenantStartsAgainTheReleasedWaveItJoins(t *testing.T) {
 				t.Errorf("the waves passed in were changed: %+v", before[0])
 			}
 		})
+	}
+}
+
+// A rollout halted, over its failure budget or pausing between waves moves no tenant: one chosen
+// late waits in a wave of its own, not in the last wave already released, which would move it
+// at once.
+func TestALateTenantWaitsWhileTheRolloutMayNotMoveTenants(t *testing.T) {
+	then := metav1.NewTime(time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC))
+	ro := &tenancyv1alpha1.ComponentRollout{Spec: tenancyv1alpha1.ComponentRolloutSpec{Strategy: tenancyv1alpha1.RolloutStrategy{BatchSize: &intstr.IntOrString{IntVal: 2}}}}
+	released := []tenancyv1alpha1.RolloutWave{{Tenants: []string{"a"}, StartedAt: &then, CompletedAt: &then, Done: 1}}
+	got := rollout.PlanWaves(ro, released, []string{"a", "b", "c"}, then.Add(time.Hour), false)
+	if !reflect.DeepEqual(waveTenants(got), [][]string{{"a"}, {"b", "c"}}) {
+		t.Fatalf("waves %v, want the late tenants in a wave of their own", waveTenants(got))
+	}
+	if !got[0].StartedAt.Equal(&then) || got[0].CompletedAt == nil || got[1].StartedAt != nil {
+		t.Errorf("the released wave was started again or the new one released: %+v", got)
+	}
+	// Once in a wave of their own, not released, later arrivals join it until it holds a batch.
+	got = rollout.PlanWaves(ro, got, []string{"a", "b", "c", "d"}, then.Add(2*time.Hour), false)
+	if !reflect.DeepEqual(waveTenants(got), [][]string{{"a"}, {"b", "c"}, {"d"}}) {
+		t.Errorf("waves %v", waveTenants(got))
 	}
 }
