@@ -60,8 +60,8 @@ type PlatformService struct {
 // DNSPort is the port DNS is queried at, over UDP and TCP.
 const DNSPort = 53
 
-// PlatformNamespaceNames are the namespaces tenants' own NetworkPolicies may name besides their
-// own: those network.platformNamespaceSelector and network.platformServices select by name
+// PlatformNamespaceNames are the namespaces the ingress rules of tenants' own NetworkPolicies may
+// name besides their own: those network.platformNamespaceSelector and network.platformServices select by name
 // (kubernetes.io/metadata.name in matchLabels, or its In expression), sorted, each once. A
 // namespace those select by another label cannot be named: its name would not tell which
 // namespaces the label is on tomorrow.

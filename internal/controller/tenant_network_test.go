@@ -247,6 +247,7 @@ func TestTenantNetworkPoliciesStayWithinTheirBounds(t *testing.T) {
 	// configuration (network.egressCIDRs, and network.dns.cidrs at DNS's port), or peers at all.
 	const (
 		namespaces = "among tenant-netpol-own, ingress-nginx, monitoring, telemetry"
+		egressOwn  = "for egress tenant-netpol-own alone"
 		blocks     = "(0.0.0.0/0 except 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 169.254.0.0/16, 100.64.0.0/10; " + nodeLocalDNS + " at port 53 (DNS) only)"
 		peers      = "list the pods (a podSelector), namespaces (tenant-netpol-own, ingress-nginx, monitoring, telemetry"
 	)
@@ -264,6 +265,16 @@ func TestTenantNetworkPoliciesStayWithinTheirBounds(t *testing.T) {
 			"spec.egress[0].to[0].namespaceSelector", namespaces, egressTo(networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "web"}}})},
 		{"a policy selecting every namespace",
 			"spec.ingress[0].from[0].namespaceSelector", namespaces, ingressFrom(networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{}})},
+		// The platform's services are opened by Landlord's landlord-allow-platform-egress, to the
+		// pods and ports the configuration names; a tenant's own policy may not open the rest of
+		// those namespaces (the monitoring stack's every port, the ingress controller's webhook).
+		{"a policy reaching every pod of a namespace the platform lets reach tenants",
+			"spec.egress[0].to[0].namespaceSelector", egressOwn, egressTo(networkingv1.NetworkPolicyPeer{
+				NamespaceSelector: namespaceNamed("monitoring").NamespaceSelector,
+				PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "alertmanager"}},
+			})},
+		{"a policy reaching a platform service's whole namespace",
+			"spec.egress[0].to[0].namespaceSelector", egressOwn, egressTo(namespaceNamed("telemetry"))},
 		{"a policy reaching a private address block",
 			"spec.egress[0].to[0].ipBlock 10.0.0.0/16", blocks, egressTo(ipBlock("10.0.0.0/16"))},
 		{"a policy reaching the cloud metadata address",
@@ -318,11 +329,6 @@ func TestTenantNetworkPoliciesStayWithinTheirBounds(t *testing.T) {
 		{"a policy naming its own namespace by name", egressTo(namespaceNamed(ns))},
 		{"a policy naming its own namespace and the ingress controller's by name", ingressFrom(namespaceNamed(ns, "ingress-nginx"))},
 		{"a policy letting in the platform's ingress controller", ingressFrom(namespaceNamed("ingress-nginx"))},
-		{"a policy reaching a platform namespace's pods", egressTo(networkingv1.NetworkPolicyPeer{
-			NamespaceSelector: namespaceNamed("monitoring").NamespaceSelector,
-			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "pushgateway"}},
-		})},
-		{"a policy reaching the platform's telemetry collector", egressTo(namespaceNamed("telemetry"))},
 		{"a policy reaching a public address block", egressTo(ipBlock("203.0.113.0/24"))},
 		{"a policy querying the node-local DNS cache at port 53", func(s *networkingv1.NetworkPolicySpec) {
 			egressTo(ipBlock(nodeLocalDNS))(s)

@@ -23,8 +23,11 @@ const (
 // NetworkBounds are what a tenant's own NetworkPolicies may name besides pods of the tenant's
 // namespace. NetworkPolicies only ever add paths, so these bound what a tenant can open.
 type NetworkBounds struct {
-	// Namespaces are the platform's namespaces, by name, that a peer's namespaceSelector may
-	// name besides the tenant's own (config.Network.PlatformNamespaceNames).
+	// Namespaces are the platform's namespaces, by name, that an ingress peer's namespaceSelector
+	// may name besides the tenant's own (config.Network.PlatformNamespaceNames). Egress peers may
+	// name the tenant's own namespace alone: the platform's services a tenant may call are opened
+	// by Landlord's landlord-allow-platform-egress, with the pods and ports the configuration
+	// narrows them to, which a tenant's own policy must not widen to the whole namespace.
 	Namespaces []string
 	// Blocks are address blocks, each minus its exceptions, that an ipBlock peer may lie within
 	// (network.egressCIDRs).
@@ -104,13 +107,15 @@ func withinAny(b string, blocks []Block) string {
 const dnsOnly = `(size(r.?ports.orValue([])) > 0 && r.ports.all(q, has(q.port) && string(q.port) == '53' && !has(q.endPort) && q.?protocol.orValue('TCP') in ['TCP', 'UDP']))`
 
 // namespaceNamed is a CEL condition: peer p's namespaceSelector, when it has one, is held to
-// namespaces named in variables.namespaces, by the label Kubernetes sets on every namespace and
+// namespaces named in the CEL list allowed, by the label Kubernetes sets on every namespace and
 // no one can change. Any other selector (by a label anyone who may label a namespace can add, or
 // empty) may match another tenant's namespace.
-var namespaceNamed = `(!has(p.namespaceSelector) || ` +
-	`p.namespaceSelector.?matchLabels[?` + cel(corev1.LabelMetadataName) + `].orValue('') in variables.namespaces || ` +
-	`p.namespaceSelector.?matchExpressions.orValue([]).exists(e, e.key == ` + cel(corev1.LabelMetadataName) + ` && e.operator == 'In' && ` +
-	`e.?values.orValue([]).all(v, v in variables.namespaces)))`
+func namespaceNamed(allowed string) string {
+	return `(!has(p.namespaceSelector) || ` +
+		`p.namespaceSelector.?matchLabels[?` + cel(corev1.LabelMetadataName) + `].orValue('') in ` + allowed + ` || ` +
+		`p.namespaceSelector.?matchExpressions.orValue([]).exists(e, e.key == ` + cel(corev1.LabelMetadataName) + ` && e.operator == 'In' && ` +
+		`e.?values.orValue([]).all(v, v in ` + allowed + `)))`
+}
 
 // eachPeer lists, for every peer p of every rule r of object's ingress (from) or egress (to)
 // that breaks ok, field followed by suffix: "spec.egress[0].to[1]" + suffix.
@@ -178,8 +183,8 @@ func NetworkPolicyPeersPolicy(op Operator) *admissionregistrationv1.ValidatingAd
 				{Name: "namespaces", Expression: namespaces},
 				{Name: "open", Expression: `object.spec.?ingress.orValue([]).transformList(i, r, size(r.?from.orValue([])) == 0, 'spec.ingress[' + string(i) + '].from') + ` +
 					`object.spec.?egress.orValue([]).transformList(i, r, size(r.?to.orValue([])) == 0, 'spec.egress[' + string(i) + '].to')`},
-				{Name: "foreignNamespaces", Expression: eachPeer("ingress", "from", namespaceNamed, `.namespaceSelector'`) + ` + ` +
-					eachPeer("egress", "to", namespaceNamed, `.namespaceSelector'`)},
+				{Name: "foreignNamespaces", Expression: eachPeer("ingress", "from", namespaceNamed("variables.namespaces"), `.namespaceSelector'`) + ` + ` +
+					eachPeer("egress", "to", namespaceNamed("[namespaceObject.metadata.name]"), `.namespaceSelector'`)},
 				{Name: "foreignBlocks", Expression: eachPeer("ingress", "from", blocks("ingress"), `.ipBlock ' + p.ipBlock.cidr`) + ` + ` +
 					eachPeer("egress", "to", blocks("egress"), `.ipBlock ' + p.ipBlock.cidr`)},
 			},
@@ -189,8 +194,8 @@ func NetworkPolicyPeersPolicy(op Operator) *admissionregistrationv1.ValidatingAd
 					`variables.open.join(', ') + (size(variables.open) == 1 ? ' names' : ' name') + ' no peer, which would open the pods of `+namespaceName+` to every source or destination: `+
 						`list the pods (a podSelector), namespaces (' + variables.namespaces.join(', ') + ', by kubernetes.io/metadata.name) or address blocks (`+allowedBlocks+`) to open them to'`),
 				deny(`size(variables.foreignNamespaces) == 0`,
-					"a NetworkPolicy in a tenant namespace may name only its own namespace and the platform's, by kubernetes.io/metadata.name",
-					`variables.foreignNamespaces.join(', ') + ' may select only namespaces named by kubernetes.io/metadata.name, among ' + variables.namespaces.join(', ') + `+
+					"a NetworkPolicy in a tenant namespace may name only its own namespace, and for ingress the platform's, by kubernetes.io/metadata.name",
+					`variables.foreignNamespaces.join(', ') + ' may select only namespaces named by kubernetes.io/metadata.name: for ingress among ' + variables.namespaces.join(', ') + ', for egress `+namespaceName+` alone (the platform\'s services are opened by Landlord\'s landlord-allow-platform-egress)' + `+
 						`': a selector naming another namespace, by another label or by none could match another tenant\'s namespace. Select pods of `+namespaceName+` with a podSelector alone, `+
 						`or name an allowed namespace: {matchLabels: {kubernetes.io/metadata.name: <name>}}'`),
 				deny(`size(variables.foreignBlocks) == 0`,
