@@ -15,8 +15,9 @@ import (
 
 // allowDatabaseEgress keeps the tenant's NetworkPolicy to its database servers in step with the
 // placements of the status draft (ensureDatabases fills them in first, so a database placed in
-// this reconcile is reachable once its credentials are published): the servers its databases are
-// on, each read from the cache, and no other. It is an isolation object, compared whole with the
+// this reconcile is reachable by the end of it; its credentials are published a moment before,
+// and a failed write here is retried): the servers its databases are on, each read from the
+// cache, and no other. It is an isolation object, compared whole with the
 // cache: an unchanged tenant costs no request, and a change of placements one write. A server no
 // longer in the cache has nothing left to reach. It returns a failure outcome, or done.
 func (r *TenantReconciler) allowDatabaseEgress(ctx context.Context, s *tenantScope) outcome {

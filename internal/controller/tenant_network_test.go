@@ -188,6 +188,14 @@ func TestADatabaseServersNetworkReachesTheTenantsOnIt(t *testing.T) {
 			g.Expect(databaseEgress(g, "egress-pinned")).To(BeComparableTo([]networkingv1.NetworkPolicyEgressRule{toServer(pg.Server.Host, pg.Server.Port)}))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
+
+	t.Run("a server deleted is no longer reachable from its tenant's pods", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k8s.Delete(ctx, &tenancyv1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(databaseEgress(g, "egress-pinned")).To(BeEmpty())
+		}).WithTimeout(timeout).Should(Succeed())
+	})
 }
 
 // netpol is a NetworkPolicy of the tenant's own over every pod of ns.

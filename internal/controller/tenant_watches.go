@@ -82,9 +82,27 @@ func (r *TenantReconciler) databaseServerHandler() handler.EventHandler {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: t.Name}})
 		}
 	}
+	// on enqueues the tenants with databases on the server, from the index: their NetworkPolicy
+	// to the server (landlord-allow-database-egress) and their Secrets follow its address.
+	on := func(ctx context.Context, server string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		tenants := &tenancyv1alpha1.TenantList{}
+		if err := r.Client.List(ctx, tenants, client.MatchingFields{indexes.TenantDatabaseServer: server}, client.UnsafeDisableDeepCopy); err != nil {
+			log.FromContext(ctx).Error(err, "listing tenants on a database server")
+			return
+		}
+		for i := range tenants.Items {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: tenants.Items[i].Name}})
+		}
+	}
 	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			// A server re-created under its name, maybe at another address.
+			on(ctx, e.Object.GetName(), q)
 			enqueue(ctx, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			// Its address is no longer one the tenants' pods may reach.
+			on(ctx, e.Object.GetName(), q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			oldS, okOld := e.ObjectOld.(*tenancyv1alpha1.DatabaseServer)
@@ -97,13 +115,7 @@ func (r *TenantReconciler) databaseServerHandler() handler.EventHandler {
 			}
 			if okNew && (!okOld || oldS.Generation != newS.Generation) {
 				// The address may have moved: every tenant on the server rewrites its Secrets.
-				on := &tenancyv1alpha1.TenantList{}
-				if err := r.Client.List(ctx, on, client.MatchingFields{indexes.TenantDatabaseServer: newS.Name}, client.UnsafeDisableDeepCopy); err != nil {
-					log.FromContext(ctx).Error(err, "listing tenants on a database server")
-				}
-				for i := range on.Items {
-					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: on.Items[i].Name}})
-				}
+				on(ctx, newS.Name, q)
 			}
 			enqueue(ctx, q)
 		},
