@@ -141,7 +141,8 @@ type ComponentRolloutStatus struct {
 	// Waves are the rollout's waves in order. Tenants chosen after it was planned join the last
 	// wave (never the canaries') until it holds a batch; only a full last wave makes a new one.
 	// A released last wave takes them only while the rollout may move tenants (not halted, within
-	// maxFailures, no pause pending).
+	// maxFailures, no pause pending). Tenants deleted after their wave completed leave it, and a
+	// completed wave left empty goes.
 	// So late tenants add a wave per batch, never one each: every wave but the canaries' and the
 	// last holds batchSize tenants, or that share of those chosen by then (at 10%, 1,000 tenants
 	// arriving one at a time make 50 waves). A released wave they join starts again.

@@ -118,6 +118,7 @@ func (r *ComponentRolloutReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		}
 	}
 	now := r.now()
+	s.Waves, s.Released = rollout.Forget(s.Waves, s.Released, func(name string) bool { return byName[name] != nil })
 	s.Waves = rollout.PlanWaves(ro, s.Waves, chosen, now, mayMove(ro, &s, now))
 
 	var requeue time.Duration

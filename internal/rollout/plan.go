@@ -93,3 +93,27 @@ func BatchSize(v *intstr.IntOrString, total int) int {
 	}
 	return n
 }
+
+// Forget takes out of the completed waves the tenants that no longer exist, and the completed
+// waves left empty, so that a rollout kept for the tenants that keep arriving does not gather
+// the name of every tenant deleted since: its status stays bounded by the tenants that exist. A
+// completed wave's counts are what it achieved and stay; a wave under way or not released keeps
+// every name, since it is still judged. It returns the waves and the number released.
+func Forget(waves []tenancyv1alpha1.RolloutWave, released int32, exists func(string) bool) ([]tenancyv1alpha1.RolloutWave, int32) {
+	var out []tenancyv1alpha1.RolloutWave
+	for i, w := range waves {
+		if w.CompletedAt == nil || i >= int(released) {
+			out = append(out, w)
+			continue
+		}
+		kept := slices.DeleteFunc(slices.Clone(w.Tenants), func(name string) bool { return !exists(name) })
+		if len(kept) == 0 {
+			released--
+			continue
+		}
+		w.Tenants = kept
+		w.Failed = slices.DeleteFunc(slices.Clone(w.Failed), func(f tenancyv1alpha1.RolloutFailure) bool { return !exists(f.Tenant) })
+		out = append(out, w)
+	}
+	return out, released
+}

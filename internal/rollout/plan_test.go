@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -173,5 +174,32 @@ func TestALateTenantWaitsWhileTheRolloutMayNotMoveTenants(t *testing.T) {
 	got = rollout.PlanWaves(ro, got, []string{"a", "b", "c", "d"}, then.Add(2*time.Hour), false)
 	if !reflect.DeepEqual(waveTenants(got), [][]string{{"a"}, {"b", "c"}, {"d"}}) {
 		t.Errorf("waves %v", waveTenants(got))
+	}
+}
+
+// Tenants deleted after their wave completed leave the rollout's status, and so does a completed
+// wave left empty; waves still judged keep every name.
+func TestDeletedTenantsLeaveCompletedWaves(t *testing.T) {
+	then := metav1.NewTime(time.Date(2026, 11, 27, 4, 0, 0, 0, time.UTC))
+	waves := []tenancyv1alpha1.RolloutWave{
+		{Tenants: []string{"gone-1"}, StartedAt: &then, CompletedAt: &then, Done: 1},
+		{Tenants: []string{"a", "gone-2"}, StartedAt: &then, CompletedAt: &then, Done: 1,
+			Failed: []tenancyv1alpha1.RolloutFailure{{Tenant: "gone-2"}}},
+		{Tenants: []string{"b", "gone-3"}, StartedAt: &then},
+		{Tenants: []string{"gone-4"}},
+	}
+	exists := func(name string) bool { return !strings.HasPrefix(name, "gone") }
+	got, released := rollout.Forget(waves, 3, exists)
+	if want := [][]string{{"a"}, {"b", "gone-3"}, {"gone-4"}}; !reflect.DeepEqual(waveTenants(got), want) {
+		t.Errorf("waves %v, want %v", waveTenants(got), want)
+	}
+	if released != 2 {
+		t.Errorf("released %d, want 2: the empty completed wave was released", released)
+	}
+	if len(got[0].Failed) != 0 || got[0].Done != 1 {
+		t.Errorf("completed wave %+v: a deleted tenant's failure is forgotten, its counts kept", got[0])
+	}
+	if !reflect.DeepEqual(waves[1].Tenants, []string{"a", "gone-2"}) {
+		t.Errorf("the waves passed in were changed: %v", waves[1].Tenants)
 	}
 }
