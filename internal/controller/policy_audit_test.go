@@ -20,7 +20,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
-	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/controller/admissionpolicy"
 	"github.com/landlord-dev/landlord/internal/policy"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
@@ -150,7 +150,7 @@ func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 		}
 		t.Run(tc.name+verdict, func(t *testing.T) {
 			g := NewWithT(t)
-			policies, crosses := controller.AuditVerdict(tc.obj, namespaces[tc.obj.GetNamespace()])
+			policies, crosses := admissionpolicy.Verdict(tc.obj, namespaces[tc.obj.GetNamespace()])
 			err := admin.Create(ctx, tc.obj.DeepCopyObject().(client.Object), client.DryRunAll)
 			if tc.breaks == "" {
 				g.Expect(policies).To(BeEmpty(), "the audit finds what the policies admit")
@@ -184,7 +184,7 @@ func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 	}
 	for _, tc := range routes {
 		t.Run(tc.name+map[bool]string{true: " is found by the audit", false: " passes the audit"}[tc.breaks], func(t *testing.T) {
-			policies, crosses := controller.AuditVerdict(tc.route, namespaces[ns])
+			policies, crosses := admissionpolicy.Verdict(tc.route, namespaces[ns])
 			if tc.breaks {
 				NewWithT(t).Expect(policies).To(Equal([]string{policy.RouteHostnames}))
 				NewWithT(t).Expect(crosses).To(BeTrue())
@@ -258,7 +258,7 @@ func TestWhatGotInWhileThePoliciesWereAbsentIsDeletedWhenTheyAreBack(t *testing.
 			}
 		}).WithTimeout(2 * timeout).Should(Succeed())
 		g.Eventually(func(g Gomega) {
-			notes := tenantEvents(g, "audit-a", controller.ReasonPolicyViolation)
+			notes := tenantEvents(g, "audit-a", admissionpolicy.ReasonPolicyViolation)
 			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Service "+ns+"/neighbour"), ContainSubstring(policy.ServiceExposure), ContainSubstring("ExternalName"))))
 			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Ingress "+ns+"/steal"), ContainSubstring(policy.IngressHosts), ContainSubstring("shop-b.example.com"))))
 		}).WithTimeout(timeout).Should(Succeed())
@@ -280,9 +280,9 @@ func TestWhatGotInWhileThePoliciesWereAbsentIsDeletedWhenTheyAreBack(t *testing.
 			g.Expect(live.GetUID()).To(Equal(before.GetUID()), "%s was replaced", name)
 			g.Expect(live.GetResourceVersion()).To(Equal(before.GetResourceVersion()), "%s was changed", name)
 		}
-		g.Expect(tenantEvents(g, "audit-a", controller.ReasonPolicyViolation)).NotTo(ContainElement(Or(
+		g.Expect(tenantEvents(g, "audit-a", admissionpolicy.ReasonPolicyViolation)).NotTo(ContainElement(Or(
 			ContainSubstring("Service "+ns+"/web"), ContainSubstring("Ingress "+ns+"/shop"))))
-		g.Expect(tenantEvents(g, "audit-b", controller.ReasonPolicyViolation)).To(BeEmpty())
+		g.Expect(tenantEvents(g, "audit-b", admissionpolicy.ReasonPolicyViolation)).To(BeEmpty())
 	})
 	waitForAuditedPolicies(t, admin, ns)
 }
@@ -337,7 +337,7 @@ func TestIngressesThatGotPastTheClassAndAnnotationPoliciesAreDeletedWhenTheyAreB
 			}
 		}).WithTimeout(2 * timeout).Should(Succeed())
 		g.Eventually(func(g Gomega) {
-			notes := tenantEvents(g, "audit-c", controller.ReasonPolicyViolation)
+			notes := tenantEvents(g, "audit-c", admissionpolicy.ReasonPolicyViolation)
 			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Ingress "+ns+"/snippet"), ContainSubstring(policy.IngressAnnotations),
 				ContainSubstring("nginx.ingress.kubernetes.io/server-snippet"))))
 			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Ingress "+ns+"/other-class"), ContainSubstring(policy.IngressClasses),
@@ -357,7 +357,7 @@ func TestIngressesThatGotPastTheClassAndAnnotationPoliciesAreDeletedWhenTheyAreB
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(kept), live)).To(Succeed())
 		g.Expect(live.UID).To(Equal(kept.UID), "the Ingress was replaced")
 		g.Expect(live.ResourceVersion).To(Equal(kept.ResourceVersion), "the Ingress was changed")
-		g.Expect(tenantEvents(g, "audit-c", controller.ReasonPolicyViolation)).NotTo(ContainElement(ContainSubstring("Ingress " + ns + "/shop")))
+		g.Expect(tenantEvents(g, "audit-c", admissionpolicy.ReasonPolicyViolation)).NotTo(ContainElement(ContainSubstring("Ingress " + ns + "/shop")))
 	})
 	waitForAuditedPolicies(t, admin, ns)
 }
@@ -404,7 +404,7 @@ func TestPodsPlacedOnAnotherPoolWhileThePolicyWasAbsentAreDeletedWhenItIsBack(t 
 			}).WithTimeout(2*timeout).Should(BeTrue(), "pod %s", pod.Name)
 		}
 		g.Eventually(func(g Gomega) {
-			notes := tenantEvents(g, "audit-pods", controller.ReasonPolicyViolation)
+			notes := tenantEvents(g, "audit-pods", admissionpolicy.ReasonPolicyViolation)
 			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Pod "+ns+"/stray"), ContainSubstring(policy.NodePool), ContainSubstring("pool-a"))))
 			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Pod "+ns+"/bound"), ContainSubstring("node pool-a-0 of node pool pool-a"))))
 		}).WithTimeout(timeout).Should(Succeed())
@@ -416,7 +416,7 @@ func TestPodsPlacedOnAnotherPoolWhileThePolicyWasAbsentAreDeletedWhenItIsBack(t 
 		live := &corev1.Pod{}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(shared), live)).To(Succeed())
 		g.Expect(live.UID).To(Equal(shared.UID), "the pod was replaced")
-		g.Expect(tenantEvents(g, "audit-pods", controller.ReasonPolicyViolation)).NotTo(ContainElement(ContainSubstring("Pod " + ns + "/shared")))
+		g.Expect(tenantEvents(g, "audit-pods", admissionpolicy.ReasonPolicyViolation)).NotTo(ContainElement(ContainSubstring("Pod " + ns + "/shared")))
 	})
 	waitForRefusal(t, admin, policy.NodePool, stray)
 }
@@ -459,7 +459,7 @@ func TestTheReportAuditLeavesWhatItFindsInPlace(t *testing.T) {
 	reported := func(g Gomega) float64 { return auditFindings(g, policy.IngressHosts, config.AuditReport) }
 	before := reported(g)
 
-	auditor := &controller.PolicyAuditor{Client: op.GetClient(), APIReader: op.GetAPIReader(), Recorder: op.GetEventRecorder("landlord"), Action: config.AuditReport}
+	auditor := &admissionpolicy.Auditor{Client: op.GetClient(), APIReader: op.GetAPIReader(), Recorder: op.GetEventRecorder("landlord"), Action: config.AuditReport}
 	g.Expect(auditor.Audit(ctx)).To(Succeed())
 
 	t.Run("the Ingress stays", func(t *testing.T) {
@@ -471,7 +471,7 @@ func TestTheReportAuditLeavesWhatItFindsInPlace(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(reported(g)).To(Equal(before + 1))
 		g.Eventually(func(g Gomega) {
-			g.Expect(tenantEvents(g, "audit-report", controller.ReasonPolicyViolation)).To(ContainElement(And(
+			g.Expect(tenantEvents(g, "audit-report", admissionpolicy.ReasonPolicyViolation)).To(ContainElement(And(
 				ContainSubstring("found Ingress "+ns+"/stale"), ContainSubstring(policy.IngressHosts), ContainSubstring("old.example.com"))))
 		}).WithTimeout(timeout).Should(Succeed())
 	})

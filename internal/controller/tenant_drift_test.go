@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
@@ -64,7 +64,7 @@ func expectRepaired(t *testing.T, e additiveEdit, manager, regardingKind, regard
 		g.Expect(k8s.List(ctx, events)).To(Succeed())
 		var notes []string
 		for _, ev := range events.Items {
-			if ev.Reason == controller.ReasonDriftRepaired && ev.Regarding.Kind == regardingKind && ev.Regarding.Name == regardingName {
+			if ev.Reason == writes.ReasonDriftRepaired && ev.Regarding.Kind == regardingKind && ev.Regarding.Name == regardingName {
 				notes = append(notes, ev.Note)
 			}
 		}

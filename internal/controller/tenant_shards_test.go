@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/controller/tenant"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
@@ -243,7 +243,7 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 		// Shard c is running (its lease is held) but does not answer: it reconciled the tenant
 		// and has not handed it over.
 		lease := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: testenv.LeaseNamespace, Name: controller.ShardLeaseName("c")},
+			ObjectMeta: metav1.ObjectMeta{Namespace: testenv.LeaseNamespace, Name: tenant.ShardLeaseName("c")},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("shard-c-pod"), LeaseDurationSeconds: ptr.To[int32](3600),
 				RenewTime: &metav1.MicroTime{Time: time.Now()}},
 		}

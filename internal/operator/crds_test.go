@@ -15,7 +15,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
-	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/controller/tenant"
 	"github.com/landlord-dev/landlord/internal/crdcheck"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
@@ -95,12 +95,12 @@ func TestAnOperatorOnThePreviousTenantCRDSaysSoAndVerifiesARequestOnce(t *testin
 }
 
 // outdatedEvents are the notes of the tenant's events saying its CRD is outdated.
-func outdatedEvents(g Gomega, env *testenv.Env, tenant string) []string {
+func outdatedEvents(g Gomega, env *testenv.Env, name string) []string {
 	events, err := env.Clientset.EventsV1().Events(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	var out []string
 	for _, ev := range events.Items {
-		if ev.Reason == controller.ReasonCRDOutdated && ev.Regarding.Kind == "Tenant" && ev.Regarding.Name == tenant {
+		if ev.Reason == tenant.ReasonCRDOutdated && ev.Regarding.Kind == "Tenant" && ev.Regarding.Name == name {
 			out = append(out, ev.Note)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/controller/tenant"
 )
 
 // CheckNoLiveLeader refuses to start a process beside a live one: it returns an error naming the
@@ -25,7 +25,7 @@ func CheckNoLiveLeader(ctx context.Context, restCfg *rest.Config, namespace, sha
 		return err
 	}
 	lease := &coordinationv1.Lease{}
-	name := controller.ShardLeaseName(shard)
+	name := tenant.ShardLeaseName(shard)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, lease); apierrors.IsNotFound(err) {
 		return nil
 	} else if err != nil {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/controller/tenant"
 	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
@@ -41,7 +41,7 @@ func TestAProcessRunFromAWorkstationRefusesWhileAnotherHoldsTheLease(t *testing.
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: controller.ShardLeaseName("")}}
+			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tenant.ShardLeaseName("")}}
 			_ = env.AdminClient.Delete(ctx, lease)
 			if tc.renewed != nil {
 				lease.Spec = coordinationv1.LeaseSpec{

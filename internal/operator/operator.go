@@ -33,8 +33,13 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
-	"github.com/landlord-dev/landlord/internal/controller"
+	"github.com/landlord-dev/landlord/internal/controller/admissionpolicy"
+	"github.com/landlord-dev/landlord/internal/controller/componentrollout"
+	"github.com/landlord-dev/landlord/internal/controller/databaseserver"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/tenant"
+	"github.com/landlord-dev/landlord/internal/controller/tenantclaim"
+	"github.com/landlord-dev/landlord/internal/controller/tenantpool"
 	"github.com/landlord-dev/landlord/internal/crdcheck"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/policy"
@@ -106,7 +111,7 @@ type Operator struct {
 	// TemplateSync mirrors the secret store into the template namespace; Trigger syncs now.
 	TemplateSync *templatesync.Reconciler
 	// Tenants is the tenant reconciler, whose memory tests check.
-	Tenants *controller.TenantReconciler
+	Tenants *tenant.Reconciler
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -240,7 +245,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              controller.ShardLeaseName(opts.Shard),
+		LeaderElectionID:              tenant.ShardLeaseName(opts.Shard),
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 nonZero(opts.LeaseDuration),
@@ -299,7 +304,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	tenants := &controller.TenantReconciler{
+	tenants := &tenant.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Config:    &cfg,
@@ -318,7 +323,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		Resync:    opts.Resync,
 		Urgent:    urgent,
 		Shard:     opts.Shard,
-		Shards:    &controller.LeaseShards{Reader: mgr.GetAPIReader(), Namespace: leaseNamespace},
+		Shards:    &tenant.LeaseShards{Reader: mgr.GetAPIReader(), Namespace: leaseNamespace},
 	}
 	if opts.AnotherInProcess && opts.Shard != "" {
 		// Controllers of one name share their workqueue metrics within a process: a shard
@@ -345,34 +350,34 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, conns *database.Connections, restCfg *rest.Config) (*templatesync.Reconciler, error) {
 	cfg := opts.Config
 	// landlord_tenants is counted from the cache at scrape time, by the leader.
-	if err := mgr.Add(&controller.TenantCounts{Reader: mgr.GetCache()}); err != nil {
+	if err := mgr.Add(&tenant.Counts{Reader: mgr.GetCache()}); err != nil {
 		return nil, err
 	}
-	pools := &controller.TenantPoolReconciler{Client: mgr.GetClient()}
+	pools := &tenantpool.Reconciler{Client: mgr.GetClient()}
 	if err := pools.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant pool controller: %w", err)
 	}
-	claims := &controller.TenantClaimReconciler{
+	claims := &tenantclaim.Reconciler{
 		Client: mgr.GetClient(), Urgent: urgent, Config: &cfg,
 		Recorder: mgr.GetEventRecorder("landlord"), MaxConcurrentBinds: cfg.Controller.MaxConcurrentReconciles,
 	}
 	if err := claims.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant claim controller: %w", err)
 	}
-	policies := &controller.PolicyReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Operator: policy.Operator{
+	policies := &admissionpolicy.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Operator: policy.Operator{
 		User: cfg.Controller.Identity, NamespacePrefix: cfg.NamespacePrefix,
 		// Its writes are confined to tenant namespaces and these (leases and events go anywhere).
 		Namespaces: []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace, opts.LeaderElectionNamespace},
 		Network:    policy.NetworkBoundsOf(cfg.Network),
-	}, Auditor: &controller.PolicyAuditor{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Action: cfg.Isolation.Audit}}
+	}, Auditor: &admissionpolicy.Auditor{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Action: cfg.Isolation.Audit}}
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up admission policy controller: %w", err)
 	}
-	rollouts := &controller.ComponentRolloutReconciler{Client: mgr.GetClient()}
+	rollouts := &componentrollout.Reconciler{Client: mgr.GetClient()}
 	if err := rollouts.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up component rollout controller: %w", err)
 	}
-	servers := &controller.DatabaseServerReconciler{Client: mgr.GetClient(), Config: &cfg, Connections: conns}
+	servers := &databaseserver.Reconciler{Client: mgr.GetClient(), Config: &cfg, Connections: conns}
 	if err := servers.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up database server controller: %w", err)
 	}

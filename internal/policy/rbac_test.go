@@ -13,7 +13,7 @@ import (
 )
 
 // The operator may get and patch its own policies and bindings by name only (the markers in
-// internal/controller/policy_controller.go): every one it builds must be named there, and no
+// internal/controller/admissionpolicy/controller.go): every one it builds must be named there, and no
 // other admission policy of the cluster may be.
 func TestTheOperatorMayChangeItsOwnPoliciesOnly(t *testing.T) {
 	role, err := shipped.OperatorRole()
@@ -30,7 +30,7 @@ func TestTheOperatorMayChangeItsOwnPoliciesOnly(t *testing.T) {
 		}
 		t.Run("the operator may patch "+resource+" "+obj.GetName(), func(t *testing.T) {
 			if ok, _ := rbacvalidation.Covers(role.Rules, probe(resource, obj.GetName())); !ok {
-				t.Errorf("config/rbac/role.yaml does not name %s: add it to the resourceNames of the marker in policy_controller.go", obj.GetName())
+				t.Errorf("config/rbac/role.yaml does not name %s: add it to the resourceNames of the marker in internal/controller/admissionpolicy/controller.go", obj.GetName())
 			}
 		})
 	}

@@ -75,3 +75,7 @@ func StampComponentObject(t *tenancyv1alpha1.Tenant, namespace, component string
 	obj.SetLabels(labels)
 	obj.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(t, tenancyv1alpha1.GroupVersion.WithKind("Tenant"))})
 }
+
+// PodStopGracePeriodSeconds is how long the pods Landlord deletes have to stop: Kubernetes'
+// default.
+const PodStopGracePeriodSeconds = 30

@@ -138,7 +138,7 @@ func TestTheImageBuildContext(t *testing.T) {
 		for _, path := range []string{
 			"bin/k8s/1.37.2/etcd", "bin/embedded/etcd/member/snap/db", "bin/landlord",
 			"dist/install.yaml", ".git/HEAD", "test/e2e/e2e_test.go", "docs/benchmarks.md",
-			"internal/resources/testdata/tenant.golden.yaml", "internal/controller/tenant_controller_test.go",
+			"internal/resources/testdata/tenant.golden.yaml", "internal/controller/tenant_lifecycle_test.go",
 		} {
 			if context.holds(t, path) {
 				t.Errorf("%s is in the build context", path)

@@ -1,0 +1,378 @@
+package componentrollout
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/conditions"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
+	"github.com/landlord-dev/landlord/internal/rollout"
+)
+
+// Reconciler moves the tenants of each ComponentRollout to its version, wave by
+// wave. It writes only the rollout's status: a tenant learns that its wave is released from
+// that status (indexes.RolloutReleased), and reports the version it runs in its own. Everything
+// the rollout needs to carry on after a restart is in its status; nothing is kept in memory.
+type Reconciler struct {
+	Client client.Client
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=componentrollouts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=componentrollouts/status,verbs=get;patch
+
+// SetupWithManager registers the controller: a rollout is looked at again when it changes, when
+// a tenant whose component follows rollouts changes, when its template is published, and when
+// another rollout of its component is deleted.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("componentrollout").
+		For(&tenancyv1alpha1.ComponentRollout{}).
+		Watches(&tenancyv1alpha1.Tenant{}, r.tenantHandler()).
+		Watches(&tenancyv1alpha1.ComponentTemplate{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfTemplate)).
+		Watches(&tenancyv1alpha1.ComponentRollout{}, r.deletedRolloutHandler()).
+		Complete(r)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ro := &tenancyv1alpha1.ComponentRollout{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ro); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ro.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	s := *ro.Status.DeepCopy()
+	s.ObservedGeneration = ro.Generation
+	c := conditions.For(&s.Conditions, ro.Generation)
+	write := func(result ctrl.Result) (ctrl.Result, error) {
+		// The status is the rollout's only record of what was planned and released: a write
+		// from a cache that has not seen the last one is refused, and the rollout looked at
+		// again, rather than planning or releasing twice.
+		if err := writes.PatchStatus(ctx, r.Client, ro, &ro.Status, s, client.MergeFromWithOptimisticLock{}); err != nil {
+			return writes.RetryConflict(err)
+		}
+		return result, nil
+	}
+
+	selector, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
+	if err != nil {
+		// The API server validates label selectors only loosely.
+		c.Stalled(tenancyv1alpha1.ReasonInvalidObject, fmt.Sprintf("spec.selector: %v", err))
+		return write(ctrl.Result{})
+	}
+	tmplName := tenancyv1alpha1.ComponentTemplateName(ro.Spec.Component, ro.Spec.Version)
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: tmplName}, &tenancyv1alpha1.ComponentTemplate{}); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		// No tenant is moved to a version that cannot render; publishing it resumes.
+		c.Stalled(tenancyv1alpha1.ReasonTemplateNotFound, fmt.Sprintf("ComponentTemplate %s not found: publish it, and the rollout starts", tmplName))
+		return write(ctrl.Result{})
+	}
+
+	// Only read: no need for the cache's deep copy of every tenant.
+	tenants := &tenancyv1alpha1.TenantList{}
+	if err := r.Client.List(ctx, tenants, client.UnsafeDisableDeepCopy); err != nil {
+		return ctrl.Result{}, err
+	}
+	higher, err := r.higherRollouts(ctx, ro)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	superseded := make(map[string]bool, len(higher))
+	for _, h := range higher {
+		superseded[h.Rollout.Name] = true
+	}
+	byName := make(map[string]*tenancyv1alpha1.Tenant, len(tenants.Items))
+	var chosen []string
+	for i := range tenants.Items {
+		t := &tenants.Items[i]
+		byName[t.Name] = t
+		if rollout.Takes(ro, selector, higher, t) {
+			chosen = append(chosen, t.Name)
+		}
+	}
+	now := r.now()
+	s.Waves, s.Released = rollout.Forget(s.Waves, s.Released, func(name string) bool { return byName[name] != nil })
+	s.Waves = rollout.PlanWaves(ro, s.Waves, chosen, now, mayMove(ro, &s, now))
+
+	var requeue time.Duration
+	wake := func(d time.Duration) {
+		if d > 0 && (requeue == 0 || d < requeue) {
+			requeue = d
+		}
+	}
+	// Count the released waves, then release the next while the last one is done: a wave whose
+	// tenants already run the version is done at once.
+	failed := r.count(ro, selector, superseded, &s, byName, now, wake)
+	for !ro.Spec.Halted && int(s.Released) < len(s.Waves) && failed <= int(ro.Spec.Strategy.MaxFailures) {
+		if s.Released > 0 {
+			last := s.Waves[s.Released-1]
+			if last.CompletedAt == nil {
+				break
+			}
+			if p := ro.Spec.Strategy.PauseBetweenWaves; p != nil {
+				if left := last.CompletedAt.Add(p.Duration).Sub(now); left > 0 {
+					wake(left)
+					break
+				}
+			}
+		}
+		s.Waves[s.Released].StartedAt = &metav1.Time{Time: now}
+		s.Released++
+		failed = r.count(ro, selector, superseded, &s, byName, now, wake)
+	}
+
+	progress := fmt.Sprintf("%d of %d waves released; %d tenants done, %d pending, %d failed, %d skipped", s.Released, len(s.Waves), s.Done, s.Pending, s.Failed, s.Skipped)
+	switch {
+	case s.Ahead > 0 && ro.Spec.Rollback:
+		progress += fmt.Sprintf(", %d ahead (a rollout created after this rollback moved them to a higher version, and they stay there)", s.Ahead)
+	case s.Ahead > 0:
+		progress += fmt.Sprintf(", %d ahead (they run a higher version, and stay there: only a rollout with spec.rollback moves them down)", s.Ahead)
+	}
+	if s.Blocked > 0 {
+		progress += fmt.Sprintf(", %d failed for reasons of their own, not counted against maxFailures: %s", s.Blocked, rollout.FailedNames(s.Waves, true))
+	}
+	allDone := int(s.Released) == len(s.Waves) && s.Pending == 0
+	switch {
+	case failed > int(ro.Spec.Strategy.MaxFailures):
+		c.Stalled(tenancyv1alpha1.ReasonTooManyFailures, fmt.Sprintf("%d tenants failed, more than maxFailures (%d): %s; the rollout goes on once they run %s %s Ready. %s",
+			failed, ro.Spec.Strategy.MaxFailures, rollout.FailedNames(s.Waves, false), ro.Spec.Component, ro.Spec.Version, progress))
+	case allDone:
+		c.Ready(tenancyv1alpha1.ReasonRolloutComplete, progress)
+	case ro.Spec.Halted:
+		c.Set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonHaltedBySpec, "spec.halted is true: no wave starts. "+progress)
+		c.Remove(tenancyv1alpha1.ReconcilingCondition, tenancyv1alpha1.StalledCondition)
+	case s.Released > 0 && s.Waves[s.Released-1].CompletedAt != nil:
+		c.Reconciling(tenancyv1alpha1.ReasonPausedBetweenWaves, progress)
+	default:
+		c.Reconciling(tenancyv1alpha1.ReasonWaveInProgress, progress)
+	}
+	return write(ctrl.Result{RequeueAfter: requeue})
+}
+
+// mayMove is whether the rollout may move tenants now, as its last status says: not halted,
+// within its failure budget, and no pause between waves pending. Only then may a tenant chosen
+// late join a wave already released, which would move it at once.
+func mayMove(ro *tenancyv1alpha1.ComponentRollout, s *tenancyv1alpha1.ComponentRolloutStatus, now time.Time) bool {
+	if ro.Spec.Halted || s.Failed > ro.Spec.Strategy.MaxFailures {
+		return false
+	}
+	if p := ro.Spec.Strategy.PauseBetweenWaves; p != nil && s.Released > 0 {
+		if done := s.Waves[s.Released-1].CompletedAt; done != nil && now.Before(done.Add(p.Duration)) {
+			return false
+		}
+	}
+	return true
+}
+
+// count works out where every tenant of the released waves stands, records it in s (tenants
+// of waves not released yet count as pending), marks the waves now done, and returns how many
+// tenants failed. wake hears how long until a pending tenant's progress deadline passes.
+func (r *Reconciler) count(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, superseded map[string]bool, s *tenancyv1alpha1.ComponentRolloutStatus, byName map[string]*tenancyv1alpha1.Tenant, now time.Time, wake func(time.Duration)) int {
+	deadline := rollout.ProgressDeadline(ro)
+	s.Done, s.Pending, s.Failed, s.Skipped, s.Ahead, s.Blocked = 0, 0, 0, 0, 0, 0
+	for i := range s.Waves {
+		w := &s.Waves[i]
+		switch {
+		case i >= int(s.Released):
+			s.Pending += int32(len(w.Tenants))
+			continue
+		case w.CompletedAt != nil:
+			// A finished wave is not judged again: a tenant of it that is briefly not Ready
+			// months later is its own matter, not the rollout's. Only its failed tenants are
+			// looked at, to be counted done once they recover.
+			recount(ro, selector, superseded, w, byName, now)
+			s.Done += w.Done
+			s.Skipped += w.Skipped
+			s.Ahead += w.Ahead
+			version, own := rollout.VersionFailures(w.Failed)
+			s.Failed += version
+			s.Blocked += own
+			continue
+		}
+		started := now
+		if w.StartedAt != nil {
+			started = w.StartedAt.Time
+		}
+		w.Done, w.Pending, w.Skipped, w.Ahead, w.Failed = 0, 0, 0, 0, nil
+		for _, name := range w.Tenants {
+			t := byName[name]
+			progress, failure := rollout.ProgressOf(ro, rollout.Follows(ro, selector, t), superseded, t, started, now)
+			switch progress {
+			case rollout.Done:
+				w.Done++
+			case rollout.Skipped:
+				w.Skipped++
+			case rollout.Ahead:
+				w.Ahead++
+			case rollout.Failed:
+				w.Failed = append(w.Failed, failure)
+			default:
+				w.Pending++
+				wake(started.Add(deadline).Sub(now) + time.Second)
+			}
+		}
+		if w.Pending == 0 && w.CompletedAt == nil {
+			w.CompletedAt = &metav1.Time{Time: now}
+		}
+		s.Done += w.Done
+		s.Pending += w.Pending
+		s.Skipped += w.Skipped
+		s.Ahead += w.Ahead
+		version, own := rollout.VersionFailures(w.Failed)
+		s.Failed += version
+		s.Blocked += own
+	}
+	return int(s.Failed)
+}
+
+// recount counts the failed tenants of a finished wave that recovered as done.
+func recount(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, superseded map[string]bool, w *tenancyv1alpha1.RolloutWave, byName map[string]*tenancyv1alpha1.Tenant, now time.Time) {
+	started := now
+	if w.StartedAt != nil {
+		started = w.StartedAt.Time
+	}
+	failed := w.Failed[:0:0]
+	for _, f := range w.Failed {
+		t := byName[f.Tenant]
+		switch progress, current := rollout.ProgressOf(ro, rollout.Follows(ro, selector, t), superseded, t, started, now); progress {
+		case rollout.Done:
+			w.Done++
+		case rollout.Skipped:
+			w.Skipped++
+		case rollout.Ahead:
+			w.Ahead++
+		case rollout.Failed:
+			// Why it failed is kept; whose the cause is follows the tenant.
+			f.OwnCause = current.OwnCause
+			failed = append(failed, f)
+		default:
+			failed = append(failed, f)
+		}
+	}
+	w.Failed = failed
+}
+
+// higherRollouts lists the rollouts of ro's component that rank above it (rollout.Higher), from
+// the cache.
+func (r *Reconciler) higherRollouts(ctx context.Context, ro *tenancyv1alpha1.ComponentRollout) ([]rollout.Chooser, error) {
+	list := &tenancyv1alpha1.ComponentRolloutList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	return rollout.Higher(ro, list.Items), nil
+}
+
+// tenantHandler maps a tenant's changes to the rollouts of the components it lets rollouts
+// move. A change of what chooses it (labels, spec, deletion) may add it to any of them, finished
+// ones included; a change of its status only matters to the rollouts under way, which wait on it.
+func (r *Reconciler) tenantHandler() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], underWayOnly bool, tenants ...client.Object) {
+		follows := map[string]bool{}
+		for _, obj := range tenants {
+			if t, ok := obj.(*tenancyv1alpha1.Tenant); ok {
+				for _, c := range t.Spec.Components {
+					if c.FollowRollouts {
+						follows[c.Name] = true
+					}
+				}
+			}
+		}
+		if len(follows) == 0 {
+			return
+		}
+		for _, req := range r.rollouts(ctx, func(ro *tenancyv1alpha1.ComponentRollout) bool {
+			return follows[ro.Spec.Component] && (!underWayOnly || !meta.IsStatusConditionTrue(ro.Status.Conditions, tenancyv1alpha1.ReadyCondition))
+		}) {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, false, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			old, okOld := e.ObjectOld.(*tenancyv1alpha1.Tenant)
+			now, okNew := e.ObjectNew.(*tenancyv1alpha1.Tenant)
+			if !okOld || !okNew {
+				return
+			}
+			chosenChanged := old.Generation != now.Generation || !maps.Equal(old.Labels, now.Labels) || old.DeletionTimestamp.IsZero() != now.DeletionTimestamp.IsZero()
+			enqueue(ctx, q, !chosenChanged, old, now)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, true, e.Object)
+		},
+	}
+}
+
+// deletedRolloutHandler maps a deleted rollout to the other rollouts of its component: the
+// tenants it chose may now be theirs to take (a rollback applied while the rollout it rolls back
+// from was still there waits for this).
+func (r *Reconciler) deletedRolloutHandler() handler.EventHandler {
+	return handler.Funcs{
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			gone, ok := e.Object.(*tenancyv1alpha1.ComponentRollout)
+			if !ok {
+				return
+			}
+			for _, req := range r.rollouts(ctx, func(ro *tenancyv1alpha1.ComponentRollout) bool {
+				return ro.Spec.Component == gone.Spec.Component && ro.Name != gone.Name
+			}) {
+				q.Add(req)
+			}
+		},
+	}
+}
+
+// rolloutsOfTemplate maps a published ComponentTemplate to the rollouts of its version.
+func (r *Reconciler) rolloutsOfTemplate(ctx context.Context, obj client.Object) []reconcile.Request {
+	tmpl, ok := obj.(*tenancyv1alpha1.ComponentTemplate)
+	if !ok {
+		return nil
+	}
+	return r.rollouts(ctx, func(ro *tenancyv1alpha1.ComponentRollout) bool {
+		return ro.Spec.Component == tmpl.Spec.Component && ro.Spec.Version == tmpl.Spec.Version
+	})
+}
+
+func (r *Reconciler) rollouts(ctx context.Context, match func(*tenancyv1alpha1.ComponentRollout) bool) []reconcile.Request {
+	list := &tenancyv1alpha1.ComponentRolloutList{}
+	if err := r.Client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "listing component rollouts")
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if match(&list.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+		}
+	}
+	return out
+}

@@ -1,0 +1,138 @@
+// Package controllertest holds what the reconcilers' unit tests share: a cluster of pools,
+// spares and claims, a reader that charges each list what the manager's cache would, and the
+// requests a handler queued. Only tests import it.
+package controllertest
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// CacheVisits counts the lists made through it and the objects each makes the cache visit. The
+// manager's cache answers a list by index from the index, visiting what it returns, and any
+// other list (a label selector included) by visiting every object of the kind; the fake client
+// stands in for the cache, and this reader charges each list what the cache would.
+type CacheVisits struct {
+	client.Client
+	Lists, Visited int
+}
+
+func (c *CacheVisits) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	c.Lists++
+	o := client.ListOptions{}
+	o.ApplyOptions(opts)
+	if o.FieldSelector != nil {
+		c.Visited += meta.LenList(list)
+		return nil
+	}
+	all, _ := list.DeepCopyObject().(client.ObjectList)
+	if err := c.Client.List(ctx, all, client.InNamespace(o.Namespace)); err != nil {
+		return err
+	}
+	c.Visited += meta.LenList(all)
+	return nil
+}
+
+// BuilderIndexes registers indexes with a fake client as the manager does with its cache.
+type BuilderIndexes struct{ *fake.ClientBuilder }
+
+func (b BuilderIndexes) IndexField(_ context.Context, obj client.Object, field string, fn client.IndexerFunc) error {
+	b.WithIndex(obj, field, fn)
+	return nil
+}
+
+// SignupCluster is a pool "signup" of three Ready spares that has handed out n tenants to n
+// Bound claims, n tenants of no pool, a claim "waiting" Pending on the pool and a new claim
+// "new" on it.
+func SignupCluster(n int) []client.Object {
+	pool := &tenancyv1alpha1.TenantPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "signup", UID: "pool-uid", Finalizers: []string{tenancyv1alpha1.Finalizer}},
+		Spec:       tenancyv1alpha1.TenantPoolSpec{Replicas: 3},
+	}
+	owner := *metav1.NewControllerRef(pool, tenancyv1alpha1.GroupVersion.WithKind("TenantPool"))
+	ready := []metav1.Condition{{Type: tenancyv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonSucceeded, LastTransitionTime: metav1.Now()}}
+	objs := []client.Object{pool}
+	for i := range 3 {
+		objs = append(objs, &tenancyv1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: fmt.Sprintf("signup-spare-%d", i), Generation: 1,
+				Labels:          map[string]string{tenancyv1alpha1.PoolLabel: "signup"},
+				OwnerReferences: []metav1.OwnerReference{owner},
+			},
+			Status: tenancyv1alpha1.TenantStatus{ObservedGeneration: 1, Conditions: ready},
+		})
+	}
+	for i := range n {
+		uid := fmt.Sprintf("claim-uid-%d", i)
+		objs = append(objs,
+			&tenancyv1alpha1.Tenant{
+				ObjectMeta: metav1.ObjectMeta{
+					Name: fmt.Sprintf("customer-%d", i), Generation: 1,
+					Labels: map[string]string{
+						tenancyv1alpha1.PoolLabel: "signup", tenancyv1alpha1.AllocatedLabel: "true", tenancyv1alpha1.ClaimUIDLabel: uid,
+					},
+					Annotations: map[string]string{tenancyv1alpha1.ClaimAnnotation: fmt.Sprintf("default/bound-%d", i)},
+				},
+				Status: tenancyv1alpha1.TenantStatus{ObservedGeneration: 1, Conditions: ready},
+			},
+			&tenancyv1alpha1.Tenant{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("direct-%d", i), Generation: 1},
+				Status:     tenancyv1alpha1.TenantStatus{ObservedGeneration: 1, Conditions: ready},
+			},
+			&tenancyv1alpha1.TenantClaim{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("bound-%d", i), UID: types.UID(uid)},
+				Spec:       tenancyv1alpha1.TenantClaimSpec{Pool: "signup"},
+				Status:     tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimBound, Tenant: fmt.Sprintf("customer-%d", i)},
+			})
+	}
+	return append(objs,
+		&tenancyv1alpha1.TenantClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "waiting", UID: "waiting-uid"},
+			Spec:       tenancyv1alpha1.TenantClaimSpec{Pool: "signup"},
+			Status:     tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: tenancyv1alpha1.ReasonNoReadySpare},
+		},
+		&tenancyv1alpha1.TenantClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "new", UID: "new-uid", CreationTimestamp: metav1.Now()},
+			Spec:       tenancyv1alpha1.TenantClaimSpec{Pool: "signup", Organization: "New Customer"},
+		})
+}
+
+// Queued drains a queue into the requests it held.
+func Queued(q workqueue.TypedRateLimitingInterface[reconcile.Request]) []reconcile.Request {
+	var out []reconcile.Request
+	for q.Len() > 0 {
+		req, _ := q.Get()
+		q.Done(req)
+		q.Forget(req)
+		out = append(out, req)
+	}
+	return out
+}
+
+// PoolRequest is the request of the pool name.
+func PoolRequest(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Name: name}}
+}
+
+// ClaimRequest is the request of the claim name in the namespace "default".
+func ClaimRequest(name string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: name}}
+}
+
+// NewQueue is a controller's queue, for a handler under test to add to.
+func NewQueue() workqueue.TypedRateLimitingInterface[reconcile.Request] {
+	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+}

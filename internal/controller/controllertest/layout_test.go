@@ -1,0 +1,139 @@
+package controllertest_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/landlord-dev/landlord/"
+
+// reconcilers are the packages that each hold one reconciler.
+var reconcilers = []string{
+	"internal/controller/tenant", "internal/controller/tenantpool", "internal/controller/tenantclaim",
+	"internal/controller/databaseserver", "internal/controller/componentrollout",
+	"internal/controller/admissionpolicy", "internal/templatesync",
+}
+
+// shared are the packages the reconcilers share.
+var shared = []string{"internal/controller/indexes", "internal/controller/conditions", "internal/controller/writes"}
+
+// root is the repository's root, two directories up from this package.
+func root(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatalf("no go.mod at %s: %v", dir, err)
+	}
+	return dir
+}
+
+// imports are the module's packages the non-test files of dir import, relative to the module.
+func imports(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range file.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if rel, ok := strings.CutPrefix(path, module); ok && !slices.Contains(out, rel) {
+				out = append(out, rel)
+			}
+		}
+	}
+	if len(files) == 0 {
+		t.Fatalf("%s holds no Go files", dir)
+	}
+	return out
+}
+
+// The package map in internal/controller's doc.go and the README holds: a newcomer may take it
+// as the rule, and a change that breaks it fails here rather than in review.
+func TestThePackageLayoutHolds(t *testing.T) {
+	repo := root(t)
+	t.Run("no reconciler imports another", func(t *testing.T) {
+		for _, pkg := range reconcilers {
+			for _, imp := range imports(t, filepath.Join(repo, pkg)) {
+				if imp != pkg && slices.Contains(reconcilers, imp) {
+					t.Errorf("%s imports %s", pkg, imp)
+				}
+			}
+		}
+	})
+	t.Run("the shared packages import the API types only", func(t *testing.T) {
+		for _, pkg := range shared {
+			for _, imp := range imports(t, filepath.Join(repo, pkg)) {
+				if imp != "api/v1alpha1" {
+					t.Errorf("%s imports %s", pkg, imp)
+				}
+			}
+		}
+	})
+	t.Run("only tests import the test fixtures", func(t *testing.T) {
+		dirs := 0
+		for _, top := range []string{"cmd", "internal", "test", "hack"} {
+			err := filepath.WalkDir(filepath.Join(repo, top), func(path string, d os.DirEntry, err error) error {
+				if err != nil || !d.IsDir() {
+					return err
+				}
+				if files, _ := filepath.Glob(filepath.Join(path, "*.go")); len(files) == 0 {
+					return nil
+				}
+				dirs++
+				rel, _ := filepath.Rel(repo, path)
+				if slices.Contains(imports(t, path), "internal/controller/controllertest") && rel != "internal/controller/controllertest" {
+					t.Errorf("%s imports internal/controller/controllertest outside its tests", rel)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if dirs < 20 {
+			t.Fatalf("only %d packages found: the walk missed the sources", dirs)
+		}
+	})
+	t.Run("every package under internal/controller is on the map", func(t *testing.T) {
+		doc, err := os.ReadFile(filepath.Join(repo, "internal/controller/doc.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(filepath.Join(repo, "internal/controller"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := 0
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			listed++
+			if !strings.Contains(string(doc), "//\t"+e.Name()+" ") {
+				t.Errorf("internal/controller/%s is not in the map in internal/controller/doc.go", e.Name())
+			}
+		}
+		if listed != 10 {
+			t.Errorf("%d packages under internal/controller, want the 10 on the map", listed)
+		}
+	})
+}

@@ -1,0 +1,27 @@
+// Package controller is the home of Landlord's reconcilers, one package each, and of the suite
+// that runs them together, as the operator does, against the whole local cluster (its tests).
+//
+// The reconcilers, each importing none of the others:
+//
+//	tenant            a Tenant into its namespace, access, quota, policies, databases, secrets
+//	                  and components; a table of phases per lifecycle state
+//	tenantpool        a TenantPool's spare tenants, kept Ready
+//	tenantclaim       a TenantClaim bound to one of its pool's Ready spares
+//	databaseserver    a DatabaseServer's reachability and capacity
+//	componentrollout  a ComponentRollout's waves, released one after another
+//	admissionpolicy   Landlord's admission policies and bindings, and the audit of what was
+//	                  created while they were absent
+//
+// (The template namespace's reconciler lives beside the mirror it runs, in internal/templatesync.)
+//
+// What several of them share, in packages that import no reconciler:
+//
+//	indexes         every field index they list by, registered with one call
+//	conditions      the kstatus conditions of a status draft
+//	writes          status patched only when changed, deletes only of what the owner controls,
+//	                conflicts retried, drift repairs recorded, object names in logs and events
+//	controllertest  fixtures for the reconcilers' unit tests (imported by tests only)
+//
+// The pure rules of a rollout are internal/rollout's; the objects a tenant is made of are built
+// by internal/resources.
+package controller

@@ -1,0 +1,314 @@
+// Package controller holds Landlord's reconcilers. They orchestrate: builders in
+// internal/resources decide what should exist, internal/apply decides whether to write it, and
+// the reconcilers sequence the phases and report status.
+package tenant
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
+	"github.com/landlord-dev/landlord/internal/database"
+	"github.com/landlord-dev/landlord/internal/secret"
+)
+
+// stalledRetry is how often a stalled tenant is looked at again. A stall waits for a person
+// (a conflicting namespace to be removed, an invalid value to be fixed), and some of those fixes
+// produce no event Landlord watches.
+const stalledRetry = 2 * time.Minute
+
+// rolloutRecheck is how often a tenant whose components are rolling out is looked at again.
+const rolloutRecheck = 10 * time.Second
+
+// Reconciler turns a Tenant into what its lifecycle state asks for: its namespace with
+// RBAC, quota, limits and network policy, shared secrets, databases and components while Active
+// or Frozen; the namespace removed and the data kept while Archived; everything dropped when
+// Purged.
+type Reconciler struct {
+	Client    client.Client
+	APIReader client.Reader
+	Config    *config.Config
+	Recorder  events.EventRecorder
+	// Secrets keeps generated credentials in the secret store.
+	Secrets secret.TenantSecrets
+	// Databases reaches the DatabaseServers.
+	Databases *database.Connections
+	// Kinds watches the kinds components render; set up by SetupWithManager.
+	Kinds *kindWatches
+	// Applied remembers the owned objects found in place, so that an unchanged tenant costs
+	// neither requests nor the conversions a comparison takes; set up by SetupWithManager.
+	Applied *apply.Memo
+	// rendered remembers each component's last rendering.
+	rendered renderMemo
+	// requests remembers the reconcile requests handled, should the status not keep them.
+	requests handledRequests
+
+	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
+	Resync <-chan event.GenericEvent
+	// Urgent writes the copies a shared-secret change makes in every tenant namespace, with
+	// rate limits apart from Client's, so the change never waits behind tenants being created.
+	Urgent client.Client
+
+	// Shard is the operator shard this reconciler is ("" for the default shard): it reconciles
+	// the tenants whose ShardLabel names it (shards.go). Shards tells whether another
+	// shard runs.
+	Shard  string
+	Shards ShardLeases
+
+	// ControllerName names the controller in logs and metrics: "tenant" when empty.
+	ControllerName string
+}
+
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants/status,verbs=get;patch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants/finalizers,verbs=update
+// A Frozen tenant's pods are deleted, all at once (stopPods), and so are those of a tenant moved
+// to another node pool (movePods); the operator reads no pod.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=deletecollection
+// Tenant RoleBindings are deleted only to change their roleRef, which Kubernetes never updates.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=databaseservers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=componenttemplates,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// annotationUpdate passes the updates of a tenant whose annotations changed as changed says,
+// and no create, delete or generic event.
+func annotationUpdate(changed func(before, after map[string]string) bool) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld != nil && e.ObjectNew != nil && changed(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
+		},
+	}
+}
+
+// dataAnnotationsChanged passes updates that add, change or remove AdoptDataAnnotation or
+// AbandonDataAnnotation, which change what the tenant may do with kept data.
+var dataAnnotationsChanged = annotationUpdate(func(before, after map[string]string) bool {
+	for _, key := range []string{tenancyv1alpha1.AdoptDataAnnotation, tenancyv1alpha1.AbandonDataAnnotation} {
+		if before[key] != after[key] {
+			return true
+		}
+	}
+	return false
+})
+
+// reconcileRequested passes updates that set ReconcileRequestAnnotation to a new value: a
+// request to reconcile the tenant now. Removing the annotation requests nothing.
+var reconcileRequested = annotationUpdate(func(before, after map[string]string) bool {
+	requested := after[tenancyv1alpha1.ReconcileRequestAnnotation]
+	return requested != "" && requested != before[tenancyv1alpha1.ReconcileRequestAnnotation]
+})
+
+// domainsChanged passes deleted tenants and updates that change spec.domains.
+var domainsChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldT, okOld := e.ObjectOld.(*tenancyv1alpha1.Tenant)
+		newT, okNew := e.ObjectNew.(*tenancyv1alpha1.Tenant)
+		return okOld && okNew && !slices.Equal(oldT.Spec.Domains, newT.Spec.Domains)
+	},
+}
+
+// SetupWithManager registers the controller. Owned objects map back to their tenant through
+// the controller owner reference, so deleting or editing one re-converges it within seconds.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Applied == nil {
+		r.Applied = apply.NewMemo()
+	}
+	if r.Shards == nil {
+		r.Shards = &LeaseShards{Reader: r.APIReader}
+	}
+	// A reconcile that takes a tenant over from another shard reads what its cache misses of
+	// the tenant's from the API server (shards.go).
+	r.Client = &takeoverClient{Client: r.Client, api: r.APIReader}
+	mine, handover := shardEvents(r.Shard)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(cmp.Or(r.ControllerName, "tenant")).
+		// Labels select shared secrets, so a label change is a change to converge; so are the
+		// annotations that take over or abandon data, and a request to reconcile now.
+		// A shard hears only of the tenants it reconciles, or has to hand over.
+		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(mine, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, dataAnnotationsChanged, reconcileRequested, handover))).
+		Owns(&corev1.Namespace{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&corev1.ResourceQuota{}).
+		Owns(&corev1.LimitRange{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Owns(&corev1.Secret{}).
+		Watches(&corev1.Secret{}, r.templateSecretHandler()).
+		Watches(&tenancyv1alpha1.DatabaseServer{}, r.databaseServerHandler()).
+		Watches(&tenancyv1alpha1.ComponentTemplate{}, handler.EnqueueRequestsFromMapFunc(r.tenantsPinning)).
+		Watches(&tenancyv1alpha1.ComponentRollout{}, r.rolloutHandler()).
+		// A tenant giving a domain up (or going) lets the next tenant listing it take it.
+		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.tenantsSharingDomains), builder.WithPredicates(domainsChanged)).
+		// A namespace no longer admitting a domain (or going) lets a tenant taking it over have it.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.tenantsTakingDomainsOf), builder.WithPredicates(domainsAdmittedChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Config.Controller.MaxConcurrentReconciles})
+	if r.Resync != nil {
+		b = b.WatchesRawSource(source.Channel(r.Resync, &handler.EnqueueRequestForObject{}))
+	}
+	c, err := b.Build(r)
+	if err != nil {
+		return err
+	}
+	r.Kinds = &kindWatches{
+		ctrl:    c,
+		cache:   mgr.GetCache(),
+		client:  r.Client,
+		timeout: r.Config.Controller.CacheSyncTimeout.Duration,
+		handler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tenancyv1alpha1.Tenant{}, handler.OnlyControllerOwner()),
+	}
+	return nil
+}
+
+// Reconcile converges one tenant: fetch it, make deletion orderly (finalize a deleted tenant;
+// add the finalizer to a new one), stop there if it is suspended, run the phases its lifecycle
+// state lists (phases.go), and write the status they add up to, only when it changed: an
+// unchanged tenant costs no API request at all.
+//
+// A deleted tenant is finalized even while suspended, as Flux lets a suspended object go: the
+// finalizer is what keeps a tenant's data (databases, stored credentials, volumes switched to
+// Retain) when its namespace goes, and skipping it would leave the namespace to the garbage
+// collector, volumes and all.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	t := &tenancyv1alpha1.Tenant{}
+	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.requests.forget(req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	takeover, done, res, err := r.shardGate(ctx, t)
+	if done {
+		return res, err
+	}
+	if takeover {
+		ctx = takingOver(ctx, r.Config.NamespaceName(t.Name))
+	}
+	if !t.DeletionTimestamp.IsZero() {
+		return writes.RetryConflict(r.finalize(ctx, t))
+	}
+	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.Finalizer) {
+		if err := r.addFinalizer(ctx, t); err != nil {
+			return writes.RetryConflict(err)
+		}
+	}
+
+	if t.Spec.Suspend {
+		// Events of its objects still come here; they cost a cache read, and once the status
+		// says Suspended, nothing else.
+		next := suspendedStatus(t)
+		if !takeover {
+			// A shard's new tenant is its own from the first status write; one being taken over
+			// is not until a reconcile has written its objects.
+			next.Shard, next.HandoverTo = r.Shard, nil
+		}
+		return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, t, &t.Status, next)
+	}
+
+	namespace := r.Config.NamespaceName(t.Name)
+	if t.Status.Namespace != "" && t.Status.Namespace != namespace {
+		return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, t, &t.Status, namespaceMovedStatus(t, namespace))
+	}
+	s := newTenantScope(t, namespace)
+	requested := t.Annotations[tenancyv1alpha1.ReconcileRequestAnnotation]
+	if requested != "" && requested != t.Status.LastHandledReconcileAt && !r.requests.handled(t, requested) {
+		// Asked for by a person, typically during an incident: what Landlord remembers of the
+		// tenant's objects is not trusted, and each is compared in full again.
+		r.forget(s.namespace)
+		s.verify = true
+	}
+	phases := phasesFor(t.Spec.State)
+	results := r.runPhases(ctx, s, phases)
+	next := computeStatus(t, s.namespace, s.status, results)
+	recorded := r.recordShard(&next, takeover, results)
+	logStall(ctx, t, next)
+	if s.verify {
+		// Handled, whatever the outcome: the conditions say how it went.
+		next.LastHandledReconcileAt = requested
+	}
+	if err := writes.PatchStatus(ctx, r.Client, t, &t.Status, next); err != nil {
+		return ctrl.Result{}, err
+	}
+	if s.verify {
+		// t is now as the API server returned it.
+		r.handledRequest(ctx, t, requested, t.Status.LastHandledReconcileAt)
+	}
+	res, err = requeueAfter(phases, results)
+	if !recorded && err == nil && res.RequeueAfter != stalledRetry && (res.RequeueAfter == 0 || res.RequeueAfter > takeoverRecheck) {
+		res.RequeueAfter = takeoverRecheck
+	}
+	return res, err
+}
+
+// logStall logs a tenant that stalls, or stalls for another reason than it did: once per
+// change, not on every retry, so the log shows when a person was first needed and why.
+func logStall(ctx context.Context, t *tenancyv1alpha1.Tenant, next tenancyv1alpha1.TenantStatus) {
+	now := meta.FindStatusCondition(next.Conditions, tenancyv1alpha1.StalledCondition)
+	if now == nil || now.Status != metav1.ConditionTrue {
+		return
+	}
+	if was := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.StalledCondition); was != nil &&
+		was.Status == metav1.ConditionTrue && was.Reason == now.Reason {
+		return
+	}
+	log.FromContext(ctx).Info("tenant stalled", "tenant", t.Name, "reason", now.Reason, "message", now.Message)
+}
+
+// requeueAfter turns the phases' outcomes into the reconcile's result: errors are retried with
+// backoff, a stall is looked at again after stalledRetry, and a phase still under way after its
+// recheck.
+func requeueAfter(phases []tenantPhase, results []phaseResult) (ctrl.Result, error) {
+	var errs []error
+	isStalled := false
+	for _, res := range results {
+		if res.err != nil {
+			errs = append(errs, res.err)
+		}
+		isStalled = isStalled || res.stalled
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if isStalled {
+		return ctrl.Result{RequeueAfter: stalledRetry}, nil
+	}
+	var after time.Duration
+	for i, res := range results {
+		if p := phases[i]; !res.done && p.recheck > 0 && (after == 0 || p.recheck < after) {
+			after = p.recheck
+		}
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
+}

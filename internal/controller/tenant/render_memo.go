@@ -1,0 +1,204 @@
+package tenant
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/component"
+)
+
+// renderMemo remembers each tenant component's last rendering and a fingerprint of what it was
+// rendered from. Parsing the template, validating the values against its schema and decoding
+// the YAML took most of the CPU of a no-op reconcile of a tenant with a component, to produce
+// the same objects every time.
+type renderMemo struct {
+	mu sync.Mutex
+	// byNamespace maps a tenant namespace to its components' renderings.
+	byNamespace map[string]map[string]rendering
+}
+
+type rendering struct {
+	print apply.Fingerprint
+	objs  []*unstructured.Unstructured
+}
+
+// renderInputs is everything a rendering depends on. The template's spec is immutable, so its
+// UID stands for it; the operator's default values are fixed for the life of the process.
+type renderInputs struct {
+	Template string
+	Values   json.RawMessage
+	Input    any
+}
+
+// get returns a copy of the remembered rendering, which the caller may change.
+func (m *renderMemo) get(namespace, component string, print apply.Fingerprint) ([]*unstructured.Unstructured, bool) {
+	m.mu.Lock()
+	e, ok := m.byNamespace[namespace][component]
+	m.mu.Unlock()
+	if !ok || e.print != print {
+		return nil, false
+	}
+	out := make([]*unstructured.Unstructured, len(e.objs))
+	for i, obj := range e.objs {
+		out[i] = obj.DeepCopy()
+	}
+	return out, true
+}
+
+// put remembers a copy of a rendering.
+func (m *renderMemo) put(namespace, component string, print apply.Fingerprint, objs []*unstructured.Unstructured) {
+	kept := make([]*unstructured.Unstructured, len(objs))
+	for i, obj := range objs {
+		kept[i] = obj.DeepCopy()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byNamespace == nil {
+		m.byNamespace = map[string]map[string]rendering{}
+	}
+	if m.byNamespace[namespace] == nil {
+		m.byNamespace[namespace] = map[string]rendering{}
+	}
+	m.byNamespace[namespace][component] = rendering{print: print, objs: kept}
+}
+
+func (m *renderMemo) forget(namespace string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.byNamespace, namespace)
+}
+
+// retain drops the namespace's renderings of the components keep does not name: components
+// no longer in the tenant's spec.
+func (m *renderMemo) retain(namespace string, keep func(component string) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for c := range m.byNamespace[namespace] {
+		if !keep(c) {
+			delete(m.byNamespace[namespace], c)
+		}
+	}
+	if len(m.byNamespace[namespace]) == 0 {
+		delete(m.byNamespace, namespace)
+	}
+}
+
+// Len is the number of renderings kept, over every namespace.
+func (m *renderMemo) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, byComponent := range m.byNamespace {
+		n += len(byComponent)
+	}
+	return n
+}
+
+// ForgetWhatIsGone drops what the reconciler remembers (renderings, objects found in place) as
+// what it is about goes, so that its memory follows what exists and not everything that ever
+// did: a component removed from a tenant's spec, an object pruned from a namespace that stays
+// (a component's, a shared secret's copy), a namespace, a tenant. Each event costs only what it
+// is about. Forgetting too much is harmless: the next reconcile compares that object in full
+// and remembers it again. Call it after SetupWithManager.
+func (r *Reconciler) ForgetWhatIsGone(ctx context.Context, informers cache.Informers) error {
+	tenants, err := informers.GetInformer(ctx, &tenancyv1alpha1.Tenant{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	if _, err := tenants.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			old, okOld := oldObj.(*tenancyv1alpha1.Tenant)
+			t, okNew := newObj.(*tenancyv1alpha1.Tenant)
+			if okOld && okNew {
+				r.forgetRemovedComponents(old, t)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := deletedObject(obj).(*tenancyv1alpha1.Tenant); ok {
+				r.forget(r.Config.NamespaceName(t.Name))
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	// The kinds the tenant controller owns besides the components' (whose objects are forgotten
+	// from the tenant's status inventory, above).
+	for _, obj := range []client.Object{
+		&corev1.Namespace{}, &corev1.Secret{}, &rbacv1.RoleBinding{}, &corev1.ResourceQuota{},
+		&corev1.LimitRange{}, &networkingv1.NetworkPolicy{},
+	} {
+		gvk, err := apiutil.GVKForObject(obj, r.Client.Scheme())
+		if err != nil {
+			return err
+		}
+		informer, err := informers.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		gk := gvk.GroupKind()
+		if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			DeleteFunc: func(obj any) {
+				switch gone := deletedObject(obj).(type) {
+				case *corev1.Namespace:
+					r.forget(gone.Name)
+				case client.Object:
+					r.Applied.ForgetObject(gk, gone.GetNamespace(), gone.GetName())
+				}
+			},
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forgetRemovedComponents drops the renderings of components removed from the tenant's spec,
+// and what is remembered of the objects its status no longer lists: those were pruned.
+func (r *Reconciler) forgetRemovedComponents(old, t *tenancyv1alpha1.Tenant) {
+	ns := r.Config.NamespaceName(t.Name)
+	r.rendered.retain(ns, func(name string) bool {
+		return slices.ContainsFunc(t.Spec.Components, func(c tenancyv1alpha1.Component) bool { return c.Name == name })
+	})
+	current := map[string]bool{}
+	for _, c := range t.Status.Components {
+		for _, key := range c.Inventory {
+			current[key] = true
+		}
+	}
+	for _, c := range old.Status.Components {
+		for _, key := range c.Inventory {
+			if current[key] {
+				continue
+			}
+			if gk, name, err := component.ParseInventoryKey(key); err == nil {
+				r.Applied.ForgetObject(gk, ns, name)
+			}
+		}
+	}
+}
+
+// deletedObject is the object of a delete notification, which is the last state the informer
+// knew when it missed the deletion itself.
+func deletedObject(obj any) any {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return tombstone.Obj
+	}
+	return obj
+}
+
+// Renderings is how many component renderings the reconciler keeps: the suite checks that
+// none outlives its component or its tenant.
+func (r *Reconciler) Renderings() int { return r.rendered.Len() }

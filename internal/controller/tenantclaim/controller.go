@@ -1,0 +1,218 @@
+package tenantclaim
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/conditions"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
+)
+
+// Reconciler binds each claim to one Ready spare of its pool. The bind is a metadata
+// patch of the spare carrying its resourceVersion: of two claims racing for one spare, exactly
+// one write succeeds, and the other claim moves on to the next spare.
+type Reconciler struct {
+	Client   client.Client
+	Config   *config.Config
+	Recorder events.EventRecorder
+	// MaxConcurrentBinds is how many claims are bound at once.
+	MaxConcurrentBinds int
+	// Urgent writes the binds, with rate limits apart from Client's: a customer waiting on a
+	// signup never queues behind a pool being refilled.
+	Urgent client.Client
+
+	// binds maps the UID of each claim this process bound to its tenant's name.
+	binds sync.Map
+}
+
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantclaims/status,verbs=get;patch
+
+// SetupWithManager registers the controller: Pending claims of a pool are looked at again when
+// one of its spares is Ready (or changes while Ready), or the pool appears or goes. The indexes
+// it lists by are registered with RegisterPoolIndexes.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("tenantclaim").
+		For(&tenancyv1alpha1.TenantClaim{}).
+		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.claimsForSpare)).
+		Watches(&tenancyv1alpha1.TenantPool{}, r.poolHandler()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentBinds, 1)}).
+		Complete(r)
+}
+
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	claim := &tenancyv1alpha1.TenantClaim{}
+	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if claim.Status.Phase == tenancyv1alpha1.ClaimBound || !claim.DeletionTimestamp.IsZero() {
+		// The status says it now; memory no longer has to.
+		r.binds.Delete(claim.UID)
+		if claim.Status.Phase == tenancyv1alpha1.ClaimBound && claim.DeletionTimestamp.IsZero() {
+			// A claim bound before claims had conditions gets them; any other costs nothing.
+			return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, claim, &claim.Status, claimStatus(claim, claim.Status))
+		}
+		return ctrl.Result{}, nil
+	}
+
+	// A bind whose status write was lost: this process remembers its own binds (the cache may
+	// not show them yet), and the tenant carries the claim's UID for binds made before a restart
+	// or by a previous leader, which the cache, synced before any reconcile, does show.
+	if t, err := r.boundBefore(ctx, claim); err != nil || t != nil {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.setBound(ctx, claim, t)
+	}
+
+	pool := &tenancyv1alpha1.TenantPool{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: claim.Spec.Pool}, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonPoolNotFound, fmt.Sprintf("TenantPool %s does not exist", claim.Spec.Pool))
+		}
+		return ctrl.Result{}, err
+	}
+	if !pool.DeletionTimestamp.IsZero() {
+		// Its spares are being deleted: binding one now would hand out a tenant about to go.
+		return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonPoolNotFound, fmt.Sprintf("TenantPool %s is being deleted", claim.Spec.Pool))
+	}
+
+	// The pool's unallocated tenants only: what it handed out is not visited.
+	spares := &tenancyv1alpha1.TenantList{}
+	if err := r.Client.List(ctx, spares, client.MatchingFields{indexes.TenantPool: pool.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	var candidates []*tenancyv1alpha1.Tenant
+	for i := range spares.Items {
+		if t := &spares.Items[i]; t.IsUnallocatedSpare() && t.IsReadySpare() {
+			candidates = append(candidates, t)
+		}
+	}
+	sort.Slice(candidates, func(i, j int) bool { return candidates[i].Name < candidates[j].Name })
+	// Claims start at different spares, so concurrent binds rarely race for the same one.
+	start := 0
+	if n := len(candidates); n > 0 {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(claim.UID))
+		start = int(h.Sum32() % uint32(n))
+	}
+	for i := range candidates {
+		t := candidates[(start+i)%len(candidates)]
+		switch err := r.bind(ctx, claim, t); {
+		case err == nil:
+			r.binds.Store(claim.UID, t.Name)
+			return ctrl.Result{}, r.setBound(ctx, claim, t)
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			// Another claim got it first, or it is gone: try the next.
+			continue
+		default:
+			return ctrl.Result{}, err
+		}
+	}
+	// The pool refills, and a spare turning Ready re-triggers the pool's pending claims.
+	return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonNoReadySpare,
+		fmt.Sprintf("no Ready spare in pool %s; waiting for one", pool.Name))
+}
+
+// boundBefore finds the tenant an earlier reconcile bound the claim to, from memory or the cache.
+func (r *Reconciler) boundBefore(ctx context.Context, claim *tenancyv1alpha1.TenantClaim) (*tenancyv1alpha1.Tenant, error) {
+	if name, ok := r.binds.Load(claim.UID); ok {
+		return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name.(string)}}, nil
+	}
+	bound := &tenancyv1alpha1.TenantList{}
+	if err := r.Client.List(ctx, bound, client.MatchingFields{indexes.TenantClaimUID: string(claim.UID)}); err != nil {
+		return nil, err
+	}
+	if len(bound.Items) == 0 {
+		return nil, nil
+	}
+	return &bound.Items[0], nil
+}
+
+// bind hands a spare to the claim's customer: allocation labels, the claim's labels and the
+// customer in annotations, and no owner (so the pool, and its deletion, never touch it again).
+// The patch carries the spare's resourceVersion, which makes it the atomic step.
+func (r *Reconciler) bind(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, spare *tenancyv1alpha1.Tenant) error {
+	t := spare.DeepCopy()
+	orig := spare.DeepCopy()
+	labels := t.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, claim.Spec.Labels)
+	labels[tenancyv1alpha1.AllocatedLabel] = "true"
+	labels[tenancyv1alpha1.ClaimUIDLabel] = string(claim.UID)
+	t.SetLabels(labels)
+	annotations := t.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[tenancyv1alpha1.ClaimAnnotation] = claim.Namespace + "/" + claim.Name
+	if claim.Spec.Organization != "" {
+		annotations[tenancyv1alpha1.OrganizationAnnotation] = claim.Spec.Organization
+	}
+	if claim.Spec.Email != "" {
+		annotations[tenancyv1alpha1.EmailAnnotation] = claim.Spec.Email
+	}
+	t.SetAnnotations(annotations)
+	t.SetOwnerReferences(nil)
+	return r.Urgent.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+}
+
+func (r *Reconciler) setBound(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, t *tenancyv1alpha1.Tenant) error {
+	now := metav1.Now()
+	orig := claim.DeepCopy()
+	claim.Status = claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{
+		Phase: tenancyv1alpha1.ClaimBound, Tenant: t.Name, Namespace: r.Config.NamespaceName(t.Name),
+		BoundTime: &now, Reason: tenancyv1alpha1.ReasonBound, Message: fmt.Sprintf("bound to tenant %s", t.Name),
+	})
+	// Optimistic: a reconcile working from a stale copy of a claim already Bound must not bind
+	// it again (a second event, a second latency sample, a new boundTime).
+	if err := r.Client.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil
+		}
+		return client.IgnoreNotFound(err)
+	}
+	claimBindSeconds.WithLabelValues(claim.Spec.Pool).Observe(now.Sub(claim.CreationTimestamp.Time).Seconds())
+	r.Recorder.Eventf(claim, t, corev1.EventTypeNormal, tenancyv1alpha1.ReasonBound, "Bind", "bound to tenant %s", t.Name)
+	return nil
+}
+
+func (r *Reconciler) setPending(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, reason, msg string) error {
+	return writes.PatchStatus(ctx, r.Client, claim, &claim.Status,
+		claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: reason, Message: msg}))
+}
+
+// claimStatus is next, the claim's phase, reason and message, with the kstatus conditions they
+// stand for, so kubectl wait --for=condition=Ready and Flux health checks work on claims: a
+// Bound claim is Ready; a Pending one is Reconciling, not Ready, with the reason it waits. A
+// claim never stalls: a missing pool may yet be created, and an empty one refills.
+func claimStatus(claim *tenancyv1alpha1.TenantClaim, next tenancyv1alpha1.TenantClaimStatus) tenancyv1alpha1.TenantClaimStatus {
+	next.ObservedGeneration = claim.Generation
+	next.Conditions = append([]metav1.Condition(nil), claim.Status.Conditions...)
+	conds := conditions.For(&next.Conditions, claim.Generation)
+	if next.Phase == tenancyv1alpha1.ClaimBound {
+		conds.Ready(next.Reason, next.Message)
+	} else {
+		conds.Reconciling(next.Reason, next.Message)
+	}
+	return next
+}

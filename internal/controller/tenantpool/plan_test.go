@@ -1,0 +1,134 @@
+package tenantpool
+
+import (
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+func TestPlanPool(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		replicas            int32
+		maxProvisioning     *int32
+		ready, provisioning []string
+		collided            []string
+		create              int
+		remove              []string
+	}{
+		{name: "an empty pool creates its replicas", replicas: 3, create: 3},
+		{name: "a full pool does nothing", replicas: 2, ready: []string{"a"}, provisioning: []string{"b"}},
+		{name: "provisioning spares count towards the replicas", replicas: 3, provisioning: []string{"a", "b"}, create: 1},
+		{name: "maxProvisioning bounds the creates", replicas: 10, maxProvisioning: ptr.To[int32](2), create: 2},
+		{name: "maxProvisioning counts the spares already provisioning", replicas: 10, maxProvisioning: ptr.To[int32](3), ready: []string{"r"}, provisioning: []string{"a", "b"}, create: 1},
+		{name: "more provisioning than maxProvisioning creates none", replicas: 10, maxProvisioning: ptr.To[int32](1), provisioning: []string{"a", "b"}},
+		{name: "shrinking removes provisioning spares first, in name order", replicas: 1, ready: []string{"r2", "r1"}, provisioning: []string{"p2", "p1"}, remove: []string{"p1", "p2", "r1"}},
+		{name: "shrinking to zero removes every spare", replicas: 0, ready: []string{"r1"}, provisioning: []string{"p1"}, remove: []string{"p1", "r1"}},
+		{name: "a spare stalled on an earlier tenant's data is removed and replaced", replicas: 2, ready: []string{"r1"}, collided: []string{"c1"}, create: 1, remove: []string{"c1"}},
+		{name: "a collided spare is removed from a full pool too", replicas: 1, ready: []string{"r1"}, collided: []string{"c1"}, remove: []string{"c1"}},
+		{name: "collided spares go first when shrinking", replicas: 0, ready: []string{"r1"}, collided: []string{"c1"}, remove: []string{"c1", "r1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := tenancyv1alpha1.TenantPoolSpec{Replicas: tc.replicas, MaxProvisioning: tc.maxProvisioning}
+			ready, provisioning := slices.Clone(tc.ready), slices.Clone(tc.provisioning)
+			got := planPool(spec, ready, provisioning, tc.collided)
+			if got.create != tc.create || !slices.Equal(got.remove, tc.remove) {
+				t.Errorf("plan = create %d, remove %v; want create %d, remove %v", got.create, got.remove, tc.create, tc.remove)
+			}
+			if !slices.Equal(ready, tc.ready) || !slices.Equal(provisioning, tc.provisioning) {
+				t.Error("planPool reordered the lists it was given")
+			}
+		})
+	}
+}
+
+func TestPoolStatus(t *testing.T) {
+	pool := &tenancyv1alpha1.TenantPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "standard", Generation: 4},
+		Spec:       tenancyv1alpha1.TenantPoolSpec{Replicas: 3},
+	}
+	for _, tc := range []struct {
+		name                           string
+		ready, provisioning, suspended int32
+		readyStatus                    metav1.ConditionStatus
+		reconciling                    bool
+		message                        string
+	}{
+		{name: "a pool with its replicas ready is Ready", ready: 3, readyStatus: metav1.ConditionTrue, message: "3 spares ready"},
+		{name: "a pool short of ready spares is Reconciling", ready: 1, provisioning: 2, readyStatus: metav1.ConditionFalse, reconciling: true, message: "1 of 3 spares ready, 2 provisioning"},
+		{name: "a pool holding a suspended spare besides its replicas is Ready and says so", ready: 3, suspended: 1, readyStatus: metav1.ConditionTrue, message: "3 spares ready, 1 suspended"},
+		{name: "a suspended spare does not make a pool Ready", ready: 2, provisioning: 1, suspended: 1, readyStatus: metav1.ConditionFalse, reconciling: true, message: "2 of 3 spares ready, 1 provisioning, 1 suspended"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := poolStatus(pool, poolCounts{ready: tc.ready, provisioning: tc.provisioning, suspended: tc.suspended, allocated: 5})
+			if s.Ready != tc.ready || s.Provisioning != tc.provisioning || s.Suspended != tc.suspended || s.Allocated != 5 || s.ObservedGeneration != 4 {
+				t.Errorf("counts = ready %d provisioning %d suspended %d allocated %d generation %d", s.Ready, s.Provisioning, s.Suspended, s.Allocated, s.ObservedGeneration)
+			}
+			if c := meta.FindStatusCondition(s.Conditions, tenancyv1alpha1.ReadyCondition); c == nil || c.Status != tc.readyStatus || c.ObservedGeneration != 4 || c.Message != tc.message {
+				t.Errorf("Ready = %+v, want %s at generation 4 saying %q", c, tc.readyStatus, tc.message)
+			}
+			if got := meta.IsStatusConditionTrue(s.Conditions, tenancyv1alpha1.ReconcilingCondition); got != tc.reconciling {
+				t.Errorf("Reconciling = %v, want %v", got, tc.reconciling)
+			}
+		})
+	}
+}
+
+func TestPoolRoleOf(t *testing.T) {
+	spare := func(mutate func(*tenancyv1alpha1.Tenant)) *tenancyv1alpha1.Tenant {
+		pool := &tenancyv1alpha1.TenantPool{ObjectMeta: metav1.ObjectMeta{Name: "standard"}}
+		tenant := &tenancyv1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "standard-x", Generation: 2,
+				Labels:          map[string]string{tenancyv1alpha1.PoolLabel: "standard"},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(pool, tenancyv1alpha1.GroupVersion.WithKind("TenantPool"))},
+			},
+			Status: tenancyv1alpha1.TenantStatus{ObservedGeneration: 2, Conditions: []metav1.Condition{
+				{Type: tenancyv1alpha1.ReadyCondition, Status: metav1.ConditionTrue, ObservedGeneration: 2},
+			}},
+		}
+		mutate(tenant)
+		return tenant
+	}
+	suspend := func(t *tenancyv1alpha1.Tenant) { t.Spec.Suspend = true }
+	for _, tc := range []struct {
+		name   string
+		tenant *tenancyv1alpha1.Tenant
+		role   poolRole
+	}{
+		{name: "a Ready spare is ready", tenant: spare(func(*tenancyv1alpha1.Tenant) {}), role: readySpare},
+		{name: "a spare not Ready yet is provisioning", tenant: spare(func(t *tenancyv1alpha1.Tenant) { t.Status.ObservedGeneration = 1 }), role: provisioningSpare},
+		{name: "a suspended spare that was Ready is suspended, not provisioning", tenant: spare(suspend), role: suspendedSpare},
+		{name: "a suspended spare still provisioning is suspended", tenant: spare(func(t *tenancyv1alpha1.Tenant) {
+			suspend(t)
+			t.Status.Conditions = nil
+		}), role: suspendedSpare},
+		{name: "a suspended spare stalled on an earlier tenant's data is kept as suspended", tenant: spare(func(t *tenancyv1alpha1.Tenant) {
+			suspend(t)
+			t.Status.Conditions = append(t.Status.Conditions, metav1.Condition{
+				Type: tenancyv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonForeignData,
+			})
+		}), role: suspendedSpare},
+		{name: "a suspended spare being deleted is leaving", tenant: spare(func(t *tenancyv1alpha1.Tenant) {
+			suspend(t)
+			now := metav1.Now()
+			t.DeletionTimestamp = &now
+		}), role: leavingSpare},
+		{name: "a suspended allocated tenant is allocated", tenant: spare(func(t *tenancyv1alpha1.Tenant) {
+			suspend(t)
+			t.Labels[tenancyv1alpha1.AllocatedLabel] = "true"
+		}), role: allocatedTenant},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, role := poolRoleOf(tc.tenant)
+			if pool != "standard" || role != tc.role {
+				t.Errorf("poolRoleOf = %q, %d; want standard, %d", pool, role, tc.role)
+			}
+		})
+	}
+}
