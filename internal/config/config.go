@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -89,6 +90,16 @@ type Isolation struct {
 	// reports. Each finding is a Warning event on the Tenant and a count in
 	// landlord_policy_audit_findings_total.
 	Audit AuditAction `json:"audit,omitempty"`
+	// TrustedPrincipals are the platform's own tools that Landlord's guards over its labels,
+	// annotations and the objects it manages let through, as they let the operator and
+	// Kubernetes' own controllers through: a backup tool restoring tenant namespaces with their
+	// labels (Velero), a policy engine that copies labels or generates objects (Kyverno,
+	// Gatekeeper's mutation). Each is a User, a Group or a ServiceAccount, written as in a
+	// RoleBinding's subjects. They are not let past the rules over what a tenant's own objects
+	// may do (hosts, Services, Ingresses, scheduling, NetworkPolicy peers). Never a principal a
+	// tenant could be or become: a ServiceAccount in a tenant namespace, the groups every user
+	// or ServiceAccount is in, or anonymous requests are refused.
+	TrustedPrincipals []rbacv1.Subject `json:"trustedPrincipals,omitempty"`
 }
 
 // DefaultPlatformNamespaces are the namespaces network.platformNamespaceSelector lets reach
@@ -512,6 +523,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Isolation.validateScheduling()...)
 	errs = append(errs, c.Isolation.validateAudit()...)
+	errs = append(errs, c.Isolation.validateTrusted(c.NamespacePrefix)...)
 	errs = append(errs, c.Network.validate()...)
 	if c.Client.QPS < 0 || c.Client.Burst < 0 {
 		errs = append(errs, errors.New("client: qps and burst must not be negative"))

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,6 +109,9 @@ func run(m *testing.M) int {
 	// (isolation_scheduling_test.go).
 	opConfig.Isolation.PriorityClasses = []string{"tenant-batch"}
 	opConfig.Isolation.Tolerations = []string{"nvidia.com/gpu:NoSchedule"}
+	// A backup tool the platform trusts to restore tenant namespaces as they were
+	// (isolation_trusted_test.go).
+	opConfig.Isolation.TrustedPrincipals = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "velero", Name: "velero"}}
 	// Tenants' pods may query a node-local DNS cache by address and call the platform's telemetry
 	// collector (tenant_network_test.go).
 	opConfig.Network.DNS.CIDRs = []string{nodeLocalDNS}

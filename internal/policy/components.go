@@ -25,7 +25,7 @@ const ComponentObjects = "landlord-component-objects"
 // tenant's deletion leaves. Subresources stay out of scope: the workloads' status, and the scale
 // subresource an autoscaler uses. The objects the workloads make (ReplicaSets, pods) carry no
 // owner reference to the Tenant, so a tenant admin still restarts a pod by deleting it.
-func ComponentObjectsPolicy(operator string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+func ComponentObjectsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	p := validatingPolicy(ComponentObjects, []admissionregistrationv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete},
@@ -35,7 +35,7 @@ func ComponentObjectsPolicy(operator string) *admissionregistrationv1.Validating
 			},
 		},
 	}}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
-		MatchConditions: []admissionregistrationv1.MatchCondition{
+		MatchConditions: append([]admissionregistrationv1.MatchCondition{
 			{
 				Name: "rendered-by-landlord",
 				Expression: `oldObject.metadata.?ownerReferences.orValue([]).exists(o, o.kind == 'Tenant' && o.apiVersion.startsWith(` +
@@ -43,10 +43,10 @@ func ComponentObjectsPolicy(operator string) *admissionregistrationv1.Validating
 			},
 			{
 				Name: "not-the-operator-or-kubernetes",
-				Expression: `!(request.userInfo.username in ` + celList([]string{operator, "system:kube-controller-manager"}) +
+				Expression: `!(request.userInfo.username in ` + celList([]string{op.User, "system:kube-controller-manager"}) +
 					`) && !request.userInfo.username.startsWith('system:serviceaccount:kube-system:')`,
 			},
-		},
+		}, op.trustedCondition()...),
 		Validations: []admissionregistrationv1.Validation{
 			deny(`authorizer.group('').resource('resourcequotas').namespace(namespaceObject.metadata.name).check('patch').allowed()`,
 				"Landlord renders this object for one of the tenant's components: only the platform changes or deletes it",

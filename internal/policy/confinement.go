@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,6 +26,36 @@ type Operator struct {
 	Namespaces []string
 	// Network bounds what tenants' own NetworkPolicies may name.
 	Network NetworkBounds
+	// Trusted are the platform's own tools (isolation.trustedPrincipals) that the guards over
+	// Landlord's labels, annotations and objects let through, as they let the operator through.
+	Trusted []rbacv1.Subject
+}
+
+// trustedCondition is the match condition that lets the trusted principals through, or none
+// when there are none: the policies of a configuration that trusts no one are as they were.
+func (o Operator) trustedCondition() []admissionregistrationv1.MatchCondition {
+	var users, groups []string
+	for _, s := range o.Trusted {
+		switch s.Kind {
+		case rbacv1.UserKind:
+			users = append(users, s.Name)
+		case rbacv1.GroupKind:
+			groups = append(groups, s.Name)
+		case rbacv1.ServiceAccountKind:
+			users = append(users, serviceaccount.MakeUsername(s.Namespace, s.Name))
+		}
+	}
+	var conds []string
+	if len(users) > 0 {
+		conds = append(conds, `request.userInfo.username in `+celList(users))
+	}
+	if len(groups) > 0 {
+		conds = append(conds, `request.userInfo.?groups.orValue([]).exists(g, g in `+celList(groups)+`)`)
+	}
+	if len(conds) == 0 {
+		return nil
+	}
+	return []admissionregistrationv1.MatchCondition{{Name: "not-a-trusted-principal", Expression: `!(` + strings.Join(conds, " || ") + `)`}}
 }
 
 // ownNamespaces are the operator's own namespaces, each once and in order, for a CEL list.

@@ -58,8 +58,8 @@ func templateLabels(obj string) string {
 // from. The operator's cache holds exactly what carries its managed-by label, so a
 // tenant labelling its own Secrets or ConfigMaps could fill the operator's memory, and an object
 // labelled with a tenant's name could be taken for Landlord's.
-func ManagedLabelsPolicy(operator string) *admissionregistrationv1.ValidatingAdmissionPolicy {
-	controllers := append([]string{operator}, KubernetesControllers.Users...)
+func ManagedLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	controllers := append([]string{op.User}, KubernetesControllers.Users...)
 	return validatingPolicy(ManagedLabels, []admissionregistrationv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
@@ -69,11 +69,11 @@ func ManagedLabelsPolicy(operator string) *admissionregistrationv1.ValidatingAdm
 			},
 		},
 	}}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
-		MatchConditions: []admissionregistrationv1.MatchCondition{{
+		MatchConditions: append([]admissionregistrationv1.MatchCondition{{
 			Name: "not-the-operator-nor-kubernetes",
 			Expression: `!(request.userInfo.username in ` + celList(controllers) + `) && ` +
 				`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
-		}},
+		}}, op.trustedCondition()...),
 		Variables: []admissionregistrationv1.Variable{
 			{Name: "objectLabels", Expression: `object.metadata.?labels.orValue({})`},
 			{Name: "oldObjectLabels", Expression: `request.operation == 'CREATE' ? {} : oldObject.metadata.?labels.orValue({})`},

@@ -30,9 +30,9 @@ var GuardedAnnotations = []string{
 }
 
 // NamespaceLabelsObjects are the policy over Landlord's labels on namespaces and its binding.
-// operator is the username of the operator's requests.
-func NamespaceLabelsObjects(operator string) []client.Object {
-	return []client.Object{NamespaceLabelsPolicy(operator), clusterBinding(NamespaceLabels)}
+// op.User is the username of the operator's requests.
+func NamespaceLabelsObjects(op Operator) []client.Object {
+	return []client.Object{NamespaceLabelsPolicy(op), clusterBinding(NamespaceLabels)}
 }
 
 // NamespaceLabelsPolicy lets only the operator add, change or remove Landlord's labels on a
@@ -42,7 +42,7 @@ func NamespaceLabelsObjects(operator string) []client.Object {
 // tolerate, and a user who may edit namespaces (short of a cluster administrator) could
 // otherwise make a namespace of theirs pass for a tenant's, move a tenant to another pool, have
 // its pods deleted, widen what it may do, or fill the operator's cache.
-func NamespaceLabelsPolicy(operator string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+func NamespaceLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	return clusterPolicy(NamespaceLabels, []admissionregistrationv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
@@ -52,11 +52,11 @@ func NamespaceLabelsPolicy(operator string) *admissionregistrationv1.ValidatingA
 			},
 		},
 	}}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
-		MatchConditions: []admissionregistrationv1.MatchCondition{{
+		MatchConditions: append([]admissionregistrationv1.MatchCondition{{
 			Name: "not-the-operator-nor-a-cluster-administrator",
-			Expression: `request.userInfo.username != ` + cel(operator) + ` && ` +
+			Expression: `request.userInfo.username != ` + cel(op.User) + ` && ` +
 				`!(` + cel(ClusterAdministrators) + ` in request.userInfo.?groups.orValue([]))`,
-		}},
+		}}, op.trustedCondition()...),
 		Variables: []admissionregistrationv1.Variable{
 			{Name: "objectLabels", Expression: `object.metadata.?labels.orValue({})`},
 			{Name: "oldObjectLabels", Expression: `request.operation == 'CREATE' ? {} : oldObject.metadata.?labels.orValue({})`},

@@ -11,7 +11,7 @@ import (
 // The namespace label policy judges creates and updates of namespaces, nothing else, and
 // exempts the operator and cluster administrators alone.
 func TestTheNamespaceLabelPolicyExemptsTheOperatorAndClusterAdministratorsAlone(t *testing.T) {
-	objs := policy.NamespaceLabelsObjects("system:serviceaccount:ops:landlord")
+	objs := policy.NamespaceLabelsObjects(policy.Operator{User: "system:serviceaccount:ops:landlord"})
 	if len(objs) != 2 {
 		t.Fatalf("%d objects, want a policy and its binding", len(objs))
 	}

@@ -60,7 +60,7 @@ type Block struct {
 func NetworkPolicyObjects(op Operator) []client.Object {
 	return []client.Object{
 		NetworkPolicyPeersPolicy(op), validatingBinding(NetworkPolicyPeers),
-		ManagedNetworkPoliciesPolicy(op.User), validatingBinding(ManagedNetworkPolicies),
+		ManagedNetworkPoliciesPolicy(op), validatingBinding(ManagedNetworkPolicies),
 	}
 }
 
@@ -212,14 +212,14 @@ func NetworkPolicyPeersPolicy(op Operator) *admissionregistrationv1.ValidatingAd
 // operator may set (ManagedLabelsPolicy). The operator, Kubernetes' controllers (the namespace
 // controller empties a namespace being deleted) and whoever may change the namespace's quota (the
 // platform's administrators) are let through.
-func ManagedNetworkPoliciesPolicy(operator string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+func ManagedNetworkPoliciesPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	p := validatingPolicy(ManagedNetworkPolicies, networkPolicyRule(admissionregistrationv1.Update, admissionregistrationv1.Delete),
 		admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
+			MatchConditions: append([]admissionregistrationv1.MatchCondition{{
 				Name: "not-the-operator-nor-kubernetes",
-				Expression: `!(request.userInfo.username in ` + celList(append([]string{operator}, KubernetesControllers.Users...)) + `) && ` +
+				Expression: `!(request.userInfo.username in ` + celList(append([]string{op.User}, KubernetesControllers.Users...)) + `) && ` +
 					`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
-			}},
+			}}, op.trustedCondition()...),
 			Validations: []admissionregistrationv1.Validation{
 				deny(platformAdministrator,
 					"Landlord's NetworkPolicies are the tenant's isolation: only the platform changes or deletes them; a NetworkPolicy of the tenant's own opens a path",

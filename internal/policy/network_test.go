@@ -132,7 +132,7 @@ func TestThePeersPolicyJudgesTenantsNetworkPoliciesByTheirBounds(t *testing.T) {
 // deletes of objects labelled as Landlord's for a tenant, and lets the operator and Kubernetes'
 // controllers (the namespace controller empties a namespace being deleted) through.
 func TestLandlordsNetworkPoliciesAreGuardedByTheirLabels(t *testing.T) {
-	p := policy.ManagedNetworkPoliciesPolicy("system:serviceaccount:ops:landlord")
+	p := policy.ManagedNetworkPoliciesPolicy(policy.Operator{User: "system:serviceaccount:ops:landlord"})
 	rules := p.Spec.MatchConstraints.ResourceRules
 	if len(rules) != 1 || !slices.Equal(rules[0].Resources, []string{"networkpolicies"}) ||
 		!slices.Equal(rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete}) {

@@ -40,18 +40,18 @@ const (
 // op is the operator: the user the label policies exempt, and the namespaces its writes are
 // confined to.
 func Objects(op Operator) []client.Object {
-	objs := TenantNamespaceObjects(op.User)
-	objs = append(objs, ProtectionObjects(op.User)...)
+	objs := TenantNamespaceObjects(op)
+	objs = append(objs, ProtectionObjects(op)...)
 	objs = append(objs, ConfinementObjects(op)...)
 	objs = append(objs, NetworkPolicyObjects(op)...)
-	objs = append(objs, NamespaceLabelsObjects(op.User)...)
+	objs = append(objs, NamespaceLabelsObjects(op)...)
 	return append(objs, TenantFinalizerObjects()...)
 }
 
 // TenantNamespaceObjects are the policies over what is created in tenant namespaces, with their
-// bindings. operator is the username of the operator's requests, the one user that may set
-// Landlord's labels there.
-func TenantNamespaceObjects(operator string) []client.Object {
+// bindings. op.User is the username of the operator's requests, the one user (with op.Trusted)
+// that may set Landlord's labels there.
+func TenantNamespaceObjects(op Operator) []client.Object {
 	return []client.Object{
 		NodePoolPlacementPolicy(), NodePoolPlacementBinding(),
 		NodePoolPolicy(), validatingBinding(NodePool),
@@ -60,8 +60,8 @@ func TenantNamespaceObjects(operator string) []client.Object {
 		IngressClassesPolicy(), validatingBinding(IngressClasses),
 		IngressAnnotationsPolicy(), validatingBinding(IngressAnnotations),
 		RouteHostnamesPolicy(), validatingBinding(RouteHostnames),
-		ManagedLabelsPolicy(operator), validatingBinding(ManagedLabels),
-		ComponentObjectsPolicy(operator), validatingBinding(ComponentObjects),
+		ManagedLabelsPolicy(op), validatingBinding(ManagedLabels),
+		ComponentObjectsPolicy(op), validatingBinding(ComponentObjects),
 		PodSchedulingPolicy(), validatingBinding(PodScheduling),
 		DisruptionBudgetsPolicy(), validatingBinding(DisruptionBudgets),
 	}

@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"gotest.tools/v3/golden"
@@ -63,7 +66,7 @@ func TestShippedPoliciesMatchTheBuilders(t *testing.T) {
 }
 
 func TestEveryPolicyIsLandlordsAndScopedToTenantNamespaces(t *testing.T) {
-	objs := append(policy.TenantNamespaceObjects(config.DefaultIdentity), policy.NetworkPolicyObjects(shippedOperator())...)
+	objs := append(policy.TenantNamespaceObjects(policy.Operator{User: config.DefaultIdentity}), policy.NetworkPolicyObjects(shippedOperator())...)
 	policies := map[string]bool{}
 	for _, obj := range objs {
 		switch obj.(type) {
@@ -140,7 +143,7 @@ func selectsTenantNamespacesOnly(sel *metav1.LabelSelector) bool {
 // Landlord's CustomResourceDefinitions by name. They never judge a tenant namespace's contents
 // or anyone else's CRDs.
 func TestProtectionPoliciesReachOnlyLandlordsOwnObjects(t *testing.T) {
-	for _, obj := range policy.ProtectionObjects(config.DefaultIdentity) {
+	for _, obj := range policy.ProtectionObjects(policy.Operator{User: config.DefaultIdentity}) {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
 		t.Run(kind+" "+obj.GetName()+" is labeled and confined to Landlord's objects", func(t *testing.T) {
 			if got := obj.GetLabels()[tenancyv1alpha1.ManagedByLabel]; got != tenancyv1alpha1.ManagedByValue {
@@ -257,7 +260,7 @@ func TestTheConfinementPolicyJudgesOnlyTheOperatorsWrites(t *testing.T) {
 // The label policy exempts the operator and Kubernetes' own controllers, which copy
 // labels onto what they create, and no one else.
 func TestTheLabelPolicyExemptsTheOperatorAndKubernetesControllersAlone(t *testing.T) {
-	p := policy.ManagedLabelsPolicy("system:serviceaccount:ops:landlord")
+	p := policy.ManagedLabelsPolicy(policy.Operator{User: "system:serviceaccount:ops:landlord"})
 	if len(p.Spec.MatchConditions) != 1 {
 		t.Fatalf("match conditions = %v", p.Spec.MatchConditions)
 	}
@@ -270,5 +273,53 @@ func TestTheLabelPolicyExemptsTheOperatorAndKubernetesControllersAlone(t *testin
 		if len(r.Resources) != 1 || r.Resources[0] != "*" || len(r.APIGroups) != 1 || r.APIGroups[0] != "*" {
 			t.Errorf("rule %v does not reach every namespaced resource", r.Rule)
 		}
+	}
+}
+
+// The platform's trusted tools are let past the guards over Landlord's labels, annotations and
+// objects, by username (a ServiceAccount spelled as the API server spells it) or group, and past
+// no other policy; a configuration that trusts no one leaves every policy as it was, so the
+// shipped policies stay what the operator builds.
+func TestTheGuardsLetTheTrustedPrincipalsThroughAndNoOtherPolicyDoes(t *testing.T) {
+	op := policy.Operator{User: config.DefaultIdentity, Trusted: []rbacv1.Subject{
+		{Kind: rbacv1.ServiceAccountKind, Namespace: "velero", Name: "velero"},
+		{Kind: rbacv1.UserKind, Name: "gatekeeper"},
+		{Kind: rbacv1.GroupKind, Name: "platform-tools"},
+	}}
+	want := admissionregistrationv1.MatchCondition{
+		Name: "not-a-trusted-principal",
+		Expression: `!(request.userInfo.username in ['system:serviceaccount:velero:velero', 'gatekeeper'] || ` +
+			`request.userInfo.?groups.orValue([]).exists(g, g in ['platform-tools']))`,
+	}
+	guards := []string{policy.ManagedLabels, policy.ComponentObjects, policy.ManagedNetworkPolicies, policy.NamespaceLabels, policy.TenantLabels}
+	plain := map[string]client.Object{}
+	for _, obj := range policy.Objects(policy.Operator{User: config.DefaultIdentity}) {
+		plain[obj.GetObjectKind().GroupVersionKind().Kind+"/"+obj.GetName()] = obj
+	}
+	found := 0
+	for _, obj := range policy.Objects(op) {
+		p, ok := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
+		if !ok {
+			continue
+		}
+		conditions := p.Spec.MatchConditions
+		before := plain["ValidatingAdmissionPolicy/"+p.Name].(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec.MatchConditions
+		if slices.Contains(guards, p.Name) {
+			found++
+			t.Run(p.Name+" lets them through", func(t *testing.T) {
+				if len(conditions) != len(before)+1 || conditions[len(conditions)-1] != want {
+					t.Errorf("match conditions = %v, want those without trust and %v", conditions, want)
+				}
+			})
+			continue
+		}
+		t.Run(p.Name+" holds them as anyone else", func(t *testing.T) {
+			if len(conditions) != len(before) {
+				t.Errorf("match conditions = %v, want %v", conditions, before)
+			}
+		})
+	}
+	if found != len(guards) {
+		t.Errorf("found %d of the %d guards", found, len(guards))
 	}
 }

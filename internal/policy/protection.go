@@ -39,11 +39,11 @@ var (
 )
 
 // ProtectionObjects are the policies over Landlord's own cluster-scoped objects, and their
-// bindings. operator is the username the operator's requests carry.
-func ProtectionObjects(operator string) []client.Object {
+// bindings. op.User is the username the operator's requests carry.
+func ProtectionObjects(op Operator) []client.Object {
 	return []client.Object{
 		TenantDeletionPolicy(), clusterBinding(TenantDeletion),
-		TenantLabelsPolicy(operator), clusterBinding(TenantLabels),
+		TenantLabelsPolicy(op), clusterBinding(TenantLabels),
 		CRDProtectionPolicy(), clusterBinding(CRDProtection),
 	}
 }
@@ -120,7 +120,7 @@ func TenantDeletionPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 // TenantPool owner references that say a tenant is a pool's spare or a customer's: a pool label
 // or owner put on by hand would make the tenant count as a spare, and an allocation removed by
 // hand would make its deletion drop a customer's databases as a spare's.
-func TenantLabelsPolicy(operator string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+func TenantLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	var same []string
 	for _, k := range guardedLabels {
 		same = append(same, fmt.Sprintf(`object.metadata.?labels[?%[1]s].orValue('') == (request.operation == 'CREATE' ? '' : oldObject.metadata.?labels[?%[1]s].orValue(''))`, cel(k)))
@@ -136,9 +136,9 @@ func TenantLabelsPolicy(operator string) *admissionregistrationv1.ValidatingAdmi
 	keys := append(append([]string{}, guardedLabels...), guardedAnnotations...)
 	return clusterPolicy(TenantLabels, []admissionregistrationv1.NamedRuleWithOperations{tenantRule(admissionregistrationv1.Create, admissionregistrationv1.Update)},
 		admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name: "not-the-operator", Expression: `request.userInfo.username != ` + cel(operator),
-			}},
+			MatchConditions: append([]admissionregistrationv1.MatchCondition{{
+				Name: "not-the-operator", Expression: `request.userInfo.username != ` + cel(op.User),
+			}}, op.trustedCondition()...),
 			Validations: []admissionregistrationv1.Validation{
 				deny(strings.Join(same, " && "),
 					"only Landlord's operator sets or removes "+strings.Join(keys, ", ")+" on a Tenant, or adds a TenantPool owner reference",
