@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -155,13 +156,19 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 		appliedAsWanted := appliedHashOf(live) == appliedHash(want)
 		switch {
 		case len(foreign) > 0:
-			// What Landlord last applied is beside the point: someone else added to the object.
-			result = Repaired
-			// Before the apply: an apply would merge Landlord's set-like lists with entries
-			// others added (a Warn beside Deny), which the API server may refuse outright.
-			if err := a.replaceBody(ctx, desired, want); err != nil {
+			// What Landlord last applied is beside the point: someone else owns fields Landlord
+			// does not. Before the apply: an apply would merge Landlord's set-like lists with
+			// entries others added (a Warn beside Deny), which the API server may refuse outright.
+			changed, err := a.replaceBody(ctx, desired, want)
+			if err != nil {
 				return Unchanged, nil, err
 			}
+			if changed {
+				result = Repaired
+			}
+			// Otherwise the body was already what Landlord sets: an installer created the
+			// object before the operator ran, and Landlord took over fields it set to the same
+			// values. That is no repair.
 		case bodyDropped(live) && !appliedAsWanted:
 			// The desired object changed since it was applied: apply it, no need to read.
 		case bodyDropped(live) && !a.Verify && (state == memoWanted || state == memoUnknown && others == ""):
@@ -235,16 +242,18 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 // another manager owns, and a manager that had also set some of Landlord's values would go on
 // owning them, and be found again. The object is read from the API server first, for the
 // managed fields the cache does not keep; the patch is refused if it changed since, and the
-// reconcile is retried with the change in view rather than overwriting it unseen.
-func (a *Applier) replaceBody(ctx context.Context, desired client.Object, want map[string]any) error {
+// reconcile is retried with the change in view rather than overwriting it unseen. It reports
+// whether the body changed: not when the others' fields held what Landlord sets.
+func (a *Applier) replaceBody(ctx context.Context, desired client.Object, want map[string]any) (bool, error) {
 	if a.APIReader == nil {
-		return fmt.Errorf("%s %s has fields someone else added, and this applier cannot read it to remove them", desired.GetObjectKind().GroupVersionKind().Kind, desired.GetName())
+		return false, fmt.Errorf("%s %s has fields someone else added, and this applier cannot read it to remove them", desired.GetObjectKind().GroupVersionKind().Kind, desired.GetName())
 	}
 	fresh := &unstructured.Unstructured{}
 	fresh.SetGroupVersionKind(desired.GetObjectKind().GroupVersionKind())
 	if err := a.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), fresh); err != nil {
-		return err
+		return false, err
 	}
+	before := bodyOf(fresh.Object)
 	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": fresh.GetResourceVersion()}}
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		if bodyKey(k) {
@@ -274,9 +283,24 @@ func (a *Applier) replaceBody(ctx context.Context, desired client.Object, want m
 	ops = append(ops, map[string]any{"op": "replace", "path": "/metadata/managedFields", "value": ours})
 	patch, err := json.Marshal(ops)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return a.Client.Patch(ctx, fresh, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldOwner))
+	if err := a.Client.Patch(ctx, fresh, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldOwner)); err != nil {
+		return false, err
+	}
+	// The answer is the object as stored, the API server's defaults included, as before.
+	return !equality.Semantic.DeepEqual(before, bodyOf(fresh.Object)), nil
+}
+
+// bodyOf is a copy of everything in an object but its metadata and status.
+func bodyOf(obj map[string]any) map[string]any {
+	body := map[string]any{}
+	for k, v := range obj {
+		if bodyKey(k) {
+			body[k] = runtime.DeepCopyJSONValue(v)
+		}
+	}
+	return body
 }
 
 // whole is the live object with its body: the cache's, or the API server's when the cache kept

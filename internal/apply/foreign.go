@@ -1,11 +1,13 @@
 package apply
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // ForeignFieldsAnnotation is set in the operator's cache, never on the server, on an object
@@ -19,6 +21,9 @@ import (
 // default-deny NetworkPolicy, a scopeSelector on the quota. Any of them can switch isolation
 // off while every field Landlord set is still in place.
 const ForeignFieldsAnnotation = "tenancy.landlord.dev/foreign-fields"
+
+// UnknownManager stands for the field managers of an object whose managed fields were stripped.
+const UnknownManager = "unknown (managed fields stripped)"
 
 // bodyOwnedBy reports whether a managed-fields entry owns anything outside metadata and status.
 func bodyOwnedBy(entry metav1.ManagedFieldsEntry) bool {
@@ -39,11 +44,23 @@ func bodyOwnedBy(entry metav1.ManagedFieldsEntry) bool {
 }
 
 // ForeignManagers lists, sorted and once each, the field managers other than Landlord that own
-// fields in the object's body.
+// fields in the object's body that Landlord does not own. A manager that owns only fields
+// Landlord owns too added nothing: two managers own a field together only while both set it to
+// the same value (an installer applying exactly what the operator applies: kubectl apply
+// --server-side of the release manifest, Flux, Helm), since a write that changes a field's
+// value takes it from every other owner. Such a manager is not foreign, so an installer's
+// apply of Landlord's own objects is neither a repair nor a write.
 func ForeignManagers(entries []metav1.ManagedFieldsEntry) []string {
 	var managers []string
+	var ours *fieldpath.Set
 	for _, e := range entries {
-		if e.Manager != FieldOwner && e.Subresource == "" && bodyOwnedBy(e) {
+		if e.Manager == FieldOwner || e.Subresource != "" || !bodyOwnedBy(e) {
+			continue
+		}
+		if ours == nil {
+			ours = ownedBy(entries, func(e metav1.ManagedFieldsEntry) bool { return e.Manager == FieldOwner && e.Subresource == "" })
+		}
+		if theirs := fieldSet(e); theirs == nil || bodyPaths(theirs.Difference(ours)) {
 			managers = append(managers, e.Manager)
 		}
 	}
@@ -51,11 +68,53 @@ func ForeignManagers(entries []metav1.ManagedFieldsEntry) []string {
 	return slices.Compact(managers)
 }
 
+// fieldSet is the set of fields a managed-fields entry owns, or nil when it cannot be read.
+func fieldSet(e metav1.ManagedFieldsEntry) *fieldpath.Set {
+	if e.FieldsV1 == nil {
+		return &fieldpath.Set{}
+	}
+	set := &fieldpath.Set{}
+	if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		return nil
+	}
+	return set
+}
+
+// ownedBy is the union of the fields the entries that match own; unreadable entries own none,
+// so what another manager owns beside them counts as foreign.
+func ownedBy(entries []metav1.ManagedFieldsEntry, match func(metav1.ManagedFieldsEntry) bool) *fieldpath.Set {
+	union := &fieldpath.Set{}
+	for _, e := range entries {
+		if match(e) {
+			if set := fieldSet(e); set != nil {
+				union = union.Union(set)
+			}
+		}
+	}
+	return union
+}
+
+// bodyPaths is whether set holds a field outside metadata and status.
+func bodyPaths(set *fieldpath.Set) bool {
+	body := false
+	set.Iterate(func(p fieldpath.Path) {
+		if len(p) > 0 && p[0].FieldName != nil && *p[0].FieldName != "metadata" && *p[0].FieldName != "status" {
+			body = true
+		}
+	})
+	return body
+}
+
 // MarkForeignFields sets ForeignFieldsAnnotation from obj's managed fields, or removes it when
 // no one else owns a field of the body (whatever value the annotation had on the server: only
 // the managed fields decide). Call it before the managed fields are dropped.
 func MarkForeignFields(obj metav1.Object) {
 	managers := ForeignManagers(obj.GetManagedFields())
+	if len(obj.GetManagedFields()) == 0 {
+		// Every write records its manager, so an object without any had them stripped
+		// (managedFields: [{}]): who added what is unknown, and treated as someone else's.
+		managers = []string{UnknownManager}
+	}
 	annotations := obj.GetAnnotations()
 	if len(managers) == 0 {
 		if _, ok := annotations[ForeignFieldsAnnotation]; ok {

@@ -1,10 +1,12 @@
 package controller_test
 
 import (
+	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -64,6 +66,40 @@ func TestAdditiveEditsToTheAdmissionPoliciesAreReverted(t *testing.T) {
 		t.Run(e.name+" is removed, counted and reported", func(t *testing.T) {
 			expectRepaired(t, e, "mallory-policy", e.kind, e.object.GetName())
 			waitForPolicies(t, admin, "tenant-policy-drift")
+		})
+	}
+}
+
+// The operator learns who added to a policy from the managed fields its cache sees once, as an
+// informer hands the object over; an informer hands its first list over twice. A field added
+// while the operator was down is still found when it starts, and removed and counted like one
+// added while it runs; so is a policy whose managed fields were stripped, which hides who added
+// what.
+func TestAPolicyEditedWhileTheOperatorWasDownIsRepairedWhenItStarts(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		patch string
+	}{
+		{"an objectSelector added to a binding", `{"spec":{"matchResources":{"objectSelector":{"matchLabels":{"checked":"yes"}}}}}`},
+		{"an objectSelector added and the managed fields stripped", `{"metadata":{"managedFields":[{}]},"spec":{"matchResources":{"objectSelector":{"matchLabels":{"checked":"yes"}}}}}`},
+	} {
+		t.Run(tc.name+" is removed and counted", func(t *testing.T) {
+			g := NewWithT(t)
+			waitIdle(t)
+			binding := named(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, "", policy.ServiceExposure)
+			before := driftRepairs(g, "ValidatingAdmissionPolicyBinding")
+			stopOperator(t)
+			g.Expect(k8s.Patch(ctx, binding, client.RawPatch(types.MergePatchType, []byte(tc.patch)), client.FieldOwner("mallory-offline"))).To(Succeed())
+			g.Expect(binding.Spec.MatchResources.ObjectSelector.MatchLabels).To(HaveKey("checked"), "the edit did not land")
+			startSuiteOperator(t)
+			g.Eventually(func(g Gomega) {
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(binding), binding)).To(Succeed())
+				s := binding.Spec.MatchResources.ObjectSelector
+				g.Expect(s == nil || len(s.MatchLabels)+len(s.MatchExpressions) == 0).To(BeTrue(), "objectSelector %v", s)
+			}).WithTimeout(timeout).Should(Succeed())
+			// Counted once the repair's apply is done, a moment after the edit is gone.
+			g.Eventually(func(g Gomega) float64 { return driftRepairs(g, "ValidatingAdmissionPolicyBinding") }).WithTimeout(timeout).Should(Equal(before + 1))
 		})
 	}
 }

@@ -156,6 +156,22 @@ func restartOperator(t *testing.T, cfg config.Config) {
 	op, opRunsSuiteConfig = next, reflect.DeepEqual(cfg, opConfig)
 }
 
+// stopOperator stops the suite's operator, as an administrator scaling it to zero does, for a
+// test to change the cluster while none runs; the test starts it again with startSuiteOperator,
+// or, should it stop before that, it is started when the test ends.
+func stopOperator(t *testing.T) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !opRunsSuiteConfig {
+			startSuiteOperator(t)
+		}
+	})
+	opRunsSuiteConfig = false
+	if err := op.Stop(); err != nil {
+		t.Errorf("stopping the operator: %v", err)
+	}
+}
+
 // startSuiteOperator stops whatever operator op is and starts the suite's again.
 func startSuiteOperator(t *testing.T) {
 	t.Helper()

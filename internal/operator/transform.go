@@ -38,10 +38,11 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 		if err != nil {
 			return obj, nil
 		}
-		if apply.CachedDigest(m) != "" {
+		if apply.CachedDigest(m) != "" || shaped(m) {
 			// Already shaped: an informer may hand the same object over twice (its initial
 			// list). The record can only be the transform's own: the API server clears
-			// selfLink before it stores an object, so none comes from it.
+			// selfLink before it stores an object, so none comes from it. Shaping again would
+			// read the managed fields the first pass dropped as none at all.
 			return obj, nil
 		}
 		// The server's values of the cache's own records never count.
@@ -50,7 +51,7 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 		}
 		m.SetSelfLink("")
 		apply.MarkForeignFields(m)
-		m.SetManagedFields(nil)
+		m.SetManagedFields(shapedFields)
 		if ownedByTenant(m) {
 			if err := keepWhatIsCompared(scheme, obj, m); err != nil {
 				return nil, err
@@ -59,6 +60,17 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 		internMetadata(obj, m, labels)
 		return obj, nil
 	}
+}
+
+// shapedFields stands in the cache for the managed fields the transform drops: one entry, shared
+// by every object, that no API server writes (its manager is not a name a client may send with
+// an empty field set), so an object carrying it has been shaped.
+var shapedFields = []metav1.ManagedFieldsEntry{{Manager: "landlord-cache"}}
+
+// shaped is whether the transform already shaped m.
+func shaped(m metav1.Object) bool {
+	fields := m.GetManagedFields()
+	return len(fields) == 1 && &fields[0] == &shapedFields[0]
 }
 
 // ownedByTenant reports whether a Tenant controls obj.

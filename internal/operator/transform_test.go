@@ -52,16 +52,31 @@ func TestCacheTransform(t *testing.T) {
 			if got := q.Annotations[apply.ForeignFieldsAnnotation]; got != tc.want {
 				t.Errorf("mark = %q, want %q", got, tc.want)
 			}
-			if len(q.ManagedFields) != 0 {
-				t.Error("managed fields kept")
+			if !shaped(q) {
+				t.Errorf("managed fields kept: %v", q.ManagedFields)
 			}
 		})
 	}
+	t.Run("an object whose managed fields were stripped is marked as someone else's", func(t *testing.T) {
+		out, _ := cacheTransform(tenancyv1alpha1.Scheme())(&corev1.ResourceQuota{})
+		if got := out.(*corev1.ResourceQuota).Annotations[apply.ForeignFieldsAnnotation]; got != apply.UnknownManager {
+			t.Errorf("mark = %q, want %q", got, apply.UnknownManager)
+		}
+	})
+	t.Run("shaping an object no tenant owns twice keeps its mark", func(t *testing.T) {
+		// An informer hands its initial list's objects over twice; a policy is no tenant's.
+		transform := cacheTransform(tenancyv1alpha1.Scheme())
+		once, _ := transform(&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{fields("kubectl", `{"f:spec":{"f:hard":{}}}`)}}})
+		twice, _ := transform(once)
+		if got := twice.(*corev1.ResourceQuota).Annotations[apply.ForeignFieldsAnnotation]; got != "kubectl" {
+			t.Errorf("mark after a second pass = %q, want kubectl", got)
+		}
+	})
 	t.Run("managed fields are stripped from every kind", func(t *testing.T) {
 		out, _ := cacheTransform(tenancyv1alpha1.Scheme())(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "landlord"}},
 		}})
-		if len(out.(*rbacv1.RoleBinding).ManagedFields) != 0 {
+		if !shaped(out.(*rbacv1.RoleBinding)) {
 			t.Error("managed fields kept")
 		}
 	})

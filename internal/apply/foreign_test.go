@@ -1,0 +1,50 @@
+package apply
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func entry(manager, fields string) metav1.ManagedFieldsEntry {
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+}
+
+// A manager is foreign when it owns a field of the body Landlord does not own: it added
+// something beside Landlord's fields, or took one of Landlord's over with another value. One
+// that owns only fields Landlord owns too (an installer applying what the operator applies) set
+// them to Landlord's values, and is not.
+func TestForeignManagersOwnWhatLandlordDoesNot(t *testing.T) {
+	landlord := entry(FieldOwner, `{"f:metadata":{"f:labels":{"f:app.kubernetes.io/managed-by":{}}},"f:spec":{"f:failurePolicy":{},"f:validations":{}}}`)
+	for _, tc := range []struct {
+		name    string
+		entries []metav1.ManagedFieldsEntry
+		want    []string
+	}{
+		{"an installer that applied Landlord's own fields is not foreign",
+			[]metav1.ManagedFieldsEntry{landlord, entry("kubectl", `{"f:spec":{"f:failurePolicy":{},"f:validations":{}}}`)}, nil},
+		{"an installer that applied some of them and labels is not foreign",
+			[]metav1.ManagedFieldsEntry{landlord, entry("kustomize-controller", `{"f:metadata":{"f:labels":{"f:team":{}}},"f:spec":{"f:failurePolicy":{}}}`)}, nil},
+		{"a manager that added a field beside Landlord's is foreign",
+			[]metav1.ManagedFieldsEntry{landlord, entry("mallory", `{"f:spec":{"f:failurePolicy":{},"f:matchConditions":{}}}`)}, []string{"mallory"}},
+		{"every manager of a body Landlord owns nothing of is foreign",
+			[]metav1.ManagedFieldsEntry{entry("kubectl", `{"f:spec":{"f:failurePolicy":{}}}`), entry("helm", `{"f:spec":{"f:validations":{}}}`)}, []string{"helm", "kubectl"}},
+		{"a manager of metadata alone is not foreign",
+			[]metav1.ManagedFieldsEntry{entry("kubectl-label", `{"f:metadata":{"f:labels":{"f:team":{}}}}`)}, nil},
+		{"an unreadable entry is foreign",
+			[]metav1.ManagedFieldsEntry{landlord, entry("garbled", `{"f:spec":`)}, []string{"garbled"}},
+		{"a status writer is not foreign",
+			[]metav1.ManagedFieldsEntry{landlord, func() metav1.ManagedFieldsEntry {
+				e := entry("kube-apiserver", `{"f:status":{"f:typeChecking":{}}}`)
+				e.Subresource = "status"
+				return e
+			}()}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ForeignManagers(tc.entries); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("ForeignManagers = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
