@@ -163,6 +163,28 @@ func maxDeletionPercent(opts Options) int {
 	return min(opts.MaxDeletionPercent, 100)
 }
 
+// SwitchStore records that namespace is mirrored from the store whose identity is to, where it
+// records the store whose identity is from: the last step of moving a cluster's secrets to
+// another store (`landlordctl secrets migrate`). The switch is made only over the namespace as
+// read, so a sync recording a store at the same time fails one of the two. A namespace that
+// records to already is left as it is; one that records any other store, or none, is refused.
+func SwitchStore(ctx context.Context, c client.Client, namespace, from, to string) error {
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return fmt.Errorf("reading the secret store namespace %s records: %w", namespace, err)
+	}
+	switch recorded := ns.Annotations[tenancyv1alpha1.SecretStoreAnnotation]; recorded {
+	case to:
+		return nil
+	case from:
+		return recordStore(ctx, c, ns, to)
+	case "":
+		return &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf("namespace %s records no secret store, not the store migrated from (identity %s): nothing was recorded", namespace, from)}
+	default:
+		return &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf("namespace %s records the secret store with identity %s, not the store migrated from (identity %s): nothing was recorded", namespace, recorded, from)}
+	}
+}
+
 // recordStore writes the store's identity on the namespace, only over what was read: of two
 // syncs reading different stores at once, one records its store and the other is refused.
 func recordStore(ctx context.Context, c client.Client, ns *corev1.Namespace, id string) error {

@@ -1,6 +1,8 @@
 package secrettest
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"sync/atomic"
 )
@@ -39,6 +41,14 @@ func (h *Hangable) Hung() int { return int(h.arrived.Load()) }
 func (h *Hangable) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if release := h.hang.Load(); release != nil {
 		h.arrived.Add(1)
+		// The server notices a client closing the connection only once the request's body is
+		// read: it is read and kept for the handler.
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			h.gaveUp.Add(1)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		select {
 		case <-r.Context().Done():
 			h.gaveUp.Add(1)
