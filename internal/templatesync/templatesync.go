@@ -117,7 +117,7 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 		return &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf(
 			"the secret store read (identity %s) is not the store namespace %s is mirrored from (identity %s): nothing was written or removed. "+
 				"Check secrets.store in the configuration (directory, bucket, prefix) and that the store's volume outlived the pod; "+
-				"to move to another store on purpose, remove the annotation %s from namespace %s",
+				"to move to another store on purpose, run 'landlordctl secrets migrate' (or copy the secrets over and remove the annotation %s from namespace %s)",
 			id, namespace, recorded, tenancyv1alpha1.SecretStoreAnnotation, namespace)}
 	}
 
