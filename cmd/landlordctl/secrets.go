@@ -30,7 +30,7 @@ used: the store is not the cluster). Secrets in the template namespace are mirro
 cluster by the operator; those labeled shared (--shared) are copied into every tenant, or only
 into tenants matching --tenant-selector. Values are never printed unless asked for with --show.`,
 	}
-	cmd.AddCommand(newSecretPutCommand(o), newSecretGetCommand(o), newSecretListCommand(o), newSecretDeleteCommand(o), newSecretSyncCommand(o))
+	cmd.AddCommand(newSecretPutCommand(o), newSecretGetCommand(o), newSecretListCommand(o), newSecretDeleteCommand(o), newSecretSyncCommand(o), newSecretMigrateCommand(o))
 	return cmd
 }
 

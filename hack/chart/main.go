@@ -319,7 +319,7 @@ func writeValues(root, chart string) error {
 	b.Write(head)
 	b.WriteString("\n# The operator's configuration file, config/manager/landlord.yaml, mounted at\n" +
 		"# /etc/landlord/landlord.yaml. secrets.store.backend chooses the store: \"file\" keeps it on the\n" +
-		"# PersistentVolumeClaim above, one replica; \"gcs\" needs no volume and allows replicas > 1.\n" +
+		"# PersistentVolumeClaim above, one replica; \"gcs\" and \"url\" need no volume and allow replicas > 1.\n" +
 		"config:\n")
 	for _, line := range strings.Split(strings.TrimRight(string(config), "\n"), "\n") {
 		if line == "" {

@@ -5,9 +5,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -194,15 +196,19 @@ type Secrets struct {
 const (
 	StoreBackendFile = "file"
 	StoreBackendGCS  = "gcs"
+	StoreBackendURL  = "url"
 )
 
-// SecretStore selects and configures the secret store backend. Google credentials come from the
-// environment (Application Default Credentials), never from this file.
+// SecretStore selects and configures the secret store backend. Cloud credentials come from the
+// environment (Google's Application Default Credentials, AWS's and Azure's default credential
+// chains, Vault's VAULT_ADDR and VAULT_TOKEN), never from this file.
 type SecretStore struct {
-	// Backend is "file" (a local directory, the default) or "gcs" (Cloud Storage + Cloud KMS).
+	// Backend is "file" (a local directory, the default), "gcs" (Cloud Storage + Cloud KMS) or
+	// "url" (a bucket and a key-encryption key of any cloud, each named by URL).
 	Backend string          `json:"backend,omitempty"`
 	File    FileSecretStore `json:"file,omitempty"`
 	GCS     GCSSecretStore  `json:"gcs,omitempty"`
+	URL     URLSecretStore  `json:"url,omitempty"`
 	// Timeout bounds every call to the store (a listing with what it reads, a write, a delete),
 	// so an outage that hangs rather than fails holds no worker.
 	Timeout metav1.Duration `json:"timeout,omitempty"`
@@ -222,6 +228,83 @@ type GCSSecretStore struct {
 	Prefix string `json:"prefix,omitempty"`
 	// KMSKey is projects/P/locations/L/keyRings/R/cryptoKeys/K.
 	KMSKey string `json:"kmsKey,omitempty"`
+}
+
+// URLSecretStore is a bucket and the key-encryption key that encrypts its objects, each named by
+// URL as the Go CDK (gocloud.dev) reads them.
+type URLSecretStore struct {
+	// Objects is where the records are kept: s3://BUCKET, azblob://CONTAINER, gs://BUCKET or
+	// file:///DIR, with the provider's query parameters (s3://b?region=eu-west-1, and endpoint=
+	// and use_path_style=true for an S3-compatible server) and prefix= for a folder in it.
+	Objects string `json:"objects,omitempty"`
+	// Key is the key-encryption key that wraps each record's data key: awskms://KEY (a key ID,
+	// alias or, as awskms:///ARN, an ARN; ?region=), azurekeyvault://VAULT.vault.azure.net/keys/KEY,
+	// gcpkms://projects/P/locations/L/keyRings/R/cryptoKeys/K or hashivault://KEY (Vault's
+	// transit engine).
+	Key string `json:"key,omitempty"`
+}
+
+// ObjectsURLSchemes are the schemes secrets.store.url.objects takes.
+var ObjectsURLSchemes = []string{"s3", "azblob", "gs", "file"}
+
+// KeyURLSchemes are the schemes secrets.store.url.key takes.
+var KeyURLSchemes = []string{"awskms", "azurekeyvault", "gcpkms", "hashivault"}
+
+// CheckObjectsURL says what is wrong with a secret store objects URL, naming the part at fault,
+// or returns nil.
+func CheckObjectsURL(raw string) error {
+	u, err := parseStoreURL(raw, ObjectsURLSchemes)
+	if err != nil {
+		return err
+	}
+	switch {
+	case u.Scheme == "file" && u.Host != "" && u.Host != "localhost":
+		return fmt.Errorf("the host %q of a file URL is not allowed: give an absolute path, file:///DIR", u.Host)
+	case u.Scheme == "file" && strings.Trim(u.Path, "/") == "":
+		return errors.New("the directory (the URL's path) is missing: file:///DIR")
+	case u.Scheme != "file" && u.Host == "":
+		return fmt.Errorf("the bucket (the URL's host) is missing: %s://BUCKET", u.Scheme)
+	case u.Scheme != "file" && strings.Trim(u.Path, "/") != "":
+		return fmt.Errorf("the path %q is not allowed: name a folder in the bucket with ?prefix=%s/", u.Path, strings.Trim(u.Path, "/"))
+	}
+	return nil
+}
+
+// CheckKeyURL says what is wrong with a key-encryption key URL, naming the part at fault, or
+// returns nil.
+func CheckKeyURL(raw string) error {
+	u, err := parseStoreURL(raw, KeyURLSchemes)
+	if err != nil {
+		return err
+	}
+	if strings.Trim(u.Host+u.Path, "/") == "" {
+		return fmt.Errorf("the key (the URL's host and path) is missing: %s://KEY", u.Scheme)
+	}
+	return nil
+}
+
+func parseStoreURL(raw string, schemes []string) (*url.URL, error) {
+	if raw == "" {
+		return nil, errors.New("is required")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url.Error quotes the URL, which may hold what must not be printed.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, fmt.Errorf("is not a URL: %v", err)
+	}
+	if u.User != nil {
+		return nil, errors.New("credentials (user:password@) are not allowed in the URL: they come from the environment")
+	}
+	for _, s := range schemes {
+		if u.Scheme == s {
+			return u, nil
+		}
+	}
+	return nil, fmt.Errorf("the scheme %q is not one of %s", u.Scheme, strings.Join(schemes, ", "))
 }
 
 // Defaults are the per-tenant settings used when a tenant leaves them empty.
@@ -564,7 +647,13 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("controller.reconcileTimeout: %s is shorter than 10s", c.Controller.ReconcileTimeout.Duration))
 	}
 	errs = append(errs, c.Components.validate()...)
-	switch st := c.Secrets.Store; st.Backend {
+	errs = append(errs, c.Secrets.Store.validate()...)
+	return errors.Join(errs...)
+}
+
+func (st SecretStore) validate() []error {
+	var errs []error
+	switch st.Backend {
 	case StoreBackendFile:
 	case StoreBackendGCS:
 		if st.GCS.Bucket == "" {
@@ -573,10 +662,17 @@ func (c *Config) Validate() error {
 		if !kmsKeyName.MatchString(st.GCS.KMSKey) {
 			errs = append(errs, fmt.Errorf("secrets.store.gcs.kmsKey: %q is not projects/P/locations/L/keyRings/R/cryptoKeys/K", st.GCS.KMSKey))
 		}
+	case StoreBackendURL:
+		if err := CheckObjectsURL(st.URL.Objects); err != nil {
+			errs = append(errs, fmt.Errorf("secrets.store.url.objects: %w", err))
+		}
+		if err := CheckKeyURL(st.URL.Key); err != nil {
+			errs = append(errs, fmt.Errorf("secrets.store.url.key: %w", err))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("secrets.store.backend: %q is not file or gcs", st.Backend))
+		errs = append(errs, fmt.Errorf("secrets.store.backend: %q is not file, gcs or url", st.Backend))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func (c *Components) applyDefaults() {

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,28 +60,38 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		doc  string
 		want string
 	}{
-		"an unknown field":            {"namespacPrefix: x-", `unknown field "namespacPrefix"`},
-		"a prefix too long":           {"namespacePrefix: a-very-long-prefix-", "namespacePrefix"},
-		"a prefix with capitals":      {"namespacePrefix: Tenant-", "namespacePrefix"},
-		"an unknown pod security":     {"defaults: {podSecurity: privileged}", "defaults.podSecurity"},
-		"a bad egress CIDR":           {"network: {egressCIDRs: [{cidr: 10.0.0.0/33}]}", "network.egressCIDRs[0].cidr"},
-		"a bad egress exception":      {"network: {egressCIDRs: [{cidr: 0.0.0.0/0, except: [nope]}]}", "network.egressCIDRs[0].except[0]"},
-		"a bad selector":              {"network: {platformNamespaceSelector: {matchExpressions: [{key: a, operator: Near}]}}", "network.platformNamespaceSelector"},
-		"a negative concurrency":      {"controller: {maxConcurrentReconciles: -1}", "controller.maxConcurrentReconciles"},
-		"a negative urgent burst":     {"client: {urgent: {burst: -1}}", "client.urgent"},
-		"YAML that is not a mapping":  {"- a", "parsing operator config"},
-		"an unknown store backend":    {"secrets: {store: {backend: vault}}", "secrets.store.backend"},
-		"a gcs store without bucket":  {"secrets: {store: {backend: gcs, gcs: {kmsKey: projects/p/locations/l/keyRings/r/cryptoKeys/k}}}", "secrets.store.gcs.bucket"},
-		"a gcs store with a bad key":  {"secrets: {store: {backend: gcs, gcs: {bucket: b, kmsKey: my-key}}}", "secrets.store.gcs.kmsKey"},
-		"a bad template namespace":    {"secrets: {templateNamespace: Templates}", "secrets.templateNamespace"},
-		"a sync interval under 1s":    {"secrets: {syncInterval: 10ms}", "secrets.syncInterval"},
-		"a bad credentials namespace": {"databases: {credentialsNamespace: Landlord}", "databases.credentialsNamespace"},
-		"a database timeout under 1s": {"databases: {timeout: 1ms}", "databases.timeout"},
-		"an unknown database naming":  {"databases: {naming: hashed}", "databases.naming"},
-		"a pod security version typo": {"defaults: {podSecurityVersion: '137'}", "defaults.podSecurityVersion"},
-		"a wildcard base domain":      {"isolation: {baseDomain: '*.example.com'}", "isolation.baseDomain"},
-		"a base domain with capitals": {"isolation: {baseDomain: Example.com}", "isolation.baseDomain"},
-		"a base domain too long":      {"isolation: {baseDomain: " + strings.Repeat("a.", 110) + "com}", "isolation.baseDomain"},
+		"an unknown field":           {"namespacPrefix: x-", `unknown field "namespacPrefix"`},
+		"a prefix too long":          {"namespacePrefix: a-very-long-prefix-", "namespacePrefix"},
+		"a prefix with capitals":     {"namespacePrefix: Tenant-", "namespacePrefix"},
+		"an unknown pod security":    {"defaults: {podSecurity: privileged}", "defaults.podSecurity"},
+		"a bad egress CIDR":          {"network: {egressCIDRs: [{cidr: 10.0.0.0/33}]}", "network.egressCIDRs[0].cidr"},
+		"a bad egress exception":     {"network: {egressCIDRs: [{cidr: 0.0.0.0/0, except: [nope]}]}", "network.egressCIDRs[0].except[0]"},
+		"a bad selector":             {"network: {platformNamespaceSelector: {matchExpressions: [{key: a, operator: Near}]}}", "network.platformNamespaceSelector"},
+		"a negative concurrency":     {"controller: {maxConcurrentReconciles: -1}", "controller.maxConcurrentReconciles"},
+		"a negative urgent burst":    {"client: {urgent: {burst: -1}}", "client.urgent"},
+		"YAML that is not a mapping": {"- a", "parsing operator config"},
+		"an unknown store backend":   {"secrets: {store: {backend: vault}}", "secrets.store.backend"},
+		"a gcs store without bucket": {"secrets: {store: {backend: gcs, gcs: {kmsKey: projects/p/locations/l/keyRings/r/cryptoKeys/k}}}", "secrets.store.gcs.bucket"},
+		"a gcs store with a bad key": {"secrets: {store: {backend: gcs, gcs: {bucket: b, kmsKey: my-key}}}", "secrets.store.gcs.kmsKey"},
+		"a bad template namespace":   {"secrets: {templateNamespace: Templates}", "secrets.templateNamespace"},
+		// The url backend names the field and the part of the URL at fault.
+		"a url store without objects":                {"secrets: {store: {backend: url, url: {key: 'awskms://alias/landlord'}}}", "secrets.store.url.objects: is required"},
+		"a url store without key":                    {"secrets: {store: {backend: url, url: {objects: 's3://b'}}}", "secrets.store.url.key: is required"},
+		"a url store of an unknown cloud":            {"secrets: {store: {backend: url, url: {objects: 'http://b', key: 'awskms://k'}}}", `secrets.store.url.objects: the scheme "http"`},
+		"a url store whose objects name no bucket":   {"secrets: {store: {backend: url, url: {objects: 's3://?region=eu-west-1', key: 'awskms://k'}}}", "secrets.store.url.objects: the bucket (the URL's host) is missing"},
+		"a url store with a folder as a path":        {"secrets: {store: {backend: url, url: {objects: 's3://b/prod', key: 'awskms://k'}}}", "secrets.store.url.objects: the path \"/prod\" is not allowed: name a folder in the bucket with ?prefix=prod/"},
+		"a url store in a directory with no path":    {"secrets: {store: {backend: url, url: {objects: 'file://', key: 'awskms://k'}}}", "secrets.store.url.objects: the directory (the URL's path) is missing"},
+		"a url store in a directory on another host": {"secrets: {store: {backend: url, url: {objects: 'file://nas/secrets', key: 'awskms://k'}}}", `secrets.store.url.objects: the host "nas"`},
+		"a url store whose key is held locally":      {"secrets: {store: {backend: url, url: {objects: 's3://b', key: 'base64key://c2VjcmV0'}}}", `secrets.store.url.key: the scheme "base64key" is not one of awskms, azurekeyvault, gcpkms, hashivault`},
+		"a url store whose key names no key":         {"secrets: {store: {backend: url, url: {objects: 's3://b', key: 'awskms://'}}}", "secrets.store.url.key: the key (the URL's host and path) is missing"},
+		"a sync interval under 1s":                   {"secrets: {syncInterval: 10ms}", "secrets.syncInterval"},
+		"a bad credentials namespace":                {"databases: {credentialsNamespace: Landlord}", "databases.credentialsNamespace"},
+		"a database timeout under 1s":                {"databases: {timeout: 1ms}", "databases.timeout"},
+		"an unknown database naming":                 {"databases: {naming: hashed}", "databases.naming"},
+		"a pod security version typo":                {"defaults: {podSecurityVersion: '137'}", "defaults.podSecurityVersion"},
+		"a wildcard base domain":                     {"isolation: {baseDomain: '*.example.com'}", "isolation.baseDomain"},
+		"a base domain with capitals":                {"isolation: {baseDomain: Example.com}", "isolation.baseDomain"},
+		"a base domain too long":                     {"isolation: {baseDomain: " + strings.Repeat("a.", 110) + "com}", "isolation.baseDomain"},
 		// The default allowlist of Ingress classes holds IngressClass names only, each once.
 		"an ingress class with capitals": {"isolation: {ingressClasses: [Nginx]}", "isolation.ingressClasses[0]"},
 		"an ingress class listed twice":  {"isolation: {ingressClasses: [nginx, nginx]}", "isolation.ingressClasses[1]"},
@@ -91,6 +102,45 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 			_, err := config.Parse([]byte(tc.doc))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestEveryCloudsSecretStoreIsNamedByURL(t *testing.T) {
+	cases := map[string]struct{ objects, key string }{
+		"Amazon S3 with AWS KMS":                        {"s3://landlord-secrets?region=eu-west-1&prefix=prod/", "awskms://alias/landlord?region=eu-west-1"},
+		"an S3-compatible server with a key by its ARN": {"s3://landlord-secrets?endpoint=https://minio.internal:9000&use_path_style=true&region=us-east-1", "awskms:///arn:aws:kms:eu-west-1:111122223333:key/0b9ee0d5?region=eu-west-1"},
+		"Azure Blob Storage with Key Vault":             {"azblob://landlord-secrets", "azurekeyvault://landlord.vault.azure.net/keys/landlord"},
+		"Cloud Storage with Cloud KMS":                  {"gs://landlord-secrets?prefix=prod/", "gcpkms://projects/p/locations/global/keyRings/landlord/cryptoKeys/secrets"},
+		"a directory with Vault's transit engine":       {"file:///var/lib/landlord/secrets", "hashivault://landlord"},
+	}
+	for name, tc := range cases {
+		t.Run(name+" is accepted", func(t *testing.T) {
+			doc := fmt.Sprintf("secrets: {store: {backend: url, url: {objects: '%s', key: '%s'}}}", tc.objects, tc.key)
+			c, err := config.Parse([]byte(doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Secrets.Store.URL; got.Objects != tc.objects || got.Key != tc.key {
+				t.Errorf("secrets.store.url = %+v", got)
+			}
+		})
+	}
+}
+
+func TestCredentialsInAStoreURLAreRefusedWithoutBeingPrinted(t *testing.T) {
+	for field, doc := range map[string]string{
+		"secrets.store.url.objects": "secrets: {store: {backend: url, url: {objects: 's3://AKIAEXAMPLE:hunter2@b', key: 'awskms://k'}}}",
+		"secrets.store.url.key":     "secrets: {store: {backend: url, url: {objects: 's3://b', key: 'hashivault://root:hunter2@landlord'}}}",
+	} {
+		t.Run("credentials in "+field+" are refused and not repeated", func(t *testing.T) {
+			_, err := config.Parse([]byte(doc))
+			if err == nil || !strings.Contains(err.Error(), field+": credentials") {
+				t.Fatalf("error = %v, want it to refuse credentials in %s", err, field)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the error repeats the password: %v", err)
 			}
 		})
 	}

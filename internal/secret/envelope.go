@@ -1,6 +1,7 @@
 package secret
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -11,14 +12,38 @@ import (
 )
 
 // envelope encrypts each secret under a fresh AES-256-GCM data key that is itself encrypted by
-// a key-encryption key (Cloud KMS, or a local key): Tink's KMS envelope format. The secret's
+// a key-encryption key (a cloud KMS, or a local key): Tink's KMS envelope format. The secret's
 // namespace and name are the associated data, so a blob moved to another name fails to open.
 type envelope struct {
-	aead tink.AEAD
+	aead tink.AEADWithContext
 }
 
+// newEnvelope takes a key-encryption key that bounds its own calls (Cloud KMS through its own
+// client, with its own deadline) or makes none (a local key).
 func newEnvelope(kek tink.AEAD) *envelope {
-	return &envelope{aead: aead.NewKMSEnvelopeAEAD2(aead.AES256GCMKeyTemplate(), kek)}
+	return newEnvelopeWithContext(contextFree{kek})
+}
+
+// newEnvelopeWithContext takes a key-encryption key whose calls end with the store call's
+// context, so a key service that hangs holds no call past its deadline.
+func newEnvelopeWithContext(kek tink.AEADWithContext) *envelope {
+	a, err := aead.NewKMSEnvelopeAEADWithContext(aead.AES256GCMKeyTemplate(), kek)
+	if err != nil {
+		// Only an unsupported data key template fails, and the template is fixed.
+		panic(err)
+	}
+	return &envelope{aead: a}
+}
+
+// contextFree is a key-encryption key that takes no context.
+type contextFree struct{ tink.AEAD }
+
+func (c contextFree) EncryptWithContext(_ context.Context, plaintext, associatedData []byte) ([]byte, error) {
+	return c.Encrypt(plaintext, associatedData)
+}
+
+func (c contextFree) DecryptWithContext(_ context.Context, ciphertext, associatedData []byte) ([]byte, error) {
+	return c.Decrypt(ciphertext, associatedData)
 }
 
 // stored is what is kept of a secret.
@@ -35,7 +60,7 @@ func associatedData(namespace, name string) []byte {
 	return []byte("landlord.secret.v1/" + namespace + "/" + name)
 }
 
-func (e *envelope) seal(s *corev1.Secret) ([]byte, error) {
+func (e *envelope) seal(ctx context.Context, s *corev1.Secret) ([]byte, error) {
 	plain, err := json.Marshal(stored{
 		Namespace: s.Namespace, Name: s.Name, Labels: s.Labels, Annotations: s.Annotations,
 		Type: s.Type, Data: s.Data,
@@ -43,11 +68,11 @@ func (e *envelope) seal(s *corev1.Secret) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.aead.Encrypt(plain, associatedData(s.Namespace, s.Name))
+	return e.aead.EncryptWithContext(ctx, plain, associatedData(s.Namespace, s.Name))
 }
 
-func (e *envelope) open(namespace, name string, blob []byte) (*corev1.Secret, error) {
-	plain, err := e.aead.Decrypt(blob, associatedData(namespace, name))
+func (e *envelope) open(ctx context.Context, namespace, name string, blob []byte) (*corev1.Secret, error) {
+	plain, err := e.aead.DecryptWithContext(ctx, blob, associatedData(namespace, name))
 	if err != nil {
 		// Tink's message does not carry key material or plaintext.
 		return nil, fmt.Errorf("decrypting secret %s/%s (tampered, moved, or encrypted under another key): %w", namespace, name, err)

@@ -24,8 +24,9 @@ const fileSuffix = ".secret"
 // created on first use with mode 0600; whoever can read it can read every secret, so keep it
 // apart from backups of the data directory.
 type FileStore struct {
-	dir string
-	env *envelope
+	dir     string
+	keyFile string
+	env     *envelope
 }
 
 // NewFileStore opens (creating when missing) a store in dir with its key in keyFile.
@@ -41,7 +42,7 @@ func NewFileStore(dir, keyFile string) (*FileStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &FileStore{dir: dir, env: newEnvelope(kek)}, nil
+	return &FileStore{dir: dir, keyFile: keyFile, env: newEnvelope(kek)}, nil
 }
 
 func loadOrCreateKey(path string) (*keyset.Handle, error) {
@@ -119,7 +120,7 @@ func (s *FileStore) path(namespace, name string) string {
 }
 
 // Get returns a secret, or ErrNotFound.
-func (s *FileStore) Get(_ context.Context, namespace, name string) (*corev1.Secret, error) {
+func (s *FileStore) Get(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	if err := validateKey(namespace, name); err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func (s *FileStore) Get(_ context.Context, namespace, name string) (*corev1.Secr
 	if err != nil {
 		return nil, err
 	}
-	return s.env.open(namespace, name, blob)
+	return s.env.open(ctx, namespace, name, blob)
 }
 
 // List returns the namespace's secrets, by name.
@@ -164,11 +165,11 @@ func (s *FileStore) List(ctx context.Context, namespace string) ([]*corev1.Secre
 }
 
 // Put writes a secret atomically (a reader never sees half a file).
-func (s *FileStore) Put(_ context.Context, sec *corev1.Secret) error {
+func (s *FileStore) Put(ctx context.Context, sec *corev1.Secret) error {
 	if err := validateKey(sec.Namespace, sec.Name); err != nil {
 		return err
 	}
-	blob, err := s.env.seal(sec)
+	blob, err := s.env.seal(ctx, sec)
 	if err != nil {
 		return err
 	}
@@ -208,7 +209,7 @@ func (s *FileStore) Delete(_ context.Context, namespace, name string) error {
 // the store's lock (match may be slow) and removed under it only if the file still holds the very
 // bytes tested: every Put seals with a fresh key, so a rewrite of the same values differs too.
 // A copy rewritten in between is tested again.
-func (s *FileStore) DeleteIf(_ context.Context, namespace, name string, match func(*corev1.Secret) bool) error {
+func (s *FileStore) DeleteIf(ctx context.Context, namespace, name string, match func(*corev1.Secret) bool) error {
 	if err := validateKey(namespace, name); err != nil {
 		return err
 	}
@@ -221,7 +222,7 @@ func (s *FileStore) DeleteIf(_ context.Context, namespace, name string, match fu
 		if err != nil {
 			return err
 		}
-		sec, err := s.env.open(namespace, name, blob)
+		sec, err := s.env.open(ctx, namespace, name, blob)
 		if err != nil {
 			return err
 		}

@@ -93,7 +93,7 @@ func (s *GCSStore) Get(ctx context.Context, namespace, name string) (*corev1.Sec
 	if err != nil {
 		return nil, s.explain(err, namespace+"/"+name)
 	}
-	return s.env.open(namespace, name, blob)
+	return s.env.open(ctx, namespace, name, blob)
 }
 
 // List returns the namespace's secrets, by name.
@@ -132,7 +132,7 @@ func (s *GCSStore) Put(ctx context.Context, sec *corev1.Secret) error {
 	if err := validateKey(sec.Namespace, sec.Name); err != nil {
 		return err
 	}
-	blob, err := s.env.seal(sec)
+	blob, err := s.env.seal(ctx, sec)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (s *GCSStore) DeleteIf(ctx context.Context, namespace, name string, match f
 		if err != nil {
 			return s.explain(err, what)
 		}
-		sec, err := s.env.open(namespace, name, blob)
+		sec, err := s.env.open(ctx, namespace, name, blob)
 		if err != nil {
 			return err
 		}

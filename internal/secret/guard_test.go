@@ -70,3 +70,41 @@ func TestGuardedStoreIsUsedOnlyWhenItIsTheClustersStore(t *testing.T) {
 		}
 	})
 }
+
+// On every backend, a store that is not the one the cluster records — another bucket, prefix or
+// directory, with an identity of its own — is refused for every call, and nothing is written
+// to it.
+func TestEveryBackendRefusesAStoreThatIsNotTheClusters(t *testing.T) {
+	ctx := context.Background()
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "db-app"}, Data: map[string][]byte{"password": []byte("p")}}
+	for backend, newFixture := range backends {
+		t.Run("a "+backend+" store of another identity is refused", func(t *testing.T) {
+			clusters, other := newFixture(t).store, newFixture(t).store
+			recordedID, err := clusters.Identity(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			record := func(context.Context) (string, error) { return recordedID, nil }
+			if err := secret.Guarded(clusters, record).Put(ctx, creds); err != nil {
+				t.Fatalf("the recorded store was refused: %v", err)
+			}
+			g := secret.Guarded(other, record)
+			var mismatch *secret.StoreMismatchError
+			if err := g.Put(ctx, creds); !errors.As(err, &mismatch) || mismatch.Recorded != recordedID || mismatch.Identity == recordedID {
+				t.Fatalf("Put: %v, want a StoreMismatchError naming %s and another identity", err, recordedID)
+			}
+			if _, err := g.Get(ctx, creds.Namespace, creds.Name); !errors.As(err, &mismatch) {
+				t.Fatalf("Get: %v", err)
+			}
+			if _, err := g.List(ctx, creds.Namespace); !errors.As(err, &mismatch) {
+				t.Fatalf("List: %v", err)
+			}
+			if err := g.DeleteIf(ctx, creds.Namespace, creds.Name, func(*corev1.Secret) bool { return true }); !errors.As(err, &mismatch) {
+				t.Fatalf("DeleteIf: %v", err)
+			}
+			if list, _ := other.List(ctx, creds.Namespace); len(list) != 0 {
+				t.Fatalf("the other store was written: %d secrets", len(list))
+			}
+		})
+	}
+}

@@ -31,7 +31,7 @@ const (
 var (
 	storeOperations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "landlord_secret_store_operations_total",
-		Help: "Calls to the secret store, by backend (file, gcs), operation (get, list, put, delete, identity) and result (success, not_found, precondition_failed, error).",
+		Help: "Calls to the secret store, by backend (file, gcs, url), operation (get, list, put, delete, identity) and result (success, not_found, precondition_failed, error).",
 	}, []string{"backend", "operation", "result"})
 	storeOperationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "landlord_secret_store_operation_duration_seconds",

@@ -10,8 +10,9 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 )
 
-// Open returns the store the configuration names. Google clients find credentials in the
-// environment (Application Default Credentials).
+// Open returns the store the configuration names. Cloud clients find credentials in the
+// environment (Google's Application Default Credentials, AWS's and Azure's default credential
+// chains, Vault's VAULT_ADDR and VAULT_TOKEN).
 func Open(ctx context.Context, c config.SecretStore) (Store, error) {
 	switch c.Backend {
 	case config.StoreBackendFile:
@@ -26,6 +27,8 @@ func Open(ctx context.Context, c config.SecretStore) (Store, error) {
 			return nil, fmt.Errorf("connecting to Cloud KMS (check Application Default Credentials): %w", err)
 		}
 		return NewGCSStore(gcs, kmsClient, c.GCS.Bucket, c.GCS.Prefix, c.GCS.KMSKey, 0), nil
+	case config.StoreBackendURL:
+		return OpenBucketStore(ctx, c.URL.Objects, c.URL.Key)
 	}
 	return nil, fmt.Errorf("unknown secret store backend %q", c.Backend)
 }

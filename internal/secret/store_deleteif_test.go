@@ -38,7 +38,13 @@ func ownedBy(uid string) func(*corev1.Secret) bool {
 
 func TestConditionalDelete(t *testing.T) {
 	ctx := context.Background()
-	for backend, newStore := range map[string]func(*testing.T) secret.Store{"gcs": gcsPreconditionStore, "file": fileStore} {
+	stores := map[string]func(*testing.T) secret.Store{"gcs": gcsPreconditionStore, "file": fileStore}
+	for name, newFixture := range backends {
+		if _, ok := stores[name]; !ok {
+			stores[name] = func(t *testing.T) secret.Store { return newFixture(t).store }
+		}
+	}
+	for backend, newStore := range stores {
 		t.Run(backend, func(t *testing.T) {
 			cases := []struct {
 				name string

@@ -130,7 +130,7 @@ func fileFixture(t *testing.T) fixture {
 
 // Every backend keeps the same promises.
 func TestStores(t *testing.T) {
-	for backend, newFixture := range map[string]func(*testing.T) fixture{"gcs": gcsFixture, "file": fileFixture} {
+	for backend, newFixture := range backends {
 		t.Run(backend, func(t *testing.T) {
 			ctx := context.Background()
 

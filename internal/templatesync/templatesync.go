@@ -117,7 +117,7 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 		return &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf(
 			"the secret store read (identity %s) is not the store namespace %s is mirrored from (identity %s): nothing was written or removed. "+
 				"Check secrets.store in the configuration (directory, bucket, prefix) and that the store's volume outlived the pod; "+
-				"to move to another store on purpose, remove the annotation %s from namespace %s",
+				"to move to another store on purpose, run 'landlordctl secrets migrate' (or copy the secrets over and remove the annotation %s from namespace %s)",
 			id, namespace, recorded, tenancyv1alpha1.SecretStoreAnnotation, namespace)}
 	}
 
@@ -161,6 +161,28 @@ func maxDeletionPercent(opts Options) int {
 		return DefaultMaxDeletionPercent
 	}
 	return min(opts.MaxDeletionPercent, 100)
+}
+
+// SwitchStore records that namespace is mirrored from the store whose identity is to, where it
+// records the store whose identity is from: the last step of moving a cluster's secrets to
+// another store (`landlordctl secrets migrate`). The switch is made only over the namespace as
+// read, so a sync recording a store at the same time fails one of the two. A namespace that
+// records to already is left as it is; one that records any other store, or none, is refused.
+func SwitchStore(ctx context.Context, c client.Client, namespace, from, to string) error {
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return fmt.Errorf("reading the secret store namespace %s records: %w", namespace, err)
+	}
+	switch recorded := ns.Annotations[tenancyv1alpha1.SecretStoreAnnotation]; recorded {
+	case to:
+		return nil
+	case from:
+		return recordStore(ctx, c, ns, to)
+	case "":
+		return &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf("namespace %s records no secret store, not the store migrated from (identity %s): nothing was recorded", namespace, from)}
+	default:
+		return &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf("namespace %s records the secret store with identity %s, not the store migrated from (identity %s): nothing was recorded", namespace, recorded, from)}
+	}
 }
 
 // recordStore writes the store's identity on the namespace, only over what was read: of two

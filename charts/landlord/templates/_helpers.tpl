@@ -24,7 +24,7 @@ app.kubernetes.io/component: controller-manager
 {{ .Values.image.tag | default (printf "v%s" .Chart.AppVersion) }}
 {{- end }}
 
-{{/* The store backend the operator's configuration names: file (the default) or gcs. */}}
+{{/* The store backend the operator's configuration names: file (the default), gcs or url. */}}
 {{- define "landlord.storeBackend" -}}
 {{ ((.Values.config.secrets).store).backend | default "file" }}
 {{- end }}
