@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -142,6 +144,23 @@ func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 		{"a pod tolerating another pool's taint", onPool(poolNS, "other-taint", "pool-a", poolToleration("pool-a"), poolToleration("pool-b")), policy.NodePool, true},
 		{"a pod naming a pool in a namespace without one", onPool(ns, "pool-less", "pool-a", poolToleration("pool-a")), policy.NodePool, true},
 		{"a pod on no pool in a namespace without one", restrictedPod(ns, "shared-nodes"), "", false},
+
+		{"a NetworkPolicy opening the tenant's pods to each other", netpol(ns, "own-pods", ingressFrom(ownPods)), "", false},
+		{"a NetworkPolicy opening them to a platform namespace by name", netpol(ns, "from-monitoring", ingressFrom(namespaceNamed("monitoring"))), "", false},
+		{"a NetworkPolicy opening egress to the tenant's own namespace by expression", netpol(ns, "own-expression", egressTo(namespaceNamed(ns, ns))), "", false},
+		{"a NetworkPolicy opening DNS at the node-local cache", netpol(ns, "node-dns", withPorts(egressTo(ipBlock(nodeLocalDNS)),
+			networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolUDP), Port: ptr.To(intstr.FromInt32(53))}, networkingv1.NetworkPolicyPort{Port: ptr.To(intstr.FromInt32(53))})), "", false},
+		{"a NetworkPolicy opening a public address", netpol(ns, "public", egressTo(ipBlock("203.0.113.0/24"))), "", false},
+		{"a NetworkPolicy opening ingress from everyone", netpol(ns, "from-everyone", func(s *networkingv1.NetworkPolicySpec) {
+			s.Ingress = []networkingv1.NetworkPolicyIngressRule{{}}
+		}), policy.NetworkPolicyPeers, true},
+		{"a NetworkPolicy opening egress to another tenant's namespace", netpol(ns, "to-neighbour", egressTo(namespaceNamed(anyNS))), policy.NetworkPolicyPeers, true},
+		{"a NetworkPolicy opening egress to a platform namespace", netpol(ns, "to-monitoring", egressTo(namespaceNamed("monitoring"))), policy.NetworkPolicyPeers, true},
+		{"a NetworkPolicy selecting namespaces by another label", netpol(ns, "by-team", ingressFrom(networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "shop"}}})), policy.NetworkPolicyPeers, true},
+		{"a NetworkPolicy opening a private range", netpol(ns, "private-range", egressTo(ipBlock("10.0.0.0/8"))), policy.NetworkPolicyPeers, true},
+		{"a NetworkPolicy opening a public block around a private one without its exception", netpol(ns, "around-private", egressTo(ipBlock("0.0.0.0/0", "10.0.0.0/8"))), policy.NetworkPolicyPeers, true},
+		{"a NetworkPolicy opening the node-local cache beyond DNS", netpol(ns, "node-https", withPorts(egressTo(ipBlock(nodeLocalDNS)),
+			networkingv1.NetworkPolicyPort{Port: ptr.To(intstr.FromInt32(443))})), policy.NetworkPolicyPeers, true},
 	}
 	for _, tc := range cases {
 		verdict := " is admitted and passes the audit"
@@ -150,7 +169,7 @@ func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 		}
 		t.Run(tc.name+verdict, func(t *testing.T) {
 			g := NewWithT(t)
-			policies, crosses := admissionpolicy.Verdict(tc.obj, namespaces[tc.obj.GetNamespace()])
+			policies, crosses := admissionpolicy.Verdict(tc.obj, namespaces[tc.obj.GetNamespace()], policy.NetworkBoundsOf(opConfig.Network))
 			err := admin.Create(ctx, tc.obj.DeepCopyObject().(client.Object), client.DryRunAll)
 			if tc.breaks == "" {
 				g.Expect(policies).To(BeEmpty(), "the audit finds what the policies admit")
@@ -184,7 +203,7 @@ func TestThePolicyAuditJudgesAsThePoliciesDo(t *testing.T) {
 	}
 	for _, tc := range routes {
 		t.Run(tc.name+map[bool]string{true: " is found by the audit", false: " passes the audit"}[tc.breaks], func(t *testing.T) {
-			policies, crosses := admissionpolicy.Verdict(tc.route, namespaces[ns])
+			policies, crosses := admissionpolicy.Verdict(tc.route, namespaces[ns], policy.NetworkBoundsOf(opConfig.Network))
 			if tc.breaks {
 				NewWithT(t).Expect(policies).To(Equal([]string{policy.RouteHostnames}))
 				NewWithT(t).Expect(crosses).To(BeTrue())
@@ -214,7 +233,7 @@ func TestWhatGotInWhileThePoliciesWereAbsentIsDeletedWhenTheyAreBack(t *testing.
 	waitForAuditedPolicies(t, admin, ns)
 	findings := func(g Gomega, name string) float64 { return auditFindings(g, name, config.AuditDelete) }
 	g := NewWithT(t)
-	servicesBefore, ingressesBefore := findings(g, policy.ServiceExposure), findings(g, policy.IngressHosts)
+	servicesBefore, ingressesBefore, netpolsBefore := findings(g, policy.ServiceExposure), findings(g, policy.IngressHosts), findings(g, policy.NetworkPolicyPeers)
 	audits := policyAuditsRun
 	// The operator created its policies in this cluster as it started, so it audited twice then,
 	// the second time seconds later: those are done before the audits of this gap are counted.
@@ -224,16 +243,18 @@ func TestWhatGotInWhileThePoliciesWereAbsentIsDeletedWhenTheyAreBack(t *testing.
 	// The gap: as an uninstall would, the cluster administrator deletes the bindings, and the
 	// operator is not there to put them back.
 	restore := withholdPolicyCreates(t)
-	for _, name := range []string{policy.ServiceExposure, policy.IngressHosts} {
+	for _, name := range []string{policy.ServiceExposure, policy.IngressHosts, policy.NetworkPolicyPeers} {
 		g.Expect(k8s.Delete(ctx, named(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, "", name))).To(Succeed())
 	}
 	crossing := []client.Object{
 		externalName(ns, "neighbour", "web.tenant-audit-b.svc.cluster.local"),
 		ingress(ns, "steal", "shop-b.example.com"),
+		netpol(ns, "from-neighbour", ingressFrom(namespaceNamed("tenant-audit-b"))),
 	}
 	legitimate := []client.Object{
 		service(ns, "web", corev1.ServiceTypeClusterIP),
 		ingress(ns, "shop", "shop-a.example.com"),
+		netpol(ns, "own-pods", ingressFrom(ownPods)),
 	}
 	for _, obj := range append(slices.Clone(crossing), legitimate...) {
 		// Admitted once the API server has let go of the deleted binding.
@@ -261,12 +282,14 @@ func TestWhatGotInWhileThePoliciesWereAbsentIsDeletedWhenTheyAreBack(t *testing.
 			notes := tenantEvents(g, "audit-a", admissionpolicy.ReasonPolicyViolation)
 			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Service "+ns+"/neighbour"), ContainSubstring(policy.ServiceExposure), ContainSubstring("ExternalName"))))
 			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted Ingress "+ns+"/steal"), ContainSubstring(policy.IngressHosts), ContainSubstring("shop-b.example.com"))))
+			g.Expect(notes).To(ContainElement(And(ContainSubstring("deleted NetworkPolicy "+ns+"/from-neighbour"), ContainSubstring(policy.NetworkPolicyPeers), ContainSubstring("spec.ingress[0].from[0].namespaceSelector"))))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 	t.Run("each is counted once, by policy and action", func(t *testing.T) {
 		NewWithT(t).Eventually(func(g Gomega) {
 			g.Expect(findings(g, policy.ServiceExposure)).To(Equal(servicesBefore + 1))
 			g.Expect(findings(g, policy.IngressHosts)).To(Equal(ingressesBefore + 1))
+			g.Expect(findings(g, policy.NetworkPolicyPeers)).To(Equal(netpolsBefore + 1))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 	t.Run("the tenant's own Service and Ingress are untouched by both audits after the gap", func(t *testing.T) {
@@ -535,4 +558,14 @@ func annotatedIngressFor(namespace, name, host, class, key, value string) *netwo
 	i := classIngress(namespace, name, host, class)
 	i.Annotations = map[string]string{key: value}
 	return i
+}
+
+// withPorts narrows a NetworkPolicy's egress rules to ports.
+func withPorts(spec func(*networkingv1.NetworkPolicySpec), ports ...networkingv1.NetworkPolicyPort) func(*networkingv1.NetworkPolicySpec) {
+	return func(s *networkingv1.NetworkPolicySpec) {
+		spec(s)
+		for i := range s.Egress {
+			s.Egress[i].Ports = ports
+		}
+	}
 }

@@ -370,7 +370,8 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 		Namespaces: []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace, opts.LeaderElectionNamespace},
 		Network:    policy.NetworkBoundsOf(cfg.Network),
 		Trusted:    cfg.Isolation.TrustedPrincipals,
-	}, Auditor: &admissionpolicy.Auditor{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Action: cfg.Isolation.Audit}}
+	}, Auditor: &admissionpolicy.Auditor{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Action: cfg.Isolation.Audit,
+		Network: policy.NetworkBoundsOf(cfg.Network)}}
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up admission policy controller: %w", err)
 	}

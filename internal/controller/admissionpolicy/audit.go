@@ -29,16 +29,18 @@ import (
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
-// The audit lists Services, Ingresses, routes (HTTPRoutes, GRPCRoutes, TLSRoutes) and pods in every namespace (tenants' are not in
-// the cache) and deletes those that reach across tenants; it reads the tenant namespaces and the
-// Tenants to report on. The grants are the ones the component kinds and the domain handover
-// already need, but for pods, which the audit alone lists and deletes one by one.
+// The audit lists Services, Ingresses, routes (HTTPRoutes, GRPCRoutes, TLSRoutes), NetworkPolicies
+// and pods in every namespace (tenants' are not in the cache) and deletes those that reach across
+// tenants; it reads the tenant namespaces and the Tenants to report on. The grants are the ones
+// the component kinds and the domain handover already need, but for pods and tenants' own
+// NetworkPolicies, which the audit alone lists and deletes one by one.
 //
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=list
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=list;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes;tlsroutes,verbs=list;delete
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get
 
@@ -51,6 +53,7 @@ const ReasonPolicyViolation = "PolicyViolation"
 var auditedPolicies = map[string]bool{
 	policy.ServiceExposure: true, policy.IngressHosts: true, policy.RouteHostnames: true,
 	policy.IngressClasses: true, policy.IngressAnnotations: true, policy.NodePool: true,
+	policy.NetworkPolicyPeers: true,
 }
 
 // auditPageSize bounds each list of the audit, so a large fleet is read in pages rather than in
@@ -88,6 +91,8 @@ type Auditor struct {
 	Recorder  events.EventRecorder
 	// Action is isolation.audit.
 	Action config.AuditAction
+	// Network is what tenants' own NetworkPolicies may name (policy.Operator.Network).
+	Network policy.NetworkBounds
 }
 
 // tenantNamespace is what the audit needs of a tenant namespace: what its annotations allow, as
@@ -156,9 +161,11 @@ func (a *Auditor) nodePools(ctx context.Context) (map[string]string, error) {
 
 // judgeObject applies to obj, in the namespace ns, the policies that judge its kind. nodePools
 // maps the nodes to their pools, for pods already bound to one; nil judges pods by their spec
-// alone.
-func judgeObject(ns tenantNamespace, obj client.Object, nodePools map[string]string) []auditFinding {
+// alone. bounds are what tenants' own NetworkPolicies may name.
+func judgeObject(ns tenantNamespace, obj client.Object, nodePools map[string]string, bounds policy.NetworkBounds) []auditFinding {
 	switch o := obj.(type) {
+	case *networkingv1.NetworkPolicy:
+		return judgeNetworkPolicy(o, ns.name, bounds)
 	case *corev1.Service:
 		return judgeService(o)
 	case *networkingv1.Ingress:
@@ -174,7 +181,7 @@ func judgeObject(ns tenantNamespace, obj client.Object, nodePools map[string]str
 	return nil
 }
 
-// Audit judges every Service, Ingress, route and pod in tenant namespaces, and acts on each that
+// Audit judges every Service, Ingress, route, NetworkPolicy and pod in tenant namespaces, and acts on each that
 // breaks a policy.
 func (a *Auditor) Audit(ctx context.Context) error { return a.audit(ctx, true) }
 
@@ -191,7 +198,7 @@ func (a *Auditor) audit(ctx context.Context, withPods bool) error {
 		if !ok || !stillRunning(obj) {
 			return nil
 		}
-		return judgeObject(ns, obj, nodePools)
+		return judgeObject(ns, obj, nodePools, a.Network)
 	}
 	// Typed list items carry no kind; the events and logs name it.
 	var suspects []client.Object
@@ -223,6 +230,9 @@ func (a *Auditor) audit(ctx context.Context, withPods bool) error {
 	}
 	if err := a.listPages(ctx, func() client.ObjectList { return &networkingv1.IngressList{} }, visit(networkingv1.SchemeGroupVersion.WithKind("Ingress"))); err != nil {
 		return fmt.Errorf("auditing Ingresses: %w", err)
+	}
+	if err := a.listPages(ctx, func() client.ObjectList { return &networkingv1.NetworkPolicyList{} }, visit(networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"))); err != nil {
+		return fmt.Errorf("auditing NetworkPolicies: %w", err)
 	}
 	if withPods {
 		// A pod bound to a node is judged by the node's pool too: one created with spec.nodeName

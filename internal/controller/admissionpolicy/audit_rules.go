@@ -296,9 +296,10 @@ func judgePod(pod *corev1.Pod, pool string, nodePools map[string]string) []audit
 
 // Verdict is the policy audit's verdict on obj in the namespace ns, read as the audit reads it:
 // the policies it breaks, and whether it reaches across tenants. The suite holds it against the
-// policies' own verdict on the API server, so the two cannot drift apart.
-func Verdict(obj client.Object, ns *corev1.Namespace) (policies []string, crosses bool) {
-	findings := judgeObject(tenantNamespaceOf(ns), obj, nil)
+// policies' own verdict on the API server, so the two cannot drift apart. bounds are what
+// tenants' own NetworkPolicies may name, as the operator's configuration sets them.
+func Verdict(obj client.Object, ns *corev1.Namespace, bounds policy.NetworkBounds) (policies []string, crosses bool) {
+	findings := judgeObject(tenantNamespaceOf(ns), obj, nil, bounds)
 	for _, f := range findings {
 		policies = append(policies, f.Policy)
 	}
