@@ -267,7 +267,7 @@ func (a *Applier) replaceBody(ctx context.Context, desired client.Object, want m
 	}
 	var ours []metav1.ManagedFieldsEntry
 	for _, e := range fresh.GetManagedFields() {
-		if e.Manager == FieldOwner || !bodyOwnedBy(e) {
+		if landlordsApply(e) || !bodyOwnedBy(e) {
 			ours = append(ours, e)
 		}
 	}

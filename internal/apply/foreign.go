@@ -54,11 +54,11 @@ func ForeignManagers(entries []metav1.ManagedFieldsEntry) []string {
 	var managers []string
 	var ours *fieldpath.Set
 	for _, e := range entries {
-		if e.Manager == FieldOwner || e.Subresource != "" || !bodyOwnedBy(e) {
+		if landlordsApply(e) || e.Subresource != "" || !bodyOwnedBy(e) {
 			continue
 		}
 		if ours == nil {
-			ours = ownedBy(entries, func(e metav1.ManagedFieldsEntry) bool { return e.Manager == FieldOwner && e.Subresource == "" })
+			ours = ownedBy(entries, landlordsApply)
 		}
 		if theirs := fieldSet(e); theirs == nil || bodyPaths(theirs.Difference(ours)) {
 			managers = append(managers, e.Manager)
@@ -66,6 +66,14 @@ func ForeignManagers(entries []metav1.ManagedFieldsEntry) []string {
 	}
 	slices.Sort(managers)
 	return slices.Compact(managers)
+}
+
+// landlordsApply is whether e is Landlord's server-side apply of the object: what Landlord sets
+// now. Landlord's other writes (the repair's patch, an update) own what they changed then, which
+// Landlord may have stopped setting since: a field such an entry alone owns is someone else's to
+// Landlord, so that a field Landlord no longer sets is removed, not kept by its own old write.
+func landlordsApply(e metav1.ManagedFieldsEntry) bool {
+	return e.Manager == FieldOwner && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == ""
 }
 
 // fieldSet is the set of fields a managed-fields entry owns, or nil when it cannot be read.

@@ -3,14 +3,17 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -85,4 +88,45 @@ func TestTrustedPrincipalsArePastLandlordsGuardsAndNoOneElse(t *testing.T) {
 		err := trusted.Create(ctx, externalName(ns, "restored-external", "web.tenant-other.svc.cluster.local"), client.DryRunAll)
 		NewWithT(t).Expect(err).To(MatchError(ContainSubstring("ValidatingAdmissionPolicy '" + policy.ServiceExposure + "'")))
 	})
+}
+
+// A principal is trusted only while the configuration lists it. Taking one off (its token
+// leaked) takes its condition off the policies when the operator restarts with the new list,
+// even after someone rewrote a policy and the operator put it back: Landlord's own repair does
+// not keep the condition it no longer sets.
+func TestAPrincipalTakenOffTheTrustedListIsHeldAgain(t *testing.T) {
+	ctx := context.Background()
+	managed := named(&admissionregistrationv1.ValidatingAdmissionPolicy{}, "", policy.ManagedLabels)
+	trustsVelero := func(g Gomega) bool {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(managed), managed)).To(Succeed())
+		for _, c := range managed.Spec.MatchConditions {
+			if c.Name == "not-a-trusted-principal" {
+				return strings.Contains(c.Expression, "system:serviceaccount:velero:velero")
+			}
+		}
+		return false
+	}
+	g := NewWithT(t)
+	g.Eventually(trustsVelero).WithTimeout(timeout).Should(BeTrue())
+	// Rewritten whole, as kubectl replace of an older copy does: the trust gone, and the policy
+	// told to let requests through when it fails.
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(managed), managed)).To(Succeed())
+	rewritten := managed.DeepCopy()
+	rewritten.Spec.MatchConditions = rewritten.Spec.MatchConditions[:1]
+	rewritten.Spec.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	g.Expect(k8s.Update(ctx, rewritten, client.FieldOwner("kubectl-replace"))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(trustsVelero(g)).To(BeTrue())
+		g.Expect(*managed.Spec.FailurePolicy).To(Equal(admissionregistrationv1.Fail))
+	}).WithTimeout(timeout).Should(Succeed(), "the rewrite was not repaired")
+
+	cfg := opConfig
+	cfg.Isolation.TrustedPrincipals = nil
+	restartOperator(t, cfg)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(managed), managed)).To(Succeed())
+		for _, c := range managed.Spec.MatchConditions {
+			g.Expect(c.Name).NotTo(Equal("not-a-trusted-principal"))
+		}
+	}).WithTimeout(timeout).Should(Succeed(), "the trust outlived the configuration")
 }

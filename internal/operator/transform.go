@@ -67,10 +67,12 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 // an empty field set), so an object carrying it has been shaped.
 var shapedFields = []metav1.ManagedFieldsEntry{{Manager: "landlord-cache"}}
 
-// shaped is whether the transform already shaped m.
+// shaped is whether the transform already shaped m. Compared by value: an unstructured object
+// keeps a copy of what it is given. Every entry the API server writes names its operation, so
+// none is taken for the marker.
 func shaped(m metav1.Object) bool {
 	fields := m.GetManagedFields()
-	return len(fields) == 1 && &fields[0] == &shapedFields[0]
+	return len(fields) == 1 && fields[0].Manager == shapedFields[0].Manager && fields[0].Operation == ""
 }
 
 // ownedByTenant reports whether a Tenant controls obj.

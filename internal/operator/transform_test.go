@@ -18,8 +18,13 @@ import (
 	"github.com/landlord-dev/landlord/internal/component"
 )
 
+// fields is a managed-fields entry: Landlord's applies, everyone else's updates.
 func fields(manager, raw string) metav1.ManagedFieldsEntry {
-	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}}
+	op := metav1.ManagedFieldsOperationUpdate
+	if manager == "landlord" {
+		op = metav1.ManagedFieldsOperationApply
+	}
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}}
 }
 
 func TestCacheTransform(t *testing.T) {
@@ -34,6 +39,10 @@ func TestCacheTransform(t *testing.T) {
 		{"a field added to the spec by hand is marked with its manager", []metav1.ManagedFieldsEntry{
 			fields("landlord", `{"f:spec":{"f:hard":{}}}`), fields("kubectl-edit", `{"f:spec":{"f:scopeSelector":{}}}`),
 		}, "kubectl-edit"},
+		{"a field only Landlord's own earlier update owns is marked: Landlord no longer sets it", []metav1.ManagedFieldsEntry{
+			fields("landlord", `{"f:spec":{"f:hard":{}}}`),
+			{Manager: "landlord", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:hard":{},"f:scopes":{}}}`)}},
+		}, "landlord"},
 		{"subjects added to a binding are marked, each manager once", []metav1.ManagedFieldsEntry{
 			fields("kubectl-patch", `{"f:subjects":{}}`), fields("kubectl-client-side-apply", `{"f:subjects":{}}`), fields("kubectl-patch", `{"f:subjects":{}}`),
 		}, "kubectl-client-side-apply,kubectl-patch"},

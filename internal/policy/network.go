@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -143,8 +144,23 @@ func describeBounds(n NetworkBounds) string {
 	return strings.Join(parts, "; ")
 }
 
-// escape makes s safe inside a single-quoted CEL string.
-func escape(s string) string { return strings.ReplaceAll(s, "'", `\'`) }
+// escape makes s safe inside a single-quoted CEL string: a backslash or quote is escaped, and a
+// control character written as its code, so no name can end the string or change what it holds.
+func escape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\\' || r == '\'':
+			b.WriteRune('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
 
 // NetworkPolicyPeersPolicy holds the NetworkPolicies tenant admins write to their bounds. A
 // NetworkPolicy only adds paths to what Landlord's open, so what matters is whom it opens the

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"gotest.tools/v3/golden"
+
+	"github.com/google/cel-go/cel"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
@@ -321,5 +324,38 @@ func TestTheGuardsLetTheTrustedPrincipalsThroughAndNoOtherPolicyDoes(t *testing.
 	}
 	if found != len(guards) {
 		t.Errorf("found %d of the %d guards", found, len(guards))
+	}
+}
+
+// A name is written into the policies' CEL as a quoted string: whatever it holds (a Windows-style
+// user with a backslash, a quote, a control character, or text meant to close the string and add
+// a condition), the string parses and holds exactly the name, so a trusted principal's match
+// condition still matches a tenant admin's request and no one else is let through.
+func TestNamesAreQuotedSoNoNameChangesACondition(t *testing.T) {
+	env, err := cel.NewEnv(cel.Variable("name", cel.StringType))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{
+		`CORP\svc-velero`, `CORP\velero`, `it's`, "tab\there", `x\' ] || true) && false && "`, `" != "" //`, `\`,
+	} {
+		t.Run(fmt.Sprintf("%q stays itself", name), func(t *testing.T) {
+			op := policy.Operator{Trusted: []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: name}}}
+			expr := policy.ManagedLabelsPolicy(op).Spec.MatchConditions[1].Expression
+			// The same quoting, alone: the literal must evaluate to the name.
+			literal := strings.TrimSuffix(strings.TrimPrefix(expr, `!(request.userInfo.username in [`), `])`)
+			ast, iss := env.Compile(literal + ` == name`)
+			if iss.Err() != nil {
+				t.Fatalf("%s does not parse: %v", literal, iss.Err())
+			}
+			prg, err := env.Program(ast)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, _, err := prg.Eval(map[string]any{"name": name})
+			if err != nil || out.Value() != true {
+				t.Errorf("%s is not %q: %v, %v", literal, name, out, err)
+			}
+		})
 	}
 }

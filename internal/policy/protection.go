@@ -81,7 +81,7 @@ func tenantRule(ops ...admissionregistrationv1.OperationType) admissionregistrat
 }
 
 // cel quotes a string for a CEL expression.
-func cel(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+func cel(s string) string { return "'" + escape(s) + "'" }
 
 func celList(items []string) string {
 	quoted := make([]string, len(items))
