@@ -143,6 +143,11 @@ func generate(root string) error {
 		if err != nil {
 			return err
 		}
+		if obj["kind"] == "ServiceMonitor" {
+			if doc, err = verifiedTLS(doc); err != nil {
+				return err
+			}
+		}
 		doc = fmt.Sprintf("{{- if .Values.%s.enabled }}\n%s{{- end }}\n", value, doc)
 		file := "generated-" + strings.ToLower(strings.TrimPrefix(value, "metrics.")) + ".yaml"
 		files[file] = append(files[file], doc)
@@ -166,6 +171,30 @@ func generate(root string) error {
 		return err
 	}
 	return writeValues(root, chart)
+}
+
+// skipVerify is how config/prometheus's ServiceMonitor trusts the operator's certificate, which
+// it cannot verify: the operator makes it for itself at start-up.
+const skipVerify = "    tlsConfig:\n      insecureSkipVerify: true\n"
+
+// verifiedTLS makes the ServiceMonitor verify the certificate metrics.tls.secretName gives the
+// operator, by the Secret's ca.crt and the metrics Service's name, and skip verifying only when
+// there is none.
+func verifiedTLS(doc string) (string, error) {
+	if strings.Count(doc, skipVerify) != 1 {
+		return "", fmt.Errorf("config/prometheus's ServiceMonitor no longer has one endpoint with tlsConfig.insecureSkipVerify: true; hack/chart replaces it when metrics.tls.secretName is set")
+	}
+	return strings.Replace(doc, skipVerify, `    tlsConfig:
+      {{- with .Values.metrics.tls.secretName }}
+      ca:
+        secret:
+          name: {{ . }}
+          key: ca.crt
+      serverName: landlord-controller-manager-metrics.{{ $.Release.Namespace }}.svc
+      {{- else }}
+      insecureSkipVerify: true
+      {{- end }}
+`, 1), nil
 }
 
 // copyDashboards copies config/grafana's dashboards into the chart, which reads them with

@@ -403,6 +403,30 @@ func TestTheChartsValues(t *testing.T) {
 			},
 		},
 		{
+			name:   "a metrics certificate is served by the operator and verified by the ServiceMonitor, by its CA and the Service's name",
+			values: []string{"metrics.tls.secretName=landlord-metrics-tls", "metrics.serviceMonitor.enabled=true"},
+			check: func(t *testing.T, objects map[string]object) {
+				c := container(t, objects)
+				if !slices.Contains(c["args"].([]any), any("--metrics-cert-dir=/etc/landlord/metrics-tls")) {
+					t.Errorf("args %v lack --metrics-cert-dir", c["args"])
+				}
+				mounted := false
+				for _, m := range c["volumeMounts"].([]any) {
+					mounted = mounted || field(m.(map[string]any), "mountPath") == "/etc/landlord/metrics-tls"
+				}
+				if !mounted || !slices.Contains(volumes(t, objects), "metrics-tls") {
+					t.Errorf("the certificate's Secret is not mounted at /etc/landlord/metrics-tls: volumes %v", volumes(t, objects))
+				}
+				monitor := objects["ServiceMonitor/landlord-system/landlord-controller-manager-metrics"]
+				tls := field(monitor["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any), "tlsConfig")
+				want := map[string]any{"ca": map[string]any{"secret": map[string]any{"name": "landlord-metrics-tls", "key": "ca.crt"}},
+					"serverName": "landlord-controller-manager-metrics.landlord-system.svc"}
+				if diff := cmp.Diff(want, tls); diff != "" {
+					t.Errorf("the ServiceMonitor's tlsConfig (-want +got):\n%s", diff)
+				}
+			},
+		},
+		{
 			name: "in another namespace every object, binding subject, policy and the operator's identity name the release's namespace",
 			check: func(t *testing.T, _ map[string]object) {
 				out, err := renderErr(t, chart, "platform", "metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true")
@@ -533,6 +557,7 @@ var everyValueOn = []string{
 	"topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
 	"topologySpreadConstraints[0].labelSelector.matchLabels.app\\.kubernetes\\.io/name=landlord",
 	"podDisruptionBudget.enabled=true", "podDisruptionBudget.minAvailable=1",
+	"metrics.tls.secretName=landlord-metrics-tls",
 	"metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.labels.release=prometheus",
 	"metrics.prometheusRule.enabled=true", "metrics.prometheusRule.labels.release=prometheus",
 	"grafana.dashboards.enabled=true", "grafana.dashboards.labels.team=platform", "grafana.dashboards.annotations.grafana_folder=Landlord",
