@@ -8,10 +8,19 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 # Helm, built from the Go module proxy, renders the chart in test/install (which names the same
 # version).
 HELM_VERSION ?= v3.22.0
+# The release tools, built from the Go module proxy like Helm (test/install names the same
+# versions): GoReleaser builds the CLI's release, cyclonedx-gomod writes its SBOMs, actionlint
+# checks the release workflow.
+GORELEASER_VERSION ?= v2.15.1
+CYCLONEDX_GOMOD_VERSION ?= v1.10.0
+ACTIONLINT_VERSION ?= v1.7.12
 
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 HELM := $(BIN)/helm-$(HELM_VERSION)
+GORELEASER := $(BIN)/goreleaser-$(GORELEASER_VERSION)
+CYCLONEDX_GOMOD := $(BIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
+ACTIONLINT := $(BIN)/actionlint-$(ACTIONLINT_VERSION)
 ENVTEST_ASSETS := $(BIN)/k8s/$(KUBE_VERSION)
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 
@@ -26,9 +35,21 @@ BENCH_COMPONENT ?= true
 BENCH_CLAIMS ?= 50
 # Extra flags, e.g. BENCH_FLAGS="-profile bin/bench-profiles -concurrency 16".
 BENCH_FLAGS ?=
-IMG ?= landlord:dev
+# The release this checkout is: the file VERSION, the one place it is written. The chart, the
+# operator's image in config/, the README's and docs/upgrading.md's install lines, the Flux
+# example and CHANGELOG.md name the same (make set-version writes them all; hack/release's tests
+# fail naming a file that drifts). hack/release/version.go says why a file.
+RELEASE_VERSION := $(shell cat VERSION)
+RELEASE_IMAGE ?= ghcr.io/landlord-dev/landlord
+IMG ?= $(RELEASE_IMAGE):$(RELEASE_VERSION)
 # Stamped into the image's binary (internal/version); empty falls back to what Go records.
 VERSION ?= $(shell git describe --tags --dirty 2>/dev/null)
+# make release builds VERSION given on its command line, or the file VERSION's release.
+RELEASE := $(if $(filter command line,$(origin VERSION)),$(VERSION),$(RELEASE_VERSION))
+# The pushed image's digest (sha256:...), when known: dist/install.yaml then pins it.
+DIGEST ?=
+# Every time inside the release's archives: the commit's, so a rebuild gives the same bytes.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 # The Go module proxy the image build downloads modules from: the only network it needs.
 GOPROXY ?= $(shell go env GOPROXY)
@@ -85,7 +106,7 @@ databases: ## Install PostgreSQL and MariaDB (Debian packages) when missing; tes
 	hack/install-databases.sh
 
 .PHONY: test
-test: manifests generate chart vet control-plane databases $(HELM) ## Run the whole test suite on a real local cluster and real database servers.
+test: manifests generate chart vet control-plane databases $(HELM) $(GORELEASER) $(CYCLONEDX_GOMOD) $(ACTIONLINT) ## Run the whole test suite on a real local cluster and real database servers.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go test $(GO_TEST_FLAGS) ./...
 
@@ -158,6 +179,16 @@ docker-buildx: ## Build IMG for every platform of PLATFORMS and push it.
 build-installer: manifests ## Write dist/install.yaml: CRDs, RBAC, policies and the Deployment of image IMG, for kubectl apply --server-side; needs no Kubernetes build.
 	hack/build-installer.sh $(IMG) dist/install.yaml
 
+.PHONY: release
+release: $(GORELEASER) $(CYCLONEDX_GOMOD) $(HELM) ## Write a release into dist/ (make release [VERSION=vX.Y.Z] [DIGEST=sha256:...]): installer, CRDs, chart, CLI archives, SBOMs, checksums, krew manifest, notes; reproducible, needs no Kubernetes build.
+	GORELEASER=$(GORELEASER) CYCLONEDX_GOMOD=$(CYCLONEDX_GOMOD) HELM=$(HELM) RELEASE_IMAGE=$(RELEASE_IMAGE) \
+		COMMIT=$(COMMIT) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) hack/release.sh $(RELEASE) $(DIGEST)
+
+.PHONY: set-version
+set-version: ## Make VERSION=vX.Y.Z the release: write the file VERSION and every file that names the release (then date its CHANGELOG section).
+	@test "$(origin VERSION)" = "command line" || { echo "usage: make set-version VERSION=vX.Y.Z"; exit 1; }
+	go run ./hack/release set-version $(VERSION)
+
 .PHONY: install
 install: manifests ## Install the CRDs into the current cluster.
 	$(ENVTEST_ASSETS)/kubectl apply --server-side -k config/crd
@@ -173,6 +204,21 @@ $(HELM):
 	@mkdir -p $(BIN)/.helm-$(HELM_VERSION)
 	GOBIN=$(BIN)/.helm-$(HELM_VERSION) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(BIN)/.helm-$(HELM_VERSION)/helm $(HELM) && rmdir $(BIN)/.helm-$(HELM_VERSION)
+
+.PHONY: release-tools goreleaser cyclonedx-gomod actionlint
+release-tools: goreleaser cyclonedx-gomod actionlint ## Build GoReleaser, cyclonedx-gomod and actionlint from the Go module proxy into bin/ (once).
+goreleaser: $(GORELEASER)
+cyclonedx-gomod: $(CYCLONEDX_GOMOD)
+actionlint: $(ACTIONLINT)
+
+$(GORELEASER):
+	hack/go-install-tool.sh github.com/goreleaser/goreleaser/v2 $(GORELEASER_VERSION) $@
+
+$(CYCLONEDX_GOMOD):
+	hack/go-install-tool.sh github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod $(CYCLONEDX_GOMOD_VERSION) $@
+
+$(ACTIONLINT):
+	hack/go-install-tool.sh github.com/rhysd/actionlint/cmd/actionlint $(ACTIONLINT_VERSION) $@
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(BIN)

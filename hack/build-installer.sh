@@ -21,7 +21,8 @@ else
   tag=latest
 fi
 
-# A throwaway overlay over config/default, so config/ itself keeps its development image. It sits
+# A throwaway overlay over config/default, so config/ itself keeps the release's image
+# (config/manager/manager.yaml names it). It sits
 # in dist/ (git-ignored) because kustomize takes a base by a relative path only.
 mkdir -p "$root/dist"
 overlay="$(mktemp -d "$root/dist/.installer.XXXXXX")"
@@ -31,7 +32,7 @@ trap 'rm -rf "$overlay"' EXIT
   echo "kind: Kustomization"
   echo "resources: [../../config/default]"
   echo "images:"
-  echo "  - name: landlord"
+  echo "  - name: ghcr.io/landlord-dev/landlord"
   echo "    newName: \"$name\""
   [[ -n "$tag" ]] && echo "    newTag: \"$tag\""
   [[ -n "$digest" ]] && echo "    digest: \"$digest\""

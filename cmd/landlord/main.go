@@ -45,6 +45,7 @@ func main() {
 	flag.StringVar(&manifests, "embedded-manifests", "config/rbac/tenant_roles.yaml", "Comma-separated YAML files applied to the embedded local cluster before the operator starts.")
 	flag.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":8443", "Metrics listen address; 0 disables.")
 	flag.BoolVar(&opts.MetricsInsecure, "metrics-insecure", false, "Serve metrics over HTTP without authentication (local use only).")
+	flag.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "", "Directory holding the metrics server's tls.crt and tls.key; empty: a self-signed certificate made at start-up.")
 	flag.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":8081", "Health probe listen address; 0 disables.")
 	flag.StringVar(&opts.PprofAddr, "pprof-bind-address", "", "pprof listen address; empty disables.")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false, "Elect a leader, so that only one replica reconciles.")

@@ -1,19 +1,28 @@
 // Command chart generates the parts of the Helm chart (charts/landlord) that config/ already
 // says, so that the chart cannot drift from what `kubectl apply -k config/default` installs:
 //
-//   - crds/: the CRDs of config/default, verbatim (Helm installs crds/ once and never deletes it);
+//   - templates/generated-crds.yaml: the CRDs of config/default as templates, so that `helm
+//     upgrade` upgrades them (cert-manager's way), switched by crds.enabled, and kept by `helm
+//     uninstall` while crds.keep;
 //   - templates/generated-*.yaml: every other object of config/default (RBAC, admission policies,
-//     the metrics Service, ...) with Helm's labels added;
+//     the metrics Service, ...) with Helm's labels added, in the release's namespace;
 //   - templates/generated-servicemonitor.yaml and -prometheusrule.yaml from config/prometheus,
-//     when it exists, each switched by its value (metrics.serviceMonitor.enabled,
-//     metrics.prometheusRule.enabled);
+//     when it exists, each switched by its value (metrics.serviceMonitor.enabled, with the
+//     scraper's ServiceAccount, token Secret and binding; metrics.prometheusRule.enabled);
+//   - dashboards/: config/grafana's dashboards, which templates/grafana-dashboards.yaml puts in
+//     ConfigMaps for Grafana's sidecar;
 //   - values.yaml: hack/chart/values.yaml, then config/manager/landlord.yaml (comments and all)
-//     as the value `config`.
+//     as the value `config`;
+//   - values.schema.json: hack/chart/values.schema.json, with the schema of `config` made from
+//     the operator's configuration types (internal/config), so a typo in any value is refused
+//     before anything is applied, as the operator refuses one in its file.
 //
 // The objects the chart parameterises (the Deployment, the store's PersistentVolumeClaim and the
 // configuration's ConfigMap) are templates written by hand in charts/landlord/templates, and the
-// Namespace is Helm's release namespace; test/install compares what the whole chart renders
-// with config/default. Run by `make chart`.
+// Namespace is Helm's release namespace: config/'s namespace, landlord-system, becomes the
+// release's wherever config/ names it (metadata, binding subjects, the operator's identity in the
+// admission policies). test/install compares what the whole chart renders in landlord-system with
+// config/default. Run by `make chart`.
 package main
 
 import (
@@ -52,12 +61,18 @@ var Handwritten = map[string]string{
 	"ConfigMap/landlord-config":              "templates/configmap.yaml",
 }
 
-// Switched are the kinds of config/prometheus, each rendered only when its value is true: they
-// need the prometheus-operator's CRDs.
-var Switched = map[string]string{
-	"ServiceMonitor": "metrics.serviceMonitor",
-	"PrometheusRule": "metrics.prometheusRule",
+// Switched says which value switches an object of config/prometheus: the PrometheusRule its
+// own, everything else (the ServiceMonitor and the scraper identity it names) the
+// ServiceMonitor's. Both need the prometheus-operator's CRDs.
+func Switched(obj map[string]any) string {
+	if obj["kind"] == "PrometheusRule" {
+		return "metrics.prometheusRule"
+	}
+	return "metrics.serviceMonitor"
 }
+
+// Namespace is config/'s namespace for the operator, which the chart replaces with the release's.
+const Namespace = "landlord-system"
 
 // Key is how Handwritten names an object; a generated ConfigMap loses its content hash.
 func Key(obj map[string]any) string {
@@ -77,14 +92,15 @@ func generate(root string) error {
 		return err
 	}
 	// Whatever an earlier run generated goes, so an object removed from config/ leaves the chart.
-	stale, _ := filepath.Glob(filepath.Join(chart, "crds", "*.yaml"))
 	generated, _ := filepath.Glob(filepath.Join(chart, "templates", "generated-*.yaml"))
-	for _, f := range append(stale, generated...) {
+	dashboards, _ := filepath.Glob(filepath.Join(chart, "dashboards", "*.json"))
+	for _, f := range append(generated, dashboards...) {
 		if err := os.Remove(f); err != nil {
 			return err
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(chart, "crds"), 0o755); err != nil {
+	// The chart's CRDs are templates now; a crds/ directory Helm would install besides them goes.
+	if err := os.RemoveAll(filepath.Join(chart, "crds")); err != nil {
 		return err
 	}
 
@@ -95,15 +111,11 @@ func generate(root string) error {
 			continue
 		}
 		if kind == "CustomResourceDefinition" {
-			data, err := sigsyaml.Marshal(obj)
+			doc, err := CRDTemplate(obj)
 			if err != nil {
 				return err
 			}
-			meta, _ := obj["metadata"].(map[string]any)
-			name := filepath.Join(chart, "crds", fmt.Sprint(meta["name"])+".yaml")
-			if err := os.WriteFile(name, append([]byte(header("config/crd")), data...), 0o644); err != nil {
-				return err
-			}
+			files["generated-crds.yaml"] = append(files["generated-crds.yaml"], doc)
 			continue
 		}
 		doc, err := Template(obj, "")
@@ -123,20 +135,21 @@ func generate(root string) error {
 		inDefault[Key(obj)] = true
 	}
 	for _, obj := range monitoring {
-		kind, _ := obj["kind"].(string)
-		value, ok := Switched[kind]
-		if !ok && inDefault[Key(obj)] {
+		if inDefault[Key(obj)] {
 			continue // config/prometheus may name the metrics Service config/default installs.
 		}
-		if !ok {
-			return fmt.Errorf("config/prometheus: %s is neither a ServiceMonitor nor a PrometheusRule; the chart has no switch for it", Key(obj))
-		}
+		value := Switched(obj)
 		doc, err := Template(obj, value)
 		if err != nil {
 			return err
 		}
+		if obj["kind"] == "ServiceMonitor" {
+			if doc, err = verifiedTLS(doc); err != nil {
+				return err
+			}
+		}
 		doc = fmt.Sprintf("{{- if .Values.%s.enabled }}\n%s{{- end }}\n", value, doc)
-		file := templateFile(obj)
+		file := "generated-" + strings.ToLower(strings.TrimPrefix(value, "metrics.")) + ".yaml"
 		files[file] = append(files[file], doc)
 	}
 
@@ -151,7 +164,59 @@ func generate(root string) error {
 			return err
 		}
 	}
+	if err := copyDashboards(root, chart); err != nil {
+		return err
+	}
+	if err := writeSchema(root, chart); err != nil {
+		return err
+	}
 	return writeValues(root, chart)
+}
+
+// skipVerify is how config/prometheus's ServiceMonitor trusts the operator's certificate, which
+// it cannot verify: the operator makes it for itself at start-up.
+const skipVerify = "    tlsConfig:\n      insecureSkipVerify: true\n"
+
+// verifiedTLS makes the ServiceMonitor verify the certificate metrics.tls.secretName gives the
+// operator, by the Secret's ca.crt and the metrics Service's name, and skip verifying only when
+// there is none.
+func verifiedTLS(doc string) (string, error) {
+	if strings.Count(doc, skipVerify) != 1 {
+		return "", fmt.Errorf("config/prometheus's ServiceMonitor no longer has one endpoint with tlsConfig.insecureSkipVerify: true; hack/chart replaces it when metrics.tls.secretName is set")
+	}
+	return strings.Replace(doc, skipVerify, `    tlsConfig:
+      {{- with .Values.metrics.tls.secretName }}
+      ca:
+        secret:
+          name: {{ . }}
+          key: ca.crt
+      serverName: landlord-controller-manager-metrics.{{ $.Release.Namespace }}.svc
+      {{- else }}
+      insecureSkipVerify: true
+      {{- end }}
+`, 1), nil
+}
+
+// copyDashboards copies config/grafana's dashboards into the chart, which reads them with
+// .Files.Get: their text ({{instance}} in a legend) reaches Grafana as written.
+func copyDashboards(root, chart string) error {
+	files, _ := filepath.Glob(filepath.Join(root, "config", "grafana", "*.json"))
+	if len(files) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Join(chart, "dashboards"), 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(chart, "dashboards", filepath.Base(f)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func header(from string) string {
@@ -176,6 +241,8 @@ func templateFile(obj map[string]any) string {
 const (
 	labelsSentinel      = "zz.landlord.dev/helm-labels"
 	annotationsSentinel = "zz-landlord-helm-annotations"
+	keepSentinel        = "zz-landlord-helm-keep"
+	namespaceSentinel   = "zzlandlordreleasenamespacezz"
 )
 
 // helmAction matches a template action in config/'s text (a PrometheusRule's {{ $labels.x }}),
@@ -212,18 +279,21 @@ func Template(obj map[string]any, value string) (string, error) {
 	// Template actions in string values become tokens without spaces before marshalling, so
 	// that the marshaller's line folding can never split one (the brace keeps a value that starts
 	// with an action quoted, as the action itself would); each is put back escaped.
+	// config/'s namespace, wherever a string names it (metadata, a binding's subject, the
+	// operator's identity in a policy's expression), becomes the release's.
 	var actions []string
 	obj = mapStrings(obj, func(s string) string {
-		return helmAction.ReplaceAllStringFunc(s, func(action string) string {
+		s = helmAction.ReplaceAllStringFunc(s, func(action string) string {
 			actions = append(actions, action)
 			return fmt.Sprintf("{zzlandlordhelmaction%dzz}", len(actions)-1)
 		})
+		return releaseNamespace.ReplaceAllString(s, namespaceSentinel)
 	}).(map[string]any)
 	data, err := sigsyaml.Marshal(obj)
 	if err != nil {
 		return "", err
 	}
-	text := string(data)
+	text := strings.ReplaceAll(string(data), namespaceSentinel, "{{ .Release.Namespace }}")
 	for i := len(actions) - 1; i >= 0; i-- {
 		text = strings.ReplaceAll(text, fmt.Sprintf("{zzlandlordhelmaction%dzz}", i), "{{`"+actions[i]+"`}}")
 	}
@@ -240,6 +310,42 @@ func Template(obj map[string]any, value string) (string, error) {
 		return "", fmt.Errorf("%s: a sentinel was not replaced", Key(obj))
 	}
 	return text, nil
+}
+
+// releaseNamespace matches config/'s namespace as a whole name.
+var releaseNamespace = regexp.MustCompile(`\b` + Namespace + `\b`)
+
+// CRDTemplate is a CRD as a Helm template: config/'s CRD as it is (its text is never run by
+// Helm: a description may hold template text, and no namespace in it is the operator's), with
+// Helm's labels, and helm.sh/resource-policy: keep only while crds.keep.
+func CRDTemplate(obj map[string]any) (string, error) {
+	obj = deepCopy(obj)
+	meta, _ := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	if annotations["helm.sh/resource-policy"] != "keep" {
+		return "", fmt.Errorf("%s lacks the annotation helm.sh/resource-policy: keep (its +kubebuilder:metadata:annotations marker)", Key(obj))
+	}
+	delete(annotations, "helm.sh/resource-policy")
+	annotations[keepSentinel] = ""
+	labels, _ := meta["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+		meta["labels"] = labels
+	}
+	labels[labelsSentinel] = ""
+	if strings.Contains(fmt.Sprint(obj), "{{") {
+		return "", fmt.Errorf("%s holds template text ({{), which Helm would run", Key(obj))
+	}
+	data, err := sigsyaml.Marshal(obj)
+	if err != nil {
+		return "", err
+	}
+	text := replaceLine(string(data), "    "+labelsSentinel+`: ""`, `    {{- include "landlord.labels" . | nindent 4 }}`)
+	text = replaceLine(text, "    "+keepSentinel+`: ""`, "    {{- if .Values.crds.keep }}\n    helm.sh/resource-policy: keep\n    {{- end }}")
+	if strings.Contains(text, keepSentinel) || strings.Contains(text, labelsSentinel) {
+		return "", fmt.Errorf("%s: a sentinel was not replaced", Key(obj))
+	}
+	return "{{- if .Values.crds.enabled }}\n" + text + "{{- end }}\n", nil
 }
 
 func replaceLine(text, line, with string) string {
@@ -320,6 +426,8 @@ func writeValues(root, chart string) error {
 	b.WriteString("\n# The operator's configuration file, config/manager/landlord.yaml, mounted at\n" +
 		"# /etc/landlord/landlord.yaml. secrets.store.backend chooses the store: \"file\" keeps it on the\n" +
 		"# PersistentVolumeClaim above, one replica; \"gcs\" and \"url\" need no volume and allow replicas > 1.\n" +
+		"# In another namespace than landlord-system, controller.identity and\n" +
+		"# databases.credentialsNamespace follow the release's while they name landlord-system.\n" +
 		"config:\n")
 	for _, line := range strings.Split(strings.TrimRight(string(config), "\n"), "\n") {
 		if line == "" {

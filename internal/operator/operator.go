@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -63,7 +64,11 @@ type Options struct {
 	// Otherwise metrics are served over HTTPS to callers the API server authorizes for
 	// GET /metrics (the landlord-metrics-reader ClusterRole).
 	MetricsInsecure bool
-	ProbeAddr       string
+	// MetricsCertDir holds the certificate the metrics server serves, tls.crt and tls.key (a
+	// kubernetes.io/tls Secret mounted there; a renewed one is picked up). Empty: a self-signed
+	// certificate made at start-up, which no scraper can verify.
+	MetricsCertDir string
+	ProbeAddr      string
 	// PprofAddr serves net/http/pprof when set; "" or "0" turns it off.
 	PprofAddr string
 
@@ -125,7 +130,23 @@ func metricsOptions(opts Options) metricsserver.Options {
 		BindAddress:    opts.MetricsAddr,
 		SecureServing:  true,
 		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		CertDir:        opts.MetricsCertDir,
 	}
+}
+
+// checkMetricsCertificate refuses a certificate directory without the certificate and key in
+// it: the metrics server would quietly serve a self-signed certificate instead, and every scrape
+// that verifies it would fail.
+func checkMetricsCertificate(opts Options) error {
+	if opts.MetricsCertDir == "" || opts.MetricsInsecure {
+		return nil
+	}
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		if _, err := os.Stat(filepath.Join(opts.MetricsCertDir, name)); err != nil {
+			return fmt.Errorf("--metrics-cert-dir %s: %w (a kubernetes.io/tls Secret mounted there holds tls.crt and tls.key)", opts.MetricsCertDir, err)
+		}
+	}
+	return nil
 }
 
 // checkIdentity refuses to run a process the API server knows by another name than the
@@ -166,6 +187,9 @@ func whoAmI(restCfg *rest.Config) (string, error) {
 
 // New returns a manager with every Landlord controller registered.
 func New(restCfg *rest.Config, opts Options) (*Operator, error) {
+	if err := checkMetricsCertificate(opts); err != nil {
+		return nil, err
+	}
 	cfg := opts.Config
 	store := opts.Store
 	if store == nil {

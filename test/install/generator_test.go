@@ -62,17 +62,17 @@ func TestTheChartIsGeneratedFromConfig(t *testing.T) {
 			t.Error("the metrics Service is not rendered")
 		}
 		shipped := map[string]object{}
-		for _, file := range []string{"monitor.yaml", "rules.yaml"} {
+		for _, file := range []string{"scraper.yaml", "monitor.yaml", "rules.yaml"} {
 			data, err := os.ReadFile(filepath.Join(root, "config", "prometheus", file))
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, obj := range decode(t, string(data)) {
-				shipped[field(obj, "kind").(string)+"/landlord-system/"+field(obj, "metadata", "name").(string)] = obj
+				shipped[key(obj)] = obj
 			}
 		}
-		if len(shipped) != 2 {
-			t.Fatalf("config/prometheus holds %d objects, want a ServiceMonitor and a PrometheusRule", len(shipped))
+		if len(shipped) != 5 {
+			t.Fatalf("config/prometheus holds %d objects, want a ServiceMonitor, the ServiceAccount, token Secret and binding it scrapes with, and a PrometheusRule", len(shipped))
 		}
 		for k := range shipped {
 			if _, ok := off[k]; ok {
@@ -89,6 +89,11 @@ func TestTheChartIsGeneratedFromConfig(t *testing.T) {
 			}
 			// Prometheus's own template text ({{ $labels.server }}) reaches Prometheus as
 			// written, not run by Helm nor split by the generator's line folding.
+			for _, f := range []string{"roleRef", "subjects", "type"} {
+				if diff := cmp.Diff(want[f], got[f]); diff != "" {
+					t.Errorf("%s's %s differs from config/prometheus (shipped -, chart +):\n%s", k, f, diff)
+				}
+			}
 			if diff := cmp.Diff(field(want, "spec"), field(got, "spec")); diff != "" {
 				t.Errorf("%s's spec differs from config/prometheus (shipped -, chart +):\n%s", k, diff)
 			}

@@ -15,9 +15,9 @@ import (
 
 // TestTheInstallersApplyToALocalCluster installs Landlord as a platform team would, on a whole
 // local cluster with nothing of Landlord's in it: the chart with every optional value on
-// (server-side dry run), the chart with its defaults (helm install, then helm uninstall), and
-// the release installer dist/install.yaml (kubectl apply --server-side) over what the
-// uninstall kept. kwok runs the operator's pod, so each Deployment really becomes Available
+// (server-side dry run), the chart with its defaults over the CRDs an older chart left (helm
+// install, then helm uninstall), and the release installer dist/install.yaml (kubectl apply
+// --server-side) over what the uninstall kept. kwok runs the operator's pod, so each Deployment really becomes Available
 // (the image is never pulled).
 func TestTheInstallersApplyToALocalCluster(t *testing.T) {
 	kubectlBin, helmBin := kubectlPath(t), helmPath(t)
@@ -66,17 +66,7 @@ func TestTheInstallersApplyToALocalCluster(t *testing.T) {
 	kubectl(t, "label", "namespace", "landlord-system", "pod-security.kubernetes.io/enforce=restricted")
 
 	t.Run("the chart with every optional value on is accepted by the API server in a server-side dry run", func(t *testing.T) {
-		objects := render(t, chart,
-			"image.repository=registry.example.com/landlord", "image.tag=v9.9.9", "image.pullPolicy=Always",
-			"imagePullSecrets[0].name=registry", "podAnnotations.example\\.com/team=platform",
-			"config.secrets.store.backend=gcs", "config.secrets.store.gcs.bucket=acme", "replicas=2",
-			"resources.limits.memory=2Gi", "podDisruptionBudget.enabled=true", "podDisruptionBudget.minAvailable=1",
-			"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname",
-			"topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
-			"topologySpreadConstraints[0].labelSelector.matchLabels.app\\.kubernetes\\.io/name=landlord",
-			"tolerations[0].key=dedicated", "tolerations[0].operator=Exists", "priorityClassName=system-cluster-critical",
-			"serviceAccount.annotations.iam\\.gke\\.io/gcp-service-account=landlord@acme.iam.gserviceaccount.com",
-			"metrics.serviceMonitor.enabled=true", "metrics.prometheusRule.enabled=true")
+		objects := render(t, chart, everyValueOn...)
 		// The ServiceMonitor and PrometheusRule need the Prometheus Operator's CRDs, which this
 		// cluster does not have: they are left out of the dry run, and nothing else is.
 		var accepted []object
@@ -111,9 +101,34 @@ spec:
   hostPath: {path: /var/lib/install-test/landlord-secrets}
 `)))
 
-	t.Run("the chart with its defaults installs with helm and its Deployment becomes Available", func(t *testing.T) {
-		helm(t, "install", "landlord", chart, "--namespace", "landlord-system", "--set", "image.tag=dev", "--wait", "--timeout", "3m")
+	// A release of the chart as it was, with its CRDs in crds/: Helm created them (config/crd
+	// verbatim) without its ownership metadata, and never counted them as the release's.
+	crdsDir := filepath.Join(dir, "crds")
+	if err := os.MkdirAll(crdsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, "create", "-f", writeFile(t, filepath.Join("crds", "crds.yaml"), decode(t, run(t, nil, kubectlBin, "kustomize", filepath.Join(root, "config", "crd")))))
+
+	t.Run("CRDs an older chart created from crds/ are refused by helm install, then adopted once labelled and annotated as docs/upgrading.md says", func(t *testing.T) {
+		_, err := runErr(env, helmBin, "install", "landlord", chart, "--namespace", "landlord-system")
+		if err == nil || !strings.Contains(err.Error(), "invalid ownership metadata") {
+			t.Fatalf("helm install over CRDs Helm did not template: %v; want a refusal for invalid ownership metadata", err)
+		}
+		// docs/upgrading.md, "From a chart whose CRDs sat in crds/".
+		kubectl(t, append(append([]string{"label", "crd"}, policy.CRDNames...), "app.kubernetes.io/managed-by=Helm", "--overwrite")...)
+		kubectl(t, append(append([]string{"annotate", "crd"}, policy.CRDNames...),
+			"meta.helm.sh/release-name=landlord", "meta.helm.sh/release-namespace=landlord-system", "--overwrite")...)
+	})
+
+	t.Run("the chart with its defaults installs with helm, owns the CRDs, and its Deployment becomes Available", func(t *testing.T) {
+		helm(t, "install", "landlord", chart, "--namespace", "landlord-system", "--wait", "--timeout", "3m")
 		kubectl(t, "wait", "--for=condition=Established", "crd", "--all", "--timeout=1m")
+		for _, name := range policy.CRDNames {
+			// Helm's upgrade of a CRD writes its labels: the chart's version label proves it.
+			if got := kubectl(t, "get", "crd", name, "-o", "jsonpath={.metadata.labels.helm\\.sh/chart}"); got != "landlord-"+strings.TrimPrefix(releaseVersion(t), "v") {
+				t.Errorf("CRD %s has helm.sh/chart %q: the release did not take it over", name, got)
+			}
+		}
 		kubectl(t, "-n", "landlord-system", "wait", "--for=condition=Available", "deployment/landlord-controller-manager", "--timeout=2m")
 		release := object{}
 		if err := sigsyaml.Unmarshal([]byte(helm(t, "status", "landlord", "--namespace", "landlord-system", "-o", "json")), &release); err != nil {

@@ -53,6 +53,16 @@ func helmPath(t *testing.T) string {
 	return tool(t, filepath.Join(root, "bin", "helm-"+helmVersion), "make helm")
 }
 
+// releaseVersion is the file VERSION's release, vX.Y.Z.
+func releaseVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
 // run runs a command in the repository root and returns its standard output.
 func run(t *testing.T, env []string, name string, args ...string) string {
 	t.Helper()
@@ -64,9 +74,14 @@ func run(t *testing.T, env []string, name string, args ...string) string {
 }
 
 func runErr(env []string, name string, args ...string) (string, error) {
+	return runErrIn(root, env, name, args...)
+}
+
+// runErrIn runs a command in dir.
+func runErrIn(dir string, env []string, name string, args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(name, args...)
-	cmd.Dir = root
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -29,12 +29,29 @@ app.kubernetes.io/component: controller-manager
 {{ ((.Values.config.secrets).store).backend | default "file" }}
 {{- end }}
 
-{{/*
-Landlord's admission policies name the operator by its ServiceAccount in landlord-system
-(policies.yaml is generated for it), and config/ installs it there: the chart does too.
-*/}}
-{{- define "landlord.checkNamespace" -}}
-{{- if ne .Release.Namespace "landlord-system" }}
-{{- fail (printf "install Landlord into the namespace landlord-system (helm install -n landlord-system), not %q: its admission policies name the operator's ServiceAccount there" .Release.Namespace) }}
+{{/* The operator's image: by tag, and by digest too when image.digest is set. */}}
+{{- define "landlord.image" -}}
+{{ .Values.image.repository }}:{{ include "landlord.version" . }}{{ with .Values.image.digest }}@{{ . }}{{ end }}
 {{- end }}
+
+{{/*
+The operator's configuration file. config/ installs Landlord in landlord-system, and its
+configuration names the operator's identity and the credentials namespace there: in another
+namespace the two follow the release's, unless they were set to something else.
+*/}}
+{{- define "landlord.config" -}}
+{{- $config := deepCopy .Values.config }}
+{{- if ne .Release.Namespace "landlord-system" }}
+{{- $controller := $config.controller | default dict }}
+{{- if eq ($controller.identity | default "system:serviceaccount:landlord-system:landlord-controller-manager") "system:serviceaccount:landlord-system:landlord-controller-manager" }}
+{{- $_ := set $controller "identity" (printf "system:serviceaccount:%s:landlord-controller-manager" .Release.Namespace) }}
+{{- $_ := set $config "controller" $controller }}
+{{- end }}
+{{- $databases := $config.databases | default dict }}
+{{- if eq ($databases.credentialsNamespace | default "landlord-system") "landlord-system" }}
+{{- $_ := set $databases "credentialsNamespace" .Release.Namespace }}
+{{- $_ := set $config "databases" $databases }}
+{{- end }}
+{{- end }}
+{{- toYaml $config }}
 {{- end }}
