@@ -36,7 +36,9 @@ copied: run it again, and it completes what is missing. A store holding anything
 identity of its own, records, another program's objects — is refused, and nothing is written.
 
 Scale the operator to zero replicas first, so nothing is written to the old store while it is
-copied. Once the identity is switched, an operator still configured with the old store refuses
+copied: once everything is copied, both stores are read again, and a source that changed
+meanwhile (a record added, rotated or removed) is not switched from; run the command again once
+the operator is stopped. Once the identity is switched, an operator still configured with the old store refuses
 it; set secrets.store in the operator's configuration to what this command prints, then start
 the operator again.`,
 		Example: `  # From the file store to S3, under an AWS KMS key:

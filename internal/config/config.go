@@ -238,7 +238,10 @@ type URLSecretStore struct {
 	// and use_path_style=true for an S3-compatible server) and prefix= for a folder in it.
 	Objects string `json:"objects,omitempty"`
 	// Key is the key-encryption key that wraps each record's data key: awskms://KEY (a key ID,
-	// alias or, as awskms:///ARN, an ARN; ?region=), azurekeyvault://VAULT.vault.azure.net/keys/KEY,
+	// alias or, as awskms:///ARN, an ARN; ?region=; every decrypt names this key, so an alias
+	// pointed at another key makes the records unreadable: rotate with AWS's automatic rotation,
+	// which keeps the key, or move with landlordctl secrets migrate --to-key),
+	// azurekeyvault://VAULT.vault.azure.net/keys/KEY/VERSION (the version is required),
 	// gcpkms://projects/P/locations/L/keyRings/R/cryptoKeys/K or hashivault://KEY (Vault's
 	// transit engine).
 	Key string `json:"key,omitempty"`
@@ -279,6 +282,12 @@ func CheckKeyURL(raw string) error {
 	}
 	if strings.Trim(u.Host+u.Path, "/") == "" {
 		return fmt.Errorf("the key (the URL's host and path) is missing: %s://KEY", u.Scheme)
+	}
+	// A Key Vault key named without its version is its newest version, for decrypting too: a
+	// rotation would make every record unreadable. The version is named, as a Cloud KMS key's
+	// versions are kept by the key itself.
+	if segments := strings.Split(strings.Trim(u.Path, "/"), "/"); u.Scheme == "azurekeyvault" && (len(segments) != 3 || segments[0] != "keys" || segments[2] == "") {
+		return fmt.Errorf("the key's version is missing: azurekeyvault://VAULT.vault.azure.net/keys/KEY/VERSION (without one, Key Vault decrypts with the newest version, and a rotation would leave every record unreadable)")
 	}
 	return nil
 }

@@ -83,6 +83,7 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a url store in a directory with no path":    {"secrets: {store: {backend: url, url: {objects: 'file://', key: 'awskms://k'}}}", "secrets.store.url.objects: the directory (the URL's path) is missing"},
 		"a url store in a directory on another host": {"secrets: {store: {backend: url, url: {objects: 'file://nas/secrets', key: 'awskms://k'}}}", `secrets.store.url.objects: the host "nas"`},
 		"a url store whose key is held locally":      {"secrets: {store: {backend: url, url: {objects: 's3://b', key: 'base64key://c2VjcmV0'}}}", `secrets.store.url.key: the scheme "base64key" is not one of awskms, azurekeyvault, gcpkms, hashivault`},
+		"a Key Vault key without its version":        {"secrets: {store: {backend: url, url: {objects: 'azblob://b', key: 'azurekeyvault://v.vault.azure.net/keys/landlord'}}}", `secrets.store.url.key: the key's version is missing`},
 		"a url store whose key names no key":         {"secrets: {store: {backend: url, url: {objects: 's3://b', key: 'awskms://'}}}", "secrets.store.url.key: the key (the URL's host and path) is missing"},
 		"a sync interval under 1s":                   {"secrets: {syncInterval: 10ms}", "secrets.syncInterval"},
 		"a bad credentials namespace":                {"databases: {credentialsNamespace: Landlord}", "databases.credentialsNamespace"},
@@ -111,7 +112,7 @@ func TestEveryCloudsSecretStoreIsNamedByURL(t *testing.T) {
 	cases := map[string]struct{ objects, key string }{
 		"Amazon S3 with AWS KMS":                        {"s3://landlord-secrets?region=eu-west-1&prefix=prod/", "awskms://alias/landlord?region=eu-west-1"},
 		"an S3-compatible server with a key by its ARN": {"s3://landlord-secrets?endpoint=https://minio.internal:9000&use_path_style=true&region=us-east-1", "awskms:///arn:aws:kms:eu-west-1:111122223333:key/0b9ee0d5?region=eu-west-1"},
-		"Azure Blob Storage with Key Vault":             {"azblob://landlord-secrets", "azurekeyvault://landlord.vault.azure.net/keys/landlord"},
+		"Azure Blob Storage with Key Vault":             {"azblob://landlord-secrets", "azurekeyvault://landlord.vault.azure.net/keys/landlord/6a2f4d1c9e8b4b7f"},
 		"Cloud Storage with Cloud KMS":                  {"gs://landlord-secrets?prefix=prod/", "gcpkms://projects/p/locations/global/keyRings/landlord/cryptoKeys/secrets"},
 		"a directory with Vault's transit engine":       {"file:///var/lib/landlord/secrets", "hashivault://landlord"},
 	}

@@ -340,7 +340,45 @@ func (m Migration) Run(ctx context.Context) (MigrationReport, error) {
 		report.Removed++
 		m.progress(key, "removed")
 	}
+	if err := verifyCopy(ctx, m, from, to); err != nil {
+		return report, err
+	}
 	return report, nil
+}
+
+// ErrSourceChanged is Run's answer when the source store changed while it was copied: something
+// (an operator still running) writes to it, and a switch now would lose what it wrote.
+var ErrSourceChanged = errors.New("the source store changed while it was copied: is the operator still running? Scale it to zero replicas and run the migration again; nothing was switched")
+
+// verifyCopy reads the source again, whole, once everything is copied, and holds the target to
+// it: every record there, equal, and no other. Any difference is a write made to the source
+// during the copy, by an operator still running.
+func verifyCopy(ctx context.Context, m Migration, from, to Store) error {
+	src, err := m.contents(ctx, m.From)
+	if err != nil {
+		return fmt.Errorf("listing the source store again: %w", err)
+	}
+	dst, err := m.contents(ctx, m.To)
+	if err != nil {
+		return fmt.Errorf("listing the target store again: %w", err)
+	}
+	if !slices.Equal(src.Records, dst.Records) {
+		return ErrSourceChanged
+	}
+	for _, key := range src.Records {
+		want, err := from.Get(ctx, key.Namespace, key.Name)
+		if err != nil {
+			return fmt.Errorf("reading %s from the source store again: %w", key, err)
+		}
+		have, err := to.Get(ctx, key.Namespace, key.Name)
+		if err != nil {
+			return fmt.Errorf("reading %s from the target store again: %w", key, err)
+		}
+		if !sameRecord(have, want) {
+			return ErrSourceChanged
+		}
+	}
+	return nil
 }
 
 // checkTarget refuses a target that holds anything but an earlier run's copy of src.

@@ -159,6 +159,56 @@ func TestAMigrationCopiesEveryRecordUnderTheTargetsKey(t *testing.T) {
 		}
 		holdsExactly(t, s3, want[1:])
 	})
+
+	t.Run("a store written during the copy is not switched to, and a second run completes", func(t *testing.T) {
+		for name, write := range map[string]func(file secret.Store, want []*corev1.Secret) *corev1.Secret{
+			"a record added": func(file secret.Store, _ []*corev1.Secret) *corev1.Secret {
+				return apiKey("tenant-initech", "db-main", "new")
+			},
+			"a record rotated": func(file secret.Store, want []*corev1.Secret) *corev1.Secret {
+				rotated := want[0].DeepCopy()
+				rotated.Data["token"] = []byte("rotated")
+				return rotated
+			},
+		} {
+			t.Run(name, func(t *testing.T) {
+				file := newFileStore(t)
+				want := records(t, file)
+				s3, _ := s3Store(t)
+				// An operator still running writes to the old store once the copy began.
+				late := write(file, want)
+				wrote := false
+				m := secret.Migration{From: file, To: s3, Timeout: time.Minute, Progress: func(secret.RecordKey, string) {
+					if !wrote {
+						wrote = true
+						if err := file.Put(ctx, late); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}}
+				if _, err := m.Run(ctx); !errors.Is(err, secret.ErrSourceChanged) {
+					t.Fatalf("err = %v, want %v", err, secret.ErrSourceChanged)
+				}
+				report, err := secret.Migration{From: file, To: s3, Timeout: time.Minute}.Run(ctx)
+				if err != nil || !report.Resumed {
+					t.Fatalf("report %+v, %v", report, err)
+				}
+				var all []*corev1.Secret
+				c, err := file.Contents(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, key := range c.Records {
+					sec, err := file.Get(ctx, key.Namespace, key.Name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					all = append(all, sec)
+				}
+				holdsExactly(t, s3, all)
+			})
+		}
+	})
 }
 
 func TestAMigrationRefusesATargetThatHoldsOtherData(t *testing.T) {
