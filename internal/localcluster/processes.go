@@ -28,14 +28,16 @@ type processSpec struct {
 }
 
 // controllerManagers are the kube-controller-manager controllers a Landlord cluster runs: what
-// tenants' namespaces, quotas, workloads, service accounts and volumes need, and the node
-// lifecycle controller, which lifts the not-ready taint a new node is created with once kwok
-// reports it Ready.
+// tenants' namespaces, quotas, workloads, autoscalers, service accounts and volumes need, and the
+// node lifecycle controller, which lifts the not-ready taint a new node is created with once kwok
+// reports it Ready. (With no metrics API, an autoscaler holds its workload within its minimum and
+// maximum replicas, which is what it writes that Landlord must leave alone.)
 var controllerManagers = []string{
 	"node-lifecycle-controller",
 	"namespace-controller", "garbage-collector-controller", "resourcequota-controller",
 	"deployment-controller", "replicaset-controller", "statefulset-controller", "daemonset-controller",
 	"job-controller", "cronjob-controller", "ttl-after-finished-controller", "disruption-controller",
+	"horizontal-pod-autoscaler-controller",
 	"endpointslice-controller", "pod-garbage-collector-controller",
 	"serviceaccount-controller", "serviceaccount-token-controller", "root-ca-certificate-publisher-controller",
 	"clusterrole-aggregation-controller",
@@ -60,6 +62,8 @@ func controllerManager(assets, kubeconfig, saKey, caFile string, port int) proce
 			"--secure-port=" + strconv.Itoa(port),
 			// A local cluster answers at once; the defaults suit thousands of nodes.
 			"--kube-api-qps=200", "--kube-api-burst=400",
+			// Autoscalers act within seconds rather than the default 15.
+			"--horizontal-pod-autoscaler-sync-period=2s",
 		},
 		healthz: "127.0.0.1:" + strconv.Itoa(port),
 	}
