@@ -60,7 +60,7 @@ func TestARestartedOperatorSendsNothingForUnchangedTenants(t *testing.T) {
 	sent := second.Requests.Snapshot()
 	// Pods and the nodes they run on are read at every start too: the node pool policy may have
 	// been absent while no operator ran.
-	for _, key := range []string{"GET namespaces", "GET services", "GET ingresses", "GET pods", "GET nodes"} {
+	for _, key := range []string{"GET namespaces", "GET services", "GET ingresses", "GET networkpolicies", "GET pods", "GET nodes"} {
 		g.Expect(sent).To(HaveKeyWithValue(key, 1), "the audit reads one page of each kind: %s", fmt.Sprint(sent))
 		delete(sent, key)
 	}
