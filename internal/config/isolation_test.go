@@ -11,11 +11,7 @@ import (
 // entry not written the way it writes them would silently match nothing: such a file is refused,
 // naming the entry.
 func TestTheSchedulingAllowancesAreValidated(t *testing.T) {
-	cases := []struct {
-		name  string
-		file  string
-		error string
-	}{
+	cases := []parseCase{
 		{"a key alone is accepted", "isolation: {tolerations: [example.com/batch]}", ""},
 		{"a key, value and effect are accepted", "isolation: {tolerations: ['dedicated=batch:NoExecute'], priorityClasses: [tenant-batch]}", ""},
 		{"an unknown effect is refused", "isolation: {tolerations: ['nvidia.com/gpu:NoScheduling']}", `isolation.tolerations[0]: "nvidia.com/gpu:NoScheduling" has effect "NoScheduling"`},
@@ -24,27 +20,13 @@ func TestTheSchedulingAllowancesAreValidated(t *testing.T) {
 		{"a toleration listed twice is refused", "isolation: {tolerations: [a, a]}", `isolation.tolerations[1]: "a" is listed twice`},
 		{"a priority class that is no name is refused", "isolation: {priorityClasses: [Batch_1]}", `isolation.priorityClasses[0]: "Batch_1" is not a PriorityClass name`},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.Parse([]byte(tc.file))
-			switch {
-			case tc.error == "" && err != nil:
-				t.Errorf("refused: %v", err)
-			case tc.error != "" && (err == nil || !strings.Contains(err.Error(), tc.error)):
-				t.Errorf("error = %v, want one containing %s", err, tc.error)
-			}
-		})
-	}
+	expectParsed(t, cases)
 }
 
 // A trusted principal is let past Landlord's guards, so one that a tenant could be or become
 // would let the tenant past them too: such a file is refused, naming the entry and why.
 func TestTheTrustedPrincipalsAreValidated(t *testing.T) {
-	cases := []struct {
-		name  string
-		file  string
-		error string
-	}{
+	cases := []parseCase{
 		{"a backup tool's ServiceAccount is accepted", "isolation: {trustedPrincipals: [{kind: ServiceAccount, namespace: velero, name: velero}]}", ""},
 		{"a policy engine's user and group are accepted", "isolation: {trustedPrincipals: [{kind: User, name: 'system:serviceaccount:kyverno:kyverno-background-controller'}, {kind: Group, apiGroup: rbac.authorization.k8s.io, name: platform-tools}]}", ""},
 		{"a ServiceAccount in a tenant namespace is refused", "isolation: {trustedPrincipals: [{kind: ServiceAccount, namespace: tenant-acme, name: restore}]}", `isolation.trustedPrincipals[0].namespace: "tenant-acme" is or may become a tenant's namespace`},
@@ -59,6 +41,18 @@ func TestTheTrustedPrincipalsAreValidated(t *testing.T) {
 		{"a principal listed twice is refused", "isolation: {trustedPrincipals: [{kind: User, name: ops}, {kind: User, name: ops}]}", `isolation.trustedPrincipals[1]: listed twice (also [0])`},
 		{"the namespace prefix decides which namespaces are tenants'", "namespacePrefix: customer-\nisolation: {trustedPrincipals: [{kind: ServiceAccount, namespace: customer-tools, name: backup}]}", `isolation.trustedPrincipals[0].namespace: "customer-tools" is or may become a tenant's namespace (namespacePrefix "customer-")`},
 	}
+	expectParsed(t, cases)
+}
+
+// parseCase is a configuration file and the error it is refused with, "" when it is accepted.
+type parseCase struct {
+	name  string
+	file  string
+	error string
+}
+
+func expectParsed(t *testing.T, cases []parseCase) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Parse([]byte(tc.file))

@@ -138,15 +138,7 @@ var opRunsSuiteConfig = true
 // stopped before it restored opConfig), so whatever goes wrong fails this test alone.
 func restartOperator(t *testing.T, cfg config.Config) {
 	t.Helper()
-	t.Cleanup(func() {
-		if !opRunsSuiteConfig {
-			startSuiteOperator(t)
-		}
-	})
-	opRunsSuiteConfig = false
-	if err := op.Stop(); err != nil {
-		t.Errorf("stopping the operator: %v", err)
-	}
+	stopOperator(t)
 	next, err := env.StartOperator(cfg, store)
 	if err != nil {
 		// op stays the stopped operator: later tests fail on what it does not do, rather than
