@@ -78,7 +78,7 @@ kubectl plugin "kubectl landlord".`,
 	root.AddCommand(
 		newGetCommand(o), newStatusCommand(o), newClaimCommand(o), newRolloutCommand(o),
 		newTemplateCommand(o), newSecretsCommand(o), newVersionCommand(o),
-		newSuspendCommand(o), newResumeCommand(o), newReconcileCommand(o), newMoveCommand(o),
+		newSuspendCommand(o), newResumeCommand(o), newReconcileCommand(o), newMoveCommand(o), newCheckCommand(o),
 	)
 	if name != binaryName {
 		renameCommands(root, name)

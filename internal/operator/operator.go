@@ -388,13 +388,7 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 	if err := claims.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up tenant claim controller: %w", err)
 	}
-	policies := &admissionpolicy.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Operator: policy.Operator{
-		User: cfg.Controller.Identity, NamespacePrefix: cfg.NamespacePrefix,
-		// Its writes are confined to tenant namespaces and these (leases and events go anywhere).
-		Namespaces: []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace, opts.LeaderElectionNamespace},
-		Network:    policy.NetworkBoundsOf(cfg.Network),
-		Trusted:    cfg.Isolation.TrustedPrincipals,
-	}, Auditor: &admissionpolicy.Auditor{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Action: cfg.Isolation.Audit,
+	policies := &admissionpolicy.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Operator: policy.OperatorOf(cfg, opts.LeaderElectionNamespace), Auditor: &admissionpolicy.Auditor{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Action: cfg.Isolation.Audit,
 		Network: policy.NetworkBoundsOf(cfg.Network)}}
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up admission policy controller: %w", err)

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
 )
 
 // Operator is what the policies know of the operator and its configuration: who it is, which
@@ -29,6 +30,19 @@ type Operator struct {
 	// Trusted are the platform's own tools (isolation.trustedPrincipals) that the guards over
 	// Landlord's labels, annotations and objects let through, as they let the operator through.
 	Trusted []rbacv1.Subject
+}
+
+// OperatorOf is the operator as a configuration runs it, with its leader election lease in
+// leaseNamespace ("" when the operator is not told one, as when it runs in its pod): what the
+// operator builds its policies for, and what `landlordctl check` compares the installed ones with.
+func OperatorOf(cfg config.Config, leaseNamespace string) Operator {
+	return Operator{
+		User: cfg.Controller.Identity, NamespacePrefix: cfg.NamespacePrefix,
+		// Its writes are confined to tenant namespaces and these (leases and events go anywhere).
+		Namespaces: []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace, leaseNamespace},
+		Network:    NetworkBoundsOf(cfg.Network),
+		Trusted:    cfg.Isolation.TrustedPrincipals,
+	}
 }
 
 // trustedCondition is the match condition that lets the trusted principals through, or none
