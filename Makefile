@@ -110,6 +110,10 @@ test: manifests generate chart vet control-plane databases $(HELM) $(GORELEASER)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: test-release
+test-release: $(HELM) $(GORELEASER) $(CYCLONEDX_GOMOD) ## Build the release twice and compare every artefact's checksum (test/install, build tag release); the first run on a machine compiles for several minutes.
+	go test $(GO_TEST_FLAGS) -count=1 -tags release -run TestTheReleaseIsReproducible ./test/install
+
 # The fault suite's SIGKILL scenario runs 10 rounds under `make test`; this many here.
 FAULT_ROUNDS_LONG ?= 30
 
