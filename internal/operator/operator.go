@@ -117,6 +117,8 @@ type Operator struct {
 	TemplateSync *templatesync.Reconciler
 	// Tenants is the tenant reconciler, whose memory tests check.
 	Tenants *tenant.Reconciler
+	// Policies is the admission policy reconciler, nil on a shard's operator.
+	Policies *admissionpolicy.Reconciler
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -364,48 +366,48 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if opts.Shard != "" {
 		return o, nil
 	}
-	if o.TemplateSync, err = clusterWideDuties(mgr, opts, store, urgent, conns, restCfg); err != nil {
+	if o.TemplateSync, o.Policies, err = clusterWideDuties(mgr, opts, store, urgent, conns, restCfg); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
 // clusterWideDuties registers what the default shard alone runs: what is not one tenant's.
-func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, conns *database.Connections, restCfg *rest.Config) (*templatesync.Reconciler, error) {
+func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, conns *database.Connections, restCfg *rest.Config) (*templatesync.Reconciler, *admissionpolicy.Reconciler, error) {
 	cfg := opts.Config
 	// landlord_tenants is counted from the cache at scrape time, by the leader.
 	if err := mgr.Add(&tenant.Counts{Reader: mgr.GetCache()}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pools := &tenantpool.Reconciler{Client: mgr.GetClient()}
 	if err := pools.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up tenant pool controller: %w", err)
+		return nil, nil, fmt.Errorf("setting up tenant pool controller: %w", err)
 	}
 	claims := &tenantclaim.Reconciler{
 		Client: mgr.GetClient(), Urgent: urgent, Config: &cfg,
 		Recorder: mgr.GetEventRecorder("landlord"), MaxConcurrentBinds: cfg.Controller.MaxConcurrentReconciles,
 	}
 	if err := claims.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up tenant claim controller: %w", err)
+		return nil, nil, fmt.Errorf("setting up tenant claim controller: %w", err)
 	}
 	policies := &admissionpolicy.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Operator: policy.OperatorOf(cfg, opts.LeaderElectionNamespace), Auditor: &admissionpolicy.Auditor{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("landlord"), Action: cfg.Isolation.Audit,
 		Network: policy.NetworkBoundsOf(cfg.Network)}}
 	if err := policies.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up admission policy controller: %w", err)
+		return nil, nil, fmt.Errorf("setting up admission policy controller: %w", err)
 	}
 	rollouts := &componentrollout.Reconciler{Client: mgr.GetClient()}
 	if err := rollouts.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up component rollout controller: %w", err)
+		return nil, nil, fmt.Errorf("setting up component rollout controller: %w", err)
 	}
 	servers := &databaseserver.Reconciler{Client: mgr.GetClient(), Config: &cfg, Connections: conns}
 	if err := servers.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up database server controller: %w", err)
+		return nil, nil, fmt.Errorf("setting up database server controller: %w", err)
 	}
 	// The sync reads namespaces and secrets through the cache; register those informers now so
 	// they start (and sync) with the cache rather than with the first controller that needs them.
 	for _, obj := range []client.Object{&corev1.Namespace{}, &corev1.Secret{}} {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), obj, cache.BlockUntilSynced(false)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	sync := &templatesync.Reconciler{
@@ -414,9 +416,9 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 		MaxDeletionPercent: cfg.Secrets.MaxDeletionPercent, Recorder: mgr.GetEventRecorder("landlord"),
 	}
 	if err := sync.SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("setting up template namespace sync: %w", err)
+		return nil, nil, fmt.Errorf("setting up template namespace sync: %w", err)
 	}
-	return sync, nil
+	return sync, policies, nil
 }
 
 // templateNamespaceReader reads the template namespace, which records the secret store the

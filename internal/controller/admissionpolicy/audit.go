@@ -391,6 +391,7 @@ func (s *auditSchedule) gap(name string) {
 // auditTenantNamespaces runs the audit when one is due, once the policies are all applied.
 func (r *Reconciler) auditTenantNamespaces(ctx context.Context) (ctrl.Result, error) {
 	s := &r.audits
+	defer func() { r.settled.Store(s.started && s.due == 0) }()
 	if r.Auditor == nil {
 		return ctrl.Result{}, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,7 +41,14 @@ type Reconciler struct {
 	Auditor *Auditor
 	// audits is the audit's schedule. Reconcile has one request, so it never runs twice at once.
 	audits auditSchedule
+	// settled mirrors the schedule for readers outside the reconcile: the start's audit has run
+	// and no other is due.
+	settled atomic.Bool
 }
+
+// AuditsSettled is whether the audits a start or a policy put back calls for have all run: a
+// test that restarts the operator waits for it, so that no audit runs into the next test.
+func (r *Reconciler) AuditsSettled() bool { return r.settled.Load() }
 
 // The operator may read and change its own policies only, by name: a bug cannot switch off
 // another admission policy of the cluster. (Kubernetes cannot restrict a create by name.) A
@@ -93,6 +101,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 			log.FromContext(ctx).Info("admission policy "+result.String(), writes.ObjectLogKeys(obj)...)
 			if auditedPolicies[obj.GetName()] {
 				r.audits.gap(obj.GetName())
+				r.settled.Store(false)
 			}
 		}
 	}
