@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/landlord-dev/landlord/internal/apply"
 )
 
 // The comparisons `check` makes between what a cluster has and what this build makes: by
@@ -88,7 +90,7 @@ func differences(path string, live, want any, diffs *[]string) {
 		for _, k := range sortedKeys(w) {
 			lv, ok := l[k]
 			if !ok {
-				if !isEmptyValue(w[k]) {
+				if !apply.IsEmpty(w[k]) {
 					*diffs = append(*diffs, fmt.Sprintf("%s.%s is missing (this build sets %s)", path, k, shortJSON(w[k])))
 				}
 				continue
@@ -117,7 +119,7 @@ func differences(path string, live, want any, diffs *[]string) {
 			differences(fmt.Sprintf("%s[%d]", path, i), l[i], w[i], diffs)
 		}
 	default:
-		if reflect.DeepEqual(live, want) || (live == nil && isEmptyValue(want)) {
+		if reflect.DeepEqual(live, want) || (live == nil && apply.IsEmpty(want)) {
 			return
 		}
 		ls, lok := live.(string)
@@ -216,25 +218,11 @@ var serverDefaults = map[string]any{
 }
 
 func serverDefault(key string, value any) bool {
-	if isEmptyValue(value) {
+	if apply.IsEmpty(value) {
 		return true
 	}
 	d, ok := serverDefaults[key]
 	return ok && reflect.DeepEqual(d, value)
-}
-
-func isEmptyValue(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		return len(x) == 0
-	case []any:
-		return len(x) == 0
-	case string:
-		return x == ""
-	}
-	return false
 }
 
 func sortedKeys(m map[string]any) []string {

@@ -441,7 +441,7 @@ func Contains(live, desired any) bool {
 		for k, dv := range d {
 			lv, ok := l[k]
 			if !ok {
-				if isEmpty(dv) {
+				if IsEmpty(dv) {
 					continue
 				}
 				return false
@@ -467,7 +467,9 @@ func Contains(live, desired any) bool {
 	}
 }
 
-func isEmpty(v any) bool {
+// IsEmpty is whether v, a value of an unstructured object, holds nothing: nil, an empty map,
+// list or string. Contains treats such a desired value as absent.
+func IsEmpty(v any) bool {
 	switch x := v.(type) {
 	case nil:
 		return true
