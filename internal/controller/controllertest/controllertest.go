@@ -6,6 +6,7 @@ package controllertest
 import (
 	"context"
 	"fmt"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 )
 
 // CacheVisits counts the lists made through it and the objects each makes the cache visit. The
@@ -135,4 +137,27 @@ func ClaimRequest(name string) reconcile.Request {
 // NewQueue is a controller's queue, for a handler under test to add to.
 func NewQueue() workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+}
+
+// SignupClient is a fake client over SignupCluster(n) with every index registered, standing in
+// for the manager's cache, and a reader over it that charges each list what the cache would.
+func SignupClient(t testing.TB, n int) (client.Client, *CacheVisits) {
+	t.Helper()
+	builder := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
+		WithStatusSubresource(&tenancyv1alpha1.Tenant{}, &tenancyv1alpha1.TenantPool{}, &tenancyv1alpha1.TenantClaim{}).
+		WithObjects(SignupCluster(n)...)
+	if err := indexes.Add(context.Background(), BuilderIndexes{ClientBuilder: builder}); err != nil {
+		t.Fatal(err)
+	}
+	inner := builder.Build()
+	return inner, &CacheVisits{Client: inner}
+}
+
+// Get reads the object of key into obj and returns it, failing the test when it cannot.
+func Get[T client.Object](t testing.TB, c client.Reader, key client.ObjectKey, obj T) T {
+	t.Helper()
+	if err := c.Get(context.Background(), key, obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }

@@ -29,14 +29,7 @@ func TestBindingAClaimVisitsWhatChangedNotEveryTenant(t *testing.T) {
 	for _, n := range []int{10, 2000} {
 		t.Run(fmt.Sprintf("with %d customers of the pool and %d tenants of none", n, n), func(t *testing.T) {
 			ctx := context.Background()
-			builder := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
-				WithStatusSubresource(&tenancyv1alpha1.Tenant{}, &tenancyv1alpha1.TenantPool{}, &tenancyv1alpha1.TenantClaim{}).
-				WithObjects(SignupCluster(n)...)
-			if err := indexes.Add(ctx, BuilderIndexes{ClientBuilder: builder}); err != nil {
-				t.Fatal(err)
-			}
-			inner := builder.Build()
-			reader := &CacheVisits{Client: inner}
+			inner, reader := SignupClient(t, n)
 			cfg := config.Default()
 			claims := &Reconciler{Client: reader, Urgent: reader, Config: &cfg, Recorder: events.NewFakeRecorder(10)}
 			claimEvents := claims.poolHandler()
@@ -44,20 +37,10 @@ func TestBindingAClaimVisitsWhatChangedNotEveryTenant(t *testing.T) {
 			defer q.ShutDown()
 
 			getTenant := func(name string) *tenancyv1alpha1.Tenant {
-				t.Helper()
-				got := &tenancyv1alpha1.Tenant{}
-				if err := inner.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
-					t.Fatal(err)
-				}
-				return got
+				return Get(t, inner, client.ObjectKey{Name: name}, &tenancyv1alpha1.Tenant{})
 			}
 			getPool := func() *tenancyv1alpha1.TenantPool {
-				t.Helper()
-				got := &tenancyv1alpha1.TenantPool{}
-				if err := inner.Get(ctx, client.ObjectKey{Name: "signup"}, got); err != nil {
-					t.Fatal(err)
-				}
-				return got
+				return Get(t, inner, client.ObjectKey{Name: "signup"}, &tenancyv1alpha1.TenantPool{})
 			}
 			// tenantEvent delivers a tenant update to the claims' handler.
 			tenantEvent := func(after *tenancyv1alpha1.Tenant) {

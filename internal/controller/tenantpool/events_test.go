@@ -7,13 +7,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	. "github.com/landlord-dev/landlord/internal/controller/controllertest"
-	"github.com/landlord-dev/landlord/internal/controller/indexes"
 )
 
 // A spare bound to a claim, and every event the bind sets off, costs the pool the same whatever
@@ -25,14 +23,7 @@ func TestBindingAClaimVisitsWhatChangedNotEveryTenant(t *testing.T) {
 	for _, n := range []int{10, 2000} {
 		t.Run(fmt.Sprintf("with %d customers of the pool and %d tenants of none", n, n), func(t *testing.T) {
 			ctx := context.Background()
-			builder := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
-				WithStatusSubresource(&tenancyv1alpha1.Tenant{}, &tenancyv1alpha1.TenantPool{}, &tenancyv1alpha1.TenantClaim{}).
-				WithObjects(SignupCluster(n)...)
-			if err := indexes.Add(ctx, BuilderIndexes{ClientBuilder: builder}); err != nil {
-				t.Fatal(err)
-			}
-			inner := builder.Build()
-			reader := &CacheVisits{Client: inner}
+			inner, reader := SignupClient(t, n)
 			pools := &Reconciler{Client: reader}
 			poolEvents := pools.tenantHandler()
 			q := NewQueue()
@@ -49,12 +40,7 @@ func TestBindingAClaimVisitsWhatChangedNotEveryTenant(t *testing.T) {
 			Queued(q)
 
 			getTenant := func(name string) *tenancyv1alpha1.Tenant {
-				t.Helper()
-				got := &tenancyv1alpha1.Tenant{}
-				if err := inner.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
-					t.Fatal(err)
-				}
-				return got
+				return Get(t, inner, client.ObjectKey{Name: name}, &tenancyv1alpha1.Tenant{})
 			}
 			tenantEvent := func(before, after *tenancyv1alpha1.Tenant) {
 				poolEvents.Update(ctx, event.UpdateEvent{ObjectOld: before, ObjectNew: after}, q)
@@ -90,10 +76,7 @@ func TestBindingAClaimVisitsWhatChangedNotEveryTenant(t *testing.T) {
 						if _, err := pools.Reconcile(ctx, PoolRequest("signup")); err != nil {
 							t.Fatal(err)
 						}
-						pool := &tenancyv1alpha1.TenantPool{}
-						if err := inner.Get(ctx, client.ObjectKey{Name: "signup"}, pool); err != nil {
-							t.Fatal(err)
-						}
+						pool := Get(t, inner, client.ObjectKey{Name: "signup"}, &tenancyv1alpha1.TenantPool{})
 						if s := pool.Status; s.Ready != 2 || s.Provisioning != 1 || s.Allocated != int32(n+1) {
 							t.Errorf("pool status = ready %d provisioning %d allocated %d, want 2, 1, %d", s.Ready, s.Provisioning, s.Allocated, n+1)
 						}
