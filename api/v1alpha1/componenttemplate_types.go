@@ -48,6 +48,52 @@ type ComponentTemplateSpec struct {
 	// +kubebuilder:validation:Type=object
 	// +optional
 	ValuesSchema *apiextensionsv1.JSON `json:"valuesSchema,omitempty"`
+
+	// FieldsOwnedByOthers are fields of the rendered objects that another controller takes over:
+	// spec.replicas of a Deployment a HorizontalPodAutoscaler sizes, an annotation a service mesh
+	// writes. Landlord writes the rendered value when it creates the object, and while no other
+	// field manager has written the field; after that its writes leave the field out, and drift
+	// repair ignores it.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	FieldsOwnedByOthers []FieldOwnedByOthers `json:"fieldsOwnedByOthers,omitempty"`
+}
+
+// FieldOwnedByOthers names one field of some of a component's rendered objects that another
+// controller owns once the object exists.
+type FieldOwnedByOthers struct {
+	// Group is the API group of the objects (apps); empty matches the kind in any group.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be an API group, such as apps"
+	// +optional
+	Group string `json:"group,omitempty"`
+
+	// Kind is the kind of the objects (Deployment).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z][A-Za-z0-9]*$')",message="must be a kind, such as Deployment"
+	Kind string `json:"kind"`
+
+	// Name is the name of the one object, as the manifests render it; empty matches every
+	// object of the kind.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// JSONPointer is the field, as a JSON pointer (RFC 6901) from the object's root:
+	// /spec/replicas, or /metadata/annotations/sidecar.istio.io~1status (~1 stands for '/', ~0
+	// for '~'). A field holding an object covers every field in it. Not an element of a list,
+	// the object's identity or status, nor metadata but a single label or annotation that is
+	// not Landlord's.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(/([^/~]|~[01])+)+$')",messageExpression="'jsonPointer ' + self + ' is not a JSON pointer to a field: it must be /-separated field names, such as /spec/replicas, with ~1 for a / and ~0 for a ~ within a name'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('/([0-9]+|-)(/|$)')",messageExpression="'jsonPointer ' + self + ' names an element of a list: only fields of objects can be owned by others (name the list itself to hand over all of it)'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^/(apiVersion|kind|status)(/|$)')",messageExpression="'jsonPointer ' + self + ' is never owned by others: apiVersion and kind are what the object is, and Landlord never writes status'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^/metadata(/|$)') || self.matches('^/metadata/(labels|annotations)/[^/]+$')",messageExpression="'jsonPointer ' + self + ' is metadata Landlord must own: of metadata, only a single label or annotation (/metadata/annotations/NAME) can be owned by others'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^/metadata/(labels|annotations)/(tenancy[.]landlord[.]dev~1|app[.]kubernetes[.]io~1managed-by$)')",messageExpression="'jsonPointer ' + self + ' is a label or annotation of Landlord (app.kubernetes.io/managed-by, tenancy.landlord.dev/*), which it keeps on every object it renders'"
+	JSONPointer string `json:"jsonPointer"`
 }
 
 // ComponentTemplate is one version of an application component, rendered into every tenant

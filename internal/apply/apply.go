@@ -94,6 +94,10 @@ type Applier struct {
 	// Repaired, when set, hears of every repair: the object, and the field managers that had
 	// added to it (none when only fields of Landlord's had changed).
 	Repaired func(obj client.Object, foreign []string)
+	// OwnedByOthers are fields of the objects this applier writes that other controllers take
+	// over once an object exists (see OthersField). Not for a WholeObject applier: the objects
+	// that are the isolation boundary are Landlord's alone.
+	OwnedByOthers []OthersField
 }
 
 // Apply makes the live object carry every field of desired. desired must have its TypeMeta set
@@ -132,6 +136,8 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 	// live is read without the deep copy the cache otherwise makes, a third of the CPU of a
 	// no-op reconcile: it shares the cache's maps and slices, and is only ever read.
 	var foreign []string
+	// server is the API server's copy of the object when it was read, managed fields and all.
+	var server client.Object
 	switch err := a.Client.Get(ctx, key, live, client.UnsafeDisableDeepCopy); {
 	case err == nil:
 		if _, ok := live.(*unstructured.Unstructured); !ok {
@@ -188,11 +194,15 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 				return Unchanged, nil, err
 			}
 			if whole != nil {
+				if whole != live {
+					server = whole
+				}
 				have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(whole)
 				if err != nil {
 					return Unchanged, nil, err
 				}
-				if Contains(have, want) {
+				// Fields others own are theirs to change: no difference there is drift.
+				if Contains(have, withoutPaths(want, a.othersPaths(desired))) {
 					if whole.GetResourceVersion() != live.GetResourceVersion() {
 						// The API server's copy is ahead of the cache's: remembered by the digest
 						// the cache gives its content, so that a version in between with the
@@ -224,17 +234,58 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 			return Unchanged, nil, err
 		}
 	}
-	u := &unstructured.Unstructured{Object: want}
-	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	u, err := a.send(ctx, desired, want, result == Created, server)
+	if err != nil {
 		return Unchanged, nil, err
 	}
-	// The answer carries everything desired: remembered at its resourceVersion, the cache's
-	// copy of this very write needs no comparison.
+	// The answer carries everything desired (fields others own aside, which are not compared):
+	// remembered at its resourceVersion, the cache's copy of this very write needs no comparison.
 	a.Memo.record(desired, print, u.GetResourceVersion(), "")
 	if result == Repaired && a.Repaired != nil {
 		a.Repaired(desired, foreign)
 	}
 	return result, u, nil
+}
+
+// send applies want, and returns the API server's answer. To an object that exists, the fields
+// others own (OwnedByOthers) that another field manager has written are not sent: what is left
+// out depends on who owns what at the resourceVersion read (server, or read now), so the apply
+// is made on the condition that the object has not changed since, and a write in between is
+// read and decided again.
+func (a *Applier) send(ctx context.Context, desired client.Object, want map[string]any, created bool, server client.Object) (*unstructured.Unstructured, error) {
+	paths := a.othersPaths(desired)
+	for attempt := 1; ; attempt++ {
+		sent, preconditioned := want, false
+		if len(paths) > 0 && !created {
+			if server == nil {
+				if a.APIReader == nil {
+					return nil, fmt.Errorf("%s %s has fields others own, and this applier cannot read who owns them", desired.GetObjectKind().GroupVersionKind().Kind, desired.GetName())
+				}
+				fresh := &unstructured.Unstructured{}
+				fresh.SetGroupVersionKind(desired.GetObjectKind().GroupVersionKind())
+				switch err := a.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), fresh); {
+				case err == nil:
+					server = fresh
+				case !apierrors.IsNotFound(err):
+					return nil, err
+				}
+			}
+			if server != nil {
+				sent = LeaveToOthers(want, paths, server.GetManagedFields())
+				if meta, ok := sent["metadata"].(map[string]any); ok {
+					meta["resourceVersion"] = server.GetResourceVersion()
+					preconditioned = true
+				}
+			}
+		}
+		u := &unstructured.Unstructured{Object: sent}
+		err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+		if apierrors.IsConflict(err) && preconditioned && attempt < 3 {
+			server = nil
+			continue
+		}
+		return u, err
+	}
 }
 
 // replaceBody makes the object's body the desired one, whole, in one JSON patch, and takes the

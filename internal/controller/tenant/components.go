@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -307,7 +308,17 @@ func (r *Reconciler) ensureComponent(ctx context.Context, s *tenantScope, c tena
 		}
 	}
 
+	ownedByOthers, err := component.FieldsOwnedByOthers(tmpl.Spec.FieldsOwnedByOthers)
+	if err != nil {
+		return stall(tenancyv1alpha1.ReasonRenderFailed, "%v", err)
+	}
+	if t.Spec.State == tenancyv1alpha1.StateFrozen {
+		ownedByOthers = component.WhileFrozen(ownedByOthers)
+	}
+
 	applier := r.applier(s)
+	applier.OwnedByOthers = ownedByOthers
+	applier.Repaired = writes.DriftRepaired(log.FromContext(ctx).WithValues("tenant", t.Name), r.Recorder, t)
 	inventory := make([]string, 0, len(objs))
 	current := map[string]bool{}
 	// What the API server answered to this reconcile's writes: the cache sees them only later.
