@@ -94,6 +94,12 @@ type Applier struct {
 	// Repaired, when set, hears of every repair: the object, and the field managers that had
 	// added to it (none when only fields of Landlord's had changed).
 	Repaired func(obj client.Object, foreign []string)
+	// NoTakeoverOnCreate applies an object the cache does not hold without forcing: should
+	// someone else have created it since the cache last heard, with other values, the API server
+	// refuses the apply with a conflict (apierrors.IsConflict) rather than hand Landlord their
+	// fields. It is for names Landlord shares with other writers, where it writes only what it
+	// can tell is its own.
+	NoTakeoverOnCreate bool
 }
 
 // Apply makes the live object carry every field of desired. desired must have its TypeMeta set
@@ -132,6 +138,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 	// live is read without the deep copy the cache otherwise makes, a third of the CPU of a
 	// no-op reconcile: it shares the cache's maps and slices, and is only ever read.
 	var foreign []string
+	force := true
 	switch err := a.Client.Get(ctx, key, live, client.UnsafeDisableDeepCopy); {
 	case err == nil:
 		if _, ok := live.(*unstructured.Unstructured); !ok {
@@ -211,6 +218,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 		}
 	case apierrors.IsNotFound(err):
 		result = Created
+		force = !a.NoTakeoverOnCreate
 		if desired.GetNamespace() == "" && !a.ReservedNames {
 			if result, err = a.checkClusterScopedName(ctx, desired, live); err != nil {
 				return Unchanged, nil, err
@@ -225,7 +233,11 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 		}
 	}
 	u := &unstructured.Unstructured{Object: want}
-	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	opts := []client.ApplyOption{client.FieldOwner(FieldOwner)}
+	if force {
+		opts = append(opts, client.ForceOwnership)
+	}
+	if err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...); err != nil {
 		return Unchanged, nil, err
 	}
 	// The answer carries everything desired: remembered at its resourceVersion, the cache's

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -161,6 +162,50 @@ func TestTheMirrorNeverRewritesOrRemovesASecretAnotherToolWrote(t *testing.T) {
 		g.Expect(templatesync.Mirror(ctx, k8s, s, ns, opts)).To(Succeed())
 		g.Expect(liveSecret(g, ns, "db-proxy").Data).To(Equal(map[string][]byte{"token": []byte("rotated-in-vault")}))
 	})
+}
+
+// staleCache reads as a cache that has not yet seen one Secret: the other tool created it a
+// moment before the mirror's pass.
+type staleCache struct {
+	client.Client
+	unseen string
+}
+
+func (c staleCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok && key.Name == c.unseen {
+		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+func (c staleCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if secrets, ok := list.(*corev1.SecretList); ok {
+		secrets.Items = slices.DeleteFunc(secrets.Items, func(s corev1.Secret) bool { return s.Name == c.unseen })
+	}
+	return nil
+}
+
+// A Secret the other tool creates just before the mirror first writes that name, which the
+// mirror's cache has not seen yet, is not taken over: the write of a name the cache does not hold
+// takes no field from anyone.
+func TestTheMirrorDoesNotTakeOverASecretItsCacheHasNotSeen(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "templates-foreign-race"
+	eso := asExternalSecrets(t, ns)
+	s := newFileStore(t)
+	putShared(t, s, ns, "api-token", "other")
+	g.Expect(eso.Create(ctx, externalSecret(ns, "api-token", "from-vault"))).To(Succeed())
+
+	err := templatesync.Mirror(ctx, staleCache{Client: k8s, unseen: "api-token"}, s, ns, templatesync.Options{})
+	live := liveSecret(g, ns, "api-token")
+	g.Expect(live.Data).To(Equal(map[string][]byte{"token": []byte("from-vault")}))
+	g.Expect(fieldManagers(live)).To(ConsistOf(externalSecretsManager))
+	g.Expect(err).To(HaveOccurred(), "the pass says it could not write the name")
+	g.Expect(fromStore(g, ns)).To(ConsistOf("other"))
 }
 
 // With secrets.sharedSource Namespace the template namespace's pass writes no Secret: it only

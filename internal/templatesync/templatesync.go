@@ -84,15 +84,20 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 		byName[sec.Name] = sec
 	}
 
-	// Template secrets are namespaced, so the applier never reads around the cache.
-	applier := &apply.Applier{Client: c}
+	// Template secrets are namespaced, so the applier never reads around the cache. A name the
+	// cache does not hold may have been taken by another writer a moment ago: its first write
+	// takes no field from anyone.
+	applier := &apply.Applier{Client: c, NoTakeoverOnCreate: true}
 	var foreign []string
 	for _, sec := range stored {
 		if have, ok := byName[sec.Name]; ok && !Landlords(have) && !holdsStored(have, sec) {
 			foreign = append(foreign, fmt.Sprintf("%s (written by %s)", sec.Name, strings.Join(apply.OtherWriters(have), ", ")))
 			continue
 		}
-		if _, err := applier.Apply(ctx, resources.TemplateSecret(namespace, sec)); err != nil {
+		switch _, err := applier.Apply(ctx, resources.TemplateSecret(namespace, sec)); {
+		case apierrors.IsConflict(err):
+			foreign = append(foreign, fmt.Sprintf("%s (written by someone else as this pass began)", sec.Name))
+		case err != nil:
 			return fmt.Errorf("writing template secret %s: %w", sec.Name, err)
 		}
 	}
