@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/internal/templatesync"
 )
@@ -54,9 +55,16 @@ func newSecretPutCommand(o *rootOptions) *cobra.Command {
 					return fmt.Errorf("--tenant-selector: %w", err)
 				}
 			}
-			_, store, namespace, err := o.load()
+			cfg, store, namespace, err := o.load()
 			if err != nil {
 				return err
+			}
+			if namespace == cfg.Secrets.TemplateNamespace && cfg.Secrets.SharedSource == config.SharedFromNamespace {
+				// Nothing would ever read it: the operator mirrors nothing into the template
+				// namespace, and a secret kept here alone is one a rebuilt cluster would not have.
+				return fmt.Errorf("secrets.sharedSource is %s: the template namespace %s is written by another tool, and Landlord mirrors nothing of the store into it. "+
+					"Put the secret where that tool reads from, and have it write the Secret into %s labelled %s=true",
+					config.SharedFromNamespace, namespace, namespace, tenancyv1alpha1.SharedLabel)
 			}
 			s := &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: args[0]},
@@ -197,8 +205,10 @@ func newSecretSyncCommand(o *rootOptions) *cobra.Command {
 		Short: "Bring the cluster's template namespace in line with the store now.",
 		Long: `Bring the cluster's template namespace in line with the store now. Like the operator's own sync,
 it changes nothing when the store is not the one the namespace records (a wrong configuration
-or context), and removes nothing when more than --max-deletion-percent of the namespace's shared
-secrets left the store (the configuration's secrets.maxDeletionPercent by default).`,
+or context), removes nothing when more than --max-deletion-percent of the namespace's shared
+secrets left the store (the configuration's secrets.maxDeletionPercent by default), and never
+rewrites or removes a Secret someone else wrote there. With secrets.sharedSource Namespace it
+writes no Secret: it records the store in the namespace, or checks the one recorded.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, store, _, err := o.load()
@@ -211,6 +221,13 @@ secrets left the store (the configuration's secrets.maxDeletionPercent by defaul
 			}
 			if maxDeletionPercent == 0 {
 				maxDeletionPercent = cfg.Secrets.MaxDeletionPercent
+			}
+			if cfg.Secrets.SharedSource == config.SharedFromNamespace {
+				if err := templatesync.RecordStore(cmd.Context(), c, secret.WithTimeout(store, cfg.Secrets.Store.Timeout.Duration), cfg.Secrets.TemplateNamespace); err != nil {
+					return err
+				}
+				fmt.Fprintf(o.out, "namespace %s records the store; its Secrets are written by another tool (secrets.sharedSource %s), and nothing was written there\n", cfg.Secrets.TemplateNamespace, config.SharedFromNamespace)
+				return nil
 			}
 			opts := templatesync.Options{MaxDeletionPercent: maxDeletionPercent}
 			if err := templatesync.Mirror(cmd.Context(), c, secret.WithTimeout(store, cfg.Secrets.Store.Timeout.Duration), cfg.Secrets.TemplateNamespace, opts); err != nil {

@@ -159,3 +159,30 @@ func writeKubeconfig(t *testing.T, env *testenv.Env) string {
 	}
 	return path
 }
+
+// With secrets.sharedSource Namespace another tool writes the template namespace: a shared
+// secret put into the store's template namespace would reach no tenant, so it is refused, and
+// the store still takes secrets under any other namespace.
+func TestSecretsPutIntoTheTemplateNamespaceIsRefusedWhenAnotherToolFeedsIt(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "landlord.yaml")
+	doc := "secrets:\n  sharedSource: Namespace\n  store:\n    backend: file\n    file: {dir: " + filepath.Join(dir, "store") + "}\n"
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("a put into the template namespace says where the secret belongs", func(t *testing.T) {
+		_, err := landlordctl(t, path, "secrets", "put", "stripe", "--from-literal", "token=sk_live_123", "--shared")
+		if err == nil || !strings.Contains(err.Error(), "secrets.sharedSource is Namespace") || !strings.Contains(err.Error(), "tenancy.landlord.dev/shared=true") {
+			t.Fatalf("err=%v", err)
+		}
+		if out, err := landlordctl(t, path, "secrets", "list"); err != nil || strings.Contains(out, "stripe") {
+			t.Fatalf("the store holds the refused secret: out=%q err=%v", out, err)
+		}
+	})
+	t.Run("a put into another namespace is stored", func(t *testing.T) {
+		out, err := landlordctl(t, path, "secrets", "put", "extra", "-n", "tenant-acme", "--from-literal", "token=x")
+		if err != nil || !strings.Contains(out, "tenant-acme/extra stored (1 keys)") {
+			t.Fatalf("out=%q err=%v", out, err)
+		}
+	})
+}

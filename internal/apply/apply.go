@@ -98,6 +98,12 @@ type Applier struct {
 	// over once an object exists (see OthersField). Not for a WholeObject applier: the objects
 	// that are the isolation boundary are Landlord's alone.
 	OwnedByOthers []OthersField
+	// NoTakeoverOnCreate applies an object the cache does not hold without forcing: should
+	// someone else have created it since the cache last heard, with other values, the API server
+	// refuses the apply with a conflict (apierrors.IsConflict) rather than hand Landlord their
+	// fields. It is for names Landlord shares with other writers, where it writes only what it
+	// can tell is its own.
+	NoTakeoverOnCreate bool
 }
 
 // Apply makes the live object carry every field of desired. desired must have its TypeMeta set
@@ -138,6 +144,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 	var foreign []string
 	// server is the API server's copy of the object when it was read, managed fields and all.
 	var server client.Object
+	force := true
 	switch err := a.Client.Get(ctx, key, live, client.UnsafeDisableDeepCopy); {
 	case err == nil:
 		if _, ok := live.(*unstructured.Unstructured); !ok {
@@ -221,6 +228,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 		}
 	case apierrors.IsNotFound(err):
 		result = Created
+		force = !a.NoTakeoverOnCreate
 		if desired.GetNamespace() == "" && !a.ReservedNames {
 			if result, err = a.checkClusterScopedName(ctx, desired, live); err != nil {
 				return Unchanged, nil, err
@@ -234,7 +242,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 			return Unchanged, nil, err
 		}
 	}
-	u, err := a.send(ctx, desired, want, result == Created, server)
+	u, err := a.send(ctx, desired, want, result == Created, server, force)
 	if err != nil {
 		return Unchanged, nil, err
 	}
@@ -251,8 +259,13 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 // others own (OwnedByOthers) that another field manager has written are not sent: what is left
 // out depends on who owns what at the resourceVersion read (server, or read now), so the apply
 // is made on the condition that the object has not changed since, and a write in between is
-// read and decided again.
-func (a *Applier) send(ctx context.Context, desired client.Object, want map[string]any, created bool, server client.Object) (*unstructured.Unstructured, error) {
+// read and decided again. Without force, a field another manager holds with another value makes
+// the API server refuse the apply with a conflict rather than hand the field to Landlord.
+func (a *Applier) send(ctx context.Context, desired client.Object, want map[string]any, created bool, server client.Object, force bool) (*unstructured.Unstructured, error) {
+	opts := []client.ApplyOption{client.FieldOwner(FieldOwner)}
+	if force {
+		opts = append(opts, client.ForceOwnership)
+	}
 	paths := a.othersPaths(desired)
 	for attempt := 1; ; attempt++ {
 		sent, preconditioned := want, false
@@ -279,7 +292,7 @@ func (a *Applier) send(ctx context.Context, desired client.Object, want map[stri
 			}
 		}
 		u := &unstructured.Unstructured{Object: sent}
-		err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership)
+		err := a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
 		if apierrors.IsConflict(err) && preconditioned && attempt < 3 {
 			server = nil
 			continue

@@ -113,6 +113,26 @@ func bodyPaths(set *fieldpath.Set) bool {
 	return body
 }
 
+// OtherWriters lists, as ForeignManagers does, the field managers other than Landlord that own
+// fields of obj's body, wherever obj was read: from the managed fields the API server sent with
+// it, or, from the operator's cache, which drops them, from ForeignFieldsAnnotation. An object
+// read from the API server without any managed fields had them stripped: who wrote it is
+// unknown, and it is taken for someone else's.
+func OtherWriters(obj metav1.Object) []string {
+	entries := obj.GetManagedFields()
+	if len(entries) > 0 && !slices.ContainsFunc(entries, func(e metav1.ManagedFieldsEntry) bool { return e.Operation != "" }) {
+		// The cache's stand-in: the API server names the operation of every entry it records.
+		if others := obj.GetAnnotations()[ForeignFieldsAnnotation]; others != "" {
+			return strings.Split(others, ",")
+		}
+		return nil
+	}
+	if len(entries) == 0 {
+		return []string{UnknownManager}
+	}
+	return ForeignManagers(entries)
+}
+
 // MarkForeignFields sets ForeignFieldsAnnotation from obj's managed fields, or removes it when
 // no one else owns a field of the body (whatever value the annotation had on the server: only
 // the managed fields decide). Call it before the managed fields are dropped.

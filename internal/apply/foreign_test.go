@@ -48,3 +48,33 @@ func TestForeignManagersOwnWhatLandlordDoesNot(t *testing.T) {
 		})
 	}
 }
+
+// Who else wrote an object is answered alike whether it was read from the API server, with its
+// managed fields, or from the operator's cache, which keeps only ForeignFieldsAnnotation.
+func TestOtherWritersAreReadFromTheManagedFieldsOrTheCachesRecord(t *testing.T) {
+	landlord := entry(FieldOwner, `{"f:data":{"f:token":{}},"f:type":{}}`)
+	eso := metav1.ManagedFieldsEntry{Manager: "external-secrets", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:token":{}},"f:type":{}}`)}}
+	cached := []metav1.ManagedFieldsEntry{{Manager: "landlord-cache"}}
+	for _, tc := range []struct {
+		name        string
+		fields      []metav1.ManagedFieldsEntry
+		annotations map[string]string
+		want        []string
+	}{
+		{"an object only Landlord applied was written by no one else", []metav1.ManagedFieldsEntry{landlord}, nil, nil},
+		{"an object another tool created was written by that tool", []metav1.ManagedFieldsEntry{eso}, nil, []string{"external-secrets"}},
+		{"an object read from the API server with an annotation claiming others is judged by its managed fields",
+			[]metav1.ManagedFieldsEntry{landlord}, map[string]string{ForeignFieldsAnnotation: "mallory"}, nil},
+		{"an object from the cache names the writers the cache recorded", cached, map[string]string{ForeignFieldsAnnotation: "external-secrets"}, []string{"external-secrets"}},
+		{"an object from the cache without a record was written by Landlord alone", cached, nil, nil},
+		{"an object whose managed fields were stripped was written by someone unknown", nil, nil, []string{UnknownManager}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &metav1.ObjectMeta{ManagedFields: tc.fields, Annotations: tc.annotations}
+			if got := OtherWriters(obj); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("OtherWriters = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -180,9 +180,17 @@ type Databases struct {
 // Secrets configures where secrets live at rest and how shared ones reach the cluster.
 type Secrets struct {
 	// TemplateNamespace is the reserved namespace holding shared secrets, mirrored from the store
-	// and copied into every tenant.
+	// (or written by another tool, see SharedSource) and copied into every tenant.
 	TemplateNamespace string `json:"templateNamespace,omitempty"`
-	// SyncInterval is how often the template namespace is brought in line with the store.
+	// SharedSource is what writes the template namespace's Secrets: "Store" (the default), Landlord
+	// mirroring the store's shared secrets; or "Namespace", another tool (External Secrets
+	// Operator, Sealed Secrets, Flux with SOPS), with Landlord writing none of them. Either way
+	// Landlord copies those labelled tenancy.landlord.dev/shared into tenants, never rewrites or
+	// removes a template Secret it did not write, and keeps tenants' database credentials in the
+	// store.
+	SharedSource SharedSource `json:"sharedSource,omitempty"`
+	// SyncInterval is how often the template namespace is brought in line with the store (with
+	// sharedSource Namespace: how often the store the namespace records is checked).
 	SyncInterval metav1.Duration `json:"syncInterval,omitempty"`
 	// MaxDeletionPercent is the largest share of the template namespace's shared secrets one sync
 	// may remove; a sync that would remove more removes none and reports it. Removing one secret
@@ -540,6 +548,9 @@ func (c *Config) applyDefaults() {
 	if c.Secrets.TemplateNamespace == "" {
 		c.Secrets.TemplateNamespace = "landlord-templates"
 	}
+	if c.Secrets.SharedSource == "" {
+		c.Secrets.SharedSource = SharedFromStore
+	}
 	if c.Secrets.SyncInterval.Duration == 0 {
 		c.Secrets.SyncInterval.Duration = time.Minute
 	}
@@ -643,6 +654,7 @@ func (c *Config) Validate() error {
 	if msgs := validation.IsDNS1123Label(c.Secrets.TemplateNamespace); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("secrets.templateNamespace: %q is not a namespace name: %v", c.Secrets.TemplateNamespace, msgs))
 	}
+	errs = append(errs, c.validateSharedSource()...)
 	if c.Secrets.SyncInterval.Duration < time.Second {
 		errs = append(errs, errors.New("secrets.syncInterval must be at least 1s"))
 	}

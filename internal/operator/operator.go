@@ -414,6 +414,7 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 		Client: mgr.GetClient(), Store: store,
 		Namespace: cfg.Secrets.TemplateNamespace, Interval: cfg.Secrets.SyncInterval.Duration,
 		MaxDeletionPercent: cfg.Secrets.MaxDeletionPercent, Recorder: mgr.GetEventRecorder("landlord"),
+		RecordOnly: cfg.Secrets.SharedSource == config.SharedFromNamespace,
 	}
 	if err := sync.SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("setting up template namespace sync: %w", err)

@@ -25,7 +25,7 @@ import (
 var (
 	templateSyncUp = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "landlord_secret_store_sync_up",
-		Help: "1 when the last sync of the template namespace from the secret store succeeded, 0 when it failed.",
+		Help: "1 when the last sync of the template namespace from the secret store succeeded, 0 when it failed (with secrets.sharedSource Namespace: the check of the store the namespace records).",
 	})
 	templateSyncLastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "landlord_secret_store_last_sync_success_timestamp_seconds",
@@ -41,7 +41,8 @@ func init() {
 var templateSyncRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "template-namespace"}}
 
 // Reconciler mirrors the secret store's shared secrets into the template namespace
-// (Sync in this package) at start-up, every Interval, and when Trigger asks. A failed sync is
+// (Mirror in this package), or with RecordOnly records the store there (RecordStore), at
+// start-up, every Interval, and when Trigger asks. A failed sync is
 // retried with a backoff that starts at a second and grows to the interval; tenants keep the
 // secrets they have meanwhile.
 type Reconciler struct {
@@ -52,6 +53,10 @@ type Reconciler struct {
 	Interval  time.Duration
 	// MaxDeletionPercent bounds the share of the namespace's secrets one sync may remove.
 	MaxDeletionPercent int
+	// RecordOnly is set when another tool writes the namespace's Secrets (secrets.sharedSource
+	// Namespace): each sync then only records the store, or checks the one recorded
+	// (RecordStore), and writes or removes no Secret.
+	RecordOnly bool
 	// Recorder reports a refused sync on the template namespace.
 	Recorder events.EventRecorder
 
@@ -107,10 +112,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result
 	return ctrl.Result{RequeueAfter: r.Interval}, nil
 }
 
-// Sync brings the template namespace in line with the store now, and reports it in the sync
-// metrics.
+// Sync brings the template namespace in line with the store now (with RecordOnly: makes sure it
+// records the store), and reports it in the sync metrics.
 func (r *Reconciler) Sync(ctx context.Context) error {
-	err := Mirror(ctx, r.Client, r.Store, r.Namespace, Options{MaxDeletionPercent: r.MaxDeletionPercent})
+	var err error
+	if r.RecordOnly {
+		err = RecordStore(ctx, r.Client, r.Store, r.Namespace)
+	} else {
+		err = Mirror(ctx, r.Client, r.Store, r.Namespace, Options{MaxDeletionPercent: r.MaxDeletionPercent})
+	}
 	if err != nil {
 		templateSyncUp.Set(0)
 		var refused *RefusedError

@@ -5,9 +5,13 @@
 // once. Tenants only ever read the cluster's copy, so a store outage delays changes but never
 // blocks a tenant and never removes anything.
 //
-// Removing is where a mistake reaches every tenant at once, so it is guarded twice: the namespace
-// records the identity of the store it is mirrored from and no other store changes it, and no
-// single pass removes more than a share of the namespace's secrets.
+// Removing is where a mistake reaches every tenant at once, so it is guarded three times: the
+// namespace records the identity of the store it is mirrored from and no other store changes it,
+// no single pass removes more than a share of the namespace's secrets, and a secret someone else
+// wrote (another tool feeding the namespace, a person) is never rewritten or removed.
+//
+// Where another tool feeds the namespace (secrets.sharedSource: Namespace), nothing of the store
+// is written there: RecordStore only records the store the tenants' credentials go to.
 package templatesync
 
 import (
@@ -45,10 +49,14 @@ type Options struct {
 const (
 	ReasonStoreMismatch   = "StoreMismatch"
 	ReasonDeletionRefused = "DeletionRefused"
+	// ReasonForeignSecret: the store holds a secret whose name a Secret someone else wrote takes
+	// in the namespace; the pass left that Secret as it is and wrote the rest.
+	ReasonForeignSecret = "ForeignSecret"
 )
 
-// RefusedError is a pass that refused to change the namespace because what it read cannot be
-// trusted to say what should go. Nothing it refused was written or removed.
+// RefusedError is a pass that refused to change the namespace, or some of it, because what it
+// read cannot be trusted to say what should go, or what is there is not Landlord's. Nothing it
+// refused was written or removed.
 type RefusedError struct {
 	Reason  string
 	Message string
@@ -57,39 +65,149 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return e.Message }
 
 // Mirror writes the store's shared secrets into namespace (only those that differ) and removes
-// the secrets there that came from the store and left it. c may read through a cache that
+// the secrets there that came from the store and left it. It rewrites and removes only secrets
+// Landlord wrote (Landlords): one of the store's names that another writer's Secret holds is left
+// to it, and reported as a RefusedError once the rest is done. c may read through a cache that
 // holds the namespace and its secrets: the operator's does, and then an unchanged store costs
 // only the store's listing.
 func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace string, opts Options) error {
+	stored, live, err := bindStore(ctx, c, store, namespace)
+	if err != nil {
+		return err
+	}
+	inStore := make(map[string]bool, len(stored))
+	for _, sec := range stored {
+		inStore[sec.Name] = true
+	}
+	byName := make(map[string]*corev1.Secret, len(live))
+	for _, sec := range live {
+		byName[sec.Name] = sec
+	}
+
+	// Template secrets are namespaced, so the applier never reads around the cache. A name the
+	// cache does not hold may have been taken by another writer a moment ago: its first write
+	// takes no field from anyone.
+	applier := &apply.Applier{Client: c, NoTakeoverOnCreate: true}
+	var foreign []string
+	for _, sec := range stored {
+		if have, ok := byName[sec.Name]; ok && !Landlords(have) && !holdsStored(have, sec) {
+			foreign = append(foreign, fmt.Sprintf("%s (written by %s)", sec.Name, strings.Join(apply.OtherWriters(have), ", ")))
+			continue
+		}
+		switch _, err := applier.Apply(ctx, resources.TemplateSecret(namespace, sec)); {
+		case apierrors.IsConflict(err):
+			foreign = append(foreign, fmt.Sprintf("%s (written by someone else as this pass began)", sec.Name))
+		case err != nil:
+			return fmt.Errorf("writing template secret %s: %w", sec.Name, err)
+		}
+	}
+	// Only Landlord's own are counted and removed: a share of secrets someone else labelled as
+	// from the store would otherwise let more of Landlord's go at once.
+	var ours, gone []*corev1.Secret
+	for _, sec := range live {
+		if !Landlords(sec) {
+			continue
+		}
+		ours = append(ours, sec)
+		if !inStore[sec.Name] {
+			gone = append(gone, sec)
+		}
+	}
+	if limit := maxDeletionPercent(opts); len(gone) > 1 && len(gone)*100 > limit*len(ours) {
+		return &RefusedError{Reason: ReasonDeletionRefused, Message: fmt.Sprintf(
+			"the secret store no longer holds %d of %d shared secrets in namespace %s, more than the %d%% one sync may remove: none was removed. "+
+				"If they were removed on purpose, remove them a few at a time or run 'landlordctl secrets sync --max-deletion-percent 100' once",
+			len(gone), len(ours), namespace, limit)}
+	}
+	var errs []error
+	for _, sec := range gone {
+		if err := c.Delete(ctx, sec, client.Preconditions{UID: &sec.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("removing template secret %s: %w", sec.Name, err))
+		}
+	}
+	if len(foreign) > 0 {
+		errs = append(errs, &RefusedError{Reason: ReasonForeignSecret, Message: fmt.Sprintf(
+			"namespace %s holds %d Secrets of the same name as shared secrets in the secret store that Landlord did not write: %s. "+
+				"They were left as they are, and tenants get them, not the store's. "+
+				"Keep one source per name: remove the secret from the store ('landlordctl secrets delete NAME'), or stop the other writer and delete the Secret from the namespace to have the store's written there",
+			namespace, len(foreign), strings.Join(foreign, "; "))})
+	}
+	return errors.Join(errs...)
+}
+
+// RecordStore is the pass for a template namespace that another tool feeds
+// (secrets.sharedSource: Namespace): it makes sure the namespace exists, and that it records the
+// store's identity, recording it as Mirror does when none is, without writing or removing any
+// Secret. Tenants' credentials are read from and written to only the store the namespace
+// records, so the pass still runs, and a store that is not the recorded one is refused.
+func RecordStore(ctx context.Context, c client.Client, store secret.Store, namespace string) error {
+	_, _, err := bindStore(ctx, c, store, namespace)
+	return err
+}
+
+// Landlords is whether Landlord wrote the template secret as it stands: it says it came from the
+// store, and no field manager but Landlord's own apply holds any of its data or type (the API
+// server's managed fields say so, or, read from the operator's cache, its record of them). A
+// person's or another tool's write to the data makes the Secret theirs from then on: Landlord
+// neither reverts nor removes it.
+func Landlords(sec *corev1.Secret) bool {
+	return sec.Labels[tenancyv1alpha1.FromStoreLabel] == "true" && len(apply.OtherWriters(sec)) == 0
+}
+
+// holdsStored is whether a Secret someone else wrote says it came from the store and holds
+// exactly the stored secret's type and data: a template namespace restored from a backup, whose
+// writer is the backup tool. Writing it over changes no value, so Landlord takes it back as its
+// own.
+func holdsStored(live, stored *corev1.Secret) bool {
+	return live.Labels[tenancyv1alpha1.FromStoreLabel] == "true" && typeOf(live) == typeOf(stored) &&
+		maps.EqualFunc(live.Data, stored.Data, bytes.Equal)
+}
+
+// typeOf is a secret's type as the API server stores it: Opaque when unset.
+func typeOf(sec *corev1.Secret) corev1.SecretType {
+	if sec.Type == "" {
+		return corev1.SecretTypeOpaque
+	}
+	return sec.Type
+}
+
+// bindStore reads the store's secrets under namespace and the namespace's Secrets, after making
+// sure the namespace records the store's identity: recording it when the namespace records none
+// and the store holds what the namespace has from a store, refusing any other store.
+func bindStore(ctx context.Context, c client.Client, store secret.Store, namespace string) ([]*corev1.Secret, []*corev1.Secret, error) {
 	id, err := store.Identity(ctx)
 	if err != nil {
-		return fmt.Errorf("reading the secret store's identity: %w", err)
+		return nil, nil, fmt.Errorf("reading the secret store's identity: %w", err)
 	}
 	stored, err := store.List(ctx, namespace)
 	if err != nil {
-		return fmt.Errorf("listing shared secrets in the store: %w", err)
+		return nil, nil, fmt.Errorf("listing shared secrets in the store: %w", err)
 	}
 	ns, err := ensureNamespace(ctx, c, namespace)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	live := &corev1.SecretList{}
-	if err := c.List(ctx, live, client.InNamespace(namespace), client.MatchingLabels{tenancyv1alpha1.FromStoreLabel: "true"}); err != nil {
-		return err
+	list := &corev1.SecretList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, nil, err
+	}
+	live := make([]*corev1.Secret, len(list.Items))
+	for i := range list.Items {
+		live[i] = &list.Items[i]
 	}
 	byName := make(map[string]*corev1.Secret, len(stored))
 	for _, sec := range stored {
 		byName[sec.Name] = sec
 	}
-	// gone left the store; unproven are those and the ones the store holds other data for.
-	var gone, unproven []*corev1.Secret
-	for i := range live.Items {
-		sec := &live.Items[i]
-		switch in, ok := byName[sec.Name]; {
-		case !ok:
-			gone = append(gone, sec)
-			unproven = append(unproven, sec)
-		case !maps.EqualFunc(in.Data, sec.Data, bytes.Equal):
+	// The namespace's secrets from a store are the evidence of which store it was mirrored from;
+	// unproven are those the store read lacks or holds other data for.
+	var fromStore, unproven []*corev1.Secret
+	for _, sec := range live {
+		if sec.Labels[tenancyv1alpha1.FromStoreLabel] != "true" {
+			continue
+		}
+		fromStore = append(fromStore, sec)
+		if in, ok := byName[sec.Name]; !ok || !maps.EqualFunc(in.Data, sec.Data, bytes.Equal) {
 			unproven = append(unproven, sec)
 		}
 	}
@@ -104,43 +222,23 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 		// wrong store (another environment's bucket), would otherwise record that store as its
 		// own and lose or overwrite the rest.
 		if len(unproven) > 0 {
-			return &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf(
+			return nil, nil, &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf(
 				"namespace %s records no secret store, and the store read (identity %s) lacks, or holds other data for, %d of its %d shared secrets from a store (%s): nothing was written, removed or recorded. "+
 					"Check secrets.store in the configuration (directory, bucket, prefix) and that the store's volume outlived the pod; "+
 					"if this store is the right one, record it with: kubectl annotate namespace %s %s=%s",
-				namespace, id, len(unproven), len(live.Items), names(unproven), namespace, tenancyv1alpha1.SecretStoreAnnotation, id)}
+				namespace, id, len(unproven), len(fromStore), names(unproven), namespace, tenancyv1alpha1.SecretStoreAnnotation, id)}
 		}
 		if err := recordStore(ctx, c, ns, id); err != nil {
-			return err
+			return nil, nil, err
 		}
 	default:
-		return &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf(
+		return nil, nil, &RefusedError{Reason: ReasonStoreMismatch, Message: fmt.Sprintf(
 			"the secret store read (identity %s) is not the store namespace %s is mirrored from (identity %s): nothing was written or removed. "+
 				"Check secrets.store in the configuration (directory, bucket, prefix) and that the store's volume outlived the pod; "+
 				"to move to another store on purpose, run 'landlordctl secrets migrate' (or copy the secrets over and remove the annotation %s from namespace %s)",
 			id, namespace, recorded, tenancyv1alpha1.SecretStoreAnnotation, namespace)}
 	}
-
-	// Template secrets are namespaced, so the applier never reads around the cache.
-	applier := &apply.Applier{Client: c}
-	for _, sec := range stored {
-		if _, err := applier.Apply(ctx, resources.TemplateSecret(namespace, sec)); err != nil {
-			return fmt.Errorf("writing template secret %s: %w", sec.Name, err)
-		}
-	}
-	if limit := maxDeletionPercent(opts); len(gone) > 1 && len(gone)*100 > limit*len(live.Items) {
-		return &RefusedError{Reason: ReasonDeletionRefused, Message: fmt.Sprintf(
-			"the secret store no longer holds %d of %d shared secrets in namespace %s, more than the %d%% one sync may remove: none was removed. "+
-				"If they were removed on purpose, remove them a few at a time or run 'landlordctl secrets sync --max-deletion-percent 100' once",
-			len(gone), len(live.Items), namespace, limit)}
-	}
-	var errs []error
-	for _, sec := range gone {
-		if err := c.Delete(ctx, sec, client.Preconditions{UID: &sec.UID}); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("removing template secret %s: %w", sec.Name, err))
-		}
-	}
-	return errors.Join(errs...)
+	return stored, live, nil
 }
 
 // names lists the secrets' names, the first few of them.
@@ -212,6 +310,13 @@ func ensureNamespace(ctx context.Context, c client.Client, namespace string) (*c
 		err = c.Create(ctx, ns)
 		if apierrors.IsAlreadyExists(err) {
 			err = c.Get(ctx, client.ObjectKey{Name: namespace}, ns)
+			if apierrors.IsNotFound(err) {
+				// It exists, yet the operator's cache, which holds namespaces by that label, does
+				// not: someone else created it without the label, which only Landlord may set.
+				return nil, fmt.Errorf("namespace %s exists without the label %s=%s, so the operator cannot read it: it was created by something other than Landlord (a GitOps tool applying it with what feeds it). "+
+					"Landlord creates the template namespace itself; remove the Namespace from that tool's manifests, keep what it applies into it, and have a cluster administrator trusted by Landlord's policies (isolation.trustedPrincipals) add the label",
+					namespace, tenancyv1alpha1.ManagedByLabel, tenancyv1alpha1.ManagedByValue)
+			}
 		}
 	}
 	return ns, err

@@ -1,0 +1,45 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// SharedSource is what writes the template namespace's Secrets, which Landlord copies into
+// tenants.
+type SharedSource string
+
+const (
+	// SharedFromStore: Landlord mirrors the secret store's shared secrets into the template
+	// namespace (`landlordctl secrets put --shared`). The default.
+	SharedFromStore SharedSource = "Store"
+	// SharedFromNamespace: another tool writes the template namespace's Secrets (External Secrets
+	// Operator, the Sealed Secrets controller, Flux's kustomize-controller decrypting SOPS) and
+	// Landlord writes none there: it copies the labelled ones into tenants. The store still keeps
+	// tenants' database credentials.
+	SharedFromNamespace SharedSource = "Namespace"
+)
+
+// validateSharedSource checks secrets.sharedSource, and refuses a template namespace that is not
+// safe for another tool to feed: every Secret labelled shared there reaches every tenant.
+func (c *Config) validateSharedSource() []error {
+	switch c.Secrets.SharedSource {
+	case SharedFromStore:
+		return nil
+	case SharedFromNamespace:
+	default:
+		return []error{fmt.Errorf("secrets.sharedSource: %q is not %s or %s", c.Secrets.SharedSource, SharedFromStore, SharedFromNamespace)}
+	}
+	var errs []error
+	if c.Secrets.TemplateNamespace == c.Databases.CredentialsNamespace {
+		errs = append(errs, fmt.Errorf("secrets.templateNamespace: %q is databases.credentialsNamespace, which holds the database servers' admin credentials: "+
+			"with secrets.sharedSource %s another tool writes the template namespace and every Secret it labels shared goes to every tenant; name a namespace of its own",
+			c.Secrets.TemplateNamespace, SharedFromNamespace))
+	}
+	if strings.HasPrefix(c.Secrets.TemplateNamespace, c.NamespacePrefix) {
+		errs = append(errs, fmt.Errorf("secrets.templateNamespace: %q begins with namespacePrefix %q, so it is the namespace of the tenant %q, whose admins could write Secrets every tenant gets: "+
+			"with secrets.sharedSource %s name a namespace no tenant can have",
+			c.Secrets.TemplateNamespace, c.NamespacePrefix, strings.TrimPrefix(c.Secrets.TemplateNamespace, c.NamespacePrefix), SharedFromNamespace))
+	}
+	return errs
+}
