@@ -347,7 +347,9 @@ type write struct {
 	code            int
 }
 
-func (w write) String() string { return fmt.Sprintf("%s %s/%s (%d)", w.key, w.namespace, w.name, w.code) }
+func (w write) String() string {
+	return fmt.Sprintf("%s %s/%s (%d)", w.key, w.namespace, w.name, w.code)
+}
 
 // operatorWrites are the writes the operator's ServiceAccount made from from on. Leader
 // election's lease renewals and the reviews the operator asks for at start (which store nothing)
