@@ -267,6 +267,20 @@ func (a *Applier) send(ctx context.Context, desired client.Object, want map[stri
 		opts = append(opts, client.ForceOwnership)
 	}
 	paths := a.othersPaths(desired)
+	if len(paths) > 0 && created && a.APIReader != nil {
+		// The cache not holding the object is no proof that it does not exist: a shard taking a
+		// tenant over, or an object whose label put it out of the cache, has its objects on the
+		// API server with values others own. Sent whole, as to a new object, those values would
+		// be the template's again.
+		fresh := &unstructured.Unstructured{}
+		fresh.SetGroupVersionKind(desired.GetObjectKind().GroupVersionKind())
+		switch err := a.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), fresh); {
+		case err == nil:
+			created, server = false, fresh
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		sent, preconditioned := want, false
 		if len(paths) > 0 && !created {

@@ -86,20 +86,32 @@ func without(m map[string]any, path []string) map[string]any {
 // and everything under paths is left out: the API server then counts the fields already there
 // as another manager's, so none is deleted. Maps emptied by what is left out go too. content is
 // not changed.
+//
+// A list is sent or left out whole: its elements are not addressed. It is left out only while
+// Landlord's apply owns no field of any element, since the API server would delete those
+// fields (a container's securityContext, its limits) once Landlord stopped sending them; while
+// Landlord owns one, the list is sent, and another manager's change to it is put back.
 func LeaveToOthers(content map[string]any, paths [][]string, entries []metav1.ManagedFieldsEntry) map[string]any {
 	out := runtime.DeepCopyJSON(content)
 	others := ownedBy(entries, func(e metav1.ManagedFieldsEntry) bool { return !landlordsApply(e) })
+	mine := ownedBy(entries, landlordsApply)
 	unknown := len(entries) == 0
+	leave := func(at fieldpath.Path, list bool) bool {
+		if unknown {
+			return true
+		}
+		return ownsWithin(others, at) && !(list && ownsWithin(mine, at))
+	}
 	for _, p := range paths {
-		leaveOut(out, p, nil, func(at fieldpath.Path) bool { return unknown || ownsWithin(others, at) })
+		leaveOut(out, p, nil, leave)
 	}
 	return out
 }
 
 // leaveOut removes from m, at the path rest below the field path at, every leaf (a value that
-// is not a map with fields) that othersOwn, and the maps it empties, and reports whether m is
-// empty after that.
-func leaveOut(m map[string]any, rest []string, at fieldpath.Path, othersOwn func(fieldpath.Path) bool) bool {
+// is not a map with fields) that leave says goes, and the maps it empties, and reports whether m
+// is empty after that.
+func leaveOut(m map[string]any, rest []string, at fieldpath.Path, leave func(at fieldpath.Path, list bool) bool) bool {
 	name := rest[0]
 	v, ok := m[name]
 	if !ok {
@@ -109,18 +121,20 @@ func leaveOut(m map[string]any, rest []string, at fieldpath.Path, othersOwn func
 	child, isMap := v.(map[string]any)
 	switch {
 	case len(rest) > 1:
-		if isMap && leaveOut(child, rest[1:], here, othersOwn) {
+		if isMap && leaveOut(child, rest[1:], here, leave) {
 			delete(m, name)
 		}
 	case isMap && len(child) > 0:
 		for k := range child {
-			leaveOut(child, []string{k}, here, othersOwn)
+			leaveOut(child, []string{k}, here, leave)
 		}
 		if len(child) == 0 {
 			delete(m, name)
 		}
-	case othersOwn(here):
-		delete(m, name)
+	default:
+		if _, isList := v.([]any); leave(here, isList) {
+			delete(m, name)
+		}
 	}
 	return len(m) == 0
 }

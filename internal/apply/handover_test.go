@@ -137,9 +137,18 @@ spec:
 `,
 		},
 		{
-			name:    "a list declared whole is left out once others own a field of an element",
+			name:    "a list declared whole is sent while Landlord owns a field of an element, since leaving it out would delete that field",
 			paths:   [][]string{{"spec", "template", "spec", "containers"}},
 			entries: []metav1.ManagedFieldsEntry{landlordAll, entry("vpa", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"api\"}":{"f:resources":{}}}}}}}`)},
+			want:    deployment,
+		},
+		{
+			name: "a list declared whole is left out once others own a field of an element and Landlord none",
+			paths: [][]string{{"spec", "template", "spec", "containers"}},
+			entries: []metav1.ManagedFieldsEntry{
+				entry(FieldOwner, `{"f:metadata":{"f:annotations":{"f:mesh.example.com/status":{},"f:tenancy.landlord.dev/applied-hash":{}}},"f:spec":{"f:replicas":{},"f:revisionHistoryLimit":{},"f:template":{"f:metadata":{"f:annotations":{"f:a":{},"f:b":{}}}}}}`),
+				entry("vpa", `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"api\"}":{"f:resources":{}}}}}}}`),
+			},
 			want: `
 metadata:
   annotations: {mesh.example.com/status: pending, tenancy.landlord.dev/applied-hash: abc}

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -16,6 +17,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/component"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // handedOverManifests is a component whose Deployment gives a first replica count and a first
@@ -175,6 +177,41 @@ func TestFieldsOwnedByOthersAreHandedOverOnceAnotherManagerWritesThem(t *testing
 			WithTimeout(timeout).Should(ConsistOf(ContainSubstring("Deployment/" + key.Namespace + "/api")))
 		d = renderedDeployment(g, name, "api")
 		g.Expect(ptr.Deref(d.Spec.Replicas, 1)).To(Equal(int32(3)))
+		g.Expect(d.Annotations).To(HaveKeyWithValue("mesh.example.com/status", "injected"))
+		g.Expect(fieldOwners(g, d, "spec", "replicas")).NotTo(ContainElement("landlord"))
+	})
+
+	t.Run("an object the operator's cache lost sight of is not taken for a new one: the autoscaler's count stays", func(t *testing.T) {
+		g := NewWithT(t)
+		// Without Landlord's label the Deployment leaves the operator's cache, as a tenant's
+		// objects are out of a shard's cache when it takes the tenant over: the apply that puts
+		// the label back must find the object on the API server, not send the template's count
+		// as to a new one. Only Landlord's own identity may take its label off. Every count the
+		// API server stores meanwhile is watched: the autoscaler would size the Deployment back
+		// soon after, so only the watch sees a count sent over its own.
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, key, d)).To(Succeed())
+		w, err := env.Clientset.AppsV1().Deployments(key.Namespace).Watch(ctx, metav1.ListOptions{
+			FieldSelector: "metadata.name=" + key.Name, ResourceVersion: d.ResourceVersion,
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, tenancyv1alpha1.ManagedByLabel)
+		g.Expect(impersonate(t, testenv.OperatorUser).Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		var counts []int32
+		relabelled := false
+		for ev := range w.ResultChan() {
+			seen, ok := ev.Object.(*appsv1.Deployment)
+			g.Expect(ok).To(BeTrue(), "the watch said %s: %v", ev.Type, ev.Object)
+			counts = append(counts, ptr.Deref(seen.Spec.Replicas, 1))
+			if seen.Labels[tenancyv1alpha1.ManagedByLabel] == "landlord" {
+				relabelled = true
+				break
+			}
+		}
+		g.Expect(relabelled).To(BeTrue(), "Landlord never put its label back")
+		g.Expect(counts).To(HaveEach(Equal(int32(3))), "the counts stored from the label's removal to its return")
+		d = renderedDeployment(g, name, "api")
 		g.Expect(d.Annotations).To(HaveKeyWithValue("mesh.example.com/status", "injected"))
 		g.Expect(fieldOwners(g, d, "spec", "replicas")).NotTo(ContainElement("landlord"))
 	})
