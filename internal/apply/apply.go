@@ -98,12 +98,13 @@ type Applier struct {
 	// over once an object exists (see OthersField). Not for a WholeObject applier: the objects
 	// that are the isolation boundary are Landlord's alone.
 	OwnedByOthers []OthersField
-	// NoTakeoverOnCreate applies an object the cache does not hold without forcing: should
-	// someone else have created it since the cache last heard, with other values, the API server
-	// refuses the apply with a conflict (apierrors.IsConflict) rather than hand Landlord their
-	// fields. It is for names Landlord shares with other writers, where it writes only what it
-	// can tell is its own.
-	NoTakeoverOnCreate bool
+	// NoForce applies without forcing, whether or not the cache holds the object: a field
+	// another manager holds with another value (one that took the object over since the cache
+	// last heard, or one that wrote the same value beside Landlord and so co-owns it) makes the
+	// API server refuse the apply with a conflict (apierrors.IsConflict) rather than hand
+	// Landlord the field. It is for names Landlord shares with other writers, where it writes
+	// only what it can tell is its own alone.
+	NoForce bool
 }
 
 // Apply makes the live object carry every field of desired. desired must have its TypeMeta set
@@ -144,7 +145,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 	var foreign []string
 	// server is the API server's copy of the object when it was read, managed fields and all.
 	var server client.Object
-	force := true
+	force := !a.NoForce
 	switch err := a.Client.Get(ctx, key, live, client.UnsafeDisableDeepCopy); {
 	case err == nil:
 		if _, ok := live.(*unstructured.Unstructured); !ok {
@@ -228,7 +229,6 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 		}
 	case apierrors.IsNotFound(err):
 		result = Created
-		force = !a.NoTakeoverOnCreate
 		if desired.GetNamespace() == "" && !a.ReservedNames {
 			if result, err = a.checkClusterScopedName(ctx, desired, live); err != nil {
 				return Unchanged, nil, err

@@ -157,3 +157,22 @@ func MarkForeignFields(obj metav1.Object) {
 	annotations[ForeignFieldsAnnotation] = strings.Join(managers, ",")
 	obj.SetAnnotations(annotations)
 }
+
+// HeldByOthers reports whether a field manager other than Landlord's own apply owns any of the
+// top-level fields named, or a field within one: unlike ForeignManagers, a manager that wrote
+// the same value as Landlord, and so owns it beside Landlord, counts. It is for deciding to
+// remove an object Landlord shares a name with other writers on. Without entries (stripped, or
+// read from the operator's cache, which drops them) who holds the fields is unknown, and they
+// are taken for held.
+func HeldByOthers(entries []metav1.ManagedFieldsEntry, fields ...string) bool {
+	if len(entries) == 0 || !slices.ContainsFunc(entries, func(e metav1.ManagedFieldsEntry) bool { return e.Operation != "" }) {
+		return true
+	}
+	others := ownedBy(entries, func(e metav1.ManagedFieldsEntry) bool { return !landlordsApply(e) })
+	for _, f := range fields {
+		if ownsWithin(others, fieldpath.MakePathOrDie(f)) {
+			return true
+		}
+	}
+	return false
+}

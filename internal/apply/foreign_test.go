@@ -78,3 +78,30 @@ func TestOtherWritersAreReadFromTheManagedFieldsOrTheCachesRecord(t *testing.T) 
 		})
 	}
 }
+
+// Before Landlord removes an object it shares a name with other writers on, any other manager
+// of the fields that matter holds it, one that wrote Landlord's very values beside it included;
+// not knowing who wrote it holds it too.
+func TestHeldByOthersCountsEveryOtherOwnerOfTheFields(t *testing.T) {
+	landlords := entry(FieldOwner, `{"f:data":{"f:token":{}},"f:metadata":{"f:labels":{"f:a":{}}}}`)
+	cases := []struct {
+		name    string
+		entries []metav1.ManagedFieldsEntry
+		want    bool
+	}{
+		{"a secret only Landlord's apply wrote is not held", []metav1.ManagedFieldsEntry{landlords}, false},
+		{"a tool that applied the same data beside Landlord holds it", []metav1.ManagedFieldsEntry{landlords, entry("kustomize-controller", `{"f:data":{"f:token":{}}}`)}, true},
+		{"a person's edit of the data holds it", []metav1.ManagedFieldsEntry{landlords, {Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:token":{}}}`)}}}, true},
+		{"a tool that only labelled it does not hold its data", []metav1.ManagedFieldsEntry{landlords, entry("labeller", `{"f:metadata":{"f:labels":{"f:b":{}}}}`)}, false},
+		{"a patch of Landlord's own name (not its apply) holds it", []metav1.ManagedFieldsEntry{landlords, {Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:type":{}}`)}}}, true},
+		{"stripped managed fields hold it: who wrote it is unknown", nil, true},
+		{"the cache's stand-in entries hold it: the operator's cache drops who wrote what", []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HeldByOthers(tc.entries, "data", "stringData", "type"); got != tc.want {
+				t.Errorf("HeldByOthers = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

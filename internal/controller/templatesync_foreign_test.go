@@ -130,6 +130,46 @@ func TestTheMirrorNeverRewritesOrRemovesASecretAnotherToolWrote(t *testing.T) {
 		g.Expect(liveSecret(g, ns, "api-token").Data).To(Equal(map[string][]byte{"token": []byte("from-vault")}))
 	})
 
+	t.Run("a secret another tool applied with the very values Landlord had is the tool's too: neither rewritten nor removed", func(t *testing.T) {
+		// As Flux's kustomize-controller applies a SOPS-decrypted Secret server-side: values equal
+		// to Landlord's make it their owner beside Landlord, which the cache's record of foreign
+		// fields does not show.
+		g := NewWithT(t)
+		ns := "templates-foreign-coowner"
+		s := newFileStore(t)
+		putShared(t, s, ns, "co-owned", "other")
+		g.Expect(templatesync.Mirror(ctx, k8s, s, ns, opts)).To(Succeed())
+		mirrored := liveSecret(g, ns, "co-owned")
+		same := &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "co-owned", Labels: mirrored.Labels},
+			Data:       mirrored.Data,
+		}
+		g.Expect(k8s.Patch(ctx, same, client.Apply, client.FieldOwner("kustomize-controller"))).To(Succeed())
+		coOwned := liveSecret(g, ns, "co-owned")
+		g.Expect(fieldManagers(coOwned)).To(ContainElement("kustomize-controller"))
+		g.Expect(templatesync.Landlords(coOwned)).To(BeTrue(), "the tool owns no field Landlord does not: by its fields it passes for Landlord's")
+
+		// The store's value changes: the tool's Secret is not rewritten.
+		g.Expect(s.Put(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "co-owned", Labels: map[string]string{tenancyv1alpha1.SharedLabel: "true"}},
+			Data:       map[string][]byte{"token": []byte("changed-in-store")},
+		})).To(Succeed())
+		err := templatesync.Mirror(ctx, k8s, s, ns, opts)
+		g.Expect(liveSecret(g, ns, "co-owned").Data).To(Equal(mirrored.Data), "the tool's values were overwritten")
+		var refused *templatesync.RefusedError
+		g.Expect(errors.As(err, &refused)).To(BeTrue(), "%v", err)
+		g.Expect(refused.Reason).To(Equal(templatesync.ReasonForeignSecret))
+		g.Expect(err).To(MatchError(ContainSubstring("co-owned")))
+
+		// The name leaves the store: the tool's Secret stays, and the pass says so.
+		g.Expect(s.Delete(ctx, ns, "co-owned")).To(Succeed())
+		err = templatesync.Mirror(ctx, k8s, s, ns, opts)
+		g.Expect(liveSecret(g, ns, "co-owned").Data).To(Equal(mirrored.Data), "the tool's Secret was removed")
+		g.Expect(err).To(MatchError(And(ContainSubstring("co-owned"), ContainSubstring("kustomize-controller"))))
+		g.Expect(fromStore(g, ns)).To(ContainElement("other"))
+	})
+
 	t.Run("a secret carrying the store's label that the store lacks is not removed", func(t *testing.T) {
 		// As an export of a mirrored secret re-applied by another tool would carry it.
 		g := NewWithT(t)

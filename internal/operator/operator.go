@@ -411,7 +411,7 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 		}
 	}
 	sync := &templatesync.Reconciler{
-		Client: mgr.GetClient(), Store: store,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: store,
 		Namespace: cfg.Secrets.TemplateNamespace, Interval: cfg.Secrets.SyncInterval.Duration,
 		MaxDeletionPercent: cfg.Secrets.MaxDeletionPercent, Recorder: mgr.GetEventRecorder("landlord"),
 		RecordOnly: cfg.Secrets.SharedSource == config.SharedFromNamespace,

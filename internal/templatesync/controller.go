@@ -47,7 +47,9 @@ var templateSyncRequest = reconcile.Request{NamespacedName: types.NamespacedName
 // secrets they have meanwhile.
 type Reconciler struct {
 	// Client reads through the cache (the template namespace is cached whole) and writes.
-	Client    client.Client
+	Client client.Client
+	// APIReader reads a Secret from the API server before a sync removes it (Options.Reader).
+	APIReader client.Reader
 	Store     secret.Store
 	Namespace string
 	Interval  time.Duration
@@ -119,7 +121,7 @@ func (r *Reconciler) Sync(ctx context.Context) error {
 	if r.RecordOnly {
 		err = RecordStore(ctx, r.Client, r.Store, r.Namespace)
 	} else {
-		err = Mirror(ctx, r.Client, r.Store, r.Namespace, Options{MaxDeletionPercent: r.MaxDeletionPercent})
+		err = Mirror(ctx, r.Client, r.Store, r.Namespace, Options{MaxDeletionPercent: r.MaxDeletionPercent, Reader: r.APIReader})
 	}
 	if err != nil {
 		templateSyncUp.Set(0)

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,9 @@ type Options struct {
 	// from the store one pass may remove; a pass that would remove more removes none. Removing a
 	// single secret is always allowed. DefaultMaxDeletionPercent when 0.
 	MaxDeletionPercent int
+	// Reader reads a Secret from the API server, managed fields and all, before the pass removes
+	// it: the operator's cache drops who wrote what. nil reads through the pass's client.
+	Reader client.Reader
 }
 
 // Reasons a pass refuses, as in RefusedError.
@@ -84,10 +88,12 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 		byName[sec.Name] = sec
 	}
 
-	// Template secrets are namespaced, so the applier never reads around the cache. A name the
-	// cache does not hold may have been taken by another writer a moment ago: its first write
-	// takes no field from anyone.
-	applier := &apply.Applier{Client: c, NoTakeoverOnCreate: true}
+	// Template secrets are namespaced, so the applier never reads around the cache. It never
+	// forces: a name the cache does not hold may have been taken by another writer a moment ago,
+	// and a Secret another tool wrote with the very values Landlord had is theirs too (they own
+	// its data beside Landlord, which the cache's record of foreign fields does not show). Either
+	// way the API server refuses the write with a conflict, rather than hand Landlord their data.
+	applier := &apply.Applier{Client: c, NoForce: true}
 	var foreign []string
 	for _, sec := range stored {
 		if have, ok := byName[sec.Name]; ok && !Landlords(have) && !holdsStored(have, sec) {
@@ -120,14 +126,33 @@ func Mirror(ctx context.Context, c client.Client, store secret.Store, namespace 
 			len(gone), len(ours), namespace, limit)}
 	}
 	var errs []error
+	reader := opts.Reader
+	if reader == nil {
+		reader = c
+	}
 	for _, sec := range gone {
-		if err := c.Delete(ctx, sec, client.Preconditions{UID: &sec.UID}); client.IgnoreNotFound(err) != nil {
+		// Read again, from the API server: a Secret another tool wrote with the values Landlord
+		// had shows as Landlord's alone in the cache, and removing it would take it from every
+		// tenant. Removed only as read, so a write in between keeps it.
+		fresh := &corev1.Secret{}
+		switch err := reader.Get(ctx, client.ObjectKeyFromObject(sec), fresh); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("reading template secret %s before removing it: %w", sec.Name, err))
+			continue
+		}
+		if fresh.Labels[tenancyv1alpha1.FromStoreLabel] != "true" || apply.HeldByOthers(fresh.ManagedFields, "data", "stringData", "type") {
+			foreign = append(foreign, fmt.Sprintf("%s (left the store; kept, as %s holds it too)", sec.Name, strings.Join(holders(fresh), ", ")))
+			continue
+		}
+		if err := c.Delete(ctx, fresh, client.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion}); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("removing template secret %s: %w", sec.Name, err))
 		}
 	}
 	if len(foreign) > 0 {
 		errs = append(errs, &RefusedError{Reason: ReasonForeignSecret, Message: fmt.Sprintf(
-			"namespace %s holds %d Secrets of the same name as shared secrets in the secret store that Landlord did not write: %s. "+
+			"namespace %s holds %d Secrets under shared secrets' names that Landlord did not write alone: %s. "+
 				"They were left as they are, and tenants get them, not the store's. "+
 				"Keep one source per name: remove the secret from the store ('landlordctl secrets delete NAME'), or stop the other writer and delete the Secret from the namespace to have the store's written there",
 			namespace, len(foreign), strings.Join(foreign, "; "))})
@@ -152,6 +177,21 @@ func RecordStore(ctx context.Context, c client.Client, store secret.Store, names
 // neither reverts nor removes it.
 func Landlords(sec *corev1.Secret) bool {
 	return sec.Labels[tenancyv1alpha1.FromStoreLabel] == "true" && len(apply.OtherWriters(sec)) == 0
+}
+
+// holders names the field managers of sec other than Landlord's apply, or says that who wrote it
+// is unknown.
+func holders(sec *corev1.Secret) []string {
+	var names []string
+	for _, e := range sec.ManagedFields {
+		if e.Manager != apply.FieldOwner || e.Operation != metav1.ManagedFieldsOperationApply {
+			names = append(names, e.Manager)
+		}
+	}
+	if len(names) == 0 {
+		return []string{apply.UnknownManager}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(names)))
 }
 
 // holdsStored is whether a Secret someone else wrote says it came from the store and holds
