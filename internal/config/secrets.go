@@ -21,25 +21,28 @@ const (
 )
 
 // validateSharedSource checks secrets.sharedSource, and refuses a template namespace that is not
-// safe for another tool to feed: every Secret labelled shared there reaches every tenant.
+// safe: every Secret labelled shared there reaches every tenant, so no tenant may have it, and
+// another tool may not feed the one beside the database servers' admin credentials.
 func (c *Config) validateSharedSource() []error {
+	var errs []error
+	// Whatever feeds it, every Secret labelled shared in the template namespace goes to every
+	// tenant: a tenant's own namespace cannot be it.
+	if strings.HasPrefix(c.Secrets.TemplateNamespace, c.NamespacePrefix) {
+		errs = append(errs, fmt.Errorf("secrets.templateNamespace: %q begins with namespacePrefix %q, so it is the namespace of the tenant %q, whose admins could write Secrets every tenant gets: "+
+			"name a namespace no tenant can have",
+			c.Secrets.TemplateNamespace, c.NamespacePrefix, strings.TrimPrefix(c.Secrets.TemplateNamespace, c.NamespacePrefix)))
+	}
 	switch c.Secrets.SharedSource {
 	case SharedFromStore:
-		return nil
+		return errs
 	case SharedFromNamespace:
 	default:
-		return []error{fmt.Errorf("secrets.sharedSource: %q is not %s or %s", c.Secrets.SharedSource, SharedFromStore, SharedFromNamespace)}
+		return append(errs, fmt.Errorf("secrets.sharedSource: %q is not %s or %s", c.Secrets.SharedSource, SharedFromStore, SharedFromNamespace))
 	}
-	var errs []error
 	if c.Secrets.TemplateNamespace == c.Databases.CredentialsNamespace {
 		errs = append(errs, fmt.Errorf("secrets.templateNamespace: %q is databases.credentialsNamespace, which holds the database servers' admin credentials: "+
 			"with secrets.sharedSource %s another tool writes the template namespace and every Secret it labels shared goes to every tenant; name a namespace of its own",
 			c.Secrets.TemplateNamespace, SharedFromNamespace))
-	}
-	if strings.HasPrefix(c.Secrets.TemplateNamespace, c.NamespacePrefix) {
-		errs = append(errs, fmt.Errorf("secrets.templateNamespace: %q begins with namespacePrefix %q, so it is the namespace of the tenant %q, whose admins could write Secrets every tenant gets: "+
-			"with secrets.sharedSource %s name a namespace no tenant can have",
-			c.Secrets.TemplateNamespace, c.NamespacePrefix, strings.TrimPrefix(c.Secrets.TemplateNamespace, c.NamespacePrefix), SharedFromNamespace))
 	}
 	return errs
 }

@@ -37,8 +37,10 @@ func TestTheSharedSourceIsTheStoreUnlessAnotherToolFeedsASafeNamespace(t *testin
 			document: "namespacePrefix: customer-\nsecrets: {sharedSource: Namespace, templateNamespace: customer-shared}", refused: "secrets.templateNamespace"},
 		"Namespace in a namespace of its own is accepted under any prefix": {
 			document: "namespacePrefix: customer-\nsecrets: {sharedSource: Namespace, templateNamespace: shared-secrets}", want: config.SharedFromNamespace},
-		"Store in a namespace beginning with the prefix is left as it was": {
-			document: "secrets: {templateNamespace: tenant-templates}", want: config.SharedFromStore},
+		"Store in a namespace a tenant could be given is refused too: its admins could share Secrets with every tenant": {
+			document: "secrets: {templateNamespace: tenant-templates}", refused: "secrets.templateNamespace"},
+		"Store in the operator's own namespace is left as it was: the mirror writes it, and nothing there is labelled shared": {
+			document: "secrets: {templateNamespace: landlord-system}", want: config.SharedFromStore},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
