@@ -189,8 +189,12 @@ func StartMariaDB() (*Instance, error) {
 		"--innodb-use-native-aio=0",
 	}
 	// --no-defaults must come first; unknown options are passed on to mariadbd --bootstrap.
+	// The bootstrap's temporary tables go to the instance's own directory: in the shared /tmp,
+	// two instances set up at once (test packages run side by side) name theirs alike, and one
+	// fails with "Could not remove temporary table".
 	if err := inst.run(install, append([]string{"--no-defaults",
 		"--datadir=" + data,
+		"--tmpdir=" + tmp,
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 		"--skip-name-resolve",
