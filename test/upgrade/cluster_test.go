@@ -268,6 +268,15 @@ func (c *cluster) startOperator(t *testing.T, r release) *operator {
 		}
 		return nil
 	})
+	// Ready is not leading: a replica waits for the lease of the one it replaces to be released
+	// or to expire, and until it leads it writes nothing, which would pass for a fleet that
+	// needed nothing.
+	eventually(t, r.name+"'s operator leading", func() error {
+		if !strings.Contains(strings.ToLower(o.log()), "successfully acquired lease") {
+			return fmt.Errorf("it has not acquired the lease:\n%s", o.logTail(5))
+		}
+		return nil
+	})
 	return o
 }
 
@@ -351,7 +360,8 @@ func (w write) String() string {
 	return fmt.Sprintf("%s %s/%s (%d)", w.key, w.namespace, w.name, w.code)
 }
 
-// operatorWrites are the writes the operator's ServiceAccount made from from on. Leader
+// operatorWrites are the writes the operator's ServiceAccount made from from on, those the API
+// server carried out (a 2xx answer). Leader
 // election's lease renewals and the reviews the operator asks for at start (which store nothing)
 // are left out: they are the same whatever the fleet.
 func (c *cluster) operatorWrites(t *testing.T, from time.Time) []write {
@@ -377,6 +387,10 @@ func (c *cluster) operatorWrites(t *testing.T, from time.Time) []write {
 		w := write{key: e.key(), namespace: e.ObjectRef.Namespace, name: e.ObjectRef.Name}
 		if e.ResponseStatus != nil {
 			w.code = e.ResponseStatus.Code
+		}
+		if w.code < 200 || w.code > 299 {
+			// Refused (a conflict retried, a create of what exists): nothing was written.
+			continue
 		}
 		out = append(out, w)
 	}
