@@ -120,7 +120,7 @@ func TestChecksOfWhatOnlySomeKindsHave(t *testing.T) {
 		want Health
 	}{
 		"a suspended tenant Landlord acknowledged is Suspended, with what it last observed": {
-			obj: object("Tenant", 4, map[string]any{"suspend": true}, observed(4, cond("Ready", "True", "Succeeded", "tenant is Active", 3), suspended)),
+			obj:  object("Tenant", 4, map[string]any{"suspend": true}, observed(4, cond("Ready", "True", "Succeeded", "tenant is Active", 3), suspended)),
 			want: Health{Suspended, "spec.suspend is true: Landlord changes nothing (last observed: Ready True, Succeeded: tenant is Active)"},
 		},
 		"a suspended tenant that was Stalled is Suspended, not Degraded": {
