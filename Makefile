@@ -38,8 +38,8 @@ BENCH_CLAIMS ?= 50
 # Extra flags, e.g. BENCH_FLAGS="-profile bin/bench-profiles -concurrency 16".
 BENCH_FLAGS ?=
 # The release this checkout is: the file VERSION, the one place it is written. The chart, the
-# operator's image in config/, the README's and docs/upgrading.md's install lines, the Flux
-# example and CHANGELOG.md name the same (make set-version writes them all; hack/release's tests
+# operator's image in config/, the README's and docs/upgrading.md's install lines, the Flux and
+# Argo CD examples and CHANGELOG.md name the same (make set-version writes them all; hack/release's tests
 # fail naming a file that drifts). hack/release/version.go says why a file.
 RELEASE_VERSION := $(shell cat VERSION)
 RELEASE_IMAGE ?= ghcr.io/landlord-dev/landlord

@@ -35,6 +35,7 @@ require (
 	github.com/sirupsen/logrus v1.9.4
 	github.com/spf13/cobra v1.10.2
 	github.com/tink-crypto/tink-go/v2 v2.9.0
+	github.com/yuin/gopher-lua v1.1.2
 	go.uber.org/zap v1.28.0
 	gocloud.dev v0.47.0
 	gocloud.dev/secrets/hashivault v0.45.0

@@ -110,7 +110,7 @@ func TenantDeletionPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 				deny(`oldObject.spec.?state.orValue('Active') in ['Archived', 'Purged'] || `+confirmed+` || (`+spare+`)`,
 					"an Active or Frozen tenant is not deleted: set spec.state: Archived first, or annotate it "+tenancyv1alpha1.DeletionConfirmationAnnotation+" with its name",
 					`'tenant ' + oldObject.metadata.name + ' is ' + oldObject.spec.?state.orValue('Active') + `+
-						`': deleting it would delete its namespace and stop its application now. Set spec.state: Archived first (in Git, when Flux applies it), `+
+						`': deleting it would delete its namespace and stop its application now. Set spec.state: Archived first (in Git, when Flux or Argo CD applies it), `+
 						`which keeps its data, or annotate it `+tenancyv1alpha1.DeletionConfirmationAnnotation+`: ' + oldObject.metadata.name + ' to delete it as it is'`),
 			},
 		})

@@ -1,6 +1,8 @@
 // Package examples checks the repository layouts users copy from examples/: that every Flux object
 // in them is one Flux accepts, that every kustomize directory builds, and that the whole example,
-// applied layer by layer as Flux would, ends with every tenant Ready on a whole local cluster.
+// applied layer by layer as Flux would, ends with every tenant Ready on a whole local cluster; and
+// that the Argo CD example's Applications are ones Argo CD accepts, in sync waves that apply in
+// order, with what must outlive them kept (argocd_test.go).
 package examples_test
 
 import (
