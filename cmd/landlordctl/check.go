@@ -77,7 +77,7 @@ runs it as it should:
   operator-leader      the operator's leader election Lease, of every shard, renewed within its duration
   secret-store         the store --config names is the one the cluster records
   database-servers     every DatabaseServer Ready, as the operator last found it
-  flux, argo-cd        Flux v2.3 and Argo CD v2.10 or later, when installed
+  flux, argo-cd        Flux v2.9 and Argo CD v2.10 or later, when installed
 
 Each check is ok, warning or failed, with what to do for anything but ok. Without --config the
 policies are compared with those of the default configuration (a difference is then a warning)

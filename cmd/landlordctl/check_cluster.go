@@ -452,7 +452,7 @@ type gitOpsTool struct {
 }
 
 var (
-	fluxTool   = gitOpsTool{name: "Flux", crd: "kustomizations.kustomize.toolkit.fluxcd.io", minimum: "v2.3.0", how: "flux install (or bootstrap)"}
+	fluxTool   = gitOpsTool{name: "Flux", crd: "kustomizations.kustomize.toolkit.fluxcd.io", minimum: "v2.9.0", how: "flux install (or bootstrap)"}
 	argoCDTool = gitOpsTool{name: "Argo CD", crd: "applications.argoproj.io", minimum: "v2.10.0", how: "its release's install.yaml or Helm chart"}
 )
 

@@ -91,8 +91,8 @@ func TestCheckJudgesFluxAndArgoCDByTheVersionTheirCRDsCarry(t *testing.T) {
 		want checkStatus
 	}{
 		{"a tool not installed passes", fluxTool, nil, checkOK},
-		{"Flux v2.3.0 passes", fluxTool, labelled(map[string]string{versionLabel: "v2.3.0"}, nil), checkOK},
-		{"Flux v2.2.3 fails", fluxTool, labelled(map[string]string{versionLabel: "v2.2.3"}, nil), checkFailed},
+		{"Flux v2.9.0 passes", fluxTool, labelled(map[string]string{versionLabel: "v2.9.0"}, nil), checkOK},
+		{"Flux v2.8.4 fails: its kustomize-controller loses track of a tenant whose deletion was refused", fluxTool, labelled(map[string]string{versionLabel: "v2.8.4"}, nil), checkFailed},
 		{"Argo CD v2.13.1 passes", argoCDTool, labelled(map[string]string{versionLabel: "v2.13.1"}, nil), checkOK},
 		{"Argo CD 2.9.0 fails", argoCDTool, labelled(nil, map[string]string{versionLabel: "2.9.0"}), checkFailed},
 		{"a CRD naming no version is a warning", argoCDTool, labelled(map[string]string{"app.kubernetes.io/part-of": "argocd"}, nil), checkWarning},
@@ -208,7 +208,7 @@ func installLandlord(t *testing.T) *installedLandlord {
 	g.Expect(c.Create(ctx, server)).To(Succeed())
 	l.setServerReady(t, metav1.ConditionTrue, "Reachable", "logged in as the administrator; server version 17.2")
 
-	l.installTool(t, "kustomize.toolkit.fluxcd.io", "Kustomization", "kustomizations", "v2.4.0")
+	l.installTool(t, "kustomize.toolkit.fluxcd.io", "Kustomization", "kustomizations", "v2.9.1")
 	l.installTool(t, "argoproj.io", "Application", "applications", "v2.13.1")
 	return l
 }
@@ -446,13 +446,13 @@ func TestCheckPassesOnAnInstalledRunningLandlordAndNamesEachThingBrokenOnPurpose
 			},
 		},
 		{
-			name: "Flux older than v2.3 fails the flux check", check: "flux", status: checkFailed,
-			says: []string{"Flux v2.2.0 is older than v2.3"},
+			name: "Flux older than v2.9 fails the flux check", check: "flux", status: checkFailed,
+			says: []string{"Flux v2.8.0 is older than v2.9"},
 			breaks: func(t *testing.T) func(*testing.T) {
 				kustomizations := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: fluxTool.crd}}
-				l.patch(t, kustomizations, `{"metadata":{"labels":{"`+versionLabel+`":"v2.2.0"}}}`)
+				l.patch(t, kustomizations, `{"metadata":{"labels":{"`+versionLabel+`":"v2.8.0"}}}`)
 				return func(t *testing.T) {
-					l.patch(t, kustomizations, `{"metadata":{"labels":{"`+versionLabel+`":"v2.4.0"}}}`)
+					l.patch(t, kustomizations, `{"metadata":{"labels":{"`+versionLabel+`":"v2.9.1"}}}`)
 				}
 			},
 		},
