@@ -27,15 +27,11 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/landlord-dev/landlord/internal/localcluster"
 	"github.com/landlord-dev/landlord/test/shipped"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
-
-// serviceAccount is the identity config/rbac binds the shipped roles to.
-const serviceAccount = "system:serviceaccount:landlord-system:landlord-controller-manager"
 
 // timeout bounds each wait: a step of a tenant's life on a local cluster takes seconds.
 const timeout = 2 * time.Minute
@@ -375,16 +371,8 @@ func (s *suite) startOperator(t *testing.T) {
 
 	// The administrator's kubeconfig, impersonating the ServiceAccount: the operator holds
 	// exactly the RBAC config/rbac grants it.
-	kc, err := clientcmd.LoadFromFile(s.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, user := range kc.AuthInfos {
-		user.Impersonate = serviceAccount
-		user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:landlord-system", "system:authenticated"}
-	}
 	operatorKubeconfig := filepath.Join(s.dir, "operator.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, operatorKubeconfig); err != nil {
+	if err := testenv.WriteServiceAccountKubeconfig(s.kubeconfig, operatorKubeconfig, "landlord-system", "landlord-controller-manager"); err != nil {
 		t.Fatal(err)
 	}
 

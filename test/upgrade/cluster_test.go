@@ -210,16 +210,8 @@ func (c *cluster) startOperator(t *testing.T, r release) *operator {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kc, err := clientcmd.LoadFromFile(c.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, user := range kc.AuthInfos {
-		user.Impersonate = serviceAccount
-		user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:landlord-system", "system:authenticated"}
-	}
 	operatorKubeconfig := filepath.Join(c.dir, "operator.kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, operatorKubeconfig); err != nil {
+	if err := testenv.WriteServiceAccountKubeconfig(c.kubeconfig, operatorKubeconfig, "landlord-system", "landlord-controller-manager"); err != nil {
 		t.Fatal(err)
 	}
 	o := &operator{release: r, logPath: filepath.Join(c.dir, filepath.Base(r.binary)+"-"+stamp+".log"), exited: make(chan struct{})}
