@@ -79,13 +79,17 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy functions.
 api-docs: manifests ## Generate the API reference (docs/api.md) from the CRDs.
 	go run ./hack/apidocs --crd-dir config/crd/bases --out docs/api.md
 
+.PHONY: cli-docs
+cli-docs: ## Generate the landlordctl reference (docs/cli.md) from its commands.
+	go test ./cmd/landlordctl -run '^TestTheCLIReferenceIsWhatTheCommandsSay$$' -count=1 -update
+
 .PHONY: chart
 chart: ## Generate the Helm chart's CRDs, RBAC, policies and values from config/ (charts/landlord); needs no Kubernetes build.
 	go run ./hack/chart
 
 .PHONY: verify-generated
-verify-generated: manifests generate api-docs chart ## Fail when committed generated files are stale.
-	@git diff --exit-code -- api config docs charts || { echo "generated files are stale: run 'make manifests generate api-docs chart' and commit"; exit 1; }
+verify-generated: manifests generate api-docs cli-docs chart ## Fail when committed generated files are stale.
+	@git diff --exit-code -- api config docs charts || { echo "generated files are stale: run 'make manifests generate api-docs cli-docs chart' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- charts)" || { git status --porcelain -- charts; echo "the chart has files not committed: run 'make chart' and commit"; exit 1; }
 
 .PHONY: fmt
@@ -138,10 +142,11 @@ dev-databases: databases ## Next to `make run`: start local PostgreSQL and Maria
 	go run ./hack/devdatabases
 
 .PHONY: build
-build: ## Build the manager binary, landlordctl, and landlordctl as the kubectl plugin kubectl-landlord.
+build: ## Build the manager binary, landlordctl, and landlordctl as the kubectl plugin kubectl-landlord with its completion link kubectl_complete-landlord.
 	CGO_ENABLED=0 go build -o $(BIN)/landlord ./cmd/landlord
 	CGO_ENABLED=0 go build -o $(BIN)/landlordctl ./cmd/landlordctl
 	cp $(BIN)/landlordctl $(BIN)/kubectl-landlord
+	ln -sf kubectl-landlord $(BIN)/kubectl_complete-landlord
 
 # Where `make run` runs the operator: `embedded` (the default) is the whole local cluster in
 # bin/embedded, whatever kubeconfig you have; `current` is your kubeconfig's current context, named

@@ -85,7 +85,7 @@ and the secret store is not checked. The command exits non-zero when a check fai
 alone do not fail it.`,
 		Example: `  landlordctl check --config landlord.yaml
   landlordctl check --context prod-eu --config landlord.yaml -o json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "" && output != "json" && output != "yaml" {
 				return fmt.Errorf("--output %q: want json or yaml", output)

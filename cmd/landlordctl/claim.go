@@ -70,7 +70,7 @@ The claim is created in --namespace, or the namespace of the kubeconfig's contex
 json|yaml|name the claim itself is printed instead (once bound, with --wait).`,
 		Example: `  landlordctl claim --pool standard --org "Acme Inc." --email ops@acme.example --label plan=trial
   landlordctl claim --pool standard --org "Acme Inc." --email ops@acme.example -n signups --name acme --wait --timeout 30s`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runClaim(cmd.Context(), root, o, cmd.ErrOrStderr())
 		},
@@ -87,6 +87,7 @@ json|yaml|name the claim itself is printed instead (once bound, with --wait).`,
 	_ = cmd.MarkFlagRequired("pool")
 	_ = cmd.MarkFlagRequired("org")
 	_ = cmd.MarkFlagRequired("email")
+	_ = cmd.RegisterFlagCompletionFunc("pool", completeNamesOf(root, kindOf("TenantPool"), 0))
 	return cmd
 }
 
@@ -168,7 +169,7 @@ func runClaim(ctx context.Context, root *rootOptions, o *claimOptions, stderr io
 	o.namespace = ns
 	claim, err := o.newClaim()
 	if err != nil {
-		return err
+		return asUsage(err)
 	}
 	c, err := root.client()
 	if err != nil {

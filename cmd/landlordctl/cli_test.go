@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -167,9 +168,9 @@ func TestGetShowsTenantsWithTheirStateReadinessNamespaceAndVersions(t *testing.T
 	})
 
 	t.Run("a tenant that does not exist is an error", func(t *testing.T) {
-		_, stderr, err := run(t, binaryName, "get", "tenants", "nobody", "--kubeconfig", kubeconfig)
-		if err == nil || !strings.Contains(stderr, `tenant "nobody" not found`) {
-			t.Errorf("err=%v stderr=%q", err, stderr)
+		_, _, err := run(t, binaryName, "get", "tenants", "nobody", "--kubeconfig", kubeconfig)
+		if err == nil || err.Error() != `tenant "nobody" not found` {
+			t.Errorf("err=%v", err)
 		}
 	})
 
@@ -244,7 +245,7 @@ func TestStatusShowsConditionsComponentsAndTheObjectsLandlordManagesForTheTenant
 		regexp.MustCompile(`(?m)^Status:\s+Current: Resource is Ready$`),
 		regexp.MustCompile(`(?m)^Conditions:\n  TYPE\s+STATUS\s+REASON\s+AGE\s+MESSAGE\n  Ready\s+True\s+Succeeded\s`),
 		regexp.MustCompile(`(?m)^  ComponentsReady\s+True\s`),
-		regexp.MustCompile(`(?m)^  web\s+1\.0\.0\s+1\.0\.0\s+true\s*$`),
+		regexp.MustCompile(`(?m)^  web\s+1\.0\.0\s+1\.0\.0\s+<none>\s+true\s*$`),
 		regexp.MustCompile(`(?m)^Databases:\n  <none>$`),
 		// The component's ConfigMap, rendered from the template, and the tenant's own RBAC.
 		regexp.MustCompile(`(?m)^  ConfigMap\s+web\s+web$`),
@@ -333,40 +334,76 @@ func TestImageTagsAreTheOperatorsVersion(t *testing.T) {
 }
 
 // TestTheKubectlPluginAnswersKubectlLandlord builds the CLI as kubectl-landlord, puts it on the
-// PATH, and runs it through the real kubectl, as a user who installed the plugin would.
+// PATH with the link kubectl runs to complete it (kubectl_complete-landlord), and runs it through
+// the real kubectl, as a user who installed the plugin would: its exit codes reach the shell, and
+// kubectl's own completion completes its commands and the cluster's tenants.
 func TestTheKubectlPluginAnswersKubectlLandlord(t *testing.T) {
-	_, kubeconfig := sharedCluster(t)
+	c, kubeconfig := sharedCluster(t)
+	createTenants(t, c, "plugin", []string{"plugin-a"})
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-landlord"), ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the plugin: %v\n%s", err, out)
 	}
+	if err := os.Symlink("kubectl-landlord", filepath.Join(dir, completionExecutable)); err != nil {
+		t.Fatal(err)
+	}
 	kubectl := filepath.Join(testenv.RepoRoot(), "bin", "k8s", "1.37.2", "kubectl")
 	env := append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig)
 
 	for _, tc := range []struct {
-		name string
-		args []string
-		want *regexp.Regexp
+		name   string
+		args   []string
+		want   *regexp.Regexp
+		exit   int
+		stderr string
 	}{
-		{"kubectl plugin list finds it", []string{"plugin", "list"}, regexp.MustCompile(`(?m)/kubectl-landlord$`)},
-		{"version reports the client and the operator", []string{"landlord", "version"},
-			regexp.MustCompile(`^Client: \S+ \(commit \S+, go\S+, \S+/\S+\)\nOperator: unknown \(no Landlord operator Deployment found\)\n$`)},
-		{"help speaks of kubectl landlord", []string{"landlord", "rollout", "--help"},
-			regexp.MustCompile(`(?s)Usage:\n  kubectl landlord rollout .*\n  kubectl landlord rollout --component web --version 1\.2\.0`)},
-		{"kubectl's global flags reach the plugin", []string{"landlord", "get", "tenants", "--context", "envtest", "-o", "name", "-l", "group=nobody-has-this"},
-			regexp.MustCompile(`^$`)},
+		{name: "kubectl plugin list finds it", args: []string{"plugin", "list"}, want: regexp.MustCompile(`(?m)/kubectl-landlord$`)},
+		{name: "version reports the client and the operator", args: []string{"landlord", "version"},
+			want: regexp.MustCompile(`^Client: \S+ \(commit \S+, go\S+, \S+/\S+\)\nOperator: unknown \(no Landlord operator Deployment found\)\n$`)},
+		{name: "help speaks of kubectl landlord", args: []string{"landlord", "rollout", "--help"},
+			want: regexp.MustCompile(`(?s)Usage:\n  kubectl landlord rollout .*\n  kubectl landlord rollout --component web --version 1\.2\.0`)},
+		{name: "kubectl's global flags reach the plugin", args: []string{"landlord", "get", "tenants", "--context", "envtest", "-o", "name", "-l", "group=nobody-has-this"},
+			want: regexp.MustCompile(`^$`)},
+		{name: "a usage error exits 2, with the way to the help", args: []string{"landlord", "get", "tenats"}, want: regexp.MustCompile(`^$`),
+			exit: exitUsage, stderr: "kubectl landlord: unknown kind \"tenats\": want one of tenants, claims, pools, rollouts, databaseservers, templates\nRun 'kubectl landlord get --help' for usage.\n"},
+		{name: "a tenant that does not exist exits 1", args: []string{"landlord", "describe", "tenant", "nobody"}, want: regexp.MustCompile(`^$`),
+			exit: exitError, stderr: "kubectl landlord: tenant \"nobody\" not found\n"},
+		{name: "kubectl completes the plugin's commands", args: []string{"__complete", "landlord", "desc"},
+			want: regexp.MustCompile(`(?m)^describe\t.*\n:4\n`)},
+		{name: "kubectl completes the cluster's tenants after kubectl landlord", args: []string{"__complete", "landlord", "get", "tenants", "plugin-"},
+			want: regexp.MustCompile(`^plugin-a\n:4\n`)},
+		{name: "kubectl completes flags' values after kubectl landlord", args: []string{"__complete", "landlord", "describe", "tenant", "--context", "env"},
+			want: regexp.MustCompile(`^envtest\n:4\n`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(kubectl, tc.args...)
 			cmd.Env = env
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Run(); err != nil || !tc.want.MatchString(stdout.String()) {
+			err := cmd.Run()
+			if cmd.ProcessState.ExitCode() != tc.exit || !tc.want.MatchString(stdout.String()) || tc.exit != exitOK && stderr.String() != tc.stderr {
 				t.Errorf("kubectl %s: err=%v\nstdout:\n%s\nstderr:\n%s", strings.Join(tc.args, " "), err, stdout.String(), stderr.String())
 			}
 		})
 	}
+
+	t.Run("a watch interrupted with Ctrl-C exits 0", func(t *testing.T) {
+		cmd := exec.Command(kubectl, "landlord", "get", "tenants", "-l", "group=plugin", "--watch")
+		cmd.Env = env
+		var stdout syncBuffer
+		cmd.Stdout = &stdout
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		NewWithT(t).Eventually(stdout.String).WithTimeout(waitLimit).Should(MatchRegexp(`(?m)^plugin-a\s+Active\s`))
+		if err := cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("the interrupted watch: %v\n%s", err, stdout.String())
+		}
+	})
 }
 
 // ---- template render: no cluster.

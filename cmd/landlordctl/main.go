@@ -8,13 +8,27 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 )
 
 func main() {
-	name := commandName(os.Args[0])
-	if err := newRootCommandAs(name, os.Stdout).Execute(); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
-		os.Exit(1)
+	name, args := invocation(os.Args)
+	os.Exit(execute(name, args, os.Stdout, os.Stderr))
+}
+
+// execute runs the CLI as name with args, and returns its exit code (exit.go): errors go to
+// stderr, prefixed with the name, and a usage error says where the help is.
+func execute(name string, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommandAs(name, stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		if exitCode(err) == exitUsage {
+			fmt.Fprintln(stderr, usageHint(cmd))
+		}
 	}
+	return exitCode(err)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -66,11 +65,13 @@ applies its spec.state; the destination lacks a DatabaseServer the tenant's data
 same secret store; the tenant has persistent volumes (they cannot follow it; --leave-volumes
 leaves them at the source, kept); its namespace is not the one --config's namespacePrefix
 names, or either cluster's operator (its ConfigMap landlord-config in landlord-system) runs with
-another namespacePrefix or template namespace than --config; its access names ServiceAccounts of other namespaces (--keep-access); or the destination
-already has another tenant of that name.`,
+another namespacePrefix or template namespace than --config; its access names ServiceAccounts
+of other namespaces (--keep-access); or the destination already has another tenant of that
+name.`,
 		Example: `  landlordctl move acme --from eu-1 --to eu-2
   landlordctl move acme --from eu-1 --to eu-2 --timeout 30m`,
-		Args: cobra.ExactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeTenantIn(root, "from"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMove(cmd.Context(), root, o, args[0])
 		},
@@ -83,6 +84,8 @@ already has another tenant of that name.`,
 	f.BoolVar(&o.keepAccess, "keep-access", false, "Move a tenant whose spec.access names ServiceAccounts of other namespaces: those names may be other customers' at the destination.")
 	_ = cmd.MarkFlagRequired("from")
 	_ = cmd.MarkFlagRequired("to")
+	_ = cmd.RegisterFlagCompletionFunc("from", completeContexts(root))
+	_ = cmd.RegisterFlagCompletionFunc("to", completeContexts(root))
 	return cmd
 }
 
@@ -98,9 +101,9 @@ type move struct {
 func runMove(ctx context.Context, root *rootOptions, o *moveOptions, name string) error {
 	switch {
 	case o.from == o.to:
-		return errors.New("--from and --to name the same context")
+		return usageErrorf("--from and --to name the same context")
 	case o.timeout <= 0:
-		return errors.New("--timeout must be positive")
+		return usageErrorf("--timeout must be positive")
 	}
 	cfg, err := config.Load(root.configPath)
 	if err != nil {

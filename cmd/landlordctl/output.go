@@ -25,6 +25,10 @@ import (
 type outputFlags struct {
 	print *genericclioptions.PrintFlags
 	table bool
+	// The table's own flags, as kubectl get has them.
+	noHeaders    bool
+	showLabels   bool
+	labelColumns []string
 }
 
 func addOutputFlags(cmd *cobra.Command, table bool) *outputFlags {
@@ -33,9 +37,22 @@ func addOutputFlags(cmd *cobra.Command, table bool) *outputFlags {
 	formats := f.print.AllowedFormats()
 	if table {
 		formats = append([]string{"wide"}, formats...)
+		cmd.Flags().BoolVar(&f.noHeaders, "no-headers", false, "Print the table without its header line.")
+		cmd.Flags().BoolVar(&f.showLabels, "show-labels", false, "Add each object's labels to the table, as the last column.")
+		cmd.Flags().StringSliceVarP(&f.labelColumns, "label-columns", "L", nil, "Add a column with the value of each of these labels (comma separated, or repeated).")
 	}
 	cmd.Flags().Lookup("output").Usage = "Output format: " + strings.Join(formats, "|") + " (default: a table for people)."
+	_ = cmd.RegisterFlagCompletionFunc("output", completeFrom(formats))
 	return f
+}
+
+// validate refuses an output format before anything is read: a typo in -o is a usage error.
+func (f *outputFlags) validate() error {
+	if f.human() {
+		return nil
+	}
+	_, err := f.print.ToPrinter()
+	return asUsage(err)
 }
 
 func (f *outputFlags) format() string { return *f.print.OutputFormat }
@@ -56,8 +73,16 @@ func (f *outputFlags) printObject(out io.Writer, obj runtime.Object) error {
 
 // printTable writes a table in the default or the wide format.
 func (f *outputFlags) printTable(out io.Writer, table *metav1.Table, withNamespace bool) error {
-	p := printers.NewTablePrinter(printers.PrintOptions{Wide: f.format() == "wide", WithNamespace: withNamespace})
-	return p.PrintObj(table, out)
+	return f.tablePrinter(withNamespace).PrintObj(table, out)
+}
+
+// tablePrinter prints tables in the default or the wide format. It prints the header once for
+// the tables it is given in turn (a watch's rows), as kubectl's does.
+func (f *outputFlags) tablePrinter(withNamespace bool) printers.ResourcePrinter {
+	return printers.NewTablePrinter(printers.PrintOptions{
+		Wide: f.format() == "wide", WithNamespace: withNamespace,
+		NoHeaders: f.noHeaders, ShowLabels: f.showLabels, ColumnLabels: f.labelColumns,
+	})
 }
 
 // printData writes a value that is not a Kubernetes object (a build's version, a rollout's
@@ -122,62 +147,6 @@ func versions(t *tenancyv1alpha1.Tenant) string {
 		parts = append(parts, c.Name+"="+version)
 	}
 	return strings.Join(parts, ",")
-}
-
-// tenantTable is the tenants as `get tenants` shows them; wide adds the organization and the
-// Ready message.
-func tenantTable(tenants []tenancyv1alpha1.Tenant) *metav1.Table {
-	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
-		{Name: "Name", Type: "string", Format: "name"},
-		{Name: "State", Type: "string"},
-		{Name: "Ready", Type: "string"},
-		{Name: "Reason", Type: "string"},
-		// As kubectl's printer column: the conditions of a suspended tenant are as last observed.
-		{Name: "Suspended", Type: "boolean"},
-		{Name: "Namespace", Type: "string"},
-		{Name: "Versions", Type: "string"},
-		{Name: "Age", Type: "string"},
-		{Name: "Organization", Type: "string", Priority: 1},
-		{Name: "Message", Type: "string", Priority: 1},
-	}}
-	for i := range tenants {
-		t := &tenants[i]
-		state := string(t.Spec.State)
-		if state == "" {
-			state = string(tenancyv1alpha1.StateActive)
-		}
-		status, reason, message := readyOf(t.Status.Conditions)
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{t.Name, state, status, orNone(reason), t.Spec.Suspend, orNone(t.Status.Namespace), orNone(versions(t)),
-				age(t.CreationTimestamp), orNone(t.OrganizationName()), orNone(message)},
-			Object: runtime.RawExtension{Object: t},
-		})
-	}
-	return table
-}
-
-// claimTable is the claims as `get claims` shows them; wide adds the tenant's namespace and
-// the claim's message.
-func claimTable(claims []tenancyv1alpha1.TenantClaim) *metav1.Table {
-	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
-		{Name: "Name", Type: "string", Format: "name"},
-		{Name: "Pool", Type: "string"},
-		{Name: "Phase", Type: "string"},
-		{Name: "Tenant", Type: "string"},
-		{Name: "Reason", Type: "string"},
-		{Name: "Age", Type: "string"},
-		{Name: "Tenant Namespace", Type: "string", Priority: 1},
-		{Name: "Message", Type: "string", Priority: 1},
-	}}
-	for i := range claims {
-		c := &claims[i]
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{c.Name, c.Spec.Pool, orNone(string(c.Status.Phase)), orNone(c.Status.Tenant), orNone(c.Status.Reason),
-				age(c.CreationTimestamp), orNone(c.Status.Namespace), orNone(c.Status.Message)},
-			Object: runtime.RawExtension{Object: c},
-		})
-	}
-	return table
 }
 
 // sortedConditions puts Ready first, then the rest by type, for a stable view.

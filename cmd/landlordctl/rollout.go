@@ -90,7 +90,7 @@ alone and why (by the operator's own rules), and changes nothing.`,
   landlordctl rollout --component web --version 1.1.0 --rollback --name web-1.1.0-rollback
   landlordctl rollout status web-1.2.0
   landlordctl rollout halt web-1.2.0`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.timeoutSet = cmd.Flags().Changed("timeout")
 			return runRollout(cmd.Context(), root, o)
@@ -122,6 +122,10 @@ alone and why (by the operator's own rules), and changes nothing.`,
 	}
 	_ = cmd.MarkFlagRequired("component")
 	_ = cmd.MarkFlagRequired("version")
+	_ = cmd.RegisterFlagCompletionFunc("component", completeComponents(root))
+	_ = cmd.RegisterFlagCompletionFunc("version", completeVersions(root))
+	_ = cmd.RegisterFlagCompletionFunc("canaries", completeNamesOf(root, kindOf("Tenant"), 0))
+	_ = cmd.RegisterFlagCompletionFunc("context", completeContexts(root))
 	return cmd
 }
 
@@ -138,7 +142,7 @@ func (o *rolloutOptions) validate() error {
 		return errors.New("--force: a ComponentRollout never writes a tenant's spec, so there is no version to take over: " +
 			"it moves the components that set followRollouts, and a pinned component's version is changed where its spec is kept (in Git)")
 	case o.output != "":
-		return errors.New("--output: the rollout is a ComponentRollout: read it with kubectl get componentrollout NAME -o yaml")
+		return errors.New("--output: the rollout is a ComponentRollout: read it with landlordctl get rollout NAME -o yaml (kubectl get componentrollout NAME -o yaml)")
 	case !componentName.MatchString(o.component) || len(o.component) > 40:
 		return fmt.Errorf("--component %q: want a DNS label (lowercase letters, digits and '-')", o.component)
 	case !componentVersion.MatchString(o.version) || len(o.version) > 63:
@@ -180,11 +184,11 @@ func parseBatch(s string) (*intstr.IntOrString, error) {
 // it wave by wave until it is done; one that stalls stops the contexts after it.
 func runRollout(ctx context.Context, root *rootOptions, o *rolloutOptions) error {
 	if err := o.validate(); err != nil {
-		return err
+		return asUsage(err)
 	}
 	selector, err := metav1.ParseToLabelSelector(o.selector)
 	if err != nil {
-		return fmt.Errorf("--selector: %w", err)
+		return usageErrorf("--selector: %w", err)
 	}
 	ro := rolloutObject(o, *selector)
 	targets, err := clusters(root, o.contexts)

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -57,7 +56,7 @@ func followRollout(ctx context.Context, out io.Writer, cl cluster, name string) 
 	scope := watchScope{list: &tenancyv1alpha1.ComponentRolloutList{}, fields: fields.OneTermEqualSelector("metadata.name", name)}
 	settle := func(store cache.Store) (bool, error) {
 		if len(store.List()) == 0 {
-			return false, fmt.Errorf("ComponentRollout %s not found", name)
+			return false, kindOf("ComponentRollout").notFound("", name)
 		}
 		return false, nil
 	}
@@ -98,8 +97,9 @@ func newRolloutHaltCommand(root *rootOptions) *cobra.Command {
 		Long: `Set the ComponentRollout's spec.halted. No wave starts until it is resumed; the tenants already
 moved stay moved. A rollout applied from Git keeps this as long as its manifest does not set
 spec.halted; if it does, halt it in Git.`,
-		Example: `  landlordctl rollout halt web-1.3.0`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  landlordctl rollout halt web-1.3.0`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeNamesOf(root, kindOf("ComponentRollout"), 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return setHalted(cmd.Context(), root, args[0], true)
 		},
@@ -108,10 +108,11 @@ spec.halted; if it does, halt it in Git.`,
 
 func newRolloutResumeCommand(root *rootOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:     "resume NAME",
-		Short:   "Let a halted ComponentRollout start its next wave.",
-		Example: `  landlordctl rollout resume web-1.3.0`,
-		Args:    cobra.ExactArgs(1),
+		Use:               "resume NAME",
+		Short:             "Let a halted ComponentRollout start its next wave.",
+		Example:           `  landlordctl rollout resume web-1.3.0`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeNamesOf(root, kindOf("ComponentRollout"), 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return setHalted(cmd.Context(), root, args[0], false)
 		},
@@ -124,7 +125,8 @@ func newRolloutStatusCommand(root *rootOptions) *cobra.Command {
 		Short: "Follow a ComponentRollout wave by wave until it is done or stalls.",
 		Example: `  landlordctl rollout status web-1.3.0
   landlordctl rollout status web-1.3.0 --context eu-1`,
-		Args: cobra.ExactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeNamesOf(root, kindOf("ComponentRollout"), 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			targets, err := clusters(root, nil)
 			if err != nil {
@@ -142,10 +144,7 @@ func setHalted(ctx context.Context, root *rootOptions, name string, halted bool)
 	}
 	ro := &tenancyv1alpha1.ComponentRollout{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, ro); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("ComponentRollout %s not found", name)
-		}
-		return err
+		return kindOf("ComponentRollout").wrapNotFound("", name, err)
 	}
 	// Read before the write, which takes the field over: a GitOps tool that applies
 	// spec.halted takes it back, with its own value, at its next run.
@@ -158,10 +157,7 @@ func setHalted(ctx context.Context, root *rootOptions, name string, halted bool)
 	}
 	patch := fmt.Appendf(nil, `{"spec":{"halted":%t}}`, halted)
 	if err := c.Patch(ctx, ro, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(fieldManager)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("ComponentRollout %s not found", name)
-		}
-		return err
+		return kindOf("ComponentRollout").wrapNotFound("", name, err)
 	}
 	verb := "resumed"
 	if halted {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -168,7 +167,7 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 		if err := c.Get(context.Background(), client.ObjectKey{Name: "api-back"}, ro); err != nil || !ro.Spec.Halted {
 			t.Fatalf("spec.halted = %v, %v", ro.Spec.Halted, err)
 		}
-		if _, err := rollout(t, "halt", "no-such-rollout"); err == nil || !strings.Contains(err.Error(), "ComponentRollout no-such-rollout not found") {
+		if _, err := rollout(t, "halt", "no-such-rollout"); err == nil || !strings.Contains(err.Error(), `rollout "no-such-rollout" not found`) {
 			t.Errorf("halt of a missing rollout: %v", err)
 		}
 	})
@@ -188,7 +187,7 @@ func TestARolloutTheOperatorRunsIsCreatedFollowedHaltedAndResumed(t *testing.T) 
 
 	t.Run("status of a rollout that does not exist says so", func(t *testing.T) {
 		_, err := rollout(t, "status", "no-such-rollout")
-		if want := fmt.Sprintf("ComponentRollout %s not found", "no-such-rollout"); err == nil || !strings.Contains(err.Error(), want) {
+		if want := `rollout "no-such-rollout" not found`; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want %q", err, want)
 		}
 	})

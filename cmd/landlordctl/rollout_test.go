@@ -64,21 +64,26 @@ func TestBatchSizesAreTheOnesAComponentRolloutTakes(t *testing.T) {
 	}
 }
 
+// Flags that can never make a rollout are usage errors (exit 2); a kubeconfig that cannot be
+// read, or lacks the context named, is the environment's failure (exit 1).
 func TestBadRolloutFlagsAreRefusedBeforeAnyClusterIsRead(t *testing.T) {
-	for args, want := range map[string]string{
-		"rollout --version 1.0.0":                                     `required flag(s) "component"`,
-		"rollout --component web --version 1.0.0 --batch 0":           "--batch",
-		"rollout --component Web --version 1.0.0":                     "--component",
-		"rollout --component web --version v1.0.0+dirty":              "--version",
-		"rollout --component web --version 1.0.0 --selector ==":       "--selector",
-		"rollout --component web --version 1.0.0 --max-failures -1":   "--max-failures",
-		"rollout --component web --version 1.0.0 --timeout 0s":        "--timeout",
-		"rollout --component web --version 1.0.0 --pause -1s":         "--pause",
-		"rollout --component web --version 1.0.0 --tenants acme":      "chooses its tenants by label",
-		"rollout --component web --version 1.0.0 --force":             "never writes a tenant's spec",
-		"rollout --component web --version 1.0.0 -o json":             "kubectl get componentrollout NAME -o yaml",
-		"rollout --component web --version 1.0.0 --kubeconfig /none":  "loading kubeconfig",
-		"rollout --component web --version 1.0.0 --context elsewhere": "no context",
+	for args, want := range map[string]struct {
+		err  string
+		exit int
+	}{
+		"rollout --version 1.0.0":                                     {`required flag(s) "component"`, exitUsage},
+		"rollout --component web --version 1.0.0 --batch 0":           {"--batch", exitUsage},
+		"rollout --component Web --version 1.0.0":                     {"--component", exitUsage},
+		"rollout --component web --version v1.0.0+dirty":              {"--version", exitUsage},
+		"rollout --component web --version 1.0.0 --selector ==":       {"--selector", exitUsage},
+		"rollout --component web --version 1.0.0 --max-failures -1":   {"--max-failures", exitUsage},
+		"rollout --component web --version 1.0.0 --timeout 0s":        {"--timeout", exitUsage},
+		"rollout --component web --version 1.0.0 --pause -1s":         {"--pause", exitUsage},
+		"rollout --component web --version 1.0.0 --tenants acme":      {"chooses its tenants by label", exitUsage},
+		"rollout --component web --version 1.0.0 --force":             {"never writes a tenant's spec", exitUsage},
+		"rollout --component web --version 1.0.0 -o json":             {"landlordctl get rollout NAME -o yaml", exitUsage},
+		"rollout --component web --version 1.0.0 --kubeconfig /none":  {"loading kubeconfig", exitError},
+		"rollout --component web --version 1.0.0 --context elsewhere": {"no context", exitError},
 	} {
 		t.Run(args, func(t *testing.T) {
 			args := strings.Fields(args)
@@ -86,8 +91,8 @@ func TestBadRolloutFlagsAreRefusedBeforeAnyClusterIsRead(t *testing.T) {
 				args = append(args, "--kubeconfig", emptyKubeconfig(t))
 			}
 			_, err := landlordctlRollout(t, args...)
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("err=%v, want %q", err, want)
+			if err == nil || !strings.Contains(err.Error(), want.err) || exitCode(err) != want.exit {
+				t.Errorf("err=%v (exit %d), want %q and exit %d", err, exitCode(err), want.err, want.exit)
 			}
 		})
 	}

@@ -64,22 +64,31 @@ func newRootCommandAs(name string, out io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   binaryName,
 		Short: "Operate Landlord: tenants, the secret store, component rollouts, spare pool claims and more.",
-		Long: `Operate Landlord: see tenants and their status, roll component versions out across the fleet,
-claim spare tenants, render component templates before they are published, and manage the
-secret store. It connects to clusters as kubectl does, with the same flags, and installs as the
-kubectl plugin "kubectl landlord".`,
+		Long: `Operate Landlord: list, watch and describe tenants, claims, pools, rollouts and database servers,
+roll component versions out across the fleet, claim spare tenants, pause a tenant or have it
+checked again now, move one to another cluster, render component templates before they are
+published, and manage the secret store. It connects to clusters as kubectl does, with the same
+flags and output formats, installs as the kubectl plugin "kubectl landlord", and completes
+commands and the names of the cluster's objects in bash, zsh and fish (see "completion --help").`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(out)
+	// The exit codes close the root's help only: they hold for every command.
+	root.SetHelpTemplate(root.HelpTemplate() + "{{if not .HasParent}}\n" + exitCodesHelp + "\n{{end}}")
 	flags := root.PersistentFlags()
 	flags.StringVar(&o.configPath, "config", os.Getenv("LANDLORD_CONFIG"), "Operator configuration file naming the secret store ($LANDLORD_CONFIG).")
 	o.kube.AddFlags(flags)
+	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
-		newGetCommand(o), newStatusCommand(o), newClaimCommand(o), newRolloutCommand(o),
+		newGetCommand(o), newDescribeCommand(o), newStatusCommand(o), newClaimCommand(o), newRolloutCommand(o),
 		newTemplateCommand(o), newSecretsCommand(o), newVersionCommand(o),
 		newSuspendCommand(o), newResumeCommand(o), newReconcileCommand(o), newMoveCommand(o), newCheckCommand(o),
+		newCompletionCommand(o),
 	)
+	registerConnectionCompletions(root, o)
+	markCommandErrors(root)
+	root.SetUsageTemplate(groupUsageTemplate(root))
 	if name != binaryName {
 		renameCommands(root, name)
 	}

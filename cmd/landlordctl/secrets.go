@@ -45,7 +45,9 @@ func newSecretPutCommand(o *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "put NAME (--from-literal KEY=VALUE | --from-file [KEY=]PATH)...",
 		Short: "Create or replace a secret.",
-		Args:  cobra.ExactArgs(1),
+		Example: `  landlordctl secrets put stripe --from-literal token=sk_live_... --shared --tenant-selector plan=enterprise
+  landlordctl secrets put tls-ca --from-file ca.crt=./ca.pem --shared`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(literals)+len(files) == 0 {
 				return errors.New("nothing to store: give --from-literal or --from-file")
@@ -113,9 +115,10 @@ func newSecretPutCommand(o *rootOptions) *cobra.Command {
 func newSecretGetCommand(o *rootOptions) *cobra.Command {
 	var show bool
 	cmd := &cobra.Command{
-		Use:   "get NAME",
-		Short: "Show a secret's keys (and, with --show, its values).",
-		Args:  cobra.ExactArgs(1),
+		Use:     "get NAME",
+		Short:   "Show a secret's keys (and, with --show, its values).",
+		Example: `  landlordctl secrets get stripe --show`,
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, store, namespace, err := o.load()
 			if err != nil {
@@ -150,9 +153,10 @@ func newSecretGetCommand(o *rootOptions) *cobra.Command {
 
 func newSecretListCommand(o *rootOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "list",
-		Short: "List the secrets of a namespace.",
-		Args:  cobra.NoArgs,
+		Use:     "list",
+		Short:   "List the secrets of a namespace: names, keys and sharing, never values.",
+		Example: `  landlordctl secrets list`,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, store, namespace, err := o.load()
 			if err != nil {
@@ -181,9 +185,10 @@ func newSecretListCommand(o *rootOptions) *cobra.Command {
 
 func newSecretDeleteCommand(o *rootOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete a secret from the store (the next sync removes a shared secret from every tenant).",
-		Args:  cobra.ExactArgs(1),
+		Use:     "delete NAME",
+		Short:   "Delete a secret from the store (the next sync removes a shared secret from every tenant).",
+		Example: `  landlordctl secrets delete stripe`,
+		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, store, namespace, err := o.load()
 			if err != nil {
@@ -209,7 +214,8 @@ or context), removes nothing when more than --max-deletion-percent of the namesp
 secrets left the store (the configuration's secrets.maxDeletionPercent by default), and never
 rewrites or removes a Secret someone else wrote there. With secrets.sharedSource Namespace it
 writes no Secret: it records the store in the namespace, or checks the one recorded.`,
-		Args: cobra.NoArgs,
+		Example: `  landlordctl --config landlord.yaml secrets sync`,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, store, _, err := o.load()
 			if err != nil {

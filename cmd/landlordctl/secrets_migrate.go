@@ -38,15 +38,15 @@ identity of its own, records, another program's objects — is refused, and noth
 Scale the operator to zero replicas first, so nothing is written to the old store while it is
 copied: once everything is copied, both stores are read again, and a source that changed
 meanwhile (a record added, rotated or removed) is not switched from; run the command again once
-the operator is stopped. Once the identity is switched, an operator still configured with the old store refuses
-it; set secrets.store in the operator's configuration to what this command prints, then start
-the operator again.`,
+the operator is stopped. Once the identity is switched, an operator still configured with the
+old store refuses it; set secrets.store in the operator's configuration to what this command
+prints, then start the operator again.`,
 		Example: `  # From the file store to S3, under an AWS KMS key:
   landlordctl secrets migrate --to 's3://landlord-secrets?region=eu-west-1' --to-key 'awskms://alias/landlord?region=eu-west-1'
 
   # Back to a directory:
   landlordctl secrets migrate --to file:///var/lib/landlord/secrets`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			target, err := targetStore(to, toKey)
 			if err != nil {

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
-	"text/tabwriter"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"github.com/spf13/cobra"
@@ -28,15 +25,17 @@ func newStatusCommand(root *rootOptions) *cobra.Command {
 	var output *outputFlags
 	cmd := &cobra.Command{
 		Use:   "status TENANT",
-		Short: "Show one tenant: conditions, namespace, components, databases and the objects Landlord manages for it.",
-		Long: `Show one tenant in one view: its state and whether it is Ready (as kstatus computes it, the way
-Flux and kubectl wait judge it), its conditions with their reasons and messages, its namespace,
-its components (the version applied, whether it is ready and why not), its databases, and the
-objects Landlord manages for it in its namespace (those labeled
-tenancy.landlord.dev/tenant=TENANT). -o json|yaml prints the Tenant object itself.`,
+		Short: "Show one tenant as describe does, and every object Landlord manages for it.",
+		Long: `Show one tenant in one view: what "describe tenant TENANT" shows (its state, whether it is Ready
+as kstatus computes it, the way Flux and kubectl wait judge it, its conditions, namespace, shard
+and domains, the version each component runs, its databases and the events about it), and the
+objects Landlord manages for it in its namespace: those labeled tenancy.landlord.dev/tenant=TENANT,
+of every namespaced kind the API server serves, with the component that rendered each. -o
+json|yaml prints the Tenant object itself.`,
 		Example: `  landlordctl status acme
   landlordctl status acme -o yaml`,
-		Args: cobra.ExactArgs(1),
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeNamesOf(root, kindOf("Tenant"), 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runStatus(cmd.Context(), root, output, args[0])
 		},
@@ -46,10 +45,8 @@ tenancy.landlord.dev/tenant=TENANT). -o json|yaml prints the Tenant object itsel
 }
 
 func runStatus(ctx context.Context, root *rootOptions, output *outputFlags, name string) error {
-	if !output.human() {
-		if _, err := output.print.ToPrinter(); err != nil {
-			return err
-		}
+	if err := output.validate(); err != nil {
+		return err
 	}
 	cfg, err := root.restConfig()
 	if err != nil {
@@ -59,20 +56,23 @@ func runStatus(ctx context.Context, root *rootOptions, output *outputFlags, name
 	if err != nil {
 		return err
 	}
+	k := kindOf("Tenant")
 	t := &tenancyv1alpha1.Tenant{}
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, t); err != nil {
-		return err
+		return k.wrapNotFound("", name, err)
 	}
 	if !output.human() {
-		t.SetGroupVersionKind(tenancyv1alpha1.GroupVersion.WithKind("Tenant"))
+		t.SetGroupVersionKind(k.gvk())
 		return output.printObject(root.out, t)
 	}
-	var objects []managedObject
-	var objectsErr error
+	objects := &tenantObjects{}
 	if t.Status.Namespace != "" {
-		objects, objectsErr = managedObjects(ctx, cfg, t.Status.Namespace, name)
+		objects.objects, objects.err = managedObjects(ctx, cfg, t.Status.Namespace, name)
 	}
-	return printStatus(root.out, t, objects, objectsErr)
+	d := newDescriber(root.out)
+	d.readEvents(ctx, c, k, t)
+	describeTenant(d, t, objects)
+	return d.flush()
 }
 
 // kstatusOf is a Landlord object's status as kstatus computes it, as Flux's health checks and
@@ -86,89 +86,6 @@ func kstatusOf(obj client.Object, kind string) (*kstatus.Result, error) {
 	u := &unstructured.Unstructured{Object: raw}
 	u.SetGroupVersionKind(tenancyv1alpha1.GroupVersion.WithKind(kind))
 	return kstatus.Compute(u)
-}
-
-func printStatus(out io.Writer, t *tenancyv1alpha1.Tenant, objects []managedObject, objectsErr error) error {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	state := string(t.Spec.State)
-	if state == "" {
-		state = string(tenancyv1alpha1.StateActive)
-	}
-	fmt.Fprintf(w, "Tenant:\t%s\n", t.Name)
-	if org := t.OrganizationName(); org != "" {
-		fmt.Fprintf(w, "Organization:\t%s\n", org)
-	}
-	if email := t.ContactEmail(); email != "" {
-		fmt.Fprintf(w, "Email:\t%s\n", email)
-	}
-	fmt.Fprintf(w, "State:\t%s\n", state)
-	fmt.Fprintf(w, "Namespace:\t%s\n", orNone(t.Status.Namespace))
-	fmt.Fprintf(w, "Generation:\t%d (observed %d)\n", t.Generation, t.Status.ObservedGeneration)
-	if res, err := kstatusOf(t, "Tenant"); err == nil {
-		fmt.Fprintf(w, "Status:\t%s: %s\n", res.Status, res.Message)
-	}
-	if !t.DeletionTimestamp.IsZero() {
-		fmt.Fprintf(w, "Deleting:\tsince %s\n", t.DeletionTimestamp.UTC().Format("2006-01-02 15:04:05Z"))
-	}
-
-	fmt.Fprintln(w, "\nConditions:")
-	if len(t.Status.Conditions) == 0 {
-		fmt.Fprintln(w, "  <none>")
-	} else {
-		fmt.Fprintln(w, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
-		for _, c := range sortedConditions(t.Status.Conditions) {
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, age(c.LastTransitionTime), oneLine(c.Message))
-		}
-	}
-
-	fmt.Fprintln(w, "\nComponents:")
-	if len(t.Spec.Components) == 0 && len(t.Status.Components) == 0 {
-		fmt.Fprintln(w, "  <none>")
-	} else {
-		fmt.Fprintln(w, "  NAME\tWANTED\tAPPLIED\tREADY\tMESSAGE")
-		seen := map[string]bool{}
-		for _, c := range t.Spec.Components {
-			seen[c.Name] = true
-			applied, ready, msg := "<none>", "false", ""
-			if i := slices.IndexFunc(t.Status.Components, func(s tenancyv1alpha1.ComponentStatus) bool { return s.Name == c.Name }); i >= 0 {
-				s := t.Status.Components[i]
-				applied, ready, msg = s.Version, fmt.Sprint(s.Ready), s.Message
-			}
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", c.Name, c.Version, applied, ready, oneLine(msg))
-		}
-		for _, s := range t.Status.Components {
-			if !seen[s.Name] {
-				// Removed from the spec; the operator has not pruned it yet.
-				fmt.Fprintf(w, "  %s\t<removed>\t%s\t%t\t%s\n", s.Name, s.Version, s.Ready, oneLine(s.Message))
-			}
-		}
-	}
-
-	fmt.Fprintln(w, "\nDatabases:")
-	if len(t.Status.Databases) == 0 {
-		fmt.Fprintln(w, "  <none>")
-	} else {
-		fmt.Fprintln(w, "  NAME\tENGINE\tSERVER\tDATABASE\tUSER\tSECRET")
-		for _, d := range t.Status.Databases {
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.Engine, d.Server, d.Database, d.Username, d.SecretName)
-		}
-	}
-
-	fmt.Fprintln(w, "\nObjects:")
-	switch {
-	case t.Status.Namespace == "":
-		fmt.Fprintln(w, "  <none: the tenant has no namespace>")
-	case objectsErr != nil:
-		fmt.Fprintf(w, "  <could not be listed: %v>\n", objectsErr)
-	case len(objects) == 0:
-		fmt.Fprintln(w, "  <none>")
-	default:
-		fmt.Fprintln(w, "  KIND\tNAME\tCOMPONENT")
-		for _, o := range objects {
-			fmt.Fprintf(w, "  %s\t%s\t%s\n", o.kind, o.name, orNone(o.component))
-		}
-	}
-	return w.Flush()
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

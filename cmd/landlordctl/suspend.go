@@ -46,8 +46,9 @@ last observed. Deleting a suspended tenant still keeps its data, as for any tena
 
 A tenant applied by Flux from Git keeps a suspend set here as long as its manifest in Git does not
 set spec.suspend; if it does, Git owns the field: suspend the tenant in Git.`,
-		Example: `  landlordctl suspend acme`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  landlordctl suspend acme`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeNamesOf(root, kindOf("Tenant"), 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return setSuspend(cmd.Context(), root, args[0], true)
 		},
@@ -61,8 +62,9 @@ func newResumeCommand(root *rootOptions) *cobra.Command {
 		Short: "Let Landlord converge a suspended tenant again, at once.",
 		Long: `Remove the tenant's spec.suspend. Landlord converges the tenant at once: what drifted while it
 was suspended is repaired, and spec changes made meanwhile are applied.`,
-		Example: `  landlordctl resume acme`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  landlordctl resume acme`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeNamesOf(root, kindOf("Tenant"), 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return setSuspend(cmd.Context(), root, args[0], false)
 		},
@@ -83,8 +85,9 @@ then it records the request in status.lastHandledReconcileAt.
 With --wait, the command watches the tenant until the request is handled, then prints the tenant's
 Ready condition, and fails if the tenant is not Ready. A suspended tenant is refused: it handles no
 request until it is resumed.`,
-		Example: `  landlordctl reconcile acme --wait`,
-		Args:    cobra.ExactArgs(1),
+		Example:           `  landlordctl reconcile acme --wait`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeNamesOf(root, kindOf("Tenant"), 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return requestReconcile(cmd.Context(), root, o, args[0], cmd.ErrOrStderr())
 		},
@@ -103,7 +106,7 @@ func patchTenant(ctx context.Context, c client.Client, name, patch string) (*ten
 	err := c.Patch(ctx, t, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(fieldManager), client.FieldValidation("Strict"))
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("tenant %s not found", name)
+		return nil, kindOf("Tenant").wrapNotFound("", name, err)
 	case (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)) && strings.Contains(err.Error(), "strict decoding error"):
 		// The error quotes the whole tenant; the part that matters is its last clause.
 		why := err.Error()
@@ -150,6 +153,9 @@ func setSuspend(ctx context.Context, root *rootOptions, name string, suspend boo
 	}
 	t, err := patchTenant(ctx, c, name, patch)
 	if err != nil {
+		if errors.As(err, new(notFoundError)) {
+			return err
+		}
 		return fmt.Errorf("%s tenant %s: %w", doing, name, err)
 	}
 	if t.Spec.Suspend != suspend {
@@ -161,7 +167,7 @@ func setSuspend(ctx context.Context, root *rootOptions, name string, suspend boo
 
 func requestReconcile(ctx context.Context, root *rootOptions, o *reconcileOptions, name string, progress io.Writer) error {
 	if o.wait && o.timeout <= 0 {
-		return errors.New("--timeout must be positive")
+		return usageErrorf("--timeout must be positive")
 	}
 	c, err := root.client()
 	if err != nil {
@@ -174,7 +180,7 @@ func requestReconcile(ctx context.Context, root *rootOptions, o *reconcileOption
 	current := &tenancyv1alpha1.Tenant{}
 	switch err := c.Get(ctx, client.ObjectKey{Name: name}, current); {
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("tenant %s not found", name)
+		return kindOf("Tenant").wrapNotFound("", name, err)
 	case err != nil:
 		return err
 	case current.Spec.Suspend:

@@ -154,10 +154,10 @@ func TestTenantCommandsNameWhatIsWrong(t *testing.T) {
 		args []string
 		want string
 	}{
-		"suspend without a tenant":      {[]string{"suspend"}, "accepts 1 arg(s), received 0"},
-		"suspend of a missing tenant":   {[]string{"suspend", "no-such-tenant"}, "tenant no-such-tenant not found"},
-		"resume of a missing tenant":    {[]string{"resume", "no-such-tenant"}, "tenant no-such-tenant not found"},
-		"reconcile of a missing tenant": {[]string{"reconcile", "no-such-tenant"}, "tenant no-such-tenant not found"},
+		"suspend without a tenant":      {[]string{"suspend"}, "suspend wants TENANT; got no arguments"},
+		"suspend of a missing tenant":   {[]string{"suspend", "no-such-tenant"}, `tenant "no-such-tenant" not found`},
+		"resume of a missing tenant":    {[]string{"resume", "no-such-tenant"}, `tenant "no-such-tenant" not found`},
+		"reconcile of a missing tenant": {[]string{"reconcile", "no-such-tenant"}, `tenant "no-such-tenant" not found`},
 		"a wait of no time":             {[]string{"reconcile", "any", "--wait", "--timeout", "0s"}, "--timeout must be positive"},
 		"an unknown context":            {[]string{"suspend", "any", "--context", "elsewhere"}, `no context "elsewhere"`},
 	}

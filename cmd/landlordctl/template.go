@@ -56,7 +56,7 @@ The tenant comes from --tenant (a file holding a Tenant), or is a stand-in named
 with no values of its own. A file may hold several documents; other kinds are ignored.`,
 		Example: `  landlordctl template render -f config/samples/components/web-1.0.0.yaml --tenant config/samples/components/tenant.yaml
   landlordctl template render -f web-1.1.0.yaml --config landlord.yaml > rendered.yaml`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.stdin = cmd.InOrStdin()
 			return runRender(root, o)

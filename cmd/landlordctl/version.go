@@ -53,7 +53,7 @@ app.kubernetes.io/name=landlord, app.kubernetes.io/component=controller-manager)
 version is "unknown", with the reason, when the cluster cannot be reached or shows no operator.`,
 		Example: `  landlordctl version
   landlordctl version --client -o json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "" && output != "json" && output != "yaml" {
 				return fmt.Errorf("--output %q: want json or yaml", output)

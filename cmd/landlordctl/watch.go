@@ -28,7 +28,7 @@ type watchScope struct {
 	labels    labels.Selector
 }
 
-func (s watchScope) listerWatcher(c client.WithWatch) cache.ListerWatcher {
+func (s watchScope) listerWatcher(c client.WithWatch) listThenWatch {
 	opts := func(raw metav1.ListOptions) *client.ListOptions {
 		return &client.ListOptions{Raw: &raw, Namespace: s.namespace, FieldSelector: s.fields, LabelSelector: s.labels}
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -121,7 +122,7 @@ stringData: {color: %s}
 			t.Fatalf("tenant-quota limits pods to %q before the edit; the edit to 999 would change nothing to repair", podsQuota)
 		}
 		s.kubectl(t, "-n", "tenant-pied-piper", "patch", "resourcequota", "tenant-quota", "--type=merge", "-p", `{"spec":{"hard":{"pods":"999"}}}`)
-		if out := plugin("status", "pied-piper"); !strings.Contains(out, "Suspended") {
+		if out := plugin("status", "pied-piper"); !regexp.MustCompile(`(?m)^Suspended:\s+true$`).MatchString(out) {
 			t.Errorf("kubectl landlord status does not say the tenant is suspended:\n%s", out)
 		}
 		plugin("resume", "pied-piper")
