@@ -121,18 +121,26 @@ func AlertNames(ruleFile []byte) ([]string, error) {
 	return names, nil
 }
 
+// Namespace is the operator's namespace in config/, which the scenarios' series are scraped from.
+const Namespace = "landlord-system"
+
 // Run runs every scenario of f against the rules of ruleFile, each as a subtest named by its
-// Name. rewrite, when not nil, is applied to every input series' selector first (a chart
-// rendered in another namespace is given its namespace's series).
-func Run(t *testing.T, ruleFile []byte, f *File, rewrite *strings.Replacer) {
+// Name. With namespace other than Namespace, the scenarios' series are scraped from namespace
+// instead, and alerts expected to carry Namespace carry it (a chart rendered into another
+// namespace is tested so).
+func Run(t *testing.T, ruleFile []byte, f *File, namespace string) {
 	t.Helper()
+	var rewrite *strings.Replacer
+	if namespace != Namespace {
+		rewrite = strings.NewReplacer(`namespace="`+Namespace+`"`, `namespace="`+namespace+`"`)
+	}
 	path := filepath.Join(t.TempDir(), "rules.yaml")
 	if err := os.WriteFile(path, ruleFile, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range f.Tests {
 		t.Run(g.Name, func(t *testing.T) {
-			for _, err := range g.run(path, time.Duration(f.EvaluationInterval), rewrite) {
+			for _, err := range g.run(path, time.Duration(f.EvaluationInterval), rewrite, namespace) {
 				t.Error(err)
 			}
 		})
@@ -155,7 +163,7 @@ func (g *Group) loadString(interval time.Duration, rewrite *strings.Replacer) st
 
 // run evaluates the rules from time 0 to the last eval_time, one evaluation interval at a time
 // as a Prometheus server does, and compares the firing alerts at each eval_time.
-func (g *Group) run(ruleFile string, evalInterval time.Duration, rewrite *strings.Replacer) []error {
+func (g *Group) run(ruleFile string, evalInterval time.Duration, rewrite *strings.Replacer, namespace string) []error {
 	interval := time.Duration(g.Interval)
 	if interval == 0 {
 		interval = evalInterval
@@ -226,7 +234,7 @@ func (g *Group) run(ruleFile string, evalInterval time.Duration, rewrite *string
 		}
 		// An eval_time between two evaluations is judged by the earlier one, as in promtool.
 		for next < len(tests) && time.Duration(tests[next].EvalTime) < ts.Add(evalInterval).Sub(start) {
-			failures = append(failures, compare(tests[next], byName[tests[next].Alertname])...)
+			failures = append(failures, compare(tests[next], byName[tests[next].Alertname], namespace)...)
 			next++
 		}
 	}
@@ -234,7 +242,7 @@ func (g *Group) run(ruleFile string, evalInterval time.Duration, rewrite *string
 }
 
 // compare checks the firing alerts of the rules named tc.Alertname against tc's.
-func compare(tc AlertTest, named []*rules.AlertingRule) []error {
+func compare(tc AlertTest, named []*rules.AlertingRule, namespace string) []error {
 	var got []*rules.Alert
 	for _, r := range named {
 		for _, a := range r.ActiveAlerts() {
@@ -249,6 +257,9 @@ func compare(tc AlertTest, named []*rules.AlertingRule) []error {
 	for _, want := range tc.ExpAlerts {
 		wantLabels := map[string]string{labels.AlertName: tc.Alertname}
 		for k, v := range want.ExpLabels {
+			if k == "namespace" && v == Namespace {
+				v = namespace
+			}
 			wantLabels[k] = v
 		}
 		found := -1

@@ -48,7 +48,7 @@ func testFiles(t *testing.T) map[string]*alerts.File {
 func TestTheShippedAlerts(t *testing.T) {
 	rules := shippedRules(t)
 	for name, f := range testFiles(t) {
-		t.Run(name, func(t *testing.T) { alerts.Run(t, rules, f, nil) })
+		t.Run(name, func(t *testing.T) { alerts.Run(t, rules, f, alerts.Namespace) })
 	}
 }
 
