@@ -67,10 +67,6 @@ func collectRollouts(ctx context.Context, reader client.Reader, ch chan<- promet
 		gauge(rolloutStatusDesc, 1, append(id, ready, reason, strconv.FormatBool(stalled))...)
 		gauge(rolloutWavesDesc, float64(len(s.Waves)), id...)
 		gauge(rolloutMaxFailures, float64(ro.Spec.Strategy.MaxFailures), id...)
-		if len(s.Waves) == 0 {
-			// Nothing planned yet: no tenant to count and no wave released.
-			continue
-		}
 		gauge(rolloutReleased, float64(s.Released), id...)
 		for progress, n := range map[string]int32{
 			"done": s.Done, "pending": s.Pending, "failed": s.Failed, "blocked": s.Blocked, "skipped": s.Skipped, "ahead": s.Ahead,

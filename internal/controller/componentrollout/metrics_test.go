@@ -118,7 +118,7 @@ landlord_rollout_status{component="api",ready="False",reason="TooManyFailures",r
 		}
 	})
 
-	t.Run("a rollout not reconciled yet reports Ready Unknown and no wave", func(t *testing.T) {
+	t.Run("a rollout not reconciled yet reports Ready Unknown, no wave and no tenant", func(t *testing.T) {
 		registry := served(t, fresh)
 		want := `
 # HELP landlord_rollout_status ` + statusHelp + `
@@ -127,9 +127,15 @@ landlord_rollout_status{component="jobs",ready="Unknown",reason="",rollout="jobs
 # HELP landlord_rollout_waves ` + wavesHelp + `
 # TYPE landlord_rollout_waves gauge
 landlord_rollout_waves{component="jobs",rollout="jobs-0-1-0",version="0.1.0"} 0
+# HELP landlord_rollout_waves_released ` + releasedHelp + `
+# TYPE landlord_rollout_waves_released gauge
+landlord_rollout_waves_released{component="jobs",rollout="jobs-0-1-0",version="0.1.0"} 0
 `
-		if err := testutil.GatherAndCompare(registry, strings.NewReader(want), "landlord_rollout_status", "landlord_rollout_waves"); err != nil {
+		if err := testutil.GatherAndCompare(registry, strings.NewReader(want), "landlord_rollout_status", "landlord_rollout_waves", "landlord_rollout_waves_released"); err != nil {
 			t.Error(err)
+		}
+		if got := testutil.ToFloat64(gathered(t, registry, "landlord_rollout_tenants", "pending")); got != 0 {
+			t.Errorf("pending tenants %v, want 0", got)
 		}
 	})
 
