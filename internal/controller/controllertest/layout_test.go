@@ -91,6 +91,28 @@ func TestThePackageLayoutHolds(t *testing.T) {
 			}
 		}
 	})
+	t.Run("every controller keeps the operator's stop out of its error log", func(t *testing.T) {
+		// A reconcile the stop cuts short fails with "context canceled": shutdown.Quiet keeps
+		// it from controller-runtime's "Reconciler error" lines and error count.
+		for _, pkg := range reconcilers {
+			files, _ := filepath.Glob(filepath.Join(repo, pkg, "*.go"))
+			built, wrapped := 0, 0
+			for _, f := range files {
+				if strings.HasSuffix(f, "_test.go") {
+					continue
+				}
+				src, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				built += strings.Count(string(src), "ctrl.NewControllerManagedBy(")
+				wrapped += strings.Count(string(src), "shutdown.Quiet(r)")
+			}
+			if built == 0 || wrapped != built {
+				t.Errorf("%s builds %d controllers and wraps %d reconcilers in shutdown.Quiet", pkg, built, wrapped)
+			}
+		}
+	})
 	t.Run("only tests import the test fixtures", func(t *testing.T) {
 		dirs := 0
 		for _, top := range []string{"cmd", "internal", "test", "hack"} {
