@@ -20,6 +20,8 @@
 //	conditions      the kstatus conditions of a status draft
 //	writes          status patched only when changed, deletes only of what the owner controls,
 //	                conflicts retried, drift repairs recorded, object names in logs and events
+//	leadermetrics   metrics the leader computes from its cache when scraped, never per tenant
+//	shutdown        a reconcile cut short by the operator stopping, kept out of the error log
 //	controllertest  fixtures for the reconcilers' unit tests (imported by tests only)
 //
 // The pure rules of a rollout are internal/rollout's; the objects a tenant is made of are built

@@ -210,6 +210,25 @@ func TestAComponentRolloutMovesTenantsInWavesAndHaltsOnAFailure(t *testing.T) {
 		}
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ro), got)).To(Succeed())
 		g.Expect(got.Status.Released).To(BeEquivalentTo(3), "a wave was released after the failure")
+
+		// What LandlordRolloutOverFailureBudget reads: more failed tenants than maxFailures (0),
+		// from the rollout's status, with no tenant's name.
+		id := map[string]string{"rollout": ro.Name, "component": "wave", "version": "2.0.0"}
+		with := func(k, v string) map[string]string {
+			l := map[string]string{k: v}
+			for key, val := range id {
+				l[key] = val
+			}
+			return l
+		}
+		g.Eventually(func(g Gomega) {
+			g.Expect(metric(g, "landlord_rollout_tenants", with("progress", "failed"))).To(Equal(1.0))
+			g.Expect(metric(g, "landlord_rollout_max_failures", id)).To(Equal(0.0))
+			g.Expect(metric(g, "landlord_rollout_status", with("reason", tenancyv1alpha1.ReasonTooManyFailures))).To(Equal(1.0))
+			g.Expect(metric(g, "landlord_rollout_status", with("stalled", "true"))).To(Equal(1.0))
+			g.Expect(metric(g, "landlord_rollout_waves", id)).To(Equal(6.0))
+			g.Expect(metric(g, "landlord_rollout_waves_released", id)).To(Equal(3.0))
+		}).WithTimeout(timeout).Should(Succeed())
 	})
 
 	t.Run("once the failed tenant is fixed the rollout moves every tenant but the pinned one", func(t *testing.T) {
@@ -223,6 +242,12 @@ func TestAComponentRolloutMovesTenantsInWavesAndHaltsOnAFailure(t *testing.T) {
 		waitIdle(t)
 		expectRolloutCost(t, before, names, "2.0.0")
 		g.Expect(got.Status.Failed).To(BeZero())
+		done := map[string]string{"rollout": ro.Name, "progress": "done"}
+		g.Eventually(func(g Gomega) {
+			g.Expect(metric(g, "landlord_rollout_tenants", done)).To(Equal(30.0))
+			g.Expect(metric(g, "landlord_rollout_tenants", map[string]string{"rollout": ro.Name, "progress": "failed"})).To(BeZero())
+			g.Expect(metric(g, "landlord_rollout_status", map[string]string{"rollout": ro.Name, "ready": "True", "stalled": "false"})).To(Equal(1.0))
+		}).WithTimeout(timeout).Should(Succeed())
 		for _, name := range names {
 			cm, st, rollout := runs(g, name)
 			g.Expect([]string{cm, st, rollout}).To(Equal([]string{"2.0.0", "2.0.0", ro.Name}), "tenant %s", name)

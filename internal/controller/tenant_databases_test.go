@@ -328,6 +328,24 @@ func TestDatabaseServerOutage(t *testing.T) {
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
+	t.Run("the tenant and the server are what the alerts read: a tenant not Ready and growing older, a server not Ready", func(t *testing.T) {
+		g := NewWithT(t)
+		// Not Stalled: a server down is retried, and LandlordTenantsNotReady is the alert for it.
+		waiting := map[string]string{"reason": tenancyv1alpha1.ReasonDatabaseUnavailable, "stalled": "false"}
+		var first float64
+		g.Eventually(func(g Gomega) {
+			g.Expect(metric(g, "landlord_tenants", map[string]string{"ready": "False", "reason": tenancyv1alpha1.ReasonDatabaseUnavailable})).To(BeNumerically(">=", 1))
+			first = metric(g, "landlord_tenant_oldest_not_ready_seconds", waiting)
+			g.Expect(first).To(BeNumerically(">", 0))
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Eventually(func(g Gomega) float64 {
+			return metric(g, "landlord_tenant_oldest_not_ready_seconds", waiting)
+		}).WithTimeout(timeout).Should(BeNumerically(">=", first+1), "the age grows while the tenant waits, with no reconcile")
+		g.Eventually(func(g Gomega) float64 {
+			return metric(g, "landlord_database_server_status", map[string]string{"server": pgServer, "engine": "postgres", "ready": "False"})
+		}).WithTimeout(timeout).Should(Equal(1.0))
+	})
+
 	t.Run("tenants on other servers are unaffected", func(t *testing.T) {
 		createTenant(t, newTenant("db-unaffected", func(t *tenancyv1alpha1.Tenant) {
 			t.Spec.Databases.MySQL = []tenancyv1alpha1.Database{{Name: "data"}}
@@ -339,6 +357,9 @@ func TestDatabaseServerOutage(t *testing.T) {
 		restarted = true
 		got := waitReady(t, waiting.Name)
 		NewWithT(t).Expect(dbtest.CanUse(ctx, pg.Server, account(credentials(NewWithT(t), got.Name, "app")))).To(Succeed())
+		NewWithT(t).Eventually(func(g Gomega) float64 {
+			return metric(g, "landlord_database_server_status", map[string]string{"server": pgServer, "ready": "True"})
+		}).WithTimeout(timeout).Should(Equal(1.0))
 	})
 }
 
@@ -355,6 +376,11 @@ func TestDatabasePlacement(t *testing.T) {
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "pg-spare"}, ds)).To(Succeed())
 		g.Expect(ds.Status.Reachable).To(BeTrue())
 		g.Expect(ds.Status.ServerVersion).NotTo(BeEmpty())
+	}).WithTimeout(timeout).Should(Succeed())
+	// What LandlordDatabaseServerNearCapacity divides: the server's tenants by its maxTenants.
+	g.Eventually(func(g Gomega) {
+		g.Expect(metric(g, "landlord_database_server_max_tenants", map[string]string{"server": "pg-spare", "engine": "postgres"})).To(Equal(1.0))
+		g.Expect(metric(g, "landlord_database_server_tenants", map[string]string{"server": "pg-spare", "engine": "postgres"})).To(BeZero())
 	}).WithTimeout(timeout).Should(Succeed())
 	pinned := func(name string) *tenancyv1alpha1.Tenant {
 		return newTenant(name, func(t *tenancyv1alpha1.Tenant) {

@@ -362,6 +362,9 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err := tenants.ForgetWhatIsGone(context.Background(), mgr.GetCache()); err != nil {
 		return nil, fmt.Errorf("setting up tenant controller: %w", err)
 	}
+	if err := mgr.Add(leading(opts.Shard)); err != nil {
+		return nil, err
+	}
 	o := &Operator{Manager: mgr, Tenants: tenants}
 	if opts.Shard != "" {
 		return o, nil
@@ -375,8 +378,10 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 // clusterWideDuties registers what the default shard alone runs: what is not one tenant's.
 func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, conns *database.Connections, restCfg *rest.Config) (*templatesync.Reconciler, *admissionpolicy.Reconciler, error) {
 	cfg := opts.Config
-	// landlord_tenants is counted from the cache at scrape time, by the leader.
-	if err := mgr.Add(&tenant.Counts{Reader: mgr.GetCache()}); err != nil {
+	// landlord_tenants and the age of the oldest tenant not Ready are computed from the cache at
+	// scrape time, by the leader: every shard caches every Tenant, so the default shard reports
+	// the whole fleet's, each shard's apart.
+	if err := mgr.Add(tenant.Counts(mgr.GetCache())); err != nil {
 		return nil, nil, err
 	}
 	pools := &tenantpool.Reconciler{Client: mgr.GetClient()}
@@ -402,6 +407,12 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 	servers := &databaseserver.Reconciler{Client: mgr.GetClient(), Config: &cfg, Connections: conns}
 	if err := servers.SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("setting up database server controller: %w", err)
+	}
+	// Rollouts' progress and servers' capacity are read from their statuses at scrape time.
+	for _, source := range []manager.Runnable{componentrollout.Metrics(mgr.GetCache()), databaseserver.Metrics(mgr.GetCache())} {
+		if err := mgr.Add(source); err != nil {
+			return nil, nil, err
+		}
 	}
 	// The sync reads namespaces and secrets through the cache; register those informers now so
 	// they start (and sync) with the cache rather than with the first controller that needs them.

@@ -154,6 +154,13 @@ stringData: {color: %s}
 		if !strings.Contains(events, "component web version 1.1.0 applied") {
 			t.Errorf("events %q, want one saying version 1.1.0 was applied", events)
 		}
+		// As a person finds them, by the Tenant: its events are recorded on it, and a
+		// cluster-scoped object's live in default, the namespace of this kubeconfig's context.
+		for _, args := range [][]string{{"events", "--for", "tenant/pied-piper"}, {"events", "-A", "--for", "tenant/pied-piper"}} {
+			if out := s.kubectl(t, args...); !strings.Contains(out, "component web version 1.1.0 applied") {
+				t.Errorf("kubectl %s:\n%s\nwant the event saying version 1.1.0 was applied", strings.Join(args, " "), out)
+			}
+		}
 	})
 	t.Run("a Frozen tenant runs no pod", func(t *testing.T) {
 		s.setState(t, "pied-piper", "Frozen")
@@ -270,6 +277,11 @@ spec:
 			"landlord_database_operations_total": true, "landlord_database_operation_duration_seconds": true,
 			"landlord_component_render_failures_total": true, "landlord_apply_failures_total": true,
 			"landlord_drift_repairs_total": true,
+			// Nor is any tenant left not Ready, nor a rollout, nor a DatabaseServer.
+			"landlord_tenant_oldest_not_ready_seconds": true, "landlord_rollout_status": true,
+			"landlord_rollout_tenants": true, "landlord_rollout_waves": true,
+			"landlord_rollout_waves_released": true, "landlord_rollout_max_failures": true,
+			"landlord_database_server_status": true, "landlord_database_server_tenants": true, "landlord_database_server_max_tenants": true,
 		}
 		seen := map[string]bool{}
 		for _, expr := range exprs {

@@ -13,6 +13,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/landlord-dev/landlord/internal/policy"
+	"github.com/landlord-dev/landlord/test/alerts"
 )
 
 // grepLines are the lines of text that contain s.
@@ -697,5 +698,47 @@ func TestTheAggregatedRolesCoverEveryKind(t *testing.T) {
 				t.Errorf("landlord-edit writes %s/status, which is the operator's", plural)
 			}
 		})
+	}
+}
+
+// The chart's alerts select the operator's series by the release's namespace: rendered into
+// another namespace than landlord-system, they name it alone, and pass test/alerts' scenarios
+// with every series scraped from it.
+func TestTheChartsAlertsSelectTheReleaseNamespace(t *testing.T) {
+	const namespace = "platform-landlord"
+	out, err := renderErr(t, filepath.Join(root, "charts", "landlord"), namespace, "metrics.prometheusRule.enabled=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule object
+	for _, obj := range decode(t, out) {
+		if obj["kind"] == "PrometheusRule" {
+			rule = obj
+		}
+	}
+	if rule == nil {
+		t.Fatal("the chart rendered no PrometheusRule")
+	}
+	data, err := sigsyaml.Marshal(rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := alerts.RuleGroups(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(groups), "landlord-system") {
+		t.Fatalf("the chart's alerts still name landlord-system:\n%s", grepLines(string(groups), "landlord-system"))
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "test", "alerts", "testdata", "*.yaml"))
+	if len(files) == 0 {
+		t.Fatal("no scenarios in test/alerts/testdata")
+	}
+	for _, file := range files {
+		f, err := alerts.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".yaml"), func(t *testing.T) { alerts.Run(t, groups, f, namespace) })
 	}
 }

@@ -86,7 +86,8 @@ var grafanaVariables = strings.NewReplacer(
 	"$__rate_interval", "5m",
 	"$__interval", "1m",
 	"$__range", "1h",
-	"$job", ".+",
+	"$cluster", ".*",
+	"$namespace", ".*",
 )
 
 // MetricNames returns the metric names a PromQL expression selects, sorted and without

@@ -1,6 +1,7 @@
 package shipped_test
 
 import (
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -22,7 +23,7 @@ func TestMetricNames(t *testing.T) {
 			expr: `sum(landlord_tenants{ready="True"}) / sum(landlord_tenants)`, want: []string{"landlord_tenants"},
 		},
 		"a histogram quantile names the bucket series, and Grafana's variables parse": {
-			expr: `histogram_quantile(0.99, sum by (le) (rate(landlord_database_operation_duration_seconds_bucket{job=~"$job"}[$__rate_interval])))`,
+			expr: `histogram_quantile(0.99, sum by (le) (rate(landlord_database_operation_duration_seconds_bucket{cluster=~"$cluster", namespace=~"$namespace"}[$__rate_interval])))`,
 			want: []string{"landlord_database_operation_duration_seconds_bucket"},
 		},
 		"label names, label values and function names are not metrics": {
@@ -30,7 +31,7 @@ func TestMetricNames(t *testing.T) {
 			want: []string{"landlord_pool_spares_desired", "landlord_pool_spares_ready"},
 		},
 		"absent() of a comparison names the compared metric": {
-			expr: `absent(up{job="landlord-controller-manager-metrics"} == 1)`, want: []string{"up"},
+			expr: `absent(up{namespace="landlord-system"} == 1)`, want: []string{"up"},
 		},
 		"a metric named by the __name__ matcher is found": {
 			expr: `{__name__="go_goroutines"}`, want: []string{"go_goroutines"},
@@ -86,7 +87,7 @@ func TestShippedExpressionsParse(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(len(dashboard)).To(BeNumerically(">=", 30), "the dashboard's queries were not all read")
 	g.Expect(rules).To(HaveKey("LandlordOperatorDown"))
-	g.Expect(rules).To(HaveLen(8))
+	g.Expect(rules).To(HaveLen(14))
 	for _, expr := range dashboard {
 		names, err := shipped.MetricNames(expr)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -96,5 +97,33 @@ func TestShippedExpressionsParse(t *testing.T) {
 		names, err := shipped.MetricNames(expr)
 		g.Expect(err).NotTo(HaveOccurred(), alert)
 		g.Expect(names).NotTo(BeEmpty(), "alert %s names no metric", alert)
+	}
+}
+
+// The dashboard is read per cluster and per operator namespace, as a fleet of clusters feeding
+// one Prometheus (or Thanos, Mimir) needs: every query selects both variables, and none the
+// name of a scrape job, which each Prometheus setup names its own way.
+func TestEveryDashboardQuerySelectsTheClusterAndNamespace(t *testing.T) {
+	exprs, err := shipped.DashboardExpressions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, expr := range exprs {
+		if strings.HasPrefix(expr, "landlord_build_info") {
+			continue // the variables' own queries
+		}
+		t.Run(expr, func(t *testing.T) {
+			names, err := shipped.MetricNames(expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := len(names)
+			if n := strings.Count(expr, `cluster=~"$cluster", namespace=~"$namespace"`); n < want {
+				t.Errorf("%d selectors of %d select cluster and namespace", n, want)
+			}
+			if strings.Contains(expr, "job") {
+				t.Error("selects a scrape job")
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/policy"
 )
@@ -76,7 +77,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&admissionregistrationv1.MutatingAdmissionPolicyBinding{}, all).
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicy{}, all).
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, all).
-		Complete(r)
+		Complete(shutdown.Quiet(r))
 }
 
 // Reconcile applies every policy and binding that differs from what Landlord builds.

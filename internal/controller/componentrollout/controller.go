@@ -21,6 +21,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/conditions"
+	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/rollout"
 )
@@ -48,7 +49,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&tenancyv1alpha1.Tenant{}, r.tenantHandler()).
 		Watches(&tenancyv1alpha1.ComponentTemplate{}, handler.EnqueueRequestsFromMapFunc(r.rolloutsOfTemplate)).
 		Watches(&tenancyv1alpha1.ComponentRollout{}, r.deletedRolloutHandler()).
-		Complete(r)
+		Complete(shutdown.Quiet(r))
 }
 
 func (r *Reconciler) now() time.Time {

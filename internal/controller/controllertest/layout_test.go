@@ -21,7 +21,10 @@ var reconcilers = []string{
 }
 
 // shared are the packages the reconcilers share.
-var shared = []string{"internal/controller/indexes", "internal/controller/conditions", "internal/controller/writes"}
+var shared = []string{
+	"internal/controller/indexes", "internal/controller/conditions", "internal/controller/writes",
+	"internal/controller/leadermetrics", "internal/controller/shutdown",
+}
 
 // root is the repository's root, two directories up from this package.
 func root(t *testing.T) string {
@@ -88,6 +91,28 @@ func TestThePackageLayoutHolds(t *testing.T) {
 			}
 		}
 	})
+	t.Run("every controller keeps the operator's stop out of its error log", func(t *testing.T) {
+		// A reconcile the stop cuts short fails with "context canceled": shutdown.Quiet keeps
+		// it from controller-runtime's "Reconciler error" lines and error count.
+		for _, pkg := range reconcilers {
+			files, _ := filepath.Glob(filepath.Join(repo, pkg, "*.go"))
+			built, wrapped := 0, 0
+			for _, f := range files {
+				if strings.HasSuffix(f, "_test.go") {
+					continue
+				}
+				src, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				built += strings.Count(string(src), "ctrl.NewControllerManagedBy(")
+				wrapped += strings.Count(string(src), "shutdown.Quiet(r)")
+			}
+			if built == 0 || wrapped != built {
+				t.Errorf("%s builds %d controllers and wraps %d reconcilers in shutdown.Quiet", pkg, built, wrapped)
+			}
+		}
+	})
 	t.Run("only tests import the test fixtures", func(t *testing.T) {
 		dirs := 0
 		for _, top := range []string{"cmd", "internal", "test", "hack"} {
@@ -132,8 +157,8 @@ func TestThePackageLayoutHolds(t *testing.T) {
 				t.Errorf("internal/controller/%s is not in the map in internal/controller/doc.go", e.Name())
 			}
 		}
-		if listed != 10 {
-			t.Errorf("%d packages under internal/controller, want the 10 on the map", listed)
+		if listed != 12 {
+			t.Errorf("%d packages under internal/controller, want the 12 on the map", listed)
 		}
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
 )
@@ -45,7 +46,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&tenancyv1alpha1.DatabaseServer{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.serversUsingSecret)).
 		Watches(&tenancyv1alpha1.Tenant{}, r.tenantHandler()).
-		Complete(r)
+		Complete(shutdown.Quiet(r))
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

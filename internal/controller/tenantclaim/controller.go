@@ -21,6 +21,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 )
 
@@ -54,7 +55,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.claimsForSpare)).
 		Watches(&tenancyv1alpha1.TenantPool{}, r.poolHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentBinds, 1)}).
-		Complete(r)
+		Complete(shutdown.Quiet(r))
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -19,6 +19,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 )
 
@@ -56,7 +57,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("tenantpool").
 		For(&tenancyv1alpha1.TenantPool{}).
 		Watches(&tenancyv1alpha1.Tenant{}, r.tenantHandler()).
-		Complete(r)
+		Complete(shutdown.Quiet(r))
 }
 
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
