@@ -143,7 +143,7 @@ spec:
 			want:    deployment,
 		},
 		{
-			name: "a list declared whole is left out once others own a field of an element and Landlord none",
+			name:  "a list declared whole is left out once others own a field of an element and Landlord none",
 			paths: [][]string{{"spec", "template", "spec", "containers"}},
 			entries: []metav1.ManagedFieldsEntry{
 				entry(FieldOwner, `{"f:metadata":{"f:annotations":{"f:mesh.example.com/status":{},"f:tenancy.landlord.dev/applied-hash":{}}},"f:spec":{"f:replicas":{},"f:revisionHistoryLimit":{},"f:template":{"f:metadata":{"f:annotations":{"f:a":{},"f:b":{}}}}}}`),
