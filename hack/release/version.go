@@ -54,13 +54,15 @@ var Mentions = []Mention{
 	mention("config/manager/manager.yaml", "the operator's image tag", `image: ghcr\.io/landlord-dev/landlord:VERSION\b`, false),
 	mention("README.md", "the installer's download line", `releases/download/VERSION/install\.yaml`, false),
 	mention("README.md", "the chart's install line", `oci://ghcr\.io/landlord-dev/charts/landlord --version VERSION\b`, true),
+	mention("docs/getting-started.md", "the installer's download line", `releases/download/VERSION/install\.yaml`, false),
+	mention("docs/getting-started.md", "the chart's install line", `oci://ghcr\.io/landlord-dev/charts/landlord --version VERSION\b`, true),
 	mention("docs/upgrading.md", "the installer's download line", `releases/download/VERSION/install\.yaml`, false),
 	mention("docs/upgrading.md", "the chart's upgrade line", `oci://ghcr\.io/landlord-dev/charts/landlord --version VERSION\b`, true),
 	mention("examples/flux/clusters/production/sources.yaml", "the GitRepository's tag", `(?m)^    tag: VERSION$`, false),
 	mention("examples/flux/infrastructure/landlord/kustomization.yaml", "the image tag", `(?m)^    newTag: VERSION$`, false),
 	mention("examples/argocd/apps/landlord.yaml", "the Applications' targetRevision", `(?m)^    targetRevision: VERSION$`, false),
 	mention("examples/argocd/infrastructure/landlord/kustomization.yaml", "the image tag", `(?m)^    newTag: VERSION$`, false),
-	mention("README.md", "the Argo CD health checks' ref", `examples/argocd/argocd-cm\?ref=VERSION\b`, false),
+	mention("docs/gitops-argocd.md", "the Argo CD health checks' ref", `examples/argocd/argocd-cm\?ref=VERSION\b`, false),
 	func() Mention {
 		m := mention("CHANGELOG.md", "the newest release's section", `(?m)^## \[VERSION\]`, true)
 		m.First = true
