@@ -38,7 +38,7 @@ BENCH_CLAIMS ?= 50
 # Extra flags, e.g. BENCH_FLAGS="-profile bin/bench-profiles -concurrency 16".
 BENCH_FLAGS ?=
 # The release this checkout is: the file VERSION, the one place it is written. The chart, the
-# operator's image in config/, the README's and docs/upgrading.md's install lines, the Flux and
+# operator's image in config/, the install lines of the README, docs/getting-started.md and docs/upgrading.md, the Flux and
 # Argo CD examples and CHANGELOG.md name the same (make set-version writes them all; hack/release's tests
 # fail naming a file that drifts). hack/release/version.go says why a file.
 RELEASE_VERSION := $(shell cat VERSION)
@@ -124,7 +124,7 @@ test-release: $(HELM) $(GORELEASER) $(CYCLONEDX_GOMOD) ## Build the release twic
 FAULT_ROUNDS_LONG ?= 30
 
 .PHONY: test-faults-long
-test-faults-long: manifests generate control-plane databases ## Run the fault suite (test/faults) with FAULT_ROUNDS_LONG (30) SIGKILL rounds instead of make test's 10; LANDLORD_FAULT_* variables pass through (README, Tests).
+test-faults-long: manifests generate control-plane databases ## Run the fault suite (test/faults) with FAULT_ROUNDS_LONG (30) SIGKILL rounds instead of make test's 10; LANDLORD_FAULT_* variables pass through (docs/testing.md).
 	LANDLORD_FAULT_ROUNDS=$(FAULT_ROUNDS_LONG) go test $(GO_TEST_FLAGS) -count=1 ./test/faults
 
 .PHONY: bench

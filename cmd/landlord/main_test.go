@@ -55,7 +55,7 @@ func TestRunWithoutAClusterStartsALocalCluster(t *testing.T) {
 
 	kubeconfig := filepath.Join(dataDir, "kubeconfig")
 	c := waitForClient(t, kubeconfig, done)
-	// What the README tells a new user to type, with the kubectl it puts on their PATH.
+	// What the README's quick start tells a new user to type, with the kubectl it puts on their PATH.
 	kubectl := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(filepath.Join(assets, "kubectl"), args...)

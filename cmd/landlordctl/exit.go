@@ -17,7 +17,7 @@ const (
 	exitUsage = 2
 )
 
-// exitCodesHelp closes `landlordctl --help`, and the README says the same.
+// exitCodesHelp closes `landlordctl --help`, and docs/cli.md says the same.
 const exitCodesHelp = `Exit codes:
   0  success
   1  the command failed: the cluster or the secret store refused or could not be reached, an object

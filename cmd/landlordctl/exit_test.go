@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The exit codes `landlordctl --help` and the README document: 0 when the command did what it
+// The exit codes `landlordctl --help` and docs/cli.md document: 0 when the command did what it
 // says, 2 for a command line that cannot work (with the way to the help), 1 for everything else.
 // None of these reaches a cluster.
 func TestExitCodesTellAWrongCommandLineFromAFailure(t *testing.T) {

@@ -15,10 +15,11 @@ import (
 )
 
 // A role that "cannot read secrets" but may run a pod mounting any Secret of the namespace, exec
-// into it, or run it as any ServiceAccount, reads them all the same. Each role's promise in the
-// README is what the role can really do, indirect paths included: this matrix asks the real
-// authorizer, as each impersonated tenant user, and makes the indirect requests for real.
-func TestEachTenantRoleCanDoExactlyWhatTheREADMEPromises(t *testing.T) {
+// into it, or run it as any ServiceAccount, reads them all the same. Each role's promise in
+// docs/isolation.md (Tenant roles) is what the role can really do, indirect paths included: this
+// matrix asks the real authorizer, as each impersonated tenant user, and makes the indirect
+// requests for real.
+func TestEachTenantRoleCanDoExactlyWhatTheDocsPromise(t *testing.T) {
 	createTenant(t, newTenant("promises", func(t *tenancyv1alpha1.Tenant) {
 		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "ada"}}
 		t.Spec.Access.Operators = []tenancyv1alpha1.Subject{{Kind: "User", Name: "otto"}}
@@ -56,7 +57,7 @@ func TestEachTenantRoleCanDoExactlyWhatTheREADMEPromises(t *testing.T) {
 		escalateRole    = path{"escalates a role", "escalate", "rbac.authorization.k8s.io", "roles", ""}
 		readOtherTenant = path{"reads pods of another tenant", "list", "", "pods", ""}
 	)
-	// The promise table of README.md ("Tenant roles"), row by row.
+	// The promise table of docs/isolation.md ("Tenant roles"), row by row.
 	promises := map[string]map[path]bool{
 		"ada": { // tenant-admin
 			readSecret: true, listSecrets: true, createPod: true, createWorkload: true, exec: true, portForward: true, readLogs: true,

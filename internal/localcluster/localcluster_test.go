@@ -199,7 +199,7 @@ func dataDir(t *testing.T) string {
 
 func resourceQuantity(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
 
-// make run keeps the cluster's data between runs (README: tenants survive a restart): a cluster
+// make run keeps the cluster's data between runs (docs/getting-started.md: tenants survive a restart): a cluster
 // started again on the same directory has what the last one had, and its nodes Ready again.
 func TestAClusterStartedAgainOnItsDataKeepsWhatItHad(t *testing.T) {
 	dir := dataDir(t)

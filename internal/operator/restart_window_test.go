@@ -61,7 +61,7 @@ func TestAFieldRemovedWhileTheOperatorWasDownWaitsForAReconcileRequest(t *testin
 	t.Cleanup(func() { _ = second.Stop() })
 	g.Eventually(second.Reconciles).WithTimeout(timeout).Should(BeNumerically(">=", 1))
 	g.Eventually(second.Idle).WithTimeout(timeout).Should(BeTrue())
-	g.Expect(secretsCap(g)).To(BeFalse(), "the window is closed: update the README's restart paragraph and this test")
+	g.Expect(secretsCap(g)).To(BeFalse(), "the window is closed: update the restart paragraph of docs/architecture.md and this test")
 
 	requested := time.Now().UTC().Format(time.RFC3339Nano)
 	g.Expect(env.AdminClient.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "window"}},

@@ -351,7 +351,7 @@ func TestTheArgoCDExampleIsWellFormed(t *testing.T) {
 // server decides, so the API server alone runs. Each Application's objects are applied in sync
 // wave order, server-side with Argo CD's field manager; then the tenants, which no operator has
 // looked at, are Progressing by the Tenant health check, and Argo CD's prune of an Active tenant
-// whose file left Git is refused by Landlord's admission policy, as the README says.
+// whose file left Git is refused by Landlord's admission policy, as docs/lifecycle.md says.
 func TestTheArgoCDExampleAppliesOnALocalCluster(t *testing.T) {
 	RegisterTestingT(t)
 	ex := loadArgoExample(t)

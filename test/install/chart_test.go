@@ -122,7 +122,7 @@ func TestTheChartInstallsWhatConfigDefaultInstalls(t *testing.T) {
 	}
 	want := normalizeAll(configDefault(t))
 	// Helm installs into a namespace that exists (helm install --create-namespace, or the
-	// README's kubectl create namespace): the chart does not carry it.
+	// the install's kubectl create namespace): the chart does not carry it.
 	if _, ok := want["Namespace//landlord-system"]; !ok {
 		t.Fatal("config/default has no Namespace landlord-system; the chart's namespace check is stale")
 	}

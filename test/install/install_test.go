@@ -60,7 +60,7 @@ func TestTheInstallersApplyToALocalCluster(t *testing.T) {
 	}
 	chart := filepath.Join(root, "charts", "landlord")
 
-	// Helm installs into a namespace that exists; the README creates it with its Pod Security
+	// Helm installs into a namespace that exists; docs/getting-started.md creates it with its Pod Security
 	// label, as config/default's Namespace has it. A dry run of namespaced objects needs it too.
 	kubectl(t, "create", "namespace", "landlord-system")
 	kubectl(t, "label", "namespace", "landlord-system", "pod-security.kubernetes.io/enforce=restricted")
@@ -197,7 +197,7 @@ spec:
 			t.Fatalf("the installer holds %v; want the CRDs, RBAC, policies and the Deployment", kinds)
 		}
 		// The tenant roles the uninstall kept carry Helm's managed-by label, owned by Helm: moving
-		// from the chart to the installer takes them over, as the README says.
+		// from the chart to the installer takes them over.
 		out := kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", installer)
 		if n := strings.Count(out, "serverside-applied"); n != len(objects) {
 			t.Errorf("%d of the installer's %d objects applied:\n%s", n, len(objects), out)

@@ -69,7 +69,7 @@ func imports(t *testing.T, dir string) []string {
 	return out
 }
 
-// The package map in internal/controller's doc.go and the README holds: a newcomer may take it
+// The package map in internal/controller's doc.go and docs/architecture.md holds: a newcomer may take it
 // as the rule, and a change that breaks it fails here rather than in review.
 func TestThePackageLayoutHolds(t *testing.T) {
 	repo := root(t)
