@@ -87,9 +87,13 @@ cli-docs: ## Generate the landlordctl reference (docs/cli.md) from its commands.
 chart: ## Generate the Helm chart's CRDs, RBAC, policies and values from config/ (charts/landlord); needs no Kubernetes build.
 	go run ./hack/chart
 
+.PHONY: config-docs
+config-docs: ## Generate the configuration reference in docs/configuration.md from internal/config.
+	go run ./hack/configdocs
+
 .PHONY: verify-generated
-verify-generated: manifests generate api-docs cli-docs chart ## Fail when committed generated files are stale.
-	@git diff --exit-code -- api config docs charts || { echo "generated files are stale: run 'make manifests generate api-docs cli-docs chart' and commit"; exit 1; }
+verify-generated: manifests generate api-docs cli-docs config-docs chart ## Fail when committed generated files are stale.
+	@git diff --exit-code -- api config docs charts || { echo "generated files are stale: run 'make manifests generate api-docs cli-docs config-docs chart' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- charts)" || { git status --porcelain -- charts; echo "the chart has files not committed: run 'make chart' and commit"; exit 1; }
 
 .PHONY: fmt
