@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"regexp"
 	"strings"
 	"testing"
@@ -55,40 +56,51 @@ func TestRunWithoutAClusterStartsALocalCluster(t *testing.T) {
 
 	kubeconfig := filepath.Join(dataDir, "kubeconfig")
 	c := waitForClient(t, kubeconfig, done)
-	// What the README's quick start tells a new user to type, with the kubectl it puts on their PATH.
-	kubectl := func(args ...string) string {
-		t.Helper()
+	// The README's quick start, as written: its kubectl commands, run in order with the kubectl
+	// its export puts on the PATH, and the tenants its comment shows.
+	qs := readQuickStart(t, filepath.Join(root, "README.md"))
+	if !strings.Contains(qs.export, "bin/embedded/kubeconfig") || !strings.Contains(qs.export, "bin/k8s/"+testenv.KubeVersion) {
+		t.Errorf("the quick start's export %q names neither make run's kubeconfig (bin/embedded/kubeconfig) nor the kubectl built for Kubernetes %s", qs.export, testenv.KubeVersion)
+	}
+	kubectl := func(args ...string) ([]byte, error) {
 		cmd := exec.Command(filepath.Join(assets, "kubectl"), args...)
 		cmd.Dir = root
 		// Its own discovery cache: kubectl keys the cache by host and port, and a cache left by
 		// another cluster that once listened on the same port would hide the CRDs.
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+filepath.Join(dataDir, "kubectl-cache"))
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
+		return cmd.CombinedOutput()
 	}
-	// For a few seconds after the CRDs appear, the API server answers creates of a kind an
-	// admission policy mutates with 503 ServiceUnavailable, until it has loaded the kind's
-	// schema; kubectl does not retry, so the first apply does, as a person would.
-	applied := time.Now()
-	var out []byte
-	if err := wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(context.Context) (bool, error) {
-		cmd := exec.Command(filepath.Join(assets, "kubectl"), "apply", "-k", "config/samples")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+filepath.Join(dataDir, "kubectl-cache"))
+	outputs := map[string]string{}
+	for i, args := range qs.commands {
+		var out []byte
 		var err error
-		if out, err = cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "ServiceUnavailable") {
-			return false, err
+		if i == 0 {
+			// For a few seconds after the CRDs appear, the API server answers creates of a kind
+			// an admission policy mutates with 503 ServiceUnavailable, until it has loaded the
+			// kind's schema; the README says to run the first apply again, as a person would.
+			applied := time.Now()
+			_ = wait.PollUntilContextTimeout(context.Background(), time.Second, time.Minute, true, func(context.Context) (bool, error) {
+				out, err = kubectl(args...)
+				return err == nil || !strings.Contains(string(out), "ServiceUnavailable"), nil
+			})
+			t.Logf("the first apply was accepted %s after the cluster came up", time.Since(applied).Round(time.Second))
+		} else {
+			out, err = kubectl(args...)
 		}
-		return err == nil, nil
-	}); err != nil {
-		t.Fatalf("kubectl apply -k config/samples: %v\n%s", err, out)
+		if err != nil {
+			t.Fatalf("the quick start's kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		outputs[strings.Join(args, " ")] = string(out)
 	}
-	t.Logf("the samples were accepted %s after the cluster came up", time.Since(applied).Round(time.Second))
-	kubectl("apply", "-k", "config/samples/components")
-	kubectl("wait", "--for=condition=Ready", "tenants", "--all", "--timeout=2m")
+	got, ok := outputs["get tenants"]
+	if !ok {
+		t.Fatalf("the quick start no longer runs kubectl get tenants: %q", qs.commands)
+	}
+	for _, row := range qs.tenants {
+		if !containsRow(got, row) {
+			t.Errorf("kubectl get tenants shows no row beginning %q, as the README says it does:\n%s", strings.Join(row, " "), got)
+		}
+	}
 
 	cfg := config.Default()
 	pods := &corev1.PodList{}
@@ -103,6 +115,61 @@ func TestRunWithoutAClusterStartsALocalCluster(t *testing.T) {
 			t.Errorf("pod %s is %s on %q, want Running on pool-a-0, the node of its pool", p.Name, p.Status.Phase, p.Spec.NodeName)
 		}
 	}
+}
+
+// quickStart is the README's quick start: the export line, the kubectl commands in order, and
+// the first columns (name, state, ready) of the tenants its comment says kubectl get tenants
+// shows.
+type quickStart struct {
+	export   string
+	commands [][]string
+	tenants  [][]string
+}
+
+// readQuickStart reads the first sh block under the README's "Five-minute quick start".
+func readQuickStart(t *testing.T, path string) quickStart {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "## Five-minute quick start")
+	if !ok {
+		t.Fatal("README.md has no \"Five-minute quick start\" section")
+	}
+	_, block, ok := strings.Cut(section, "```sh\n")
+	if block, _, ok = strings.Cut(block, "```"); !ok {
+		t.Fatal("the quick start has no sh block")
+	}
+	var qs quickStart
+	for _, line := range strings.Split(block, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "export "):
+			qs.export = line
+		case strings.HasPrefix(line, "kubectl "):
+			command, _, _ := strings.Cut(line, "#")
+			qs.commands = append(qs.commands, strings.Fields(command)[1:])
+		case strings.HasPrefix(line, "# ") && !strings.HasPrefix(line, "# NAME"):
+			if fields := strings.Fields(strings.TrimPrefix(line, "# ")); len(fields) >= 3 {
+				qs.tenants = append(qs.tenants, fields[:3])
+			}
+		}
+	}
+	if qs.export == "" || len(qs.commands) == 0 || len(qs.tenants) == 0 {
+		t.Fatalf("the quick start block reads as export %q, commands %q, tenants %q", qs.export, qs.commands, qs.tenants)
+	}
+	return qs
+}
+
+// containsRow reports whether a table kubectl printed has a row whose first columns are row.
+func containsRow(table string, row []string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		if fields := strings.Fields(line); len(fields) >= len(row) && slices.Equal(fields[:len(row)], row) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitForClient polls for the kubeconfig the local cluster writes: a person's shell
