@@ -19,7 +19,7 @@ const ReasonDriftRepaired = "DriftRepaired"
 // object's owner name.
 var driftRepairs = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "landlord_drift_repairs_total",
-	Help: "Objects Landlord put back after someone else changed or added to them, by kind.",
+	Help: "Objects Landlord put back as it builds them after someone else changed or added to them, by kind.",
 }, []string{"kind"})
 
 func init() {
