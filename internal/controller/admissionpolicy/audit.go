@@ -44,8 +44,9 @@ import (
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes;tlsroutes,verbs=list;delete
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get
 
-// ReasonPolicyViolation is the event reason of an object in a tenant namespace that breaks an
-// isolation policy, found by the policy audit: created while the policy was absent.
+// ReasonPolicyViolation: the policy audit found an object in a tenant namespace that breaks an
+// isolation policy (created while the policy was absent); the action says whether it was
+// deleted or reported.
 const ReasonPolicyViolation = "PolicyViolation"
 
 // auditedPolicies are the policies whose absence lets in objects the audit looks for: when one

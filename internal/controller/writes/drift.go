@@ -11,7 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// ReasonDriftRepaired is the event reason of an object put back after someone else changed it.
+// ReasonDriftRepaired: an object someone else changed was put back as Landlord builds it; the
+// note names who changed it.
 const ReasonDriftRepaired = "DriftRepaired"
 
 // driftRepairs counts objects put back after someone else changed them, by kind: a steady rate
