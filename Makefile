@@ -91,9 +91,17 @@ chart: ## Generate the Helm chart's CRDs, RBAC, policies and values from config/
 config-docs: ## Generate the configuration reference in docs/configuration.md from internal/config.
 	go run ./hack/configdocs
 
+.PHONY: metrics-docs
+metrics-docs: ## Generate the metrics reference in docs/metrics.md from the collectors the operator registers.
+	go run ./hack/metricsdocs
+
+.PHONY: reasons-docs
+reasons-docs: ## Generate the condition and event reasons reference (docs/reasons.md) from api/v1alpha1 and internal/.
+	go run ./hack/reasonsdocs
+
 .PHONY: verify-generated
-verify-generated: manifests generate api-docs cli-docs config-docs chart ## Fail when committed generated files are stale.
-	@git diff --exit-code -- api config docs charts || { echo "generated files are stale: run 'make manifests generate api-docs cli-docs config-docs chart' and commit"; exit 1; }
+verify-generated: manifests generate api-docs cli-docs config-docs metrics-docs reasons-docs chart ## Fail when committed generated files are stale.
+	@git diff --exit-code -- api config docs charts || { echo "generated files are stale: run 'make manifests generate api-docs cli-docs config-docs metrics-docs reasons-docs chart' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- charts)" || { git status --porcelain -- charts; echo "the chart has files not committed: run 'make chart' and commit"; exit 1; }
 
 .PHONY: fmt

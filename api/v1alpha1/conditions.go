@@ -4,13 +4,29 @@ package v1alpha1
 // true (kstatus); Suspended only while spec.suspend is true; each of the others is owned by one
 // phase of the reconcile.
 const (
-	ReadyCondition           = "Ready"
-	ReconcilingCondition     = "Reconciling"
-	StalledCondition         = "Stalled"
-	SuspendedCondition       = "Suspended"
-	NamespaceReadyCondition  = "NamespaceReady"
-	SecretsReadyCondition    = "SecretsReady"
-	DatabasesReadyCondition  = "DatabasesReady"
+	// ReadyCondition: always present; True when everything the object's spec asks for is in
+	// place, otherwise its reason is that of the first phase not done.
+	ReadyCondition = "Ready"
+	// ReconcilingCondition: present only while true; Landlord is working towards the current
+	// generation, or retrying a transient failure.
+	ReconcilingCondition = "Reconciling"
+	// StalledCondition: present only while true; Landlord cannot go on without a change from a
+	// person, which its reason and message name.
+	StalledCondition = "Stalled"
+	// SuspendedCondition: present only while spec.suspend is true; Landlord changes nothing of
+	// the tenant, whose other conditions keep what was last observed.
+	SuspendedCondition = "Suspended"
+	// NamespaceReadyCondition: the tenant namespace, its RBAC, quota, limits and network
+	// policies (or, when Archived or Purged, their removal).
+	NamespaceReadyCondition = "NamespaceReady"
+	// SecretsReadyCondition: the shared secrets copied from the template namespace into the
+	// tenant's.
+	SecretsReadyCondition = "SecretsReady"
+	// DatabasesReadyCondition: the tenant's databases, logins and credentials Secrets (or, when
+	// Archived or Purged, keeping or dropping them).
+	DatabasesReadyCondition = "DatabasesReady"
+	// ComponentsReadyCondition: the tenant's components, rendered from their ComponentTemplates,
+	// applied and rolled out.
 	ComponentsReadyCondition = "ComponentsReady"
 	// ConnectionsOvercommittedCondition, on a DatabaseServer and only while true: its tenant
 	// logins may together hold more sessions than the server has slots for.
@@ -20,17 +36,28 @@ const (
 // Condition reasons.
 const (
 	// ReasonSuspended: spec.suspend is true, and Landlord changes nothing of the tenant.
-	ReasonSuspended            = "Suspended"
-	ReasonSucceeded            = "Succeeded"
-	ReasonProgressing          = "Progressing"
+	ReasonSuspended = "Suspended"
+	// ReasonSucceeded: the phase, or the whole object on Ready, is done for the current
+	// generation.
+	ReasonSucceeded = "Succeeded"
+	// ReasonProgressing: work for a new generation has started and is under way.
+	ReasonProgressing = "Progressing"
+	// ReasonNamespaceTerminating: the tenant namespace (an earlier one of the same name, or this
+	// tenant's when Archived) is still being deleted.
 	ReasonNamespaceTerminating = "NamespaceTerminating"
-	ReasonNamespaceRemoved     = "NamespaceRemoved"
+	// ReasonNamespaceRemoved: the namespace is removed because the tenant is Archived or
+	// Purged; NamespaceReady's done state for those states.
+	ReasonNamespaceRemoved = "NamespaceRemoved"
 	// ReasonNamespaceMoved: the tenant's namespace, as its status records it, is not the one the
 	// operator's configuration names (namespacePrefix changed); Landlord changes nothing of the
 	// tenant rather than start it over in a second namespace.
-	ReasonNamespaceMoved    = "NamespaceMoved"
+	ReasonNamespaceMoved = "NamespaceMoved"
+	// ReasonOwnershipConflict: an object Landlord must write exists and is someone else's (no
+	// Landlord owner, another tenant's, or another field manager's); Landlord never takes it over.
 	ReasonOwnershipConflict = "OwnershipConflict"
-	ReasonInvalidObject     = "InvalidObject"
+	// ReasonInvalidObject: the API server rejected an object Landlord built, or a shared secret
+	// could not be copied.
+	ReasonInvalidObject = "InvalidObject"
 	// ReasonKindNotAllowed: a component renders a kind the operator may not list and watch.
 	ReasonKindNotAllowed = "KindNotAllowed"
 	// ReasonDomainConflict: a domain of the tenant is another tenant's, or no tenant's to take
@@ -39,8 +66,12 @@ const (
 	// ReasonDomainHandover: a domain the tenant takes over is not its yet, because another
 	// tenant's namespace still admits it or another tenant's Ingresses or routes still name it;
 	// Landlord deletes those and the tenant takes the domain once they are gone.
-	ReasonDomainHandover    = "DomainHandover"
-	ReasonApplyFailed       = "ApplyFailed"
+	ReasonDomainHandover = "DomainHandover"
+	// ReasonApplyFailed: a write to the API server failed for a reason that may pass (a timeout,
+	// a conflict); it is retried.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonNamespaceNotReady: a later phase (secrets, databases, components) waits for the
+	// namespace phase.
 	ReasonNamespaceNotReady = "NamespaceNotReady"
 
 	// ReasonDatabaseUnavailable: a database server did not answer or refused a statement.
@@ -90,12 +121,15 @@ const (
 	// for the shard named to take it over.
 	ReasonShardHandover = "ShardHandover"
 
-	// DatabaseServer reasons.
+	// ReasonReachable: on a DatabaseServer, Landlord connected with its admin credentials and
+	// the server answered.
 	ReasonReachable = "Reachable"
 	// ReasonConnectionLimitTooHigh: the server's tenant logins may together hold more sessions
 	// than it has (ConnectionsOvercommitted).
 	ReasonConnectionLimitTooHigh = "ConnectionLimitTooHigh"
-	ReasonUnreachable            = "Unreachable"
+	// ReasonUnreachable: a DatabaseServer did not answer, refused the admin login, or failed TLS
+	// verification.
+	ReasonUnreachable = "Unreachable"
 	// ReasonCredentialsMissing: a DatabaseServer's admin credentials Secret is missing or
 	// incomplete; on a tenant, a database in place has neither its stored credentials nor an
 	// intact credentials Secret, and is not given a new password without a rotation request.

@@ -51,7 +51,12 @@ type Options struct {
 
 // Reasons a pass refuses, as in RefusedError.
 const (
-	ReasonStoreMismatch   = "StoreMismatch"
+	// ReasonStoreMismatch: the secret store read is not the one the template namespace records
+	// (or, with none recorded, lacks or differs on secrets the namespace has from a store);
+	// nothing was written, removed or recorded.
+	ReasonStoreMismatch = "StoreMismatch"
+	// ReasonDeletionRefused: the store no longer holds more of the shared secrets than one sync
+	// may remove (secrets.maxDeletionPercent); none was removed.
 	ReasonDeletionRefused = "DeletionRefused"
 	// ReasonForeignSecret: the store holds a secret whose name a Secret someone else wrote takes
 	// in the namespace; the pass left that Secret as it is and wrote the rest.

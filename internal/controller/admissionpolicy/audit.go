@@ -44,8 +44,9 @@ import (
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes;tlsroutes,verbs=list;delete
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get
 
-// ReasonPolicyViolation is the event reason of an object in a tenant namespace that breaks an
-// isolation policy, found by the policy audit: created while the policy was absent.
+// ReasonPolicyViolation: the policy audit found an object in a tenant namespace that breaks an
+// isolation policy (created while the policy was absent); the action says whether it was
+// deleted or reported.
 const ReasonPolicyViolation = "PolicyViolation"
 
 // auditedPolicies are the policies whose absence lets in objects the audit looks for: when one
@@ -64,13 +65,13 @@ const auditPageSize = 500
 // No tenant label: the events on each Tenant name the objects.
 var policyAuditFindings = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "landlord_policy_audit_findings_total",
-	Help: "Objects in tenant namespaces found breaking an isolation policy by the policy audit, by policy and action (Delete, Report).",
+	Help: "Objects in tenant namespaces the policy audit found breaking an isolation policy (created while the policy was absent), by policy and action (Delete, Report); an object reported and kept counts again at each audit.",
 }, []string{"policy", "action"})
 
 // policyAudits counts completed audits: one at each start, two after each gap in the policies.
 var policyAudits = prometheus.NewCounter(prometheus.CounterOpts{
 	Name: "landlord_policy_audits_total",
-	Help: "Audits of tenant namespaces for objects breaking an isolation policy that ran to the end.",
+	Help: "Audits of tenant namespaces for objects breaking an isolation policy that ran to the end: one at each start of the operator, two after each time the policies were missing.",
 })
 
 func init() {

@@ -234,7 +234,7 @@ func (r *Reconciler) ensureComponents(ctx context.Context, s *tenantScope) outco
 			waiting = append(waiting, fmt.Sprintf("removing component %s: %v", name, err))
 			continue
 		}
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ComponentRemoved", "Prune", "component %s removed", name)
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonComponentRemoved, "Prune", "component %s removed", name)
 	}
 	slices.SortFunc(statuses, func(a, b tenancyv1alpha1.ComponentStatus) int { return cmp.Compare(a.Name, b.Name) })
 	s.status.Components = statuses
@@ -351,7 +351,7 @@ func (r *Reconciler) ensureComponent(ctx context.Context, s *tenantScope, c tena
 	st := tenancyv1alpha1.ComponentStatus{Name: c.Name, Version: c.Version, Ready: true, Inventory: inventory}
 	// A version change is worth an event; a tenant's first apply is already in its history.
 	if prev != nil && prev.Version != c.Version {
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "ComponentApplied", "Apply", "component %s version %s applied", c.Name, c.Version)
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonComponentApplied, "Apply", "component %s version %s applied", c.Name, c.Version)
 	}
 	var notReady, failures []string
 	for _, obj := range objs {

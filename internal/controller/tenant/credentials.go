@@ -187,7 +187,7 @@ func (r *Reconciler) restoreCredentials(ctx context.Context, s *tenantScope, e d
 	}
 	if !rotate {
 		databaseLog(ctx, t, e, c).Info("stored credentials were missing; written back from the tenant's Secret")
-		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, "CredentialsRestored", "Restore",
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonCredentialsRestored, "Restore",
 			"the secret store held no record of %s; the password in the tenant's Secret %s is written back to it and kept", e, tenancyv1alpha1.DatabaseSecretName(e.Name))
 	}
 	return c, rotate, outcome{done: true}

@@ -49,7 +49,7 @@ func (r *Reconciler) allowDatabaseEgress(ctx context.Context, s *tenantScope) ou
 		return r.applyFailed(t, policy, err)
 	}
 	if result == apply.Updated {
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Applied", "Apply", "updated %s: its pods reach the servers of its databases", writes.ObjectRef(policy))
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "updated %s: its pods reach the servers of its databases", writes.ObjectRef(policy))
 	}
 	return done(tenancyv1alpha1.ReasonSucceeded, "")
 }

@@ -160,11 +160,11 @@ func (r *Reconciler) ensureDatabase(ctx context.Context, s *tenantScope, e dbEnt
 	}
 	if rotated {
 		databaseLog(ctx, t, e, c).Info("database password rotated", "rotation", c.Rotation)
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Rotated", "Rotate",
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonRotated, "Rotate",
 			"new password for %s on DatabaseServer %s (rotation %q)", e, c.Server, c.Rotation)
 	} else if prev == nil {
 		databaseLog(ctx, t, e, c).Info("database provisioned")
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Provisioned", "Provision",
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonProvisioned, "Provision",
 			"%s is in place on DatabaseServer %s as %s", e, c.Server, c.Account.Database)
 	}
 	return r.publishCredentials(ctx, s, c, prev)

@@ -90,7 +90,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, s *tenantScope) outcom
 	}
 	if len(updated) > 0 {
 		sort.Strings(updated)
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, "Applied", "Apply",
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonApplied, "Apply",
 			"updated %s", strings.Join(updated, ", "))
 	}
 	// Before any component can create a claim that a provisioner would give a new, empty disk.
@@ -169,7 +169,7 @@ func (r *Reconciler) movePods(ctx context.Context, s *tenantScope, t *tenancyv1a
 	if err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(s.namespace), client.GracePeriodSeconds(resources.PodStopGracePeriodSeconds)); err != nil {
 		return fmt.Errorf("deleting the pods of tenant %s placed on %s: %w", s.tenant.Name, poolName(from), err)
 	}
-	r.Recorder.Eventf(s.tenant, nil, corev1.EventTypeNormal, "NodePoolChanged", "DeletePods",
+	r.Recorder.Eventf(s.tenant, nil, corev1.EventTypeNormal, ReasonNodePoolChanged, "DeletePods",
 		"deleted the pods of namespace %s: the tenant moved from %s to %s, where their controllers recreate them",
 		s.namespace, poolName(from), poolName(to))
 	inputs, err := namespaceInputs(t, to)
@@ -218,7 +218,7 @@ func (r *Reconciler) stopPods(ctx context.Context, s *tenantScope) error {
 		return fmt.Errorf("stopping the pods of frozen tenant %s: %w", s.tenant.Name, err)
 	}
 	if counted {
-		r.Recorder.Eventf(s.tenant, nil, corev1.EventTypeNormal, "PodsStopped", "Freeze",
+		r.Recorder.Eventf(s.tenant, nil, corev1.EventTypeNormal, ReasonPodsStopped, "Freeze",
 			"deleted the %s running pods of namespace %s: the tenant is Frozen", used.String(), s.namespace)
 	}
 	return nil

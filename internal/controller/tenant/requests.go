@@ -11,8 +11,8 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// ReasonCRDOutdated is the Warning event of a tenant whose status dropped the reconcile request
-// it had handled: the installed Tenant CRD is older than the operator.
+// ReasonCRDOutdated: a tenant's status dropped the reconcile request it had handled, because the
+// installed Tenant CRD is older than the operator.
 const ReasonCRDOutdated = "CRDOutdated"
 
 // handledRequests remembers, per tenant, the last reconcile request (ReconcileRequestAnnotation)

@@ -7,7 +7,7 @@ import (
 
 var claimBindSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Name:    "landlord_claim_bind_seconds",
-	Help:    "Time from a TenantClaim's creation until it is Bound to a tenant.",
+	Help:    "Seconds from a TenantClaim's creation until it is Bound to a tenant, by its TenantPool.",
 	Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
 }, []string{"pool"})
 

@@ -8,7 +8,7 @@ import (
 var (
 	poolSparesReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "landlord_pool_spares_ready",
-		Help: "Ready, unallocated spare tenants per TenantPool.",
+		Help: "Ready spare tenants a TenantPool holds, not yet claimed.",
 	}, []string{"pool"})
 	// poolSparesDesired is the pool's target beside poolSparesReady, so an alert compares the
 	// two without knowing any pool's size.

@@ -11,7 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// ReasonDriftRepaired is the event reason of an object put back after someone else changed it.
+// ReasonDriftRepaired: an object someone else changed was put back as Landlord builds it; the
+// note names who changed it.
 const ReasonDriftRepaired = "DriftRepaired"
 
 // driftRepairs counts objects put back after someone else changed them, by kind: a steady rate
@@ -19,7 +20,7 @@ const ReasonDriftRepaired = "DriftRepaired"
 // object's owner name.
 var driftRepairs = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "landlord_drift_repairs_total",
-	Help: "Objects Landlord put back after someone else changed or added to them, by kind.",
+	Help: "Objects Landlord put back as it builds them after someone else changed or added to them, by kind.",
 }, []string{"kind"})
 
 func init() {
