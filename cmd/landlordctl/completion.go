@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -109,18 +109,17 @@ func objectNames(cmd *cobra.Command, root *rootOptions, kubeContext string, k *r
 	}
 	ctx, cancel := completionContext(cmd)
 	defer cancel()
-	list := k.newList()
+	// Names only: a TAB on a fleet of thousands lists their metadata, not their specs and
+	// statuses.
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(tenancyv1alpha1.GroupVersion.WithKind(k.kind + "List"))
 	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return nil
-	}
 	var names []string
-	for _, item := range items {
-		if obj, ok := item.(client.Object); ok && strings.HasPrefix(obj.GetName(), prefix) {
-			names = append(names, obj.GetName())
+	for _, item := range list.Items {
+		if strings.HasPrefix(item.Name, prefix) {
+			names = append(names, item.Name)
 		}
 	}
 	slices.Sort(names)
