@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/localcluster"
 	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -61,7 +62,8 @@ func main() {
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	// An event still in flight when the operator stops is no error worth a stack trace.
+	ctrl.SetLogger(shutdown.QuietLogger(zap.New(zap.UseFlagOptions(&zapOpts))))
 	if err := setMemoryLimit(ctrl.Log.WithName("setup")); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "landlord stopped")
 		os.Exit(1)

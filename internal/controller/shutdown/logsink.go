@@ -1,0 +1,43 @@
+package shutdown
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/go-logr/logr"
+)
+
+// QuietLogger is log with one error of the operator's stop turned into a debug line: client-go's
+// event broadcaster logs each event still in flight when the manager cancels its context as
+// "Unable to write event" at error level, with a stack trace. Nothing failed: the event is
+// dropped with the process. The same error for any other reason stays an error.
+func QuietLogger(log logr.Logger) logr.Logger {
+	return log.WithSink(quietSink{log.GetSink()})
+}
+
+type quietSink struct{ logr.LogSink }
+
+func (s quietSink) Error(err error, msg string, keysAndValues ...any) {
+	if errors.Is(err, context.Canceled) && strings.HasPrefix(msg, "Unable to write event") {
+		if s.Enabled(1) {
+			s.LogSink.Info(1, msg, append(keysAndValues, "error", err.Error())...)
+		}
+		return
+	}
+	s.LogSink.Error(err, msg, keysAndValues...)
+}
+
+func (s quietSink) WithValues(keysAndValues ...any) logr.LogSink {
+	return quietSink{s.LogSink.WithValues(keysAndValues...)}
+}
+
+func (s quietSink) WithName(name string) logr.LogSink { return quietSink{s.LogSink.WithName(name)} }
+
+// WithCallDepth keeps the caller a line names the broadcaster's, not this wrapper's.
+func (s quietSink) WithCallDepth(depth int) logr.LogSink {
+	if cd, ok := s.LogSink.(logr.CallDepthLogSink); ok {
+		return quietSink{cd.WithCallDepth(depth)}
+	}
+	return s
+}
