@@ -31,20 +31,15 @@ func tenantTable(tenants []tenancyv1alpha1.Tenant) *metav1.Table {
 		{Name: "Organization", Type: "string", Priority: 1},
 		{Name: "Message", Type: "string", Priority: 1},
 	}}
-	for i := range tenants {
-		t := &tenants[i]
+	return withRows(table, tenants, func(t *tenancyv1alpha1.Tenant) []any {
 		state := string(t.Spec.State)
 		if state == "" {
 			state = string(tenancyv1alpha1.StateActive)
 		}
 		status, reason, message := readyOf(t.Status.Conditions)
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{t.Name, state, status, orNone(reason), t.Spec.Suspend, orNone(t.Status.Namespace), orNone(versions(t)),
-				age(t.CreationTimestamp), orNone(t.OrganizationName()), orNone(message)},
-			Object: runtime.RawExtension{Object: t},
-		})
-	}
-	return table
+		return []any{t.Name, state, status, orNone(reason), t.Spec.Suspend, orNone(t.Status.Namespace), orNone(versions(t)),
+			age(t.CreationTimestamp), orNone(t.OrganizationName()), orNone(message)}
+	})
 }
 
 // claimTable is the claims as `get claims` shows them, with why a claim waits (REASON) and how
@@ -61,19 +56,14 @@ func claimTable(claims []tenancyv1alpha1.TenantClaim) *metav1.Table {
 		{Name: "Tenant Namespace", Type: "string", Priority: 1},
 		{Name: "Message", Type: "string", Priority: 1},
 	}}
-	for i := range claims {
-		c := &claims[i]
+	return withRows(table, claims, func(c *tenancyv1alpha1.TenantClaim) []any {
 		bound := "<none>"
 		if c.Status.BoundTime != nil {
 			bound = age(*c.Status.BoundTime)
 		}
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{c.Name, c.Spec.Pool, orNone(string(c.Status.Phase)), orNone(c.Status.Tenant), orNone(c.Status.Reason), bound,
-				age(c.CreationTimestamp), orNone(c.Status.Namespace), orNone(c.Status.Message)},
-			Object: runtime.RawExtension{Object: c},
-		})
-	}
-	return table
+		return []any{c.Name, c.Spec.Pool, orNone(string(c.Status.Phase)), orNone(c.Status.Tenant), orNone(c.Status.Reason), bound,
+			age(c.CreationTimestamp), orNone(c.Status.Namespace), orNone(c.Status.Message)}
+	})
 }
 
 // poolTable is the pools as `get pools` shows them: how many spares each keeps, and how many are
@@ -90,16 +80,11 @@ func poolTable(pools []tenancyv1alpha1.TenantPool) *metav1.Table {
 		{Name: "Age", Type: "string"},
 		{Name: "Message", Type: "string", Priority: 1},
 	}}
-	for i := range pools {
-		p := &pools[i]
+	return withRows(table, pools, func(p *tenancyv1alpha1.TenantPool) []any {
 		_, _, message := readyOf(p.Status.Conditions)
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{p.Name, int64(p.Spec.Replicas), int64(p.Status.Ready), int64(p.Status.Provisioning), int64(p.Status.Allocated),
-				int64(p.Status.Suspended), age(p.CreationTimestamp), orNone(message)},
-			Object: runtime.RawExtension{Object: p},
-		})
-	}
-	return table
+		return []any{p.Name, int64(p.Spec.Replicas), int64(p.Status.Ready), int64(p.Status.Provisioning), int64(p.Status.Allocated),
+			int64(p.Status.Suspended), age(p.CreationTimestamp), orNone(message)}
+	})
 }
 
 // rolloutTable is the rollouts as `get rollouts` shows them; wide adds the tenants left ahead,
@@ -118,16 +103,11 @@ func rolloutTable(rollouts []tenancyv1alpha1.ComponentRollout) *metav1.Table {
 		{Name: "Age", Type: "string"},
 		{Name: "Message", Type: "string", Priority: 1},
 	}}
-	for i := range rollouts {
-		r := &rollouts[i]
+	return withRows(table, rollouts, func(r *tenancyv1alpha1.ComponentRollout) []any {
 		status, reason, message := readyOf(r.Status.Conditions)
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{r.Name, r.Spec.Component, r.Spec.Version, status, orNone(reason), int64(r.Status.Done), int64(r.Status.Failed),
-				int64(r.Status.Ahead), fmt.Sprintf("%d/%d", r.Status.Released, len(r.Status.Waves)), age(r.CreationTimestamp), orNone(message)},
-			Object: runtime.RawExtension{Object: r},
-		})
-	}
-	return table
+		return []any{r.Name, r.Spec.Component, r.Spec.Version, status, orNone(reason), int64(r.Status.Done), int64(r.Status.Failed),
+			int64(r.Status.Ahead), fmt.Sprintf("%d/%d", r.Status.Released, len(r.Status.Waves)), age(r.CreationTimestamp), orNone(message)}
+	})
 }
 
 // databaseServerTable is the database servers as `get databaseservers` shows them; wide adds the
@@ -143,16 +123,11 @@ func databaseServerTable(servers []tenancyv1alpha1.DatabaseServer) *metav1.Table
 		{Name: "Age", Type: "string"},
 		{Name: "Message", Type: "string", Priority: 1},
 	}}
-	for i := range servers {
-		s := &servers[i]
+	return withRows(table, servers, func(s *tenancyv1alpha1.DatabaseServer) []any {
 		status, _, message := readyOf(s.Status.Conditions)
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells: []any{s.Name, string(s.Spec.Engine), s.Spec.Host, status, int64(s.Status.Tenants), orNone(s.Status.ServerVersion),
-				age(s.CreationTimestamp), orNone(message)},
-			Object: runtime.RawExtension{Object: s},
-		})
-	}
-	return table
+		return []any{s.Name, string(s.Spec.Engine), s.Spec.Host, status, int64(s.Status.Tenants), orNone(s.Status.ServerVersion),
+			age(s.CreationTimestamp), orNone(message)}
+	})
 }
 
 // templateTable is the published component templates as `get templates` shows them.
@@ -163,14 +138,9 @@ func templateTable(templates []tenancyv1alpha1.ComponentTemplate) *metav1.Table 
 		{Name: "Version", Type: "string"},
 		{Name: "Age", Type: "string"},
 	}}
-	for i := range templates {
-		t := &templates[i]
-		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells:  []any{t.Name, t.Spec.Component, t.Spec.Version, age(t.CreationTimestamp)},
-			Object: runtime.RawExtension{Object: t},
-		})
-	}
-	return table
+	return withRows(table, templates, func(t *tenancyv1alpha1.ComponentTemplate) []any {
+		return []any{t.Name, t.Spec.Component, t.Spec.Version, age(t.CreationTimestamp)}
+	})
 }
 
 // tableOf is one object as a row of its kind's table, for a watch.
@@ -180,4 +150,17 @@ func tableOf(k *resourceKind, obj runtime.Object) (*metav1.Table, error) {
 		return nil, err
 	}
 	return k.table(list), nil
+}
+
+// withRows adds a row to table for each item, with its cells and the object itself (what -o
+// name, --show-labels and -L read), and returns the table.
+func withRows[T any, P interface {
+	*T
+	runtime.Object
+}](table *metav1.Table, items []T, cells func(P) []any) *metav1.Table {
+	for i := range items {
+		obj := P(&items[i])
+		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells(obj), Object: runtime.RawExtension{Object: obj}})
+	}
+	return table
 }
