@@ -4,6 +4,9 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestEqualLabelMapsAreSharedAndForgottenWhenUnused(t *testing.T) {
@@ -29,7 +32,7 @@ func TestEqualLabelMapsAreSharedAndForgottenWhenUnused(t *testing.T) {
 	})
 	t.Run("a map asked for again in the next generation is still shared", func(t *testing.T) {
 		clock := time.Now()
-		in := &mapInterner{now: func() time.Time { return clock }}
+		in := &mapInterner{sharer[map[string]string]{now: func() time.Time { return clock }}}
 		a := in.intern(labels("acme"))
 		clock = clock.Add(generationAge)
 		in.intern(labels("globex"))
@@ -39,7 +42,7 @@ func TestEqualLabelMapsAreSharedAndForgottenWhenUnused(t *testing.T) {
 	})
 	t.Run("a map no longer asked for is forgotten after two generations", func(t *testing.T) {
 		clock := time.Now()
-		in := &mapInterner{now: func() time.Time { return clock }}
+		in := &mapInterner{sharer[map[string]string]{now: func() time.Time { return clock }}}
 		in.intern(labels("gone"))
 		for range 2 {
 			clock = clock.Add(generationAge)
@@ -56,6 +59,35 @@ func TestEqualLabelMapsAreSharedAndForgottenWhenUnused(t *testing.T) {
 				if key != canonical(labels("acme")) {
 					t.Errorf("remembers %q, want only the map still asked for", key)
 				}
+			}
+		}
+	})
+}
+
+func TestEqualOwnerReferenceListsAreShared(t *testing.T) {
+	same := func(a, b []metav1.OwnerReference) bool { return &a[0] == &b[0] }
+	refs := func(name string, controller *bool) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "tenancy.landlord.dev/v1alpha1", Kind: "Tenant", Name: name, UID: types.UID("uid-" + name), Controller: controller}}
+	}
+	yes, no := true, false
+	t.Run("the objects one tenant owns share one list, equal to theirs", func(t *testing.T) {
+		in := &refsInterner{}
+		a, b := in.intern(refs("acme", &yes)), in.intern(refs("acme", &yes))
+		if !same(a, b) || !reflect.DeepEqual(a, refs("acme", &yes)) {
+			t.Errorf("got %v and %v, shared %v", a, b, same(a, b))
+		}
+	})
+	t.Run("lists that differ in a name or in a flag stay apart", func(t *testing.T) {
+		in := &refsInterner{}
+		acme := in.intern(refs("acme", &yes))
+		for name, other := range map[string][]metav1.OwnerReference{
+			"another tenant":         refs("globex", &yes),
+			"not the controller":     refs("acme", &no),
+			"controller flag absent": refs("acme", nil),
+		} {
+			got := in.intern(other)
+			if same(acme, got) || !reflect.DeepEqual(got, other) {
+				t.Errorf("%s: got %v, shared %v", name, got, same(acme, got))
 			}
 		}
 	})

@@ -263,6 +263,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			// Every informer is declared by a controller's watches; a read of anything else is a
 			// bug, not a reason to start an informer on the whole cluster.
 			ReaderFailOnMissingInformer: true,
+			NewInformer:                 newInformer,
 		},
 		MapperProvider: newMapper,
 		// Component objects are read as unstructured; they come from the cache like the rest.

@@ -30,9 +30,9 @@ import (
 //     tenant's database credentials and its namespace are kept whole, a quota keeps its pods
 //     count, and a rendered component object kstatus's verdict on it (apply.HealthAnnotation);
 //   - strings repeated across objects (namespaces, label keys and values, owner references) are
-//     stored once, and so are equal label maps (intern.go).
+//     stored once, and so are equal label maps and owner reference lists (intern.go).
 func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
-	labels := &mapInterner{}
+	labels, owners := &mapInterner{}, &refsInterner{}
 	return func(obj any) (any, error) {
 		m, err := meta.Accessor(obj)
 		if err != nil {
@@ -57,7 +57,7 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 				return nil, err
 			}
 		}
-		internMetadata(obj, m, labels)
+		internMetadata(obj, m, labels, owners)
 		return obj, nil
 	}
 }

@@ -27,7 +27,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -62,11 +61,15 @@ type params struct {
 	postgres    int
 	component   bool
 	claims      int
-	noopRounds  int
-	jsonOut     string
-	profileDir  string
-	memLimit    string
-	shards      int
+	// claimsBeside is how many tenants a mass create makes while the claims run.
+	claimsBeside int
+	noopRounds   int
+	jsonOut      string
+	profileDir   string
+	memLimit     string
+	shards       int
+	// baseline is the raw-write baseline's concurrencies, one run each; none when empty.
+	baseline []int
 }
 
 func main() {
@@ -80,11 +83,22 @@ func main() {
 	flag.IntVar(&p.postgres, "postgres", 0, "PostgreSQL databases per tenant, on a real server the benchmark starts.")
 	flag.BoolVar(&p.component, "component", false, "Give each tenant a component rendering a ConfigMap and a Service.")
 	flag.IntVar(&p.claims, "claims", 0, "Fill a pool with this many spares, then claim them all and report claim → Bound latency.")
+	flag.IntVar(&p.claimsBeside, "claims-beside", 0, "Tenants created (as a mass create) while the claims run.")
 	flag.IntVar(&p.noopRounds, "noop-reconciles", 20000, "No-op reconciles (whole resync rounds, at least one) over which CPU per reconcile is measured.")
 	flag.StringVar(&p.jsonOut, "json", "", "Also write the report as JSON to this file.")
 	flag.StringVar(&p.profileDir, "profile", "", "Write the operator's CPU profile of each phase, and a heap profile at the end, to this directory.")
 	flag.StringVar(&p.memLimit, "operator-gomemlimit", "", "GOMEMLIMIT of the operator process (e.g. 900MiB), as the shipped Deployment sets it.")
 	flag.IntVar(&p.shards, "shards", 1, "Operator shards, each its own process: the default shard and shards s1, s2…, every tenant labelled for one in turn. With more than one, only the create and resync phases run, and each shard's figures are reported.")
+	flag.Func("baseline", "Comma-separated concurrencies of the raw-write baseline, one run each (e.g. 16,64), after the other phases, with the operator stopped; none when empty.", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			var n int
+			if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
+				return fmt.Errorf("%q is not a concurrency", f)
+			}
+			p.baseline = append(p.baseline, n)
+		}
+		return nil
+	})
 	child.bind(flag.CommandLine)
 	flag.Parse()
 	child.qps, child.concurrency = p.qps, p.concurrency
@@ -180,14 +194,11 @@ type report struct {
 	Claims *claimLatency `json:"claims,omitempty"`
 	// Shards is how many operator processes shared the tenants.
 	Shards int `json:"shards"`
-}
-
-type claimLatency struct {
-	N       int     `json:"n"`
-	P50Ms   float64 `json:"p50Ms"`
-	P99Ms   float64 `json:"p99Ms"`
-	MaxMs   float64 `json:"maxMs"`
-	Seconds float64 `json:"fillSeconds"`
+	// Baselines are the raw-write baseline's runs, one per concurrency.
+	Baselines []baseline `json:"baselines,omitempty"`
+	// CreateRatio and FanOutRatio are Landlord's times over the fastest baseline run's.
+	CreateRatio float64 `json:"createRatio,omitempty"`
+	FanOutRatio float64 `json:"fanOutRatio,omitempty"`
 }
 
 // Phase names, also the keys of the goals in the summary.
@@ -578,12 +589,67 @@ func run(p params) error {
 
 	if p.claims > 0 {
 		fmt.Fprintf(os.Stderr, "filling a pool with %d spares and claiming them...\n", p.claims)
-		if rep.Claims, err = measureClaims(ctx, env, c, p.claims); err != nil {
+		beside := func() error { return nil }
+		if p.claimsBeside > 0 {
+			mass := make([]string, p.claimsBeside)
+			for i := range mass {
+				mass[i] = fmt.Sprintf("mass-%05d", i)
+			}
+			beside = func() error { return createAll(ctx, c, mass, p.postgres, p.component, 1) }
+		}
+		if rep.Claims, err = measureClaims(ctx, env, c, benchRequests, p.claims, beside); err != nil {
 			return err
 		}
 	}
 
+	if len(p.baseline) > 0 {
+		// The baseline is what the control plane does with no operator at all.
+		if err := op.stop(); err != nil {
+			return err
+		}
+		tpl, err := captureTenant(ctx, c, cfg.NamespaceName(names[0]), names[0])
+		if err != nil {
+			return err
+		}
+		for i, concurrency := range p.baseline {
+			b, err := runBaseline(ctx, env, tpl, fmt.Sprintf("raw%d-", i), p.tenants, concurrency)
+			if err != nil {
+				return fmt.Errorf("raw-write baseline: %w", err)
+			}
+			rep.Baselines = append(rep.Baselines, *b)
+		}
+		rep.CreateRatio, rep.FanOutRatio = ratios(rep)
+	}
+
 	return writeReport(rep, p.jsonOut)
+}
+
+// ratios are Landlord's create and fan-out times over the fastest baseline run's.
+func ratios(r report) (create, fanOut float64) {
+	phaseSeconds := func(name string) float64 {
+		for _, ph := range r.Phases {
+			if ph.Name == name {
+				return ph.Seconds
+			}
+		}
+		return 0
+	}
+	fastest := func(of func(baseline) float64) float64 {
+		best := 0.0
+		for _, b := range r.Baselines {
+			if s := of(b); s > 0 && (best == 0 || s < best) {
+				best = s
+			}
+		}
+		return best
+	}
+	if b := fastest(func(b baseline) float64 { return b.Create.Seconds }); b > 0 {
+		create = phaseSeconds(phaseCreate) / b
+	}
+	if b := fastest(func(b baseline) float64 { return b.FanOut.Seconds }); b > 0 {
+		fanOut = phaseSeconds(phaseShared) / b
+	}
+	return create, fanOut
 }
 
 // writeReport prints the report as Markdown and, when jsonOut is set, writes it as JSON.
@@ -733,103 +799,6 @@ func sharedName(i int) string {
 	return fmt.Sprintf("bench-shared-%d", i)
 }
 
-// measureClaims fills a pool with n spares, then claims all of them, 5 at a time, timing each
-// claim from its create call until a watch sees it Bound.
-func measureClaims(ctx context.Context, env *testenv.Env, c client.Client, n int) (*claimLatency, error) {
-	start := time.Now()
-	pool := &tenancyv1alpha1.TenantPool{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench-pool"},
-		Spec:       tenancyv1alpha1.TenantPoolSpec{Replicas: int32(n)},
-	}
-	if err := c.Create(ctx, pool); err != nil {
-		return nil, err
-	}
-	for {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
-			return nil, err
-		}
-		if int(pool.Status.Ready) >= n {
-			break
-		}
-		if time.Since(start) > 10*time.Minute {
-			return nil, fmt.Errorf("pool not filled after 10 minutes: %+v", pool.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	res := &claimLatency{N: n, Seconds: time.Since(start).Seconds()}
-
-	wc, err := client.NewWithWatch(env.Admin, client.Options{Scheme: tenancyv1alpha1.Scheme()})
-	if err != nil {
-		return nil, err
-	}
-	w, err := wc.Watch(ctx, &tenancyv1alpha1.TenantClaimList{}, client.InNamespace("default"))
-	if err != nil {
-		return nil, err
-	}
-	defer w.Stop()
-	var mu sync.Mutex
-	created := map[string]time.Time{}
-	bound := map[string]time.Duration{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			claim, ok := ev.Object.(*tenancyv1alpha1.TenantClaim)
-			if !ok || claim.Status.Phase != tenancyv1alpha1.ClaimBound {
-				continue
-			}
-			now := time.Now()
-			mu.Lock()
-			if at, ok := created[claim.Name]; ok {
-				if _, seen := bound[claim.Name]; !seen {
-					bound[claim.Name] = now.Sub(at)
-				}
-			}
-			finished := len(bound) == n
-			mu.Unlock()
-			if finished {
-				return
-			}
-		}
-	}()
-
-	sem := make(chan struct{}, 5)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			name := fmt.Sprintf("signup-%04d", i)
-			mu.Lock()
-			created[name] = time.Now()
-			mu.Unlock()
-			claim := &tenancyv1alpha1.TenantClaim{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-				Spec:       tenancyv1alpha1.TenantClaimSpec{Pool: pool.Name, Organization: "Signup " + name},
-			}
-			if err := c.Create(ctx, claim); err != nil {
-				fmt.Fprintln(os.Stderr, "creating claim:", err)
-			}
-		}()
-	}
-	wg.Wait()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Minute):
-		return nil, fmt.Errorf("claims not all Bound after 5 minutes")
-	}
-	var ms []float64
-	for _, d := range bound {
-		ms = append(ms, float64(d.Microseconds())/1000)
-	}
-	sort.Float64s(ms)
-	res.P50Ms = ms[len(ms)/2]
-	res.P99Ms = ms[min(len(ms)-1, (len(ms)*99)/100)]
-	res.MaxMs = ms[len(ms)-1]
-	return res, nil
-}
-
 // benchComponent renders objects that are Ready as soon as they exist, so the benchmark measures
 // Landlord rather than a workload controller (its control plane runs none).
 func benchComponent() *tenancyv1alpha1.ComponentTemplate {
@@ -966,8 +935,23 @@ func printMarkdown(w *os.File, r report) {
 			r.NoOp.Reconciles, r.NoOp.CPUSeconds, r.NoOp.CPUPerReconcileUs, r.NoOp.MeanReconcileUs, r.NoOp.Writes, r.NoOp.Reads)
 	}
 	if c := r.Claims; c != nil {
-		fmt.Fprintf(w, "\nSignup: a pool filled with %d Ready spares in %.1f s; %d claims, 5 at a time, claim created → Bound: p50 %.0f ms, p99 %.0f ms, max %.0f ms.\n",
-			c.N, c.Seconds, c.N, c.P50Ms, c.P99Ms, c.MaxMs)
+		fmt.Fprintf(w, "\nSignup: a pool filled with %d Ready spares in %.1f s; %d claims, 5 at a time", c.N, c.Seconds, c.N)
+		if c.Beside > 0 {
+			fmt.Fprintf(w, ", while %d tenants were created beside them", c.Beside)
+		}
+		fmt.Fprintf(w, ", claim created → Bound (n = %d): p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms. Operator requests meanwhile (the refill): %s.\n",
+			c.N, c.P50Ms, c.P90Ms, c.P99Ms, c.MaxMs, c.OperatorRequests)
+	}
+	if len(r.Baselines) > 0 {
+		fmt.Fprintln(w, "\nRaw-write baseline (a plain client, no operator, no client rate limit; the Tenant and what Landlord wrote for it, copied and renamed):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| requests in flight | objects per tenant | create: time | requests | CPU apiserver / etcd | shared-secret change: time | requests |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+		for _, b := range r.Baselines {
+			fmt.Fprintf(w, "| %d | %d | %.2f s | %s | %.1f / %.1f s | %.2f s | %s |\n", b.Concurrency, b.ObjectsPerTenant,
+				b.Create.Seconds, byVerb(b.Create.Requests), b.Create.APIServerCPUSeconds, b.Create.EtcdCPUSeconds, b.FanOut.Seconds, byVerb(b.FanOut.Requests))
+		}
+		fmt.Fprintf(w, "\nLandlord ÷ fastest baseline: create → all Ready %.2f, shared-secret change %.2f.\n", r.CreateRatio, r.FanOutRatio)
 	}
 	if len(r.Phases) > 0 && len(r.Phases[0].Shards) > 0 {
 		fmt.Fprintf(w, "\n%d shards, each its own process:\n\n", r.Shards)

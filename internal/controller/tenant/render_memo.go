@@ -23,7 +23,9 @@ import (
 // renderMemo remembers each tenant component's last rendering and a fingerprint of what it was
 // rendered from. Parsing the template, validating the values against its schema and decoding
 // the YAML took most of the CPU of a no-op reconcile of a tenant with a component, to produce
-// the same objects every time.
+// the same objects every time. A rendering is kept as its objects' JSON: as unstructured maps,
+// two small objects took 3.7 KB per tenant (37 MB of live heap at 10,000 tenants); decoding
+// them costs a few microseconds per reconcile, less than the deep copy a kept map needed.
 type renderMemo struct {
 	mu sync.Mutex
 	// byNamespace maps a tenant namespace to its components' renderings.
@@ -32,7 +34,7 @@ type renderMemo struct {
 
 type rendering struct {
 	print apply.Fingerprint
-	objs  []*unstructured.Unstructured
+	objs  [][]byte
 }
 
 // renderInputs is everything a rendering depends on. The template's spec is immutable, so its
@@ -43,7 +45,7 @@ type renderInputs struct {
 	Input    any
 }
 
-// get returns a copy of the remembered rendering, which the caller may change.
+// get returns the remembered rendering, decoded afresh: the caller may change it.
 func (m *renderMemo) get(namespace, component string, print apply.Fingerprint) ([]*unstructured.Unstructured, bool) {
 	m.mu.Lock()
 	e, ok := m.byNamespace[namespace][component]
@@ -52,17 +54,26 @@ func (m *renderMemo) get(namespace, component string, print apply.Fingerprint) (
 		return nil, false
 	}
 	out := make([]*unstructured.Unstructured, len(e.objs))
-	for i, obj := range e.objs {
-		out[i] = obj.DeepCopy()
+	for i, data := range e.objs {
+		out[i] = &unstructured.Unstructured{}
+		if err := out[i].UnmarshalJSON(data); err != nil {
+			// Encoded by put from a valid object; render again rather than fail.
+			return nil, false
+		}
 	}
 	return out, true
 }
 
-// put remembers a copy of a rendering.
+// put remembers a rendering, encoded. One that cannot be encoded is not remembered: it is
+// rendered again next time.
 func (m *renderMemo) put(namespace, component string, print apply.Fingerprint, objs []*unstructured.Unstructured) {
-	kept := make([]*unstructured.Unstructured, len(objs))
+	kept := make([][]byte, len(objs))
 	for i, obj := range objs {
-		kept[i] = obj.DeepCopy()
+		data, err := obj.MarshalJSON()
+		if err != nil {
+			return
+		}
+		kept[i] = data
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -67,6 +67,21 @@ func TestRenderMemo(t *testing.T) {
 			t.Errorf("remembered value = %v, want v", v)
 		}
 	})
+	t.Run("a remembered rendering comes back with its integers as integers", func(t *testing.T) {
+		_, print, _ := renderFixture(t)
+		svc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+			"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}}
+		var m renderMemo
+		m.put("tenant-a", "web", print, []*unstructured.Unstructured{svc})
+		got, ok := m.get("tenant-a", "web", print)
+		if !ok {
+			t.Fatal("not found with the same inputs")
+		}
+		port := got[0].Object["spec"].(map[string]any)["ports"].([]any)[0].(map[string]any)["port"]
+		if port != int64(80) {
+			t.Errorf("port = %#v, want int64(80) as the renderer makes it", port)
+		}
+	})
 	t.Run("a forgotten namespace has no renderings", func(t *testing.T) {
 		obj, print, _ := renderFixture(t)
 		var m renderMemo
