@@ -21,6 +21,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/conditions"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/rollout"
@@ -96,9 +97,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return write(ctrl.Result{})
 	}
 
-	// Only read: no need for the cache's deep copy of every tenant.
+	// Only the tenants that let rollouts move the component, from the index: a rollout costs
+	// its own tenants, not the fleet. No other tenant is ever chosen, and a tenant of a wave
+	// that is not among them does not follow the rollout, so it counts as skipped unread as it
+	// would read (rollout.Follows). Only read: no need for the cache's deep copy.
 	tenants := &tenancyv1alpha1.TenantList{}
-	if err := r.Client.List(ctx, tenants, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, tenants, client.MatchingFields{indexes.TenantFollowedComponent: ro.Spec.Component}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	higher, err := r.higherRollouts(ctx, ro)
@@ -119,7 +123,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	now := r.now()
-	s.Waves, s.Released = rollout.Forget(s.Waves, s.Released, func(name string) bool { return byName[name] != nil })
+	var getErr error
+	s.Waves, s.Released = rollout.Forget(s.Waves, s.Released, func(name string) bool {
+		if byName[name] != nil {
+			return true
+		}
+		// A tenant of a finished wave that no longer follows the rollout still exists and keeps
+		// its place, so that following again does not plan it a second time: only a deleted one
+		// is forgotten. Looked up by name, so the cost is the rollout's waves, not the fleet.
+		exists, err := r.tenantExists(ctx, name)
+		if err != nil {
+			getErr = err
+			return true
+		}
+		return exists
+	})
+	if getErr != nil {
+		return ctrl.Result{}, getErr
+	}
 	s.Waves = rollout.PlanWaves(ro, s.Waves, chosen, now, mayMove(ro, &s, now))
 
 	var requeue time.Duration
@@ -278,6 +299,15 @@ func recount(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, sup
 		}
 	}
 	w.Failed = failed
+}
+
+// tenantExists reports whether the cache holds the tenant name.
+func (r *Reconciler) tenantExists(ctx context.Context, name string) (bool, error) {
+	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &tenancyv1alpha1.Tenant{}, client.UnsafeDisableDeepCopy)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // higherRollouts lists the rollouts of ro's component that rank above it (rollout.Higher), from

@@ -23,10 +23,16 @@ import (
 // CacheVisits counts the lists made through it and the objects each makes the cache visit. The
 // manager's cache answers a list by index from the index, visiting what it returns, and any
 // other list (a label selector included) by visiting every object of the kind; the fake client
-// stands in for the cache, and this reader charges each list what the cache would.
+// stands in for the cache, and this reader charges each list what the cache would. A get reads
+// one object by its key, whatever the number of objects, and is counted apart (Gets).
 type CacheVisits struct {
 	client.Client
-	Lists, Visited int
+	Lists, Visited, Gets int
+}
+
+func (c *CacheVisits) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.Gets++
+	return c.Client.Get(ctx, key, obj, opts...)
 }
 
 func (c *CacheVisits) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {

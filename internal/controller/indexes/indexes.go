@@ -8,6 +8,7 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -17,6 +18,13 @@ const (
 	// TenantDatabaseServer indexes tenants by the DatabaseServers holding their databases, so
 	// placement counts a server's tenants without scanning them all.
 	TenantDatabaseServer = "status.databases.server"
+	// TenantDatabasesNotReady indexes, under the one key NotReady, the tenants with databases
+	// whose DatabasesReady condition is not True: a DatabaseServer that appears, becomes Ready
+	// or frees room wakes the tenants that may be waiting for it without reading the others.
+	TenantDatabasesNotReady = "spec.databases,notReady"
+	// TenantFollowedComponent indexes tenants by the components they let rollouts move (those
+	// with followRollouts), so that a rollout reads the tenants it may move and no other.
+	TenantFollowedComponent = "spec.components.followRollouts"
 	// TenantComponentTemplate indexes tenants by the ComponentTemplates they pin, so a template
 	// published after the tenant pinned it re-triggers exactly those tenants.
 	TenantComponentTemplate = "spec.components.template"
@@ -38,6 +46,9 @@ const (
 	PendingClaimPool = "spec.pool,pending"
 )
 
+// NotReady is the one TenantDatabasesNotReady key.
+const NotReady = "notReady"
+
 // Add registers every index with the manager's cache; the operator calls it once.
 func Add(ctx context.Context, indexer client.FieldIndexer) error {
 	for _, ix := range []struct {
@@ -46,6 +57,8 @@ func Add(ctx context.Context, indexer client.FieldIndexer) error {
 		fn    client.IndexerFunc
 	}{
 		{&tenancyv1alpha1.Tenant{}, TenantDatabaseServer, TenantDatabaseServers},
+		{&tenancyv1alpha1.Tenant{}, TenantDatabasesNotReady, tenantDatabasesNotReady},
+		{&tenancyv1alpha1.Tenant{}, TenantFollowedComponent, tenantFollowedComponents},
 		{&tenancyv1alpha1.Tenant{}, TenantComponentTemplate, tenantComponentTemplates},
 		{&tenancyv1alpha1.Tenant{}, TenantDomain, tenantDomains},
 		{&tenancyv1alpha1.ComponentRollout{}, RolloutReleased, rolloutReleased},
@@ -119,6 +132,29 @@ func TenantDatabaseServers(obj client.Object) []string {
 		if !seen[d.Server] {
 			seen[d.Server] = true
 			out = append(out, d.Server)
+		}
+	}
+	return out
+}
+
+func tenantDatabasesNotReady(obj client.Object) []string {
+	t, ok := obj.(*tenancyv1alpha1.Tenant)
+	if !ok || len(t.Spec.Databases.Postgres)+len(t.Spec.Databases.MySQL) == 0 ||
+		meta.IsStatusConditionTrue(t.Status.Conditions, tenancyv1alpha1.DatabasesReadyCondition) {
+		return nil
+	}
+	return []string{NotReady}
+}
+
+func tenantFollowedComponents(obj client.Object) []string {
+	t, ok := obj.(*tenancyv1alpha1.Tenant)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, c := range t.Spec.Components {
+		if c.FollowRollouts {
+			out = append(out, c.Name)
 		}
 	}
 	return out

@@ -31,6 +31,9 @@ type dbEntry struct {
 
 func (e dbEntry) String() string { return string(e.engine) + " database " + e.Name }
 
+// desiredDatabases lists the databases of every engine the spec names. An engine added here is
+// added to indexes.TenantDatabasesNotReady too, or a tenant waiting for a server of that
+// engine is not woken when one appears.
 func desiredDatabases(t *tenancyv1alpha1.Tenant) []dbEntry {
 	var out []dbEntry
 	for _, d := range t.Spec.Databases.Postgres {

@@ -68,18 +68,16 @@ func (r *Reconciler) templateSecretHandler() handler.EventHandler {
 // DatabaseServer appears or changes: one may be waiting for a server to place on, or for a
 // server to come back.
 func (r *Reconciler) databaseServerHandler() handler.EventHandler {
+	// enqueue reads the tenants with databases not ready from their index: a server event costs
+	// the tenants that wait, not the fleet.
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		tenants := &tenancyv1alpha1.TenantList{}
-		if err := r.Client.List(ctx, tenants, client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.Client.List(ctx, tenants, client.MatchingFields{indexes.TenantDatabasesNotReady: indexes.NotReady}, client.UnsafeDisableDeepCopy); err != nil {
 			log.FromContext(ctx).Error(err, "listing tenants for a database server change")
 			return
 		}
 		for i := range tenants.Items {
-			t := &tenants.Items[i]
-			if len(desiredDatabases(t)) == 0 || meta.IsStatusConditionTrue(t.Status.Conditions, tenancyv1alpha1.DatabasesReadyCondition) {
-				continue
-			}
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: t.Name}})
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: tenants.Items[i].Name}})
 		}
 	}
 	// on enqueues the tenants with databases on the server, from the index: their NetworkPolicy
