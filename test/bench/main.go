@@ -7,7 +7,9 @@
 //     cost of one no-op reconcile;
 //  3. an operator restart with N tenants, until the new process is idle;
 //  4. one shared secret changed in the store, until all N namespaces hold the new value;
-//  5. optionally, signup latency through a pool of spares.
+//  5. optionally, signup latency through a pool of spares;
+//  6. optionally, a soak: the fleet churned at a steady rate while the operator's memory is
+//     sampled (soak.go).
 //
 // Request counts come from the API server's own metrics (apiserver_request_total), minus the
 // benchmark's own requests, counted by its client; what is left is the operator's. CPU and memory
@@ -67,6 +69,7 @@ type params struct {
 	profileDir  string
 	memLimit    string
 	shards      int
+	soak        soakParams
 }
 
 func main() {
@@ -86,6 +89,7 @@ func main() {
 	flag.StringVar(&p.memLimit, "operator-gomemlimit", "", "GOMEMLIMIT of the operator process (e.g. 900MiB), as the shipped Deployment sets it.")
 	flag.IntVar(&p.shards, "shards", 1, "Operator shards, each its own process: the default shard and shards s1, s2…, every tenant labelled for one in turn. With more than one, only the create and resync phases run, and each shard's figures are reported.")
 	child.bind(flag.CommandLine)
+	p.soak.bind(flag.CommandLine)
 	flag.Parse()
 	child.qps, child.concurrency = p.qps, p.concurrency
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
@@ -180,6 +184,8 @@ type report struct {
 	Claims *claimLatency `json:"claims,omitempty"`
 	// Shards is how many operator processes shared the tenants.
 	Shards int `json:"shards"`
+	// Soak is the operator's memory over a time of steady churn, when -soak asked for one.
+	Soak *soakReport `json:"soak,omitempty"`
 }
 
 type claimLatency struct {
@@ -583,6 +589,9 @@ func run(p params) error {
 		}
 	}
 
+	if rep.Soak, err = runSoak(ctx, p.soak, soakEnv{c: c, watched: watched, store: store, cfg: cfg, op: op, tenants: names, postgres: p.postgres, component: p.component}); err != nil {
+		return err
+	}
 	return writeReport(rep, p.jsonOut)
 }
 
@@ -979,6 +988,7 @@ func printMarkdown(w *os.File, r report) {
 			}
 		}
 	}
+	printSoak(w, r.Soak)
 	fmt.Fprintln(w, "\nOperator requests by verb and resource:")
 	fmt.Fprintln(w)
 	for _, p := range r.Phases {
