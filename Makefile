@@ -147,6 +147,10 @@ bench: control-plane databases ## Create, resync, restart and fan a secret out t
 	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -shards 2 \
 		-json $(BIN)/bench-$(BENCH_TENANTS)-2-shards.json $(BENCH_FLAGS)
 
+.PHONY: bench-plots
+bench-plots: ## Plot the reports make bench wrote (bin/bench-*.json) as SVG into docs/img: figures against N across sizes, and memory over a soak (docs/benchmarks.md).
+	go run ./hack/benchplot -out docs/img $(BIN)/bench-*.json
+
 ##@ Build and run
 
 .PHONY: dev-databases

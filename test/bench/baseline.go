@@ -35,7 +35,7 @@ type baseline struct {
 	Concurrency int `json:"concurrency"`
 	// ObjectsPerTenant is what it creates per tenant: the Tenant itself and what Landlord wrote
 	// for it.
-	ObjectsPerTenant int `json:"objectsPerTenant"`
+	ObjectsPerTenant int             `json:"objectsPerTenant"`
 	Create           baselineFigures `json:"create"`
 	FanOut           baselineFigures `json:"fanOut"`
 }

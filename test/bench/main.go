@@ -7,7 +7,9 @@
 //     cost of one no-op reconcile;
 //  3. an operator restart with N tenants, until the new process is idle;
 //  4. one shared secret changed in the store, until all N namespaces hold the new value;
-//  5. optionally, signup latency through a pool of spares.
+//  5. optionally, signup latency through a pool of spares;
+//  6. optionally, a soak: the fleet churned at a steady rate while the operator's memory is
+//     sampled (soak.go).
 //
 // Request counts come from the API server's own metrics (apiserver_request_total), minus the
 // benchmark's own requests, counted by its client; what is left is the operator's. CPU and memory
@@ -68,6 +70,7 @@ type params struct {
 	profileDir   string
 	memLimit     string
 	shards       int
+	soak         soakParams
 	// baseline is the raw-write baseline's concurrencies, one run each; none when empty.
 	baseline []int
 }
@@ -100,6 +103,7 @@ func main() {
 		return nil
 	})
 	child.bind(flag.CommandLine)
+	p.soak.bind(flag.CommandLine)
 	flag.Parse()
 	child.qps, child.concurrency = p.qps, p.concurrency
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
@@ -199,6 +203,8 @@ type report struct {
 	// CreateRatio and FanOutRatio are Landlord's times over the fastest baseline run's.
 	CreateRatio float64 `json:"createRatio,omitempty"`
 	FanOutRatio float64 `json:"fanOutRatio,omitempty"`
+	// Soak is the operator's memory over a time of steady churn, when -soak asked for one.
+	Soak *soakReport `json:"soak,omitempty"`
 }
 
 // Phase names, also the keys of the goals in the summary.
@@ -602,13 +608,19 @@ func run(p params) error {
 		}
 	}
 
+	// The baseline copies a tenant as Landlord made it, before the soak archives it.
+	var tpl *tenantTemplate
+	if len(p.baseline) > 0 {
+		if tpl, err = captureTenant(ctx, c, cfg.NamespaceName(names[0]), names[0]); err != nil {
+			return err
+		}
+	}
+	if rep.Soak, err = runSoak(ctx, p.soak, soakEnv{c: c, watched: watched, store: store, cfg: cfg, op: op, tenants: names, postgres: p.postgres, component: p.component}); err != nil {
+		return err
+	}
 	if len(p.baseline) > 0 {
 		// The baseline is what the control plane does with no operator at all.
 		if err := op.stop(); err != nil {
-			return err
-		}
-		tpl, err := captureTenant(ctx, c, cfg.NamespaceName(names[0]), names[0])
-		if err != nil {
 			return err
 		}
 		for i, concurrency := range p.baseline {
@@ -620,7 +632,6 @@ func run(p params) error {
 		}
 		rep.CreateRatio, rep.FanOutRatio = ratios(rep)
 	}
-
 	return writeReport(rep, p.jsonOut)
 }
 
@@ -963,6 +974,7 @@ func printMarkdown(w *os.File, r report) {
 			}
 		}
 	}
+	printSoak(w, r.Soak)
 	fmt.Fprintln(w, "\nOperator requests by verb and resource:")
 	fmt.Fprintln(w)
 	for _, p := range r.Phases {
