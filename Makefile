@@ -34,7 +34,15 @@ GO_TEST_FLAGS ?= -timeout 60m -p 3
 BENCH_TENANTS ?= 1000
 BENCH_POSTGRES ?= 1
 BENCH_COMPONENT ?= true
-BENCH_CLAIMS ?= 50
+# 200 claims, so that their p99 is not their maximum; BENCH_CLAIMS_BESIDE tenants are created
+# beside them, as a mass create would.
+BENCH_CLAIMS ?= 200
+BENCH_CLAIMS_BESIDE ?= $(BENCH_TENANTS)
+# The raw-write baseline's concurrencies: a plain client creates what Landlord wrote, one run
+# each, and the report divides Landlord's times by the fastest.
+BENCH_BASELINE ?= 16,64
+# A soak after the other phases, e.g. 30m (off when empty).
+BENCH_SOAK ?=
 # Extra flags, e.g. BENCH_FLAGS="-profile bin/bench-profiles -concurrency 16".
 BENCH_FLAGS ?=
 # The release this checkout is: the file VERSION, the one place it is written. The chart, the
@@ -140,8 +148,9 @@ test-faults-long: manifests generate control-plane databases ## Run the fault su
 	LANDLORD_FAULT_ROUNDS=$(FAULT_ROUNDS_LONG) go test $(GO_TEST_FLAGS) -count=1 ./test/faults
 
 .PHONY: bench
-bench: control-plane databases ## Create, resync, restart and fan a secret out to BENCH_TENANTS tenants, then create them split between two shards; report requests, time, CPU and memory (docs/benchmarks.md).
+bench: control-plane databases ## Create, resync, restart and fan a secret out to BENCH_TENANTS tenants, claim spares beside a mass create, measure the raw-write baseline, then create them split between two shards; report requests, time, CPU and memory (docs/benchmarks.md).
 	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -claims $(BENCH_CLAIMS) \
+		-claims-beside $(BENCH_CLAIMS_BESIDE) -baseline $(BENCH_BASELINE) $(if $(BENCH_SOAK),-soak $(BENCH_SOAK)) \
 		-json $(BIN)/bench-$(BENCH_TENANTS).json $(BENCH_FLAGS)
 	@# The same tenants split between two operator shards, each its own process.
 	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -shards 2 \

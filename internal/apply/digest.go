@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"hash/fnv"
 	"reflect"
@@ -23,7 +22,9 @@ const HealthAnnotation = "tenancy.landlord.dev/health"
 
 // ContentDigest digests what Landlord compares of obj. Built-in kinds are digested as protobuf
 // (their generated encoders write map keys in order, so equal objects digest equally), others
-// as JSON. Only digests from the same cache are ever compared with each other.
+// as JSON. Only digests from the same cache are ever compared with each other. A digest is its
+// 16 bytes as a string, not their hex: the cache keeps one on every object it holds without
+// its body, and only ever compares them.
 func ContentDigest(obj metav1.Object) (string, error) {
 	h := fnv.New128a()
 	meta := metav1.ObjectMeta{Labels: obj.GetLabels(), OwnerReferences: obj.GetOwnerReferences()}
@@ -47,7 +48,7 @@ func ContentDigest(obj metav1.Object) (string, error) {
 		if err := json.NewEncoder(h).Encode(content); err != nil {
 			return "", err
 		}
-		return hex.EncodeToString(h.Sum(nil)), nil
+		return string(h.Sum(nil)), nil
 	}
 	// A shallow copy of the typed object with the metadata reduced to what is compared and the
 	// status zeroed; it shares the original's maps and slices and is only encoded.
@@ -76,7 +77,7 @@ func ContentDigest(obj metav1.Object) (string, error) {
 	} else if err := json.NewEncoder(h).Encode(cp.Interface()); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return string(h.Sum(nil)), nil
 }
 
 // KeepInCache records, on an object the cache keeps without its body (only its metadata, and
@@ -90,7 +91,8 @@ func ContentDigest(obj metav1.Object) (string, error) {
 // at all when it has no other annotation, about 360 bytes less for each of the many thousands
 // of objects. The record is kept in metadata.selfLink, a
 // field the API server has not set since Kubernetes 1.20 and that nothing in the operator
-// reads; it exists only in the cache.
+// reads; it exists only in the cache. It is the prefix, the digest's 16 bytes and the applied
+// annotation's value, 41 bytes in all (72 with the digest in hex and words around it).
 func KeepInCache(obj metav1.Object, digest string) {
 	annotations := obj.GetAnnotations()
 	applied := annotations[HashAnnotation]
@@ -99,21 +101,28 @@ func KeepInCache(obj metav1.Object, digest string) {
 		annotations = nil
 	}
 	obj.SetAnnotations(annotations)
-	obj.SetSelfLink(cacheRecordPrefix + digest + " " + applied)
+	if len(digest) != digestSize {
+		// No digest to stand for the body: the object reads as one the cache keeps whole.
+		obj.SetSelfLink("")
+		return
+	}
+	obj.SetSelfLink(cacheRecordPrefix + digest + applied)
 }
 
 // cacheRecordPrefix starts a record KeepInCache wrote; a selfLink that does not start with it
-// is no record (the transform clears any other).
-const cacheRecordPrefix = "landlord-cache:"
+// is no record (the transform clears any other, and no API server writes a NUL byte in one).
+const cacheRecordPrefix = "\x00"
+
+// digestSize is the length of a content digest: a 128-bit hash.
+const digestSize = 16
 
 // cacheRecord is what KeepInCache recorded on obj: ok is false when it recorded nothing.
 func cacheRecord(obj metav1.Object) (digest, applied string, ok bool) {
 	rest, ok := strings.CutPrefix(obj.GetSelfLink(), cacheRecordPrefix)
-	if !ok {
+	if !ok || len(rest) < digestSize {
 		return "", "", false
 	}
-	digest, applied, _ = strings.Cut(rest, " ")
-	return digest, applied, true
+	return rest[:digestSize], rest[digestSize:], true
 }
 
 // bodyDropped reports whether the cache kept obj without its body.

@@ -1,15 +1,22 @@
 package operator
 
 import (
+	"encoding/binary"
+	"hash"
+	"hash/fnv"
+	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 	"unique"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/landlord-dev/landlord/internal/apply"
 )
 
 // internMetadata stores the strings that repeat across a tenant's objects, and across tenants,
@@ -30,15 +37,23 @@ func internMetadata(obj any, m metav1.Object, labels *mapInterner, owners *refsI
 		m.SetNamespace(intern(ns))
 	}
 	m.SetLabels(labels.intern(m.GetLabels()))
-	if annotations := m.GetAnnotations(); len(annotations) > 0 {
-		out := make(map[string]string, len(annotations))
-		for k, v := range annotations {
-			// Values are mostly digests, unique to the object; keys repeat.
-			out[intern(k)] = v
-		}
-		m.SetAnnotations(out)
-	}
 	m.SetOwnerReferences(owners.intern(m.GetOwnerReferences()))
+	annotations := m.GetAnnotations()
+	if len(annotations) == 0 {
+		return
+	}
+	if _, digest := annotations[apply.HashAnnotation]; !digest {
+		// Without a digest of the object, annotations repeat across tenants: a shared
+		// secret's copies all name the same source at the same hash.
+		m.SetAnnotations(labels.intern(annotations))
+		return
+	}
+	out := make(map[string]string, len(annotations))
+	for k, v := range annotations {
+		// Values are mostly digests, unique to the object; keys repeat.
+		out[intern(k)] = v
+	}
+	m.SetAnnotations(out)
 }
 
 func intern(s string) string {
@@ -48,15 +63,18 @@ func intern(s string) string {
 	return unique.Make(s).Value()
 }
 
-// sharer hands out one value for all equal values it is given (equal by a canonical key). It
-// remembers the values of two generations of generationAge each: a value not asked for during a
-// whole generation (the labels of a deleted tenant) is forgotten, so the table follows the live
-// objects and does not grow with time. Forgetting only ends the sharing of that value; objects
-// holding it keep it. A generation is a span of time, not a count, because a restart lists
-// every kind in turn: a tenant's labels are asked for once per kind, all within the restart.
+// sharer hands out one value for all equal values it is given. Values are found by a 64-bit
+// hash and confirmed equal, so a collision only costs the sharing of one value. Kept by the
+// canonical string of their content, each distinct value cost as much again in the table as in
+// the objects. It remembers the values of two generations of generationAge each: a value not
+// asked for during a whole generation (the labels of a deleted tenant) is forgotten, so the
+// table follows the live objects and does not grow with time. Forgetting only ends the sharing
+// of that value; objects holding it keep it. A generation is a span of time, not a count,
+// because a restart lists every kind in turn: a tenant's labels are asked for once per kind,
+// all within the restart.
 type sharer[T any] struct {
 	mu                sync.Mutex
-	current, previous map[string]T
+	current, previous map[uint64]T
 	since             time.Time
 	// now is time.Now, or a test's clock.
 	now func() time.Time
@@ -64,8 +82,9 @@ type sharer[T any] struct {
 
 const generationAge = 10 * time.Minute
 
-// share returns the value remembered under key, or remembers and returns build().
-func (t *sharer[T]) share(key string, build func() T) T {
+// share returns the value remembered under key if equal says it is the one asked for, or
+// remembers and returns build().
+func (t *sharer[T]) share(key uint64, equal func(T) bool, build func() T) T {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := time.Now
@@ -73,33 +92,60 @@ func (t *sharer[T]) share(key string, build func() T) T {
 		now = t.now
 	}
 	if t.current == nil || now().Sub(t.since) >= generationAge {
-		t.previous, t.current, t.since = t.current, map[string]T{}, now()
+		t.previous, t.current, t.since = t.current, map[uint64]T{}, now()
 	}
 	if v, ok := t.current[key]; ok {
-		return v
+		if equal(v) {
+			return v
+		}
+		// Another value with the same hash: this one is not shared.
+		return build()
 	}
 	v, ok := t.previous[key]
-	if !ok {
+	if !ok || !equal(v) {
 		v = build()
 	}
 	t.current[key] = v
 	return v
 }
 
-// mapInterner shares equal label maps.
+// mapInterner shares equal string maps: labels, and annotations that do not digest their
+// object.
 type mapInterner struct{ sharer[map[string]string] }
 
 func (t *mapInterner) intern(in map[string]string) map[string]string {
 	if len(in) == 0 {
 		return in
 	}
-	return t.share(canonical(in), func() map[string]string {
+	return t.share(mapKey(in), func(m map[string]string) bool { return maps.Equal(m, in) }, func() map[string]string {
 		m := make(map[string]string, len(in))
 		for k, v := range in {
 			m[intern(k)] = intern(v)
 		}
 		return m
 	})
+}
+
+// mapKey hashes a map's entries, in any order: the sum of its entries' hashes.
+func mapKey(m map[string]string) uint64 {
+	var sum uint64
+	h := fnv.New64a()
+	for k, v := range m {
+		h.Reset()
+		writeField(h, k)
+		writeField(h, v)
+		sum += h.Sum64()
+	}
+	return sum
+}
+
+// writeField writes s with its length, so that fields written one after the other hash apart
+// however their bytes split.
+func writeField(h hash.Hash64, s string) {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+	_, _ = h.Write(n[:])
+	_, _ = h.Write([]byte(s))
 }
 
 // refsInterner shares equal owner reference lists: every object a tenant owns names the tenant
@@ -112,26 +158,25 @@ func (t *refsInterner) intern(in []metav1.OwnerReference) []metav1.OwnerReferenc
 	if len(in) == 0 {
 		return in
 	}
-	var b strings.Builder
-	flag := func(p *bool) byte {
+	h := fnv.New64a()
+	flag := func(p *bool) string {
 		switch {
 		case p == nil:
-			return '-'
+			return "-"
 		case *p:
-			return 't'
+			return "t"
 		}
-		return 'f'
+		return "f"
 	}
 	for _, r := range in {
-		// Names, kinds and UIDs cannot hold a NUL byte.
-		for _, s := range []string{r.APIVersion, r.Kind, r.Name, string(r.UID)} {
-			b.WriteString(s)
-			b.WriteByte(0)
+		for _, s := range []string{r.APIVersion, r.Kind, r.Name, string(r.UID), flag(r.Controller), flag(r.BlockOwnerDeletion)} {
+			writeField(h, s)
 		}
-		b.WriteByte(flag(r.Controller))
-		b.WriteByte(flag(r.BlockOwnerDeletion))
 	}
-	return t.share(b.String(), func() []metav1.OwnerReference {
+	equal := func(refs []metav1.OwnerReference) bool {
+		return slices.EqualFunc(refs, in, func(a, b metav1.OwnerReference) bool { return equality.Semantic.DeepEqual(a, b) })
+	}
+	return t.share(h.Sum64(), equal, func() []metav1.OwnerReference {
 		out := slices.Clone(in)
 		for i := range out {
 			out[i].APIVersion = intern(out[i].APIVersion)
@@ -141,22 +186,4 @@ func (t *refsInterner) intern(in []metav1.OwnerReference) []metav1.OwnerReferenc
 		}
 		return out
 	})
-}
-
-// canonical is a string equal for equal maps and different for different ones.
-func canonical(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		// Label keys and values cannot hold a NUL byte.
-		b.WriteString(k)
-		b.WriteByte(0)
-		b.WriteString(m[k])
-		b.WriteByte(0)
-	}
-	return b.String()
 }

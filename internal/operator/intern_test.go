@@ -48,16 +48,16 @@ func TestEqualLabelMapsAreSharedAndForgottenWhenUnused(t *testing.T) {
 			clock = clock.Add(generationAge)
 			in.intern(labels("acme"))
 		}
-		if _, ok := in.current[canonical(labels("gone"))]; ok {
+		if _, ok := in.current[mapKey(labels("gone"))]; ok {
 			t.Error("still in the current generation")
 		}
-		if _, ok := in.previous[canonical(labels("gone"))]; ok {
+		if _, ok := in.previous[mapKey(labels("gone"))]; ok {
 			t.Error("still in the previous generation")
 		}
-		for _, gen := range []map[string]map[string]string{in.current, in.previous} {
+		for _, gen := range []map[uint64]map[string]string{in.current, in.previous} {
 			for key := range gen {
-				if key != canonical(labels("acme")) {
-					t.Errorf("remembers %q, want only the map still asked for", key)
+				if key != mapKey(labels("acme")) {
+					t.Errorf("remembers %x, want only the map still asked for", key)
 				}
 			}
 		}
@@ -91,4 +91,39 @@ func TestEqualOwnerReferenceListsAreShared(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestAHashCollisionIsNeverShared(t *testing.T) {
+	var s sharer[string]
+	first := s.share(7, func(v string) bool { return v == "acme" }, func() string { return "acme" })
+	second := s.share(7, func(v string) bool { return v == "globex" }, func() string { return "globex" })
+	if first != "acme" || second != "globex" {
+		t.Errorf("got %q and %q for two values with one hash, want each its own", first, second)
+	}
+}
+
+func TestAnnotationsAreSharedUnlessTheyDigestTheirObject(t *testing.T) {
+	labels, owners := &mapInterner{}, &refsInterner{}
+	copyOf := func(tenant string, annotations map[string]string) *metav1.ObjectMeta {
+		m := &metav1.ObjectMeta{Namespace: "tenant-" + tenant, Name: "api-token", Annotations: annotations}
+		internMetadata(m, m, labels, owners)
+		return m
+	}
+	source := func() map[string]string {
+		return map[string]string{"tenancy.landlord.dev/source": "landlord-templates/api-token", "tenancy.landlord.dev/source-hash": "abc"}
+	}
+	a, b := copyOf("acme", source()), copyOf("globex", source())
+	if reflect.ValueOf(a.Annotations).UnsafePointer() != reflect.ValueOf(b.Annotations).UnsafePointer() {
+		t.Error("two tenants' copies of one shared secret hold equal annotations apart")
+	}
+	withDigest := func() map[string]string {
+		return map[string]string{"tenancy.landlord.dev/applied-hash": "d1", "tenancy.landlord.dev/pods-pool": "general"}
+	}
+	c, d := copyOf("acme", withDigest()), copyOf("globex", withDigest())
+	if reflect.ValueOf(c.Annotations).UnsafePointer() == reflect.ValueOf(d.Annotations).UnsafePointer() {
+		t.Error("annotations holding an object's digest are shared")
+	}
+	if !reflect.DeepEqual(c.Annotations, withDigest()) || !reflect.DeepEqual(a.Annotations, source()) {
+		t.Errorf("annotations changed: %v, %v", c.Annotations, a.Annotations)
+	}
 }

@@ -93,6 +93,9 @@ func main() {
 	flag.StringVar(&p.memLimit, "operator-gomemlimit", "", "GOMEMLIMIT of the operator process (e.g. 900MiB), as the shipped Deployment sets it.")
 	flag.IntVar(&p.shards, "shards", 1, "Operator shards, each its own process: the default shard and shards s1, s2…, every tenant labelled for one in turn. With more than one, only the create and resync phases run, and each shard's figures are reported.")
 	flag.Func("baseline", "Comma-separated concurrencies of the raw-write baseline, one run each (e.g. 16,64), after the other phases, with the operator stopped; none when empty.", func(v string) error {
+		if v == "" {
+			return nil
+		}
 		for _, f := range strings.Split(v, ",") {
 			var n int
 			if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
