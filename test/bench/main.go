@@ -49,6 +49,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -109,7 +110,8 @@ func main() {
 	p.soak.bind(flag.CommandLine)
 	flag.Parse()
 	child.qps, child.concurrency = p.qps, p.concurrency
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	// As cmd/landlord logs: a stop does not log what it cuts short as errors.
+	ctrl.SetLogger(shutdown.QuietLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel))))
 	var err error
 	if *isChild {
 		err = runChild(child)
@@ -606,7 +608,7 @@ func run(p params) error {
 			}
 			beside = func() error { return createAll(ctx, c, mass, p.postgres, p.component, 1) }
 		}
-		if rep.Claims, err = measureClaims(ctx, env, c, benchRequests, p.claims, beside); err != nil {
+		if rep.Claims, err = measureClaims(ctx, env, c, op, benchRequests, p.claims, beside); err != nil {
 			return err
 		}
 	}
@@ -949,12 +951,12 @@ func printMarkdown(w *os.File, r report) {
 			r.NoOp.Reconciles, r.NoOp.CPUSeconds, r.NoOp.CPUPerReconcileUs, r.NoOp.MeanReconcileUs, r.NoOp.Writes, r.NoOp.Reads)
 	}
 	if c := r.Claims; c != nil {
-		fmt.Fprintf(w, "\nSignup: a pool filled with %d Ready spares in %.1f s; %d claims, 5 at a time", c.N, c.Seconds, c.N)
+		fmt.Fprintf(w, "\nSignup: a pool filled with %d Ready spares in %.1f s; %d claims, 5 signups at a time, each waiting for its bind", c.N, c.Seconds, c.N)
 		if c.Beside > 0 {
 			fmt.Fprintf(w, ", while %d tenants were created beside them", c.Beside)
 		}
-		fmt.Fprintf(w, ", claim created → Bound (n = %d): p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms. Operator requests meanwhile (the refill): %s.\n",
-			c.N, c.P50Ms, c.P90Ms, c.P99Ms, c.MaxMs, c.OperatorRequests)
+		fmt.Fprintf(w, ", claim created → Bound (n = %d): p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms. The claim controller: %d reconciles, each %.1f ms queued and %.1f ms reconciling on average. Operator requests meanwhile (the refill): %s.\n",
+			c.N, c.P50Ms, c.P90Ms, c.P99Ms, c.MaxMs, c.Reconciles, c.MeanQueueWaitMs, c.MeanReconcileMs, c.OperatorRequests)
 	}
 	if len(r.Baselines) > 0 {
 		fmt.Fprintln(w, "\nRaw-write baseline (a plain client, no operator, no client rate limit; the Tenant and what Landlord wrote for it, copied and renamed):")

@@ -8,10 +8,12 @@ import (
 	"github.com/go-logr/logr"
 )
 
-// QuietLogger is log with one error of the operator's stop turned into a debug line: client-go's
-// event broadcaster logs each event still in flight when the manager cancels its context as
-// "Unable to write event" at error level, with a stack trace. Nothing failed: the event is
-// dropped with the process. The same error for any other reason stays an error.
+// QuietLogger is log with two errors of the operator's stop turned into debug lines, each logged
+// by client-go at error level with a stack trace when the manager cancels its context: the
+// event broadcaster's "Unable to write event" for each event still in flight (the event is
+// dropped with the process), and "Unexpected error when reading response body" for each
+// response a reconcile was reading (the reconcile stops; the next process does it again).
+// Nothing failed. The same messages for any other cause stay errors.
 func QuietLogger(log logr.Logger) logr.Logger {
 	return log.WithSink(quietSink{log.GetSink()})
 }
@@ -19,7 +21,7 @@ func QuietLogger(log logr.Logger) logr.Logger {
 type quietSink struct{ logr.LogSink }
 
 func (s quietSink) Error(err error, msg string, keysAndValues ...any) {
-	if errors.Is(err, context.Canceled) && strings.HasPrefix(msg, "Unable to write event") {
+	if errors.Is(err, context.Canceled) && (strings.HasPrefix(msg, "Unable to write event") || msg == "Unexpected error when reading response body") {
 		if s.Enabled(1) {
 			s.LogSink.Info(1, msg, append(keysAndValues, "error", err.Error())...)
 		}

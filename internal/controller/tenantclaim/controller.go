@@ -40,6 +40,9 @@ type Reconciler struct {
 
 	// binds maps the UID of each claim this process bound to its tenant's name.
 	binds sync.Map
+	// written holds the UID of each claim whose Bound status this process wrote and the
+	// cache does not show yet.
+	written sync.Map
 }
 
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantclaims,verbs=get;list;watch
@@ -66,6 +69,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if claim.Status.Phase == tenancyv1alpha1.ClaimBound || !claim.DeletionTimestamp.IsZero() {
 		// The status says it now; memory no longer has to.
 		r.binds.Delete(claim.UID)
+		r.written.Delete(claim.UID)
 		if claim.Status.Phase == tenancyv1alpha1.ClaimBound && claim.DeletionTimestamp.IsZero() {
 			// A claim bound before claims had conditions gets them; any other costs nothing.
 			return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, claim, &claim.Status, claimStatus(claim, claim.Status))
@@ -79,6 +83,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if t, err := r.boundBefore(ctx, claim); err != nil || t != nil {
 		if err != nil {
 			return ctrl.Result{}, err
+		}
+		if _, ok := r.written.Load(claim.UID); ok {
+			// This process wrote its Bound status, which the cache does not show yet; the
+			// cache's event brings the claim back. Writing again would be refused, and would
+			// hold up the next customer's bind.
+			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, r.setBound(ctx, claim, t)
 	}
@@ -192,6 +202,7 @@ func (r *Reconciler) setBound(ctx context.Context, claim *tenancyv1alpha1.Tenant
 		}
 		return client.IgnoreNotFound(err)
 	}
+	r.written.Store(claim.UID, struct{}{})
 	claimBindSeconds.WithLabelValues(claim.Spec.Pool).Observe(now.Sub(claim.CreationTimestamp.Time).Seconds())
 	r.Recorder.Eventf(claim, t, corev1.EventTypeNormal, tenancyv1alpha1.ReasonBound, "Bind", "bound to tenant %s", t.Name)
 	return nil
