@@ -56,8 +56,8 @@ func main() {
 	flag.DurationVar(&opts.RetryPeriod, "leader-election-retry-period", 2*time.Second, "With --leader-elect, how often the leader renews its lease and a standby tries to take it.")
 	flag.BoolVar(&waitFor, "wait-for-leader", true, "With --leader-elect, wait as a standby while another process holds the lease (replicas of a Deployment); false refuses to start instead, naming the holder (make run CLUSTER=current).")
 	flag.StringVar(&opts.Shard, "shard", "", "Operator shard: reconcile only the Tenants labelled tenancy.landlord.dev/shard=NAME (needs --leader-elect). Empty: the default shard, which takes the tenants without the label and runs the cluster-wide duties.")
-	flag.Float64Var(&overrides.QPS, "kube-api-qps", 0, "API requests per second per resource kind (client.qps in the configuration; 100 by default).")
-	flag.IntVar(&overrides.Burst, "kube-api-burst", 0, "API request burst per resource kind (client.burst; 500 by default).")
+	flag.Float64Var(&overrides.QPS, "kube-api-qps", 0, "API requests per second per resource kind (client.qps in the configuration; 300 by default).")
+	flag.IntVar(&overrides.Burst, "kube-api-burst", 0, "API request burst per resource kind (client.burst; 1000 by default).")
 	flag.IntVar(&overrides.Concurrent, "concurrent", 0, "Tenants reconciled at once (controller.maxConcurrentReconciles; 8 by default).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)

@@ -19,7 +19,7 @@ func TestAnEmptyFileGivesTheDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.NamespacePrefix != "tenant-" || c.Controller.MaxConcurrentReconciles != 8 || c.Defaults.PodSecurity != "restricted" {
+	if c.NamespacePrefix != "tenant-" || c.Controller.MaxConcurrentReconciles != 32 || c.Defaults.PodSecurity != "restricted" {
 		t.Errorf("unexpected defaults: %+v", c)
 	}
 	if c.NamespaceName("acme") != "tenant-acme" {
