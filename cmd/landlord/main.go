@@ -58,7 +58,7 @@ func main() {
 	flag.StringVar(&opts.Shard, "shard", "", "Operator shard: reconcile only the Tenants labelled tenancy.landlord.dev/shard=NAME (needs --leader-elect). Empty: the default shard, which takes the tenants without the label and runs the cluster-wide duties.")
 	flag.Float64Var(&overrides.QPS, "kube-api-qps", 0, "API requests per second per resource kind (client.qps in the configuration; 300 by default).")
 	flag.IntVar(&overrides.Burst, "kube-api-burst", 0, "API request burst per resource kind (client.burst; 1000 by default).")
-	flag.IntVar(&overrides.Concurrent, "concurrent", 0, "Tenants reconciled at once (controller.maxConcurrentReconciles; 8 by default).")
+	flag.IntVar(&overrides.Concurrent, "concurrent", 0, "Tenants reconciled at once (controller.maxConcurrentReconciles; 32 by default).")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

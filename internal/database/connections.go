@@ -57,7 +57,7 @@ type dbConn struct {
 
 // landlordSessions is what Landlord itself may hold on a server: its administrator sessions and
 // the check's own.
-const landlordSessions = maxAdminConns + 1
+const landlordSessions = MaxAdminConns + 1
 
 // DerivedConnectionLimit is each tenant login's share of a server's connection slots when
 // spec.connectionLimit is unset: the slots left once the superusers' reserved ones and

@@ -72,8 +72,8 @@ func openMySQL(s Server) (Provisioner, error) {
 		return nil, fmt.Errorf("mysql server %s: %w", cfg.Addr, err)
 	}
 	db := sql.OpenDB(connector)
-	db.SetMaxOpenConns(maxAdminConns)
-	db.SetMaxIdleConns(maxAdminConns)
+	db.SetMaxOpenConns(MaxAdminConns)
+	db.SetMaxIdleConns(MaxAdminConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	health := sql.OpenDB(connector)
 	health.SetMaxOpenConns(1)

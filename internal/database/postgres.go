@@ -23,8 +23,8 @@ import (
 const (
 	// connectTimeout bounds how long a call waits for an unreachable server before it fails.
 	connectTimeout = 5 * time.Second
-	// maxAdminConns keeps Landlord's footprint on a shared server small: provisioning is rare.
-	maxAdminConns = 4
+	// MaxAdminConns keeps Landlord's footprint on a shared server small: provisioning is rare.
+	MaxAdminConns = 4
 	// unlockTimeout bounds releasing advisory locks after the caller's context has ended.
 	unlockTimeout = 5 * time.Second
 )
@@ -98,7 +98,7 @@ func openPostgres(s Server) (Provisioner, error) {
 		cfg.ConnConfig.TLSConfig = custom
 	}
 	cfg.ConnConfig.ConnectTimeout = connectTimeout
-	cfg.MaxConns = maxAdminConns
+	cfg.MaxConns = MaxAdminConns
 	cfg.MinConns = 0
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	healthCfg := cfg.Copy()

@@ -42,9 +42,9 @@ func internMetadata(obj any, m metav1.Object, labels *mapInterner, owners *refsI
 	if len(annotations) == 0 {
 		return
 	}
-	if _, digest := annotations[apply.HashAnnotation]; !digest {
-		// Without a digest of the object, annotations repeat across tenants: a shared
-		// secret's copies all name the same source at the same hash.
+	if !ownState(annotations) {
+		// Without a digest or state of the object, annotations repeat across tenants: a
+		// shared secret's copies all name the same source at the same hash.
 		m.SetAnnotations(labels.intern(annotations))
 		return
 	}
@@ -54,6 +54,19 @@ func internMetadata(obj any, m metav1.Object, labels *mapInterner, owners *refsI
 		out[intern(k)] = v
 	}
 	m.SetAnnotations(out)
+}
+
+// ownState reports whether annotations describe their object alone: its applied digest, its
+// health (replica counts and all), who else owns its fields. Such maps are seldom equal to
+// another's and change with the object, so sharing them would only keep every past value in the
+// table for a generation.
+func ownState(annotations map[string]string) bool {
+	for _, k := range []string{apply.HashAnnotation, apply.HealthAnnotation, apply.ForeignFieldsAnnotation} {
+		if _, ok := annotations[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func intern(s string) string {

@@ -7,6 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/landlord-dev/landlord/internal/apply"
 )
 
 func TestEqualLabelMapsAreSharedAndForgottenWhenUnused(t *testing.T) {
@@ -122,6 +124,10 @@ func TestAnnotationsAreSharedUnlessTheyDigestTheirObject(t *testing.T) {
 	c, d := copyOf("acme", withDigest()), copyOf("globex", withDigest())
 	if reflect.ValueOf(c.Annotations).UnsafePointer() == reflect.ValueOf(d.Annotations).UnsafePointer() {
 		t.Error("annotations holding an object's digest are shared")
+	}
+	health := func() map[string]string { return map[string]string{apply.HealthAnnotation: `{"status":"Current"}`} }
+	if h1, h2 := copyOf("acme", health()), copyOf("globex", health()); reflect.ValueOf(h1.Annotations).UnsafePointer() == reflect.ValueOf(h2.Annotations).UnsafePointer() {
+		t.Error("annotations holding an object's health are shared")
 	}
 	if !reflect.DeepEqual(c.Annotations, withDigest()) || !reflect.DeepEqual(a.Annotations, source()) {
 		t.Errorf("annotations changed: %v, %v", c.Annotations, a.Annotations)

@@ -67,6 +67,10 @@ type Reconciler struct {
 	rendered renderMemo
 	// requests remembers the reconcile requests handled, should the status not keep them.
 	requests handledRequests
+	// placed counts the databases placed that the cache does not show yet.
+	placed placements
+	// slots starts a statement's timeout once it has a connection to its server.
+	slots serverSlots
 
 	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
 	Resync <-chan event.GenericEvent

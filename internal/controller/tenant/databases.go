@@ -153,9 +153,9 @@ func (r *Reconciler) ensureDatabase(ctx context.Context, s *tenantScope, e dbEnt
 	if err != nil {
 		return prev, r.serverFailed(t, e, c.Server, err)
 	}
-	sqlCtx, cancel := context.WithTimeout(ctx, r.Config.Databases.Timeout.Duration)
-	defer cancel()
-	if err := prov.Ensure(sqlCtx, c.Account); err != nil {
+	if err := r.slots.run(ctx, c.Server, r.Config.Databases.Timeout.Duration, func(sqlCtx context.Context) error {
+		return prov.Ensure(sqlCtx, c.Account)
+	}); err != nil {
 		return prev, r.serverFailed(t, e, c.Server, err)
 	}
 	if res := r.recordOwner(ctx, s, e, &c); !res.done {
@@ -203,7 +203,8 @@ func (r *Reconciler) serverFailed(t *tenancyv1alpha1.Tenant, e dbEntry, server s
 // placeDatabase is where a tenant's new database of an engine goes: the server already holding
 // the tenant's databases of that engine if any (no request, and no look at the servers), else
 // the least loaded server (see leastLoadedServer) by the servers and tenant counts in the cache.
-// Nothing is placed when none qualifies; a server becoming Ready re-triggers the tenant.
+// Nothing is placed when none qualifies; a server becoming Ready re-triggers the tenant. Counts
+// include what this process placed that the cache does not show yet (placements).
 func (r *Reconciler) placeDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry) (string, outcome) {
 	for _, d := range t.Status.Databases {
 		if d.Engine == e.engine {
@@ -214,17 +215,25 @@ func (r *Reconciler) placeDatabase(ctx context.Context, t *tenancyv1alpha1.Tenan
 	if err := r.Client.List(ctx, servers); err != nil {
 		return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
-	counts := map[string]int32{}
-	for i := range servers.Items {
-		if ds := &servers.Items[i]; ds.Spec.Engine == e.engine {
-			n, err := countTenantsOn(ctx, r.Client, ds.Name)
-			if err != nil {
-				return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
+	server, err := r.placed.place(ctx, r.Client, t, e.engine,
+		func(server string) (int32, error) { return countTenantsOn(ctx, r.Client, server) },
+		func(count func(string) (int32, error)) (string, error) {
+			counts := map[string]int32{}
+			for i := range servers.Items {
+				if ds := &servers.Items[i]; ds.Spec.Engine == e.engine {
+					n, err := count(ds.Name)
+					if err != nil {
+						return "", err
+					}
+					counts[ds.Name] = n
+				}
 			}
-			counts[ds.Name] = n
-		}
+			return leastLoadedServer(e.engine, servers.Items, counts), nil
+		})
+	if err != nil {
+		return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
-	if server := leastLoadedServer(e.engine, servers.Items, counts); server != "" {
+	if server != "" {
 		return server, outcome{done: true}
 	}
 	return "", progressing(tenancyv1alpha1.ReasonNoDatabaseServer,
@@ -446,10 +455,11 @@ func (r *Reconciler) dropUnrecorded(ctx context.Context, t *tenancyv1alpha1.Tena
 	}}
 	prov, err := r.Databases.Provisioner(ctx, c.Server)
 	if err == nil {
-		sqlCtx, cancel := context.WithTimeout(ctx, r.Config.Databases.Timeout.Duration)
 		var held bool
-		held, err = prov.Holds(sqlCtx, c.Account)
-		cancel()
+		err = r.slots.run(ctx, c.Server, r.Config.Databases.Timeout.Duration, func(sqlCtx context.Context) (err error) {
+			held, err = prov.Holds(sqlCtx, c.Account)
+			return err
+		})
 		if err == nil && !held {
 			return outcome{done: true}, false
 		}
@@ -473,9 +483,9 @@ func sameAccount(st *tenancyv1alpha1.DatabaseStatus, c resources.DatabaseCredent
 func (r *Reconciler) dropDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials) (res outcome, dropped bool) {
 	prov, err := r.Databases.Provisioner(ctx, c.Server)
 	if err == nil {
-		sqlCtx, cancel := context.WithTimeout(ctx, r.Config.Databases.Timeout.Duration)
-		err = prov.Drop(sqlCtx, c.Account)
-		cancel()
+		err = r.slots.run(ctx, c.Server, r.Config.Databases.Timeout.Duration, func(sqlCtx context.Context) error {
+			return prov.Drop(sqlCtx, c.Account)
+		})
 	}
 	var foreign *database.ForeignError
 	switch {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,11 +39,20 @@ type Reconciler struct {
 	// signup never queues behind a pool being refilled.
 	Urgent client.Client
 
-	// binds maps the UID of each claim this process bound to its tenant's name.
+	// binds maps each claim this process bound (by namespace and name) to its bind: the claim's
+	// UID and its tenant's name. Keyed by name, so that a claim gone by its next reconcile, which
+	// then knows only its name, is forgotten too.
 	binds sync.Map
-	// written holds the UID of each claim whose Bound status this process wrote and the
-	// cache does not show yet.
+	// written maps each claim whose Bound status this process wrote and the cache does not show
+	// yet (by namespace and name) to the claim's UID.
 	written sync.Map
+}
+
+// bound is a bind this process made: the claim's UID, so that a claim re-created under the same
+// name is not taken for it, and the tenant it was bound to.
+type bound struct {
+	uid    types.UID
+	tenant string
 }
 
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantclaims,verbs=get;list;watch
@@ -64,12 +74,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	claim := &tenancyv1alpha1.TenantClaim{}
 	if err := r.Client.Get(ctx, req.NamespacedName, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.binds.Delete(req.NamespacedName)
+			r.written.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if claim.Status.Phase == tenancyv1alpha1.ClaimBound || !claim.DeletionTimestamp.IsZero() {
 		// The status says it now; memory no longer has to.
-		r.binds.Delete(claim.UID)
-		r.written.Delete(claim.UID)
+		r.binds.Delete(req.NamespacedName)
+		r.written.Delete(req.NamespacedName)
 		if claim.Status.Phase == tenancyv1alpha1.ClaimBound && claim.DeletionTimestamp.IsZero() {
 			// A claim bound before claims had conditions gets them; any other costs nothing.
 			return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, claim, &claim.Status, claimStatus(claim, claim.Status))
@@ -84,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if _, ok := r.written.Load(claim.UID); ok {
+		if uid, ok := r.written.Load(req.NamespacedName); ok && uid == claim.UID {
 			// This process wrote its Bound status, which the cache does not show yet; the
 			// cache's event brings the claim back. Writing again would be refused, and would
 			// hold up the next customer's bind.
@@ -128,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		t := candidates[(start+i)%len(candidates)]
 		switch err := r.bind(ctx, claim, t); {
 		case err == nil:
-			r.binds.Store(claim.UID, t.Name)
+			r.binds.Store(client.ObjectKeyFromObject(claim), bound{uid: claim.UID, tenant: t.Name})
 			return ctrl.Result{}, r.setBound(ctx, claim, t)
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 			// Another claim got it first, or it is gone: try the next.
@@ -144,8 +158,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // boundBefore finds the tenant an earlier reconcile bound the claim to, from memory or the cache.
 func (r *Reconciler) boundBefore(ctx context.Context, claim *tenancyv1alpha1.TenantClaim) (*tenancyv1alpha1.Tenant, error) {
-	if name, ok := r.binds.Load(claim.UID); ok {
-		return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name.(string)}}, nil
+	if b, ok := r.binds.Load(client.ObjectKeyFromObject(claim)); ok && b.(bound).uid == claim.UID {
+		return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: b.(bound).tenant}}, nil
 	}
 	bound := &tenancyv1alpha1.TenantList{}
 	if err := r.Client.List(ctx, bound, client.MatchingFields{indexes.TenantClaimUID: string(claim.UID)}); err != nil {
@@ -202,7 +216,7 @@ func (r *Reconciler) setBound(ctx context.Context, claim *tenancyv1alpha1.Tenant
 		}
 		return client.IgnoreNotFound(err)
 	}
-	r.written.Store(claim.UID, struct{}{})
+	r.written.Store(client.ObjectKeyFromObject(claim), claim.UID)
 	claimBindSeconds.WithLabelValues(claim.Spec.Pool).Observe(now.Sub(claim.CreationTimestamp.Time).Seconds())
 	r.Recorder.Eventf(claim, t, corev1.EventTypeNormal, tenancyv1alpha1.ReasonBound, "Bind", "bound to tenant %s", t.Name)
 	return nil

@@ -2,6 +2,7 @@ package tenantclaim
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"k8s.io/client-go/tools/events"
@@ -70,8 +71,35 @@ func TestAClaimThisProcessBoundIsNotWrittenAgainWhileTheCacheLags(t *testing.T) 
 		if _, err := claims.Reconcile(ctx, ClaimRequest("new")); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := claims.written.Load(pending.UID); ok {
+		if _, ok := claims.written.Load(client.ObjectKeyFromObject(pending)); ok {
 			t.Error("the claim's written status is still remembered after the cache showed it")
 		}
 	})
+}
+
+// A claim bound and deleted before the cache showed it Bound is gone by the next reconcile, which
+// then knows only its name: what the process remembered of it goes all the same, or a signup
+// churn would grow the operator's memory with every such claim.
+func TestAClaimDeletedBeforeTheCacheShowedItBoundLeavesNothingRemembered(t *testing.T) {
+	ctx := context.Background()
+	inner, reader := SignupClient(t, 1)
+	cfg := config.Default()
+	claims := &Reconciler{Client: reader, Urgent: reader, Config: &cfg, Recorder: events.NewFakeRecorder(10)}
+	if _, err := claims.Reconcile(ctx, ClaimRequest("new")); err != nil {
+		t.Fatal(err)
+	}
+	claim := Get(t, inner, client.ObjectKey{Namespace: "default", Name: "new"}, &tenancyv1alpha1.TenantClaim{})
+	if err := inner.Delete(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := claims.Reconcile(ctx, ClaimRequest("new")); err != nil {
+		t.Fatal(err)
+	}
+	remembered := 0
+	for _, m := range []*sync.Map{&claims.binds, &claims.written} {
+		m.Range(func(any, any) bool { remembered++; return true })
+	}
+	if remembered != 0 {
+		t.Errorf("%d entries remembered for a claim that is gone", remembered)
+	}
 }
