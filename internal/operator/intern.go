@@ -27,7 +27,7 @@ import (
 //
 // Sharing is safe because nothing writes to a cached object: reads get a deep copy, and the
 // reads that skip the copy only read.
-func internMetadata(obj any, m metav1.Object, labels *mapInterner, owners *refsInterner) {
+func internMetadata(obj any, m metav1.Object, shared *sharing) {
 	if _, ok := obj.(*unstructured.Unstructured); ok {
 		return
 	}
@@ -36,16 +36,17 @@ func internMetadata(obj any, m metav1.Object, labels *mapInterner, owners *refsI
 		m.SetName(intern(m.GetName()))
 		m.SetNamespace(intern(ns))
 	}
-	m.SetLabels(labels.intern(m.GetLabels()))
-	m.SetOwnerReferences(owners.intern(m.GetOwnerReferences()))
+	m.SetLabels(shared.labels.intern(m.GetLabels()))
+	m.SetOwnerReferences(shared.owners.intern(m.GetOwnerReferences()))
 	annotations := m.GetAnnotations()
 	if len(annotations) == 0 {
 		return
 	}
-	if !ownState(annotations) {
-		// Without a digest or state of the object, annotations repeat across tenants: a
-		// shared secret's copies all name the same source at the same hash.
-		m.SetAnnotations(labels.intern(annotations))
+	if _, digest := annotations[apply.HashAnnotation]; !digest {
+		// Without a digest of the object, annotations repeat across tenants: a shared
+		// secret's copies all name the same source at the same hash, and every healthy
+		// ConfigMap a component renders has the same health.
+		m.SetAnnotations(shared.annotations.intern(annotations))
 		return
 	}
 	out := make(map[string]string, len(annotations))
@@ -56,25 +57,29 @@ func internMetadata(obj any, m metav1.Object, labels *mapInterner, owners *refsI
 	m.SetAnnotations(out)
 }
 
-// ownState reports whether annotations describe their object alone: its applied digest, its
-// health (replica counts and all), who else owns its fields. Such maps are seldom equal to
-// another's and change with the object, so sharing them would only keep every past value in the
-// table for a generation.
-func ownState(annotations map[string]string) bool {
-	for _, k := range []string{apply.HashAnnotation, apply.HealthAnnotation, apply.ForeignFieldsAnnotation} {
-		if _, ok := annotations[k]; ok {
-			return true
-		}
-	}
-	return false
-}
-
 func intern(s string) string {
 	if s == "" {
 		return s
 	}
 	return unique.Make(s).Value()
 }
+
+// sharing is what the cache's objects share: label maps, annotation maps, owner reference lists.
+type sharing struct {
+	labels, annotations mapInterner
+	owners              refsInterner
+}
+
+// newSharing returns empty tables. Annotations are remembered for shorter generations than labels:
+// a component object's health annotation changes with its replica counts, and during a rollout
+// of thousands of tenants each past value would otherwise be held for up to 20 minutes.
+func newSharing() *sharing {
+	s := &sharing{}
+	s.annotations.age = annotationGenerationAge
+	return s
+}
+
+const annotationGenerationAge = time.Minute
 
 // sharer hands out one value for all equal values it is given. Values are found by a 64-bit
 // hash and confirmed equal, so a collision only costs the sharing of one value. Kept by the
@@ -89,6 +94,8 @@ type sharer[T any] struct {
 	mu                sync.Mutex
 	current, previous map[uint64]T
 	since             time.Time
+	// age is how long a generation lasts: generationAge when zero.
+	age time.Duration
 	// now is time.Now, or a test's clock.
 	now func() time.Time
 }
@@ -104,7 +111,11 @@ func (t *sharer[T]) share(key uint64, equal func(T) bool, build func() T) T {
 	if t.now != nil {
 		now = t.now
 	}
-	if t.current == nil || now().Sub(t.since) >= generationAge {
+	age := t.age
+	if age == 0 {
+		age = generationAge
+	}
+	if t.current == nil || now().Sub(t.since) >= age {
 		t.previous, t.current, t.since = t.current, map[uint64]T{}, now()
 	}
 	if v, ok := t.current[key]; ok {

@@ -105,10 +105,10 @@ func TestAHashCollisionIsNeverShared(t *testing.T) {
 }
 
 func TestAnnotationsAreSharedUnlessTheyDigestTheirObject(t *testing.T) {
-	labels, owners := &mapInterner{}, &refsInterner{}
+	shared := newSharing()
 	copyOf := func(tenant string, annotations map[string]string) *metav1.ObjectMeta {
 		m := &metav1.ObjectMeta{Namespace: "tenant-" + tenant, Name: "api-token", Annotations: annotations}
-		internMetadata(m, m, labels, owners)
+		internMetadata(m, m, shared)
 		return m
 	}
 	source := func() map[string]string {
@@ -125,10 +125,23 @@ func TestAnnotationsAreSharedUnlessTheyDigestTheirObject(t *testing.T) {
 	if reflect.ValueOf(c.Annotations).UnsafePointer() == reflect.ValueOf(d.Annotations).UnsafePointer() {
 		t.Error("annotations holding an object's digest are shared")
 	}
-	health := func() map[string]string { return map[string]string{apply.HealthAnnotation: `{"status":"Current"}`} }
-	if h1, h2 := copyOf("acme", health()), copyOf("globex", health()); reflect.ValueOf(h1.Annotations).UnsafePointer() == reflect.ValueOf(h2.Annotations).UnsafePointer() {
-		t.Error("annotations holding an object's health are shared")
-	}
+	t.Run("a past annotation is forgotten a minute after it was last asked for, not ten", func(t *testing.T) {
+		clock := time.Now()
+		shared.annotations.now = func() time.Time { return clock }
+		health := func(ready string) map[string]string {
+			return map[string]string{apply.HealthAnnotation: `{"status":"InProgress","ready":` + ready + `}`}
+		}
+		copyOf("acme", health("1"))
+		for range 2 {
+			clock = clock.Add(annotationGenerationAge)
+			copyOf("acme", health("2"))
+		}
+		for _, gen := range []map[uint64]map[string]string{shared.annotations.current, shared.annotations.previous} {
+			if _, ok := gen[mapKey(health("1"))]; ok {
+				t.Error("a health value no object asked for in two minutes is still remembered")
+			}
+		}
+	})
 	if !reflect.DeepEqual(c.Annotations, withDigest()) || !reflect.DeepEqual(a.Annotations, source()) {
 		t.Errorf("annotations changed: %v, %v", c.Annotations, a.Annotations)
 	}

@@ -32,7 +32,7 @@ import (
 //   - strings repeated across objects (namespaces, label keys and values, owner references) are
 //     stored once, and so are equal label maps and owner reference lists (intern.go).
 func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
-	labels, owners := &mapInterner{}, &refsInterner{}
+	shared := newSharing()
 	return func(obj any) (any, error) {
 		m, err := meta.Accessor(obj)
 		if err != nil {
@@ -57,7 +57,7 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 				return nil, err
 			}
 		}
-		internMetadata(obj, m, labels, owners)
+		internMetadata(obj, m, shared)
 		return obj, nil
 	}
 }
