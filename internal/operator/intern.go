@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 )
 
@@ -30,6 +31,9 @@ import (
 func internMetadata(obj any, m metav1.Object, shared *sharing) {
 	if _, ok := obj.(*unstructured.Unstructured); ok {
 		return
+	}
+	if t, ok := obj.(*tenancyv1alpha1.Tenant); ok {
+		internTenant(t)
 	}
 	if ns := m.GetNamespace(); ns != "" {
 		// The names of a tenant's objects are the same in every tenant namespace.
@@ -55,6 +59,35 @@ func internMetadata(obj any, m metav1.Object, shared *sharing) {
 		out[intern(k)] = v
 	}
 	m.SetAnnotations(out)
+}
+
+// internTenant stores once the strings of a tenant's spec and status that repeat across tenants:
+// condition types, statuses and reasons, component names, versions and inventories, database
+// engines and servers, the shard. Messages, names and logins are left: they are the tenant's own.
+func internTenant(t *tenancyv1alpha1.Tenant) {
+	for i := range t.Spec.Components {
+		c := &t.Spec.Components[i]
+		c.Name, c.Version = intern(c.Name), intern(c.Version)
+	}
+	st := &t.Status
+	st.Namespace, st.Shard = intern(st.Namespace), intern(st.Shard)
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		c.Type, c.Reason = intern(c.Type), intern(c.Reason)
+		c.Status = metav1.ConditionStatus(intern(string(c.Status)))
+	}
+	for i := range st.Components {
+		c := &st.Components[i]
+		c.Name, c.Version, c.Rollout = intern(c.Name), intern(c.Version), intern(c.Rollout)
+		for j := range c.Inventory {
+			c.Inventory[j] = intern(c.Inventory[j])
+		}
+	}
+	for i := range st.Databases {
+		d := &st.Databases[i]
+		d.Engine = tenancyv1alpha1.DatabaseEngine(intern(string(d.Engine)))
+		d.Name, d.Server = intern(d.Name), intern(d.Server)
+	}
 }
 
 func intern(s string) string {

@@ -4,10 +4,12 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 )
 
@@ -144,5 +146,34 @@ func TestAnnotationsAreSharedUnlessTheyDigestTheirObject(t *testing.T) {
 	})
 	if !reflect.DeepEqual(c.Annotations, withDigest()) || !reflect.DeepEqual(a.Annotations, source()) {
 		t.Errorf("annotations changed: %v, %v", c.Annotations, a.Annotations)
+	}
+}
+
+func TestATenantsRepeatedStringsAreStoredOnce(t *testing.T) {
+	tenant := func(name string) *tenancyv1alpha1.Tenant {
+		// Built from fresh strings, as each decoded object's are.
+		fresh := func(s string) string { return string([]byte(s)) }
+		return &tenancyv1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: tenancyv1alpha1.TenantStatus{
+				Conditions: []metav1.Condition{{Type: fresh("Ready"), Status: metav1.ConditionStatus(fresh("True")), Reason: fresh("Reconciled"), Message: fresh("all in place for " + name)}},
+				Components: []tenancyv1alpha1.ComponentStatus{{Name: fresh("web"), Version: fresh("1.0.0"), Inventory: []string{fresh("ConfigMap/web-settings")}}},
+			},
+		}
+	}
+	a, b := tenant("acme"), tenant("globex")
+	shared := newSharing()
+	internMetadata(a, a, shared)
+	internMetadata(b, b, shared)
+	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+	ca, cb := a.Status.Conditions[0], b.Status.Conditions[0]
+	if !same(ca.Type, cb.Type) || !same(ca.Reason, cb.Reason) || !same(string(ca.Status), string(cb.Status)) {
+		t.Error("two tenants' condition type, reason and status are stored twice")
+	}
+	if !same(a.Status.Components[0].Inventory[0], b.Status.Components[0].Inventory[0]) || !same(a.Status.Components[0].Version, b.Status.Components[0].Version) {
+		t.Error("two tenants' component version and inventory are stored twice")
+	}
+	if ca.Message != "all in place for acme" || cb.Message != "all in place for globex" {
+		t.Errorf("messages changed: %q, %q", ca.Message, cb.Message)
 	}
 }
