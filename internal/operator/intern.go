@@ -11,7 +11,6 @@ import (
 	"unique"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,9 +21,9 @@ import (
 
 // internMetadata stores the strings that repeat across a tenant's objects, and across tenants,
 // once: a cache of thousands of tenants holds each namespace name, label and owner reference
-// about fifteen times. Equal label maps and owner reference lists are shared: most of a
-// tenant's objects carry the same labels, and a small map costs about 370 bytes. Unstructured objects are left as they are:
-// their metadata is a map that rewriting would copy.
+// about fifteen times. Equal label maps, annotation maps and owner reference lists are shared:
+// most of a tenant's objects carry the same labels, and a small map costs about 370 bytes.
+// Unstructured objects are left as they are: their metadata is a map that rewriting would copy.
 //
 // Sharing is safe because nothing writes to a cached object: reads get a deep copy, and the
 // reads that skip the copy only read.
