@@ -52,11 +52,14 @@ func TestAStatementsTimeoutStartsWhenItHasAConnection(t *testing.T) {
 	t.Run("a wait ends with the reconcile's context", func(t *testing.T) {
 		hold := make(chan struct{})
 		defer close(hold)
+		held := make(chan struct{}, database.MaxAdminConns)
 		for range database.MaxAdminConns {
-			go func() { _ = s.run(ctx, "busy", time.Minute, func(context.Context) error { <-hold; return nil }) }()
+			go func() {
+				_ = s.run(ctx, "busy", time.Minute, func(context.Context) error { held <- struct{}{}; <-hold; return nil })
+			}()
 		}
-		for len(s.slot("busy")) < database.MaxAdminConns {
-			time.Sleep(time.Millisecond)
+		for range database.MaxAdminConns {
+			<-held
 		}
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
