@@ -17,6 +17,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/landlord-dev/landlord/hack/internal/gendocs"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/landlord-dev/landlord/internal/config"
@@ -54,23 +56,7 @@ func fail(err error) {
 }
 
 // splice replaces what lies between the markers of page with table.
-func splice(page, table []byte) ([]byte, error) {
-	before, rest, ok := bytes.Cut(page, []byte(begin))
-	if !ok {
-		return nil, fmt.Errorf("the page has no line %q", begin)
-	}
-	_, after, ok := bytes.Cut(rest, []byte(end))
-	if !ok {
-		return nil, fmt.Errorf("the page has no line %q", end)
-	}
-	var b bytes.Buffer
-	b.Write(before)
-	b.WriteString(begin + "\n\n")
-	b.Write(table)
-	b.WriteString("\n" + end)
-	b.Write(after)
-	return b.Bytes(), nil
-}
+func splice(page, table []byte) ([]byte, error) { return gendocs.Splice(page, table, begin, end) }
 
 // reference is the table of every field of config.Config, with config.Default()'s values.
 func reference(src string) ([]byte, error) {

@@ -13,11 +13,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/landlord-dev/landlord/hack/internal/gendocs"
+
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/landlord-dev/landlord/hack/metricsdocs/registered"
 	"github.com/landlord-dev/landlord/internal/controller/leadermetrics"
+
 	// The operator's package imports every package that registers a metric it serves.
 	_ "github.com/landlord-dev/landlord/internal/operator"
 )
@@ -56,23 +59,7 @@ func fail(err error) {
 }
 
 // splice replaces what lies between the markers of page with table.
-func splice(page, table []byte) ([]byte, error) {
-	before, rest, ok := bytes.Cut(page, []byte(begin))
-	if !ok {
-		return nil, fmt.Errorf("the page has no line %q", begin)
-	}
-	_, after, ok := bytes.Cut(rest, []byte(end))
-	if !ok {
-		return nil, fmt.Errorf("the page has no line %q", end)
-	}
-	var b bytes.Buffer
-	b.Write(before)
-	b.WriteString(begin + "\n\n")
-	b.Write(table)
-	b.WriteString("\n" + end)
-	b.Write(after)
-	return b.Bytes(), nil
-}
+func splice(page, table []byte) ([]byte, error) { return gendocs.Splice(page, table, begin, end) }
 
 // metric is one row of the reference.
 type metric struct {

@@ -21,6 +21,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/landlord-dev/landlord/hack/internal/gendocs"
+
 	"github.com/landlord-dev/landlord/test/docs"
 )
 
@@ -59,23 +61,7 @@ func fail(err error) {
 }
 
 // splice replaces what lies between the markers of page with table.
-func splice(page, table []byte) ([]byte, error) {
-	before, rest, ok := bytes.Cut(page, []byte(begin))
-	if !ok {
-		return nil, fmt.Errorf("the page has no line %q", begin)
-	}
-	_, after, ok := bytes.Cut(rest, []byte(end))
-	if !ok {
-		return nil, fmt.Errorf("the page has no line %q", end)
-	}
-	var b bytes.Buffer
-	b.Write(before)
-	b.WriteString(begin + "\n\n")
-	b.Write(table)
-	b.WriteString("\n" + end)
-	b.Write(after)
-	return b.Bytes(), nil
-}
+func splice(page, table []byte) ([]byte, error) { return gendocs.Splice(page, table, begin, end) }
 
 // constant is a string constant and the comment the code gives it.
 type constant struct {
