@@ -43,6 +43,8 @@ BENCH_CLAIMS_BESIDE ?= $(BENCH_TENANTS)
 BENCH_BASELINE ?= 16,64
 # A soak after the other phases, e.g. 30m (off when empty).
 BENCH_SOAK ?=
+# How long the operator is left alone after the claims, for its memory at steady state (e.g. 5m).
+BENCH_SETTLE ?=
 # Extra flags, e.g. BENCH_FLAGS="-profile bin/bench-profiles -concurrency 16".
 BENCH_FLAGS ?=
 # The release this checkout is: the file VERSION, the one place it is written. The chart, the
@@ -150,7 +152,7 @@ test-faults-long: manifests generate control-plane databases ## Run the fault su
 .PHONY: bench
 bench: control-plane databases ## Create, resync, restart and fan a secret out to BENCH_TENANTS tenants, claim spares beside a mass create, measure the raw-write baseline, then create them split between two shards; report requests, time, CPU and memory (docs/benchmarks.md).
 	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -claims $(BENCH_CLAIMS) \
-		-claims-beside $(BENCH_CLAIMS_BESIDE) -baseline $(BENCH_BASELINE) $(if $(BENCH_SOAK),-soak $(BENCH_SOAK)) \
+		-claims-beside $(BENCH_CLAIMS_BESIDE) -baseline $(BENCH_BASELINE) $(if $(BENCH_SOAK),-soak $(BENCH_SOAK)) $(if $(BENCH_SETTLE),-settle $(BENCH_SETTLE)) \
 		-json $(BIN)/bench-$(BENCH_TENANTS).json $(BENCH_FLAGS)
 	@# The same tenants split between two operator shards, each its own process.
 	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -shards 2 \

@@ -346,6 +346,20 @@ type Client struct {
 	// copies one shared-secret change makes in every tenant namespace, and claim binds. With
 	// buckets of their own they never queue behind creating tenants or refilling a pool.
 	Urgent ClientLimits `json:"urgent,omitempty"`
+	// Yield orders the two: while a claim is being bound, the background writes (creating
+	// tenants, refilling a pool, status) start only while fewer than inFlight are in flight,
+	// each waiting at most maxWait, so the API server has room for the customer's bind.
+	Yield Yield `json:"yield,omitempty"`
+}
+
+// Yield is how far background writes give way to a customer's bind.
+type Yield struct {
+	// InFlight is how many background writes may be in flight while a claim is being bound;
+	// -1 turns yielding off.
+	InFlight int `json:"inFlight,omitempty"`
+	// MaxWait bounds how long one background write waits, so a stream of signups slows tenant
+	// creation without stopping it.
+	MaxWait metav1.Duration `json:"maxWait,omitempty"`
 }
 
 // ClientLimits are one client's requests per second and burst, per resource kind.
@@ -530,6 +544,12 @@ func (c *Config) applyDefaults() {
 	if c.Client.Urgent.Burst == 0 {
 		c.Client.Urgent.Burst = 2000
 	}
+	if c.Client.Yield.InFlight == 0 {
+		c.Client.Yield.InFlight = 4
+	}
+	if c.Client.Yield.MaxWait.Duration == 0 {
+		c.Client.Yield.MaxWait.Duration = time.Second
+	}
 	if c.Controller.MaxConcurrentReconciles == 0 {
 		// A reconcile mostly waits on API round trips: creating 1,000 tenants took 60 s at 8
 		// workers and 37 s at 32 on the benchmark's 2-core control plane, which 32 keeps busy
@@ -637,6 +657,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Client.Urgent.QPS < 0 || c.Client.Urgent.Burst < 0 {
 		errs = append(errs, errors.New("client.urgent: qps and burst must not be negative"))
+	}
+	if c.Client.Yield.InFlight < -1 {
+		errs = append(errs, fmt.Errorf("client.yield.inFlight: %d is neither a count nor -1 (off)", c.Client.Yield.InFlight))
+	}
+	if c.Client.Yield.MaxWait.Duration < 0 {
+		errs = append(errs, errors.New("client.yield.maxWait must not be negative"))
 	}
 	if c.Controller.MaxConcurrentReconciles < 0 {
 		errs = append(errs, errors.New("controller.maxConcurrentReconciles must not be negative"))

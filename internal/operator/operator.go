@@ -44,6 +44,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/crdcheck"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/policy"
+	"github.com/landlord-dev/landlord/internal/priority"
 	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/internal/templatesync"
 )
@@ -119,6 +120,8 @@ type Operator struct {
 	Tenants *tenant.Reconciler
 	// Policies is the admission policy reconciler, nil on a shard's operator.
 	Policies *admissionpolicy.Reconciler
+	// Gate holds the manager client's writes back while a claim binds.
+	Gate *priority.Gate
 }
 
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -235,7 +238,12 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	}
 	cancelCRD()
 
-	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+	// Everything the manager's client writes is background work, which gives way to a
+	// customer's bind (the urgent client's, below, which does not pass the gate).
+	gate := priority.NewGate(cfg.Client.Yield.InFlight, cfg.Client.Yield.MaxWait.Duration)
+	background := rest.CopyConfig(restCfg)
+	background.Wrap(gate.Transport)
+	mgr, err := ctrl.NewManager(background, ctrl.Options{
 		Scheme: tenancyv1alpha1.Scheme(),
 		Cache: cache.Options{
 			// Only what Landlord manages for this shard's tenants is cached, so memory follows the
@@ -366,18 +374,18 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err := mgr.Add(leading(opts.Shard)); err != nil {
 		return nil, err
 	}
-	o := &Operator{Manager: mgr, Tenants: tenants}
+	o := &Operator{Manager: mgr, Tenants: tenants, Gate: gate}
 	if opts.Shard != "" {
 		return o, nil
 	}
-	if o.TemplateSync, o.Policies, err = clusterWideDuties(mgr, opts, store, urgent, conns, restCfg); err != nil {
+	if o.TemplateSync, o.Policies, err = clusterWideDuties(mgr, opts, store, urgent, gate, conns, restCfg); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
 // clusterWideDuties registers what the default shard alone runs: what is not one tenant's.
-func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, conns *database.Connections, restCfg *rest.Config) (*templatesync.Reconciler, *admissionpolicy.Reconciler, error) {
+func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, gate *priority.Gate, conns *database.Connections, restCfg *rest.Config) (*templatesync.Reconciler, *admissionpolicy.Reconciler, error) {
 	cfg := opts.Config
 	// landlord_tenants and the age of the oldest tenant not Ready are computed from the cache at
 	// scrape time, by the leader: every shard caches every Tenant, so the default shard reports
@@ -390,7 +398,7 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 		return nil, nil, fmt.Errorf("setting up tenant pool controller: %w", err)
 	}
 	claims := &tenantclaim.Reconciler{
-		Client: mgr.GetClient(), Urgent: urgent, Config: &cfg,
+		Client: mgr.GetClient(), Urgent: urgent, Gate: gate, Config: &cfg,
 		Recorder: mgr.GetEventRecorder("landlord"), MaxConcurrentBinds: cfg.Controller.MaxConcurrentReconciles,
 	}
 	if err := claims.SetupWithManager(mgr); err != nil {

@@ -11,8 +11,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
@@ -152,9 +154,70 @@ func TestUrgentWritesGoThroughTheirOwnClient(t *testing.T) {
 				urgent[k] = n
 			}
 		}
-		// The bind is the patch of the spare; the claim's status and the refill are the main
+		// The bind is the patch of the spare, then the claim's status; the refill is the main
 		// client's.
-		g.Expect(urgent).To(Equal(map[string]int{operator.UrgentUserAgent + " PATCH tenants -": 1}))
+		g.Expect(urgent).To(Equal(map[string]int{
+			operator.UrgentUserAgent + " PATCH tenants -":                   1,
+			operator.UrgentUserAgent + " PATCH tenantclaims/status default": 1,
+		}))
 	})
 
+	t.Run("while a claim binds, the main client's writes wait and the bind does not", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(op.Idle).WithTimeout(time.Minute).Should(BeTrue())
+		// The spare the last claim took is replaced; this claim takes the new one.
+		g.Eventually(func(g Gomega) {
+			pool := &tenancyv1alpha1.TenantPool{}
+			g.Expect(env.AdminClient.Get(ctx, client.ObjectKey{Name: "urgent"}, pool)).To(Succeed())
+			g.Expect(pool.Status.Ready).To(BeEquivalentTo(1))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		held0 := heldWrites(g)
+
+		// A bind under way, with as many background writes in flight as the gate lets through
+		// beside one (the default, 4): every further background write waits.
+		release := op.Gate.Urgent()
+		defer release()
+		var inFlight []func()
+		for range cfg.Client.Yield.InFlight {
+			inFlight = append(inFlight, op.Gate.Background(ctx))
+		}
+		defer func() {
+			for _, done := range inFlight {
+				done()
+			}
+		}()
+		before := writes.snapshot()
+		createTenants(t, env, "created-during-a-bind")
+		claim := &tenancyv1alpha1.TenantClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "signup-beside"},
+			Spec:       tenancyv1alpha1.TenantClaimSpec{Pool: "urgent"},
+		}
+		g.Expect(env.AdminClient.Create(ctx, claim)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(env.AdminClient.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+			g.Expect(claim.Status.Phase).To(Equal(tenancyv1alpha1.ClaimBound))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		for k := range writes.since(before) {
+			g.Expect(k).To(HavePrefix(operator.UrgentUserAgent+" "), "a background write went ahead of a bind under way")
+		}
+
+		// The tenant created meanwhile waited (its first write is its status), and goes on once
+		// the bind is done.
+		tenant := &tenancyv1alpha1.Tenant{}
+		g.Expect(env.AdminClient.Get(ctx, client.ObjectKey{Name: "created-during-a-bind"}, tenant)).To(Succeed())
+		g.Expect(tenant.Status.Conditions).To(BeEmpty())
+		release()
+		g.Eventually(func(g Gomega) {
+			g.Expect(env.AdminClient.Get(ctx, client.ObjectKeyFromObject(tenant), tenant)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(tenant.Status.Conditions, tenancyv1alpha1.ReadyCondition)).To(BeTrue())
+		}).WithTimeout(time.Minute).Should(Succeed())
+		g.Expect(heldWrites(g)).To(BeNumerically(">", held0))
+	})
+}
+
+// heldWrites is landlord_background_writes_held_total, from the process's registry.
+func heldWrites(g Gomega) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	return testenv.SumMetric(families, "landlord_background_writes_held_total", nil)
 }

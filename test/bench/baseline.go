@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -276,4 +278,61 @@ func forEach(names []string, concurrency int, fn func(string) error) error {
 	close(work)
 	wg.Wait()
 	return first
+}
+
+// freshControlPlane starts a second control plane for the baseline, holding only what Landlord
+// installs at start: the admission policies, which then judge the baseline's writes as they
+// judged Landlord's. An operator process like `like` runs on it until it has installed as many
+// policy bindings as `installed` holds, and is stopped. On the first control plane the baseline
+// would write to a server already holding every tenant the other phases made, whose writes cost
+// more the more it holds, and the ratio would flatter Landlord.
+func freshControlPlane(ctx context.Context, work string, like childFlags, installed *testenv.Env) (*testenv.Env, error) {
+	want := &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
+	if err := installed.AdminClient.List(ctx, want); err != nil {
+		return nil, err
+	}
+	env, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = env.Stop()
+		}
+	}()
+	f := like
+	f.kubeconfig, f.profile = filepath.Join(work, "fresh.kubeconfig"), ""
+	if err := writeOperatorKubeconfig(env, f.kubeconfig); err != nil {
+		return nil, err
+	}
+	if f.metricsAddr, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	if f.controlAddr, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	op, err := startOperator(f)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = op.stop() }()
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		got := &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
+		if err := env.AdminClient.List(ctx, got); err != nil {
+			return nil, err
+		}
+		if len(got.Items) >= len(want.Items) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the fresh control plane has %d admission policy bindings after 2 minutes, want %d", len(got.Items), len(want.Items))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := op.stop(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return env, nil
 }

@@ -36,6 +36,8 @@ type childFlags struct {
 	controlAddr string
 	qps         float64
 	concurrency int
+	// yieldInFlight is client.yield.inFlight; the configured default when 0.
+	yieldInFlight int
 	// profile, when set, is where the process writes a CPU profile from its start until
 	// /profile/stop: how the benchmark profiles a restart.
 	profile string
@@ -61,6 +63,7 @@ func (c *childFlags) args() []string {
 		"-child-kubeconfig", c.kubeconfig, "-child-store", c.storeDir,
 		"-child-metrics", c.metricsAddr, "-child-control", c.controlAddr,
 		"-qps", fmt.Sprint(c.qps), "-concurrency", fmt.Sprint(c.concurrency),
+		"-yield-in-flight", fmt.Sprint(c.yieldInFlight),
 		"-child-profile", c.profile, "-child-shard", c.shard,
 	}
 }
@@ -91,6 +94,9 @@ func runChild(c childFlags) error {
 	}
 	if c.concurrency > 0 {
 		cfg.Controller.MaxConcurrentReconciles = c.concurrency
+	}
+	if c.yieldInFlight != 0 {
+		cfg.Client.Yield.InFlight = c.yieldInFlight
 	}
 	store, err := secret.NewFileStore(c.storeDir, c.storeDir+"/key.json")
 	if err != nil {

@@ -34,20 +34,30 @@ type claimLatency struct {
 	Reconciles      int     `json:"claimReconciles"`
 	MeanQueueWaitMs float64 `json:"meanQueueWaitMs"`
 	MeanReconcileMs float64 `json:"meanReconcileMs"`
+	// HeldWrites is how many of the operator's background writes waited for a bind while the
+	// claims ran, and HeldSeconds how long in all.
+	HeldWrites  int     `json:"heldWrites"`
+	HeldSeconds float64 `json:"heldSeconds"`
 }
 
-// claimControllerTimes is the claim controller's queue wait and reconcile time, summed, and
-// its reconcile count.
-func claimControllerTimes(op *operatorProcess) (wait, work, n float64, err error) {
+// claimControllerTimes reads the claim controller's times and the writes held back for binds.
+func claimControllerTimes(op *operatorProcess) (claimTimes, error) {
 	families, err := op.metrics()
 	if err != nil {
-		return 0, 0, 0, err
+		return claimTimes{}, err
 	}
-	wait = testenv.SumMetric(families, "workqueue_queue_duration_seconds", map[string]string{"name": "tenantclaim"})
-	work = testenv.SumMetric(families, "controller_runtime_reconcile_time_seconds", map[string]string{"controller": "tenantclaim"})
-	n = testenv.CountMetric(families, "controller_runtime_reconcile_time_seconds", map[string]string{"controller": "tenantclaim"})
-	return wait, work, n, nil
+	return claimTimes{
+		wait:        testenv.SumMetric(families, "workqueue_queue_duration_seconds", map[string]string{"name": "tenantclaim"}),
+		work:        testenv.SumMetric(families, "controller_runtime_reconcile_time_seconds", map[string]string{"controller": "tenantclaim"}),
+		n:           testenv.CountMetric(families, "controller_runtime_reconcile_time_seconds", map[string]string{"controller": "tenantclaim"}),
+		held:        testenv.SumMetric(families, "landlord_background_writes_held_total", nil),
+		heldSeconds: testenv.SumMetric(families, "landlord_background_writes_held_seconds_total", nil),
+	}, nil
 }
+
+// claimTimes is the claim controller's queue wait and reconcile time, summed, its reconcile
+// count, and the background writes held back for binds.
+type claimTimes struct{ wait, work, n, held, heldSeconds float64 }
 
 func claimName(i int) string { return fmt.Sprintf("signup-%04d", i) }
 
@@ -117,7 +127,7 @@ func measureClaims(ctx context.Context, env *testenv.Env, c client.Client, op *o
 		return nil, err
 	}
 	bench0 := benchRequests.Snapshot()
-	wait0, work0, reconciles0, err := claimControllerTimes(op)
+	times0, err := claimControllerTimes(op)
 	if err != nil {
 		return nil, err
 	}
@@ -173,14 +183,15 @@ func measureClaims(ctx context.Context, env *testenv.Env, c client.Client, op *o
 	if err != nil {
 		return nil, err
 	}
-	wait1, work1, reconciles1, err := claimControllerTimes(op)
+	times1, err := claimControllerTimes(op)
 	if err != nil {
 		return nil, err
 	}
-	if res.Reconciles = int(reconciles1 - reconciles0); res.Reconciles > 0 {
-		res.MeanQueueWaitMs = (wait1 - wait0) / float64(res.Reconciles) * 1000
-		res.MeanReconcileMs = (work1 - work0) / float64(res.Reconciles) * 1000
+	if res.Reconciles = int(times1.n - times0.n); res.Reconciles > 0 {
+		res.MeanQueueWaitMs = (times1.wait - times0.wait) / float64(res.Reconciles) * 1000
+		res.MeanReconcileMs = (times1.work - times0.work) / float64(res.Reconciles) * 1000
 	}
+	res.HeldWrites, res.HeldSeconds = int(times1.held-times0.held), times1.heldSeconds-times0.heldSeconds
 	res.OperatorRequests, _ = splitControlPlane(server1.Sub(server0).Sub(serverVerbs(benchRequests.Snapshot().Sub(bench0))))
 	var ms []float64
 	for _, d := range bound {

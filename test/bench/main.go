@@ -57,9 +57,13 @@ import (
 )
 
 type params struct {
-	tenants     int
-	shared      int
-	qps         float64
+	tenants int
+	shared  int
+	qps     float64
+	// yieldInFlight is client.yield.inFlight; the configured default when 0.
+	yieldInFlight int
+	// settle is how long the operator is left alone after the phases, for its steady state.
+	settle      time.Duration
 	concurrency int
 	postgres    int
 	component   bool
@@ -74,6 +78,8 @@ type params struct {
 	soak         soakParams
 	// baseline is the raw-write baseline's concurrencies, one run each; none when empty.
 	baseline []int
+	// baselineFresh runs the baseline on a control plane of its own.
+	baselineFresh bool
 }
 
 func main() {
@@ -84,12 +90,15 @@ func main() {
 	flag.IntVar(&p.shared, "shared", 1, "Shared secrets in the store, each copied into every tenant namespace.")
 	flag.Float64Var(&p.qps, "qps", 0, "Operator client QPS (burst is twice this); the configured default when 0.")
 	flag.IntVar(&p.concurrency, "concurrency", 0, "MaxConcurrentReconciles; the configured default when 0.")
+	flag.IntVar(&p.yieldInFlight, "yield-in-flight", 0, "client.yield.inFlight: background writes in flight while a claim binds (-1: no yielding); the configured default when 0.")
 	flag.IntVar(&p.postgres, "postgres", 0, "PostgreSQL databases per tenant, on a real server the benchmark starts.")
 	flag.BoolVar(&p.component, "component", false, "Give each tenant a component rendering a ConfigMap and a Service.")
 	flag.IntVar(&p.claims, "claims", 0, "Fill a pool with this many spares, then claim them all and report claim → Bound latency.")
 	flag.IntVar(&p.claimsBeside, "claims-beside", 0, "Tenants created (as a mass create) while the claims run.")
 	flag.IntVar(&p.noopRounds, "noop-reconciles", 20000, "No-op reconciles (whole resync rounds, at least one) over which CPU per reconcile is measured.")
 	flag.StringVar(&p.jsonOut, "json", "", "Also write the report as JSON to this file.")
+	flag.BoolVar(&p.baselineFresh, "baseline-fresh", false, "Run the raw-write baseline on a fresh control plane (with only the admission policies the operator installs), not on the one holding the other phases' tenants.")
+	flag.DurationVar(&p.settle, "settle", 0, "After the phases (and the claims), leave the operator alone this long, sampling its RSS, for its memory at steady state.")
 	flag.StringVar(&p.profileDir, "profile", "", "Write the operator's CPU profile of each phase, and a heap profile at the end, to this directory.")
 	flag.StringVar(&p.memLimit, "operator-gomemlimit", "", "GOMEMLIMIT of the operator process (e.g. 900MiB), as the shipped Deployment sets it.")
 	flag.IntVar(&p.shards, "shards", 1, "Operator shards, each its own process: the default shard and shards s1, s2…, every tenant labelled for one in turn. With more than one, only the create and resync phases run, and each shard's figures are reported.")
@@ -109,7 +118,7 @@ func main() {
 	child.bind(flag.CommandLine)
 	p.soak.bind(flag.CommandLine)
 	flag.Parse()
-	child.qps, child.concurrency = p.qps, p.concurrency
+	child.qps, child.concurrency, child.yieldInFlight = p.qps, p.concurrency, p.yieldInFlight
 	// As cmd/landlord logs: a stop does not log what it cuts short as errors.
 	ctrl.SetLogger(shutdown.QuietLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel))))
 	var err error
@@ -191,6 +200,9 @@ type report struct {
 	QPS              float32 `json:"qps"`
 	Burst            int     `json:"burst"`
 	Concurrency      int     `json:"maxConcurrentReconciles"`
+	// YieldInFlight is client.yield.inFlight: the background writes in flight while a claim
+	// binds (-1: none held back).
+	YieldInFlight int `json:"yieldInFlight"`
 	// GOMEMLIMIT is the operator process's soft memory limit, when one was set.
 	GOMEMLIMIT string `json:"gomemlimit,omitempty"`
 	// PostgresPerTenant is how many PostgreSQL databases each tenant has, on one real server.
@@ -205,11 +217,15 @@ type report struct {
 	Shards int `json:"shards"`
 	// Baselines are the raw-write baseline's runs, one per concurrency.
 	Baselines []baseline `json:"baselines,omitempty"`
+	// BaselineFresh is whether the baseline ran on a control plane of its own, started for it.
+	BaselineFresh bool `json:"baselineFresh,omitempty"`
 	// CreateRatio and FanOutRatio are Landlord's times over the fastest baseline run's.
 	CreateRatio float64 `json:"createRatio,omitempty"`
 	FanOutRatio float64 `json:"fanOutRatio,omitempty"`
 	// Soak is the operator's memory over a time of steady churn, when -soak asked for one.
 	Soak *soakReport `json:"soak,omitempty"`
+	// Settle is the operator's memory left alone after the phases.
+	Settle *settleReport `json:"settle,omitempty"`
 }
 
 // Phase names, also the keys of the goals in the summary.
@@ -240,6 +256,9 @@ func run(p params) error {
 	if p.concurrency > 0 {
 		cfg.Controller.MaxConcurrentReconciles = p.concurrency
 	}
+	if p.yieldInFlight != 0 {
+		cfg.Client.Yield.InFlight = p.yieldInFlight
+	}
 	work, err := os.MkdirTemp("", "landlord-bench-")
 	if err != nil {
 		return err
@@ -264,7 +283,7 @@ func run(p params) error {
 		}
 	}
 
-	child := childFlags{storeDir: storeDir, qps: p.qps, concurrency: p.concurrency, kubeconfig: filepath.Join(work, "operator.kubeconfig"), memLimit: p.memLimit}
+	child := childFlags{storeDir: storeDir, qps: p.qps, concurrency: p.concurrency, yieldInFlight: p.yieldInFlight, kubeconfig: filepath.Join(work, "operator.kubeconfig"), memLimit: p.memLimit}
 	if err := writeOperatorKubeconfig(env, child.kubeconfig); err != nil {
 		return err
 	}
@@ -303,7 +322,7 @@ func run(p params) error {
 
 	rep := report{
 		Machine: readMachine(), Tenants: p.tenants, SharedSecrets: p.shared, QPS: cfg.Client.QPS, Burst: cfg.Client.Burst,
-		Concurrency: cfg.Controller.MaxConcurrentReconciles, PostgresPerTenant: p.postgres, Component: p.component,
+		Concurrency: cfg.Controller.MaxConcurrentReconciles, YieldInFlight: cfg.Client.Yield.InFlight, PostgresPerTenant: p.postgres, Component: p.component,
 		GOMEMLIMIT: p.memLimit, Shards: p.shards,
 	}
 	sampleTenant := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "x"}}
@@ -613,6 +632,13 @@ func run(p params) error {
 		}
 	}
 
+	if p.settle > 0 {
+		fmt.Fprintf(os.Stderr, "leaving the operator alone for %s...\n", p.settle)
+		if rep.Settle, err = settle(ctx, op, p.settle, 15*time.Second); err != nil {
+			return err
+		}
+	}
+
 	// The baseline copies a tenant as Landlord made it, before the soak archives it.
 	var tpl *tenantTemplate
 	if len(p.baseline) > 0 {
@@ -628,8 +654,17 @@ func run(p params) error {
 		if err := op.stop(); err != nil {
 			return err
 		}
+		baseEnv := env
+		if p.baselineFresh {
+			fmt.Fprintf(os.Stderr, "starting a fresh control plane for the raw-write baseline...\n")
+			if baseEnv, err = freshControlPlane(ctx, work, child, env); err != nil {
+				return fmt.Errorf("raw-write baseline: %w", err)
+			}
+			defer func() { _ = baseEnv.Stop() }()
+			rep.BaselineFresh = true
+		}
 		for i, concurrency := range p.baseline {
-			b, err := runBaseline(ctx, env, tpl, fmt.Sprintf("raw%d-", i), p.tenants, concurrency)
+			b, err := runBaseline(ctx, baseEnv, tpl, fmt.Sprintf("raw%d-", i), p.tenants, concurrency)
 			if err != nil {
 				return fmt.Errorf("raw-write baseline: %w", err)
 			}
@@ -938,8 +973,8 @@ func printMarkdown(w *os.File, r report) {
 	fmt.Fprintf(w, "## %d tenants\n\n", r.Tenants)
 	fmt.Fprintf(w, "%s, %d CPUs, %d GiB, %s; %s; kube-apiserver and etcd %s (envtest) on the same machine; %s.\n\n",
 		m.CPU, m.CPUs, m.MemoryGiB, m.Kernel, m.Go, m.Kubernetes, m.Date)
-	fmt.Fprintf(w, "Each tenant: %d owned objects (%d shared secrets, %d PostgreSQL databases, component: %v). Operator: QPS %.0f, burst %d, %d concurrent reconciles.\n\n",
-		r.ObjectsPerTenant, r.SharedSecrets, r.PostgresPerTenant, r.Component, r.QPS, r.Burst, r.Concurrency)
+	fmt.Fprintf(w, "Each tenant: %d owned objects (%d shared secrets, %d PostgreSQL databases, component: %v). Operator: QPS %.0f, burst %d, %d concurrent reconciles, %d background writes in flight while a claim binds.\n\n",
+		r.ObjectsPerTenant, r.SharedSecrets, r.PostgresPerTenant, r.Component, r.QPS, r.Burst, r.Concurrency, r.YieldInFlight)
 	fmt.Fprintln(w, "| phase | wall time | operator requests (API server count) | writes per tenant | reconciles | CPU: operator / apiserver / etcd | operator RSS at end (peak) | live heap |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, p := range r.Phases {
@@ -955,11 +990,15 @@ func printMarkdown(w *os.File, r report) {
 		if c.Beside > 0 {
 			fmt.Fprintf(w, ", while %d tenants were created beside them", c.Beside)
 		}
-		fmt.Fprintf(w, ", claim created → Bound (n = %d): p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms. The claim controller: %d reconciles, each %.1f ms queued and %.1f ms reconciling on average. Operator requests meanwhile (the refill): %s.\n",
-			c.N, c.P50Ms, c.P90Ms, c.P99Ms, c.MaxMs, c.Reconciles, c.MeanQueueWaitMs, c.MeanReconcileMs, c.OperatorRequests)
+		fmt.Fprintf(w, ", claim created → Bound (n = %d): p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms. The claim controller: %d reconciles, each %.1f ms queued and %.1f ms reconciling on average; %d background writes held back for binds, %.1f s in all. Operator requests meanwhile (the refill): %s.\n",
+			c.N, c.P50Ms, c.P90Ms, c.P99Ms, c.MaxMs, c.Reconciles, c.MeanQueueWaitMs, c.MeanReconcileMs, c.HeldWrites, c.HeldSeconds, c.OperatorRequests)
 	}
 	if len(r.Baselines) > 0 {
-		fmt.Fprintln(w, "\nRaw-write baseline (a plain client, no operator, no client rate limit; the Tenant and what Landlord wrote for it, copied and renamed):")
+		where := "on the same control plane, after the other phases"
+		if r.BaselineFresh {
+			where = "on a fresh control plane holding only the admission policies"
+		}
+		fmt.Fprintf(w, "\nRaw-write baseline (a plain client, no operator, no client rate limit; the Tenant and what Landlord wrote for it, copied and renamed; %s):\n", where)
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "| requests in flight | objects per tenant | create: time | requests | CPU apiserver / etcd | shared-secret change: time | requests |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
@@ -979,6 +1018,7 @@ func printMarkdown(w *os.File, r report) {
 			}
 		}
 	}
+	printSettle(w, r.Settle)
 	printSoak(w, r.Soak)
 	fmt.Fprintln(w, "\nOperator requests by verb and resource:")
 	fmt.Fprintln(w)

@@ -24,6 +24,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
+	"github.com/landlord-dev/landlord/internal/priority"
 )
 
 // Reconciler binds each claim to one Ready spare of its pool. The bind is a metadata
@@ -38,6 +39,9 @@ type Reconciler struct {
 	// Urgent writes the binds, with rate limits apart from Client's: a customer waiting on a
 	// signup never queues behind a pool being refilled.
 	Urgent client.Client
+	// Gate holds the operator's background writes back while a bind is under way, so the API
+	// server has room for it; nil holds nothing.
+	Gate *priority.Gate
 
 	// binds maps each claim this process bound (by namespace and name) to its bind: the claim's
 	// UID and its tenant's name. Keyed by name, so that a claim gone by its next reconcile, which
@@ -104,6 +108,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// hold up the next customer's bind.
 			return ctrl.Result{}, nil
 		}
+		defer r.Gate.Urgent()()
 		return ctrl.Result{}, r.setBound(ctx, claim, t)
 	}
 
@@ -137,6 +142,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(claim.UID))
 		start = int(h.Sum32() % uint32(n))
+	}
+	if len(candidates) > 0 {
+		// A customer waits on what follows: the bind and the status that tells them go ahead
+		// of the operator's background writes. A claim that finds no spare holds nothing back:
+		// the refill it waits for is background work.
+		defer r.Gate.Urgent()()
 	}
 	for i := range candidates {
 		t := candidates[(start+i)%len(candidates)]
@@ -210,7 +221,7 @@ func (r *Reconciler) setBound(ctx context.Context, claim *tenancyv1alpha1.Tenant
 	})
 	// Optimistic: a reconcile working from a stale copy of a claim already Bound must not bind
 	// it again (a second event, a second latency sample, a new boundTime).
-	if err := r.Client.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.Urgent.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
 			return nil
 		}
@@ -223,7 +234,7 @@ func (r *Reconciler) setBound(ctx context.Context, claim *tenancyv1alpha1.Tenant
 }
 
 func (r *Reconciler) setPending(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, reason, msg string) error {
-	return writes.PatchStatus(ctx, r.Client, claim, &claim.Status,
+	return writes.PatchStatus(ctx, r.Urgent, claim, &claim.Status,
 		claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: reason, Message: msg}))
 }
 
