@@ -43,7 +43,7 @@ BENCH_CLAIMS_BESIDE ?= $(BENCH_TENANTS)
 BENCH_BASELINE ?= 16,64
 # A soak after the other phases, e.g. 30m (off when empty).
 BENCH_SOAK ?=
-# How long the operator is left alone after the claims, for its memory at steady state (e.g. 5m).
+# How long the operator is left alone after the shared-secret change, for its memory at steady state (e.g. 5m).
 BENCH_SETTLE ?=
 # Extra flags, e.g. BENCH_FLAGS="-profile bin/bench-profiles -concurrency 16".
 BENCH_FLAGS ?=

@@ -98,7 +98,7 @@ func main() {
 	flag.IntVar(&p.noopRounds, "noop-reconciles", 20000, "No-op reconciles (whole resync rounds, at least one) over which CPU per reconcile is measured.")
 	flag.StringVar(&p.jsonOut, "json", "", "Also write the report as JSON to this file.")
 	flag.BoolVar(&p.baselineFresh, "baseline-fresh", false, "Run the raw-write baseline on a fresh control plane (with only the admission policies the operator installs), not on the one holding the other phases' tenants.")
-	flag.DurationVar(&p.settle, "settle", 0, "After the phases (and the claims), leave the operator alone this long, sampling its RSS, for its memory at steady state.")
+	flag.DurationVar(&p.settle, "settle", 0, "After the shared-secret change (before the claims), leave the operator alone this long, sampling its RSS, for its memory at steady state with N tenants.")
 	flag.StringVar(&p.profileDir, "profile", "", "Write the operator's CPU profile of each phase, and a heap profile at the end, to this directory.")
 	flag.StringVar(&p.memLimit, "operator-gomemlimit", "", "GOMEMLIMIT of the operator process (e.g. 900MiB), as the shipped Deployment sets it.")
 	flag.IntVar(&p.shards, "shards", 1, "Operator shards, each its own process: the default shard and shards s1, s2…, every tenant labelled for one in turn. With more than one, only the create and resync phases run, and each shard's figures are reported.")
@@ -617,6 +617,14 @@ func run(p params) error {
 		return err
 	}
 
+	// Steady state at N: before the claims add a pool and a mass create.
+	if p.settle > 0 {
+		fmt.Fprintf(os.Stderr, "leaving the operator alone for %s...\n", p.settle)
+		if rep.Settle, err = settle(ctx, op, p.settle, 15*time.Second); err != nil {
+			return err
+		}
+	}
+
 	if p.claims > 0 {
 		fmt.Fprintf(os.Stderr, "filling a pool with %d spares and claiming them...\n", p.claims)
 		beside := func() error { return nil }
@@ -628,13 +636,6 @@ func run(p params) error {
 			beside = func() error { return createAll(ctx, c, mass, p.postgres, p.component, 1) }
 		}
 		if rep.Claims, err = measureClaims(ctx, env, c, op, benchRequests, p.claims, beside); err != nil {
-			return err
-		}
-	}
-
-	if p.settle > 0 {
-		fmt.Fprintf(os.Stderr, "leaving the operator alone for %s...\n", p.settle)
-		if rep.Settle, err = settle(ctx, op, p.settle, 15*time.Second); err != nil {
 			return err
 		}
 	}

@@ -165,12 +165,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// annotations that take over or abandon data, and a request to reconcile now.
 		// A shard hears only of the tenants it reconciles, or has to hand over.
 		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(mine, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, dataAnnotationsChanged, reconcileRequested, handover))).
-		Owns(&corev1.Namespace{}).
-		Owns(&rbacv1.RoleBinding{}).
-		Owns(&corev1.ResourceQuota{}).
-		Owns(&corev1.LimitRange{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Owns(&corev1.Secret{}).
+		// Owned objects, as Owns would watch them, each deletion also forgetting what is
+		// remembered of the object (render_memo.go).
+		Watches(&corev1.Namespace{}, r.owned(mgr)).
+		Watches(&rbacv1.RoleBinding{}, r.owned(mgr)).
+		Watches(&corev1.ResourceQuota{}, r.owned(mgr)).
+		Watches(&corev1.LimitRange{}, r.owned(mgr)).
+		Watches(&networkingv1.NetworkPolicy{}, r.owned(mgr)).
+		Watches(&corev1.Secret{}, r.owned(mgr)).
 		Watches(&corev1.Secret{}, r.templateSecretHandler()).
 		Watches(&tenancyv1alpha1.DatabaseServer{}, r.databaseServerHandler()).
 		Watches(&tenancyv1alpha1.ComponentTemplate{}, handler.EnqueueRequestsFromMapFunc(r.tenantsPinning)).
