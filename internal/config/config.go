@@ -352,13 +352,16 @@ type Client struct {
 	Yield Yield `json:"yield,omitempty"`
 }
 
+// MaxYieldWait is the longest client.yield.maxWait.
+const MaxYieldWait = 10 * time.Second
+
 // Yield is how far background writes give way to a customer's bind.
 type Yield struct {
-	// InFlight is how many background writes may be in flight while a claim is being bound;
-	// -1 turns yielding off.
+	// InFlight is how many background writes may be in flight while a claim is being bound, at
+	// least 1 (0 is the default, 4); -1 turns yielding off.
 	InFlight int `json:"inFlight,omitempty"`
 	// MaxWait bounds how long one background write waits, so a stream of signups slows tenant
-	// creation without stopping it.
+	// creation without stopping it: at most 10s (0 is the default, 1s).
 	MaxWait metav1.Duration `json:"maxWait,omitempty"`
 }
 
@@ -661,8 +664,10 @@ func (c *Config) Validate() error {
 	if c.Client.Yield.InFlight < -1 {
 		errs = append(errs, fmt.Errorf("client.yield.inFlight: %d is neither a count nor -1 (off)", c.Client.Yield.InFlight))
 	}
-	if c.Client.Yield.MaxWait.Duration < 0 {
-		errs = append(errs, errors.New("client.yield.maxWait must not be negative"))
+	if d := c.Client.Yield.MaxWait.Duration; d < 0 || d > MaxYieldWait {
+		// Longer, and a hung bind would hold events, finalizers and status writes back for
+		// that long each.
+		errs = append(errs, fmt.Errorf("client.yield.maxWait: %s is not between 0 and %s", d, MaxYieldWait))
 	}
 	if c.Controller.MaxConcurrentReconciles < 0 {
 		errs = append(errs, errors.New("controller.maxConcurrentReconciles must not be negative"))

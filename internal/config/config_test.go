@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/database"
@@ -69,6 +71,9 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a bad selector":             {"network: {platformNamespaceSelector: {matchExpressions: [{key: a, operator: Near}]}}", "network.platformNamespaceSelector"},
 		"a negative concurrency":     {"controller: {maxConcurrentReconciles: -1}", "controller.maxConcurrentReconciles"},
 		"a negative urgent burst":    {"client: {urgent: {burst: -1}}", "client.urgent"},
+		"yielding below -1":          {"client: {yield: {inFlight: -2}}", "client.yield.inFlight"},
+		"a yield wait over 10s":      {"client: {yield: {maxWait: 11s}}", "client.yield.maxWait"},
+		"a negative yield wait":      {"client: {yield: {maxWait: -1s}}", "client.yield.maxWait"},
 		"YAML that is not a mapping": {"- a", "parsing operator config"},
 		"an unknown store backend":   {"secrets: {store: {backend: vault}}", "secrets.store.backend"},
 		"a gcs store without bucket": {"secrets: {store: {backend: gcs, gcs: {kmsKey: projects/p/locations/l/keyRings/r/cryptoKeys/k}}}", "secrets.store.gcs.bucket"},
@@ -260,6 +265,30 @@ func TestTheUrgentClientHasLimitsOfItsOwn(t *testing.T) {
 			}
 			if got := tc.overrides.Apply(c).Client.Urgent; got != tc.want {
 				t.Errorf("client.urgent = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Background writes give way to binds by default; a file sets how far, or turns it off.
+func TestYieldingDefaultsAndSettings(t *testing.T) {
+	cases := map[string]struct {
+		doc  string
+		want config.Yield
+	}{
+		"an empty file yields to 4 in flight, a second each": {"", config.Yield{InFlight: 4, MaxWait: metav1.Duration{Duration: time.Second}}},
+		"0 is the default, not none in flight":               {"client: {yield: {inFlight: 0, maxWait: 0s}}", config.Yield{InFlight: 4, MaxWait: metav1.Duration{Duration: time.Second}}},
+		"set values are kept":                                {"client: {yield: {inFlight: 1, maxWait: 10s}}", config.Yield{InFlight: 1, MaxWait: metav1.Duration{Duration: 10 * time.Second}}},
+		"-1 turns it off":                                    {"client: {yield: {inFlight: -1}}", config.Yield{InFlight: -1, MaxWait: metav1.Duration{Duration: time.Second}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, err := config.Parse([]byte(tc.doc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Client.Yield; got != tc.want {
+				t.Errorf("client.yield = %+v, want %+v", got, tc.want)
 			}
 		})
 	}

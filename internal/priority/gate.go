@@ -31,7 +31,9 @@ type Gate struct {
 	urgent int
 	// background counts the background writes in flight.
 	background int
-	// changed is closed, and replaced, whenever urgent or background falls.
+	// waiting counts the background writes waiting.
+	waiting int
+	// changed is closed, and replaced, when urgent or background falls while writes wait.
 	changed chan struct{}
 }
 
@@ -43,17 +45,19 @@ func NewGate(inFlight int, maxWait time.Duration) *Gate {
 
 // Urgent marks urgent work under way until release is called; release is idempotent.
 func (g *Gate) Urgent() (release func()) {
-	if g == nil {
+	if g == nil || g.inFlight < 0 {
 		return func() {}
 	}
 	g.mu.Lock()
 	g.urgent++
+	urgentWork.Inc()
 	g.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			g.mu.Lock()
 			g.urgent--
+			urgentWork.Dec()
 			g.signal()
 			g.mu.Unlock()
 		})
@@ -62,6 +66,9 @@ func (g *Gate) Urgent() (release func()) {
 
 // signal wakes every waiting write to look again. Called with mu held.
 func (g *Gate) signal() {
+	if g.waiting == 0 {
+		return
+	}
 	close(g.changed)
 	g.changed = make(chan struct{})
 }
@@ -74,31 +81,9 @@ func (g *Gate) Background(ctx context.Context) (done func()) {
 	if g == nil || g.inFlight < 0 {
 		return func() {}
 	}
-	var timeout <-chan time.Time
-	var start time.Time
 	g.mu.Lock()
-	for g.urgent > 0 && g.background >= g.inFlight {
-		if timeout == nil {
-			start = time.Now()
-			t := time.NewTimer(g.maxWait)
-			defer t.Stop()
-			timeout = t.C
-		}
-		changed := g.changed
-		g.mu.Unlock()
-		select {
-		case <-changed:
-		case <-timeout:
-		case <-ctx.Done():
-		}
-		g.mu.Lock()
-		if ctx.Err() != nil || (timeout != nil && time.Since(start) >= g.maxWait) {
-			break
-		}
-	}
-	if !start.IsZero() {
-		heldWrites.Inc()
-		heldSeconds.Add(time.Since(start).Seconds())
+	if g.urgent > 0 && g.background >= g.inFlight {
+		g.wait(ctx)
 	}
 	g.background++
 	g.mu.Unlock()
@@ -110,6 +95,35 @@ func (g *Gate) Background(ctx context.Context) (done func()) {
 			g.signal()
 			g.mu.Unlock()
 		})
+	}
+}
+
+// wait blocks until urgent work is done, or the in-flight writes fall below the gate's count, or
+// maxWait passes, or ctx ends. Called with mu held, and returns with it held.
+func (g *Gate) wait(ctx context.Context) {
+	start := time.Now()
+	timer := time.NewTimer(g.maxWait)
+	defer timer.Stop()
+	g.waiting++
+	waitingWrites.Inc()
+	defer func() {
+		g.waiting--
+		waitingWrites.Dec()
+		heldWrites.Inc()
+		heldSeconds.Add(time.Since(start).Seconds())
+	}()
+	for g.urgent > 0 && g.background >= g.inFlight {
+		changed := g.changed
+		g.mu.Unlock()
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		g.mu.Lock()
+		if ctx.Err() != nil || time.Since(start) >= g.maxWait {
+			return
+		}
 	}
 }
 
@@ -135,14 +149,17 @@ func (t *gatedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(req)
 }
 
-// isBackgroundWrite is whether req changes something other than a lease.
+// isBackgroundWrite is whether req writes something other than a lease: not a read, not a
+// review.
 func isBackgroundWrite(req *http.Request) bool {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return false
 	}
 	for _, group := range neverHeld {
-		if strings.HasPrefix(req.URL.Path, group) {
+		// Anywhere in the path: a proxy in front of the API server (Rancher's, Teleport's,
+		// kubectl proxy's) puts a prefix of its own before /apis.
+		if strings.Contains(req.URL.Path, group) {
 			return false
 		}
 	}

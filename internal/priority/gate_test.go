@@ -67,13 +67,36 @@ func TestBackgroundWrites(t *testing.T) {
 		if !blocked(write) {
 			t.Fatal("a background write started while a bind was under way, with room for none")
 		}
+		if got := testutil.ToFloat64(waitingWrites); got != 1 {
+			t.Errorf("landlord_background_writes_waiting is %v, want 1", got)
+		}
 		release()
-		release() // idempotent: a second call must not free another bind's hold
 		select {
 		case done := <-write:
 			done()
 		case <-time.After(time.Minute):
 			t.Fatal("the write still waits after the bind ended")
+		}
+		if got := testutil.ToFloat64(waitingWrites); got != 0 {
+			t.Errorf("landlord_background_writes_waiting is %v once the write went, want 0", got)
+		}
+	})
+
+	t.Run("wait while a second bind is under way, however often the first is released", func(t *testing.T) {
+		g := NewGate(0, time.Hour)
+		first, second := g.Urgent(), g.Urgent()
+		first()
+		first()
+		write := started(ctx, g)
+		if !blocked(write) {
+			t.Fatal("a background write started while the second bind was still under way")
+		}
+		second()
+		select {
+		case done := <-write:
+			done()
+		case <-time.After(time.Minute):
+			t.Fatal("the write still waits after both binds ended")
 		}
 	})
 
@@ -94,17 +117,35 @@ func TestBackgroundWrites(t *testing.T) {
 		}
 	})
 
-	t.Run("stop waiting when their context ends", func(t *testing.T) {
-		g := NewGate(0, time.Hour)
+	t.Run("stop waiting when their context ends, and then count as in flight", func(t *testing.T) {
+		g := NewGate(1, time.Hour)
+		first := g.Background(ctx)
 		defer g.Urgent()()
 		cctx, cancel := context.WithCancel(ctx)
 		write := started(cctx, g)
+		if !blocked(write) {
+			t.Fatal("a second background write started with 1 in flight while a bind was under way")
+		}
 		cancel()
+		var cancelled func()
 		select {
-		case done := <-write:
-			done()
+		case cancelled = <-write:
 		case <-time.After(time.Minute):
 			t.Fatal("the write still waits after its context ended")
+		}
+		// The cancelled write went (to fail on its context): with it in flight, ending the
+		// first leaves no room for a third.
+		first()
+		third := started(ctx, g)
+		if !blocked(third) {
+			t.Fatal("a third background write started beside the cancelled one, which the gate did not count")
+		}
+		cancelled()
+		select {
+		case done := <-third:
+			done()
+		case <-time.After(time.Minute):
+			t.Fatal("the third write still waits with none in flight")
 		}
 	})
 
@@ -135,6 +176,7 @@ func TestTheTransportHoldsBackOnlyWrites(t *testing.T) {
 		{http.MethodGet, "/api/v1/namespaces/default/configmaps/a", false},
 		{http.MethodGet, "/api/v1/namespaces?watch=true", false},
 		{http.MethodPut, "/apis/coordination.k8s.io/v1/namespaces/landlord-system/leases/landlord", false},
+		{http.MethodPut, "/k8s/clusters/c-m-abc/apis/coordination.k8s.io/v1/namespaces/landlord-system/leases/landlord", false},
 		{http.MethodPost, "/apis/authentication.k8s.io/v1/tokenreviews", false},
 		{http.MethodPost, "/apis/authorization.k8s.io/v1/subjectaccessreviews", false},
 		{http.MethodPatch, "/api/v1/namespaces/tenant-a/configmaps/a", true},
@@ -155,15 +197,18 @@ func TestTheTransportHoldsBackOnlyWrites(t *testing.T) {
 				}
 				close(got)
 			}()
+			if tc.held {
+				select {
+				case <-got:
+					t.Fatal("went ahead of a bind under way")
+				case <-time.After(100 * time.Millisecond):
+				}
+				return
+			}
 			select {
 			case <-got:
-				if tc.held {
-					t.Fatal("went ahead of a bind under way")
-				}
-			case <-time.After(100 * time.Millisecond):
-				if !tc.held {
-					t.Fatal("was held back behind a bind")
-				}
+			case <-time.After(time.Minute):
+				t.Fatal("was held back behind a bind")
 			}
 		})
 	}

@@ -8,14 +8,22 @@ import (
 var (
 	heldWrites = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "landlord_background_writes_held_total",
-		Help: "Background writes (creating tenants, refilling pools, status) that waited for a claim's bind to finish first.",
+		Help: "Background writes (anything the operator writes but a claim's bind and status, a shared-secret change's copies, leases and reviews) that waited because a claim was being bound, until the bind was done, a write in flight ended, client.yield.maxWait passed or the request's context ended.",
 	})
 	heldSeconds = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "landlord_background_writes_held_seconds_total",
-		Help: "Seconds background writes spent waiting for claims' binds, in all.",
+		Help: "Seconds background writes spent waiting because a claim was being bound, in all.",
+	})
+	waitingWrites = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "landlord_background_writes_waiting",
+		Help: "Background writes waiting now because a claim is being bound.",
+	})
+	urgentWork = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "landlord_claim_binds_in_progress",
+		Help: "Claims being bound now, each holding the operator's background writes back.",
 	})
 )
 
 func init() {
-	metrics.Registry.MustRegister(heldWrites, heldSeconds)
+	metrics.Registry.MustRegister(heldWrites, heldSeconds, waitingWrites, urgentWork)
 }

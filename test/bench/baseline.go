@@ -12,10 +12,12 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -283,14 +285,10 @@ func forEach(names []string, concurrency int, fn func(string) error) error {
 // freshControlPlane starts a second control plane for the baseline, holding only what Landlord
 // installs at start: the admission policies, which then judge the baseline's writes as they
 // judged Landlord's. An operator process like `like` runs on it until it has installed as many
-// policy bindings as `installed` holds, and is stopped. On the first control plane the baseline
-// would write to a server already holding every tenant the other phases made, whose writes cost
-// more the more it holds, and the ratio would flatter Landlord.
-func freshControlPlane(ctx context.Context, work string, like childFlags, installed *testenv.Env) (*testenv.Env, error) {
-	want := &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
-	if err := installed.AdminClient.List(ctx, want); err != nil {
-		return nil, err
-	}
+// admission policies and bindings of each kind as `want` counts, and is stopped. (The first
+// control plane, stopped by then, held every tenant the other phases made; its writes cost more
+// the more it holds, and the ratio would flatter Landlord.)
+func freshControlPlane(ctx context.Context, work string, like childFlags, want policyCounts) (*testenv.Env, error) {
 	env, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
 	if err != nil {
 		return nil, err
@@ -312,27 +310,53 @@ func freshControlPlane(ctx context.Context, work string, like childFlags, instal
 	if f.controlAddr, err = freeAddr(); err != nil {
 		return nil, err
 	}
+	// The operator starts once the API server serves the CRDs it was started with, as the
+	// first control plane's did by the time the benchmark started it.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return env.AdminClient.List(ctx, &tenancyv1alpha1.TenantList{}) == nil, nil
+	}); err != nil {
+		return nil, fmt.Errorf("the fresh control plane does not serve Tenants: %w", err)
+	}
 	op, err := startOperator(f)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = op.stop() }()
-	for deadline := time.Now().Add(2 * time.Minute); ; {
-		got := &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
-		if err := env.AdminClient.List(ctx, got); err != nil {
-			return nil, err
-		}
-		if len(got.Items) >= len(want.Items) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("the fresh control plane has %d admission policy bindings after 2 minutes, want %d", len(got.Items), len(want.Items))
-		}
-		time.Sleep(200 * time.Millisecond)
+	var got policyCounts
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err = countPolicies(ctx, env)
+		return err == nil && got == want, err
+	})
+	if stopErr := op.stop(); err == nil {
+		err = stopErr
 	}
-	if err := op.stop(); err != nil {
+	if err != nil {
+		return nil, fmt.Errorf("the fresh control plane's admission policies, %+v against %+v: %w", got, want, err)
+	}
+	if err := waitPoliciesEnforced(ctx, env.AdminClient, 2*time.Minute); err != nil {
 		return nil, err
 	}
 	ok = true
 	return env, nil
+}
+
+// policyCounts counts the admission policies and bindings of each kind on a control plane.
+type policyCounts struct{ validating, validatingBindings, mutating, mutatingBindings int }
+
+func countPolicies(ctx context.Context, env *testenv.Env) (policyCounts, error) {
+	var c policyCounts
+	for _, l := range []struct {
+		list client.ObjectList
+		n    *int
+	}{
+		{&admissionregistrationv1.ValidatingAdmissionPolicyList{}, &c.validating},
+		{&admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}, &c.validatingBindings},
+		{&admissionregistrationv1.MutatingAdmissionPolicyList{}, &c.mutating},
+		{&admissionregistrationv1.MutatingAdmissionPolicyBindingList{}, &c.mutatingBindings},
+	} {
+		if err := env.AdminClient.List(ctx, l.list); err != nil {
+			return c, err
+		}
+		*l.n = meta.LenList(l.list)
+	}
+	return c, nil
 }

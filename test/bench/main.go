@@ -243,7 +243,9 @@ func run(p params) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = env.Stop() }()
+	// Stopped once, at the end or before a fresh control plane replaces it.
+	stopEnv := sync.OnceValue(env.Stop)
+	defer func() { _ = stopEnv() }()
 	// Cancelled before the control plane stops: the benchmark's watches would hold up its
 	// shutdown.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -315,7 +317,11 @@ func run(p params) error {
 	}
 	// The benchmark follows tenants and shared-secret copies through its own informers, so that
 	// waiting costs one watch rather than a LIST of everything every second.
-	watched, err := startBenchCache(ctx, &benchCfg)
+	// Its own context, cancelled before its control plane stops: its watches would hold up the
+	// shutdown.
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	watched, err := startBenchCache(watchCtx, &benchCfg)
 	if err != nil {
 		return err
 	}
@@ -657,8 +663,18 @@ func run(p params) error {
 		}
 		baseEnv := env
 		if p.baselineFresh {
+			want, err := countPolicies(ctx, env)
+			if err != nil {
+				return err
+			}
+			// Stopped first: its processes would otherwise share the cores, and the control
+			// plane's CPU the report counts, with the fresh one's.
+			stopWatching()
+			if err := stopEnv(); err != nil {
+				return err
+			}
 			fmt.Fprintf(os.Stderr, "starting a fresh control plane for the raw-write baseline...\n")
-			if baseEnv, err = freshControlPlane(ctx, work, child, env); err != nil {
+			if baseEnv, err = freshControlPlane(ctx, work, child, want); err != nil {
 				return fmt.Errorf("raw-write baseline: %w", err)
 			}
 			defer func() { _ = baseEnv.Stop() }()

@@ -28,8 +28,6 @@ func settle(ctx context.Context, op *operatorProcess, d, interval time.Duration)
 	}
 	rep := &settleReport{Seconds: d.Seconds()}
 	start := time.Now()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
 	for {
 		s, err := op.sample()
 		if err != nil {
@@ -37,13 +35,14 @@ func settle(ctx context.Context, op *operatorProcess, d, interval time.Duration)
 		}
 		rep.RSSMiB = append(rep.RSSMiB, s.rssBytes/(1<<20))
 		fmt.Fprintf(os.Stderr, "  settle %4.0fs: RSS %.0f MiB\n", time.Since(start).Seconds(), s.rssBytes/(1<<20))
-		if time.Since(start) >= d {
+		left := d - time.Since(start)
+		if left <= 0 {
 			break
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-tick.C:
+		case <-time.After(min(interval, left)):
 		}
 	}
 	rep.FinalRSSMiB = rep.RSSMiB[len(rep.RSSMiB)-1]

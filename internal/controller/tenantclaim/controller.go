@@ -143,28 +143,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		_, _ = h.Write([]byte(claim.UID))
 		start = int(h.Sum32() % uint32(n))
 	}
-	if len(candidates) > 0 {
-		// A customer waits on what follows: the bind and the status that tells them go ahead
-		// of the operator's background writes. A claim that finds no spare holds nothing back:
-		// the refill it waits for is background work.
-		defer r.Gate.Urgent()()
+	if bound, err := r.bindOne(ctx, claim, candidates, start); bound || err != nil {
+		return ctrl.Result{}, err
 	}
+	// The pool refills, and a spare turning Ready re-triggers the pool's pending claims.
+	return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonNoReadySpare,
+		fmt.Sprintf("no Ready spare in pool %s; waiting for one", pool.Name))
+}
+
+// bindOne binds the claim to the first of candidates, from start on, that no other claim takes
+// first, and reports whether it did. A customer waits on it: the bind and the status that tells
+// them go ahead of the operator's background writes, which wait meanwhile. A claim that finds no
+// spare holds nothing back (the refill it waits for is background work), nor does its Pending
+// status, written after.
+func (r *Reconciler) bindOne(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, candidates []*tenancyv1alpha1.Tenant, start int) (bool, error) {
+	if len(candidates) == 0 {
+		return false, nil
+	}
+	defer r.Gate.Urgent()()
 	for i := range candidates {
 		t := candidates[(start+i)%len(candidates)]
 		switch err := r.bind(ctx, claim, t); {
 		case err == nil:
 			r.binds.Store(client.ObjectKeyFromObject(claim), bound{uid: claim.UID, tenant: t.Name})
-			return ctrl.Result{}, r.setBound(ctx, claim, t)
+			return true, r.setBound(ctx, claim, t)
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 			// Another claim got it first, or it is gone: try the next.
 			continue
 		default:
-			return ctrl.Result{}, err
+			return false, err
 		}
 	}
-	// The pool refills, and a spare turning Ready re-triggers the pool's pending claims.
-	return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonNoReadySpare,
-		fmt.Sprintf("no Ready spare in pool %s; waiting for one", pool.Name))
+	return false, nil
 }
 
 // boundBefore finds the tenant an earlier reconcile bound the claim to, from memory or the cache.
@@ -234,7 +244,7 @@ func (r *Reconciler) setBound(ctx context.Context, claim *tenancyv1alpha1.Tenant
 }
 
 func (r *Reconciler) setPending(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, reason, msg string) error {
-	return writes.PatchStatus(ctx, r.Urgent, claim, &claim.Status,
+	return writes.PatchStatus(ctx, r.Client, claim, &claim.Status,
 		claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: reason, Message: msg}))
 }
 
