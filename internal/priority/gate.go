@@ -52,12 +52,18 @@ func (g *Gate) Urgent() (release func()) {
 	g.urgent++
 	urgentWork.Inc()
 	g.mu.Unlock()
+	return g.ending(&g.urgent, urgentWork.Dec)
+}
+
+// ending returns the idempotent function that takes one off *count (and calls also) and wakes
+// the waiting writes to look again.
+func (g *Gate) ending(count *int, also func()) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			g.mu.Lock()
-			g.urgent--
-			urgentWork.Dec()
+			*count--
+			also()
 			g.signal()
 			g.mu.Unlock()
 		})
@@ -87,15 +93,7 @@ func (g *Gate) Background(ctx context.Context) (done func()) {
 	}
 	g.background++
 	g.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			g.mu.Lock()
-			g.background--
-			g.signal()
-			g.mu.Unlock()
-		})
-	}
+	return g.ending(&g.background, func() {})
 }
 
 // wait blocks until urgent work is done, or the in-flight writes fall below the gate's count, or

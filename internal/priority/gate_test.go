@@ -31,6 +31,19 @@ func blocked(ch <-chan func()) bool {
 	}
 }
 
+// wentAhead waits for a write from ch to start and returns its done function, failing with msg
+// if it still waits after a minute.
+func wentAhead(t *testing.T, ch <-chan func(), msg string) func() {
+	t.Helper()
+	select {
+	case done := <-ch:
+		return done
+	case <-time.After(time.Minute):
+		t.Fatal(msg)
+		return nil
+	}
+}
+
 func TestBackgroundWrites(t *testing.T) {
 	ctx := context.Background()
 
@@ -52,12 +65,7 @@ func TestBackgroundWrites(t *testing.T) {
 			t.Fatal("a third background write started with 2 in flight while a bind was under way")
 		}
 		first()
-		select {
-		case done := <-third:
-			done()
-		case <-time.After(time.Minute):
-			t.Fatal("the third write still waits with 1 in flight")
-		}
+		wentAhead(t, third, "the third write still waits with 1 in flight")()
 	})
 
 	t.Run("wait until the bind ends", func(t *testing.T) {
@@ -71,12 +79,7 @@ func TestBackgroundWrites(t *testing.T) {
 			t.Errorf("landlord_background_writes_waiting is %v, want 1", got)
 		}
 		release()
-		select {
-		case done := <-write:
-			done()
-		case <-time.After(time.Minute):
-			t.Fatal("the write still waits after the bind ended")
-		}
+		wentAhead(t, write, "the write still waits after the bind ended")()
 		if got := testutil.ToFloat64(waitingWrites); got != 0 {
 			t.Errorf("landlord_background_writes_waiting is %v once the write went, want 0", got)
 		}
@@ -92,12 +95,7 @@ func TestBackgroundWrites(t *testing.T) {
 			t.Fatal("a background write started while the second bind was still under way")
 		}
 		second()
-		select {
-		case done := <-write:
-			done()
-		case <-time.After(time.Minute):
-			t.Fatal("the write still waits after both binds ended")
-		}
+		wentAhead(t, write, "the write still waits after both binds ended")()
 	})
 
 	t.Run("wait no longer than the gate's bound, and are counted", func(t *testing.T) {
@@ -127,12 +125,7 @@ func TestBackgroundWrites(t *testing.T) {
 			t.Fatal("a second background write started with 1 in flight while a bind was under way")
 		}
 		cancel()
-		var cancelled func()
-		select {
-		case cancelled = <-write:
-		case <-time.After(time.Minute):
-			t.Fatal("the write still waits after its context ended")
-		}
+		cancelled := wentAhead(t, write, "the write still waits after its context ended")
 		// The cancelled write went (to fail on its context): with it in flight, ending the
 		// first leaves no room for a third.
 		first()
@@ -141,12 +134,7 @@ func TestBackgroundWrites(t *testing.T) {
 			t.Fatal("a third background write started beside the cancelled one, which the gate did not count")
 		}
 		cancelled()
-		select {
-		case done := <-third:
-			done()
-		case <-time.After(time.Minute):
-			t.Fatal("the third write still waits with none in flight")
-		}
+		wentAhead(t, third, "the third write still waits with none in flight")()
 	})
 
 	t.Run("never wait when yielding is off", func(t *testing.T) {
