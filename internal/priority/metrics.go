@@ -8,7 +8,7 @@ import (
 var (
 	heldWrites = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "landlord_background_writes_held_total",
-		Help: "Background writes (anything the operator writes but a claim's bind and status, a shared-secret change's copies, leases and reviews) that waited because a claim was being bound, until the bind was done, a write in flight ended, client.yield.maxWait passed or the request's context ended.",
+		Help: "Background writes (anything the operator writes but a claim's bind and Bound status, a shared-secret change's copies, leases and reviews) that waited because a claim was being bound, until the bind was done, a write in flight ended, client.yield.maxWait passed or the request's context ended.",
 	})
 	heldSeconds = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "landlord_background_writes_held_seconds_total",
@@ -20,7 +20,7 @@ var (
 	})
 	urgentWork = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "landlord_claim_binds_in_progress",
-		Help: "Claims being bound now, each holding the operator's background writes back.",
+		Help: "Claims being bound now, each holding the operator's background writes back (0 while client.yield.inFlight is -1).",
 	})
 )
 

@@ -323,8 +323,11 @@ func freshControlPlane(ctx context.Context, work string, like childFlags, want p
 	}
 	var got policyCounts
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err = countPolicies(ctx, env)
-		return err == nil && got == want, err
+		var err error
+		if got, err = countPolicies(ctx, env); err != nil {
+			return false, nil // a List that fails is asked again
+		}
+		return got.atLeast(want), nil
 	})
 	if stopErr := op.stop(); err == nil {
 		err = stopErr
@@ -341,6 +344,12 @@ func freshControlPlane(ctx context.Context, work string, like childFlags, want p
 
 // policyCounts counts the admission policies and bindings of each kind on a control plane.
 type policyCounts struct{ validating, validatingBindings, mutating, mutatingBindings int }
+
+// atLeast is whether c has as many of each kind as want.
+func (c policyCounts) atLeast(want policyCounts) bool {
+	return c.validating >= want.validating && c.validatingBindings >= want.validatingBindings &&
+		c.mutating >= want.mutating && c.mutatingBindings >= want.mutatingBindings
+}
 
 func countPolicies(ctx context.Context, env *testenv.Env) (policyCounts, error) {
 	var c policyCounts

@@ -671,7 +671,8 @@ func run(p params) error {
 			// plane's CPU the report counts, with the fresh one's.
 			stopWatching()
 			if err := stopEnv(); err != nil {
-				return err
+				// The report is still worth writing: the fresh control plane is another one.
+				fmt.Fprintf(os.Stderr, "stopping the first control plane: %v\n", err)
 			}
 			fmt.Fprintf(os.Stderr, "starting a fresh control plane for the raw-write baseline...\n")
 			if baseEnv, err = freshControlPlane(ctx, work, child, want); err != nil {

@@ -156,9 +156,9 @@ func (r *Reconciler) ForgetWhatIsGone(ctx context.Context, informers cache.Infor
 // owned is the tenant controller's handler of a kind it owns: it enqueues the tenant that
 // controls an object, as the builder's Owns does, and on a deletion first forgets what is
 // remembered of the object (a namespace: everything of its tenant). One handler per kind, not
-// Owns' and a second one beside it: each handler of an informer has a buffer that a restart's
-// initial list fills, and that never shrinks again (2 MB for the NetworkPolicies of 10,000
-// tenants).
+// Owns' and a second one beside it: each handler of an informer has a buffer of pending
+// notifications, which grows whenever the handler falls behind (a restart's initial list) and
+// never shrinks again, and each event costs every handler a goroutine hop.
 func (r *Reconciler) owned(mgr ctrl.Manager) handler.EventHandler {
 	enqueue := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tenancyv1alpha1.Tenant{}, handler.OnlyControllerOwner())
 	return handler.Funcs{
