@@ -160,7 +160,7 @@ bench: control-plane databases ## Create, resync, restart and fan a secret out t
 
 .PHONY: bench-plots
 bench-plots: ## Plot the reports make bench wrote (bin/bench-*.json) as SVG into docs/img: figures against N across sizes, and memory over a soak (docs/benchmarks.md).
-	go run ./hack/benchplot -out docs/img $(BIN)/bench-*.json
+	go run ./hack/benchplot -out docs/img $(wildcard $(BIN)/bench-*.json)
 
 ##@ Build and run
 

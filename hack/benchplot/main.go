@@ -90,7 +90,7 @@ func main() {
 // run reads the reports and writes their plots into out; it returns the files written.
 func run(out string, files []string, log io.Writer) ([]string, error) {
 	if len(files) == 0 {
-		return nil, fmt.Errorf("no report given (the JSON files test/bench -json writes)")
+		return nil, fmt.Errorf("no report given (the JSON files test/bench -json writes; make bench writes bin/bench-N.json)")
 	}
 	// Sans-serif reads better at the sizes a docs page shows a figure.
 	plot.DefaultFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
