@@ -215,21 +215,7 @@ func (r *Reconciler) placeDatabase(ctx context.Context, t *tenancyv1alpha1.Tenan
 	if err := r.Client.List(ctx, servers); err != nil {
 		return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
-	server, err := r.placed.place(ctx, r.Client, t, e.engine,
-		func(server string) (int32, error) { return countTenantsOn(ctx, r.Client, server) },
-		func(count func(string) (int32, error)) (string, error) {
-			counts := map[string]int32{}
-			for i := range servers.Items {
-				if ds := &servers.Items[i]; ds.Spec.Engine == e.engine {
-					n, err := count(ds.Name)
-					if err != nil {
-						return "", err
-					}
-					counts[ds.Name] = n
-				}
-			}
-			return leastLoadedServer(e.engine, servers.Items, counts), nil
-		})
+	server, err := r.placed.place(ctx, r.Client, t, e.engine, servers.Items)
 	if err != nil {
 		return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}

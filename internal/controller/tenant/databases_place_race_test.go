@@ -30,18 +30,23 @@ func TestConcurrentPlacementsKeepAServerWithinItsMaxTenants(t *testing.T) {
 	builder := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).WithObjects(ds)
 	tenants := make([]*tenancyv1alpha1.Tenant, 10)
 	for i := range tenants {
-		tenants[i] = &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))}}
+		tenants[i] = &tenancyv1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("t%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))},
+			Spec:       tenancyv1alpha1.TenantSpec{Databases: tenancyv1alpha1.Databases{Postgres: []tenancyv1alpha1.Database{{Name: "main"}}}},
+		}
 		builder = builder.WithObjects(tenants[i])
 	}
 	if err := indexes.Add(context.Background(), BuilderIndexes{ClientBuilder: builder}); err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{Client: builder.Build()}
+	c := builder.Build()
+	r := &Reconciler{Client: c}
 	e := dbEntry{engine: tenancyv1alpha1.EnginePostgres, Database: tenancyv1alpha1.Database{Name: "main"}}
 
 	var mu sync.Mutex
 	placed := 0
 	var first *tenancyv1alpha1.Tenant
+	onServer := map[string]bool{}
 	var wg sync.WaitGroup
 	for _, tn := range tenants {
 		wg.Add(1)
@@ -52,6 +57,7 @@ func TestConcurrentPlacementsKeepAServerWithinItsMaxTenants(t *testing.T) {
 				mu.Lock()
 				placed++
 				first = tn
+				onServer[tn.Name] = true
 				mu.Unlock()
 			}
 		}()
@@ -63,6 +69,22 @@ func TestConcurrentPlacementsKeepAServerWithinItsMaxTenants(t *testing.T) {
 	t.Run("a tenant placed again before its status shows gets the same server, not a second slot", func(t *testing.T) {
 		if server, res := r.placeDatabase(context.Background(), first, e); !res.done || server != "pg" {
 			t.Errorf("placed on %q (%+v), want pg again", server, res)
+		}
+	})
+	t.Run("a tenant that no longer asks for a database frees the place it was given", func(t *testing.T) {
+		first.Spec.Databases.Postgres = nil
+		if err := c.Update(context.Background(), first); err != nil {
+			t.Fatal(err)
+		}
+		var waiting *tenancyv1alpha1.Tenant
+		for _, tn := range tenants {
+			if !onServer[tn.Name] {
+				waiting = tn
+				break
+			}
+		}
+		if server, res := r.placeDatabase(context.Background(), waiting, e); !res.done || server != "pg" {
+			t.Errorf("a tenant waiting for room placed on %q (%+v), want pg", server, res)
 		}
 	})
 }

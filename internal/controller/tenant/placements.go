@@ -23,30 +23,36 @@ type placements struct {
 	pending map[string]map[tenancyv1alpha1.DatabaseEngine]string
 }
 
-// place runs choose with every server's count of tenants (from count, plus what is pending
-// there) and records its choice for t, under the lock: one placement at a time. A tenant that
-// was placed before and does not show it yet is placed again without counting itself.
-func (p *placements) place(ctx context.Context, c client.Reader, t *tenancyv1alpha1.Tenant, engine tenancyv1alpha1.DatabaseEngine,
-	count func(server string) (int32, error), choose func(counts func(server string) (int32, error)) (string, error)) (string, error) {
+// place chooses the least loaded of servers for t's database of engine (leastLoadedServer),
+// counting each server's tenants from the cache plus what is pending there, and records the
+// choice, under the lock: one placement at a time. A tenant that was placed before and does not
+// show it yet is placed again without counting itself. "" when no server qualifies.
+func (p *placements) place(ctx context.Context, c client.Reader, t *tenancyv1alpha1.Tenant, engine tenancyv1alpha1.DatabaseEngine, servers []tenancyv1alpha1.DatabaseServer) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.forgetCounted(ctx, c); err != nil {
 		return "", err
 	}
-	server, err := choose(func(server string) (int32, error) {
-		n, err := count(server)
+	counts := map[string]int32{}
+	for i := range servers {
+		ds := &servers[i]
+		if ds.Spec.Engine != engine {
+			continue
+		}
+		n, err := countTenantsOn(ctx, c, ds.Name)
 		if err != nil {
-			return 0, err
+			return "", err
 		}
 		for name, engines := range p.pending {
-			if name != t.Name && engines[engine] == server {
+			if name != t.Name && engines[engine] == ds.Name {
 				n++
 			}
 		}
-		return n, nil
-	})
-	if err != nil || server == "" {
-		return server, err
+		counts[ds.Name] = n
+	}
+	server := leastLoadedServer(engine, servers, counts)
+	if server == "" {
+		return "", nil
 	}
 	if p.pending == nil {
 		p.pending = map[string]map[tenancyv1alpha1.DatabaseEngine]string{}
@@ -59,8 +65,9 @@ func (p *placements) place(ctx context.Context, c client.Reader, t *tenancyv1alp
 }
 
 // forgetCounted drops the placements the cache now counts (the tenant's status names the
-// server) and those of tenants gone from it. One read of the cache per pending tenant: as many
-// as were placed in the last moments.
+// server), those of tenants gone from it, and those of engines a tenant no longer asks a
+// database of (whose placement then never shows, and would count on its server for good). One
+// read of the cache per pending tenant: as many as were placed in the last moments.
 func (p *placements) forgetCounted(ctx context.Context, c client.Reader) error {
 	for name, engines := range p.pending {
 		t := &tenancyv1alpha1.Tenant{}
@@ -71,10 +78,12 @@ func (p *placements) forgetCounted(ctx context.Context, c client.Reader) error {
 		case err != nil:
 			return err
 		}
+		wanted := desiredDatabases(t)
 		for engine, server := range engines {
-			if slices.ContainsFunc(t.Status.Databases, func(d tenancyv1alpha1.DatabaseStatus) bool {
+			counted := slices.ContainsFunc(t.Status.Databases, func(d tenancyv1alpha1.DatabaseStatus) bool {
 				return d.Engine == engine && d.Server == server
-			}) {
+			})
+			if counted || !slices.ContainsFunc(wanted, func(e dbEntry) bool { return e.engine == engine }) {
 				delete(engines, engine)
 			}
 		}
