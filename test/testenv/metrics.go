@@ -80,6 +80,6 @@ func (o *Operator) Reconciles() int {
 // gauge is shared by every queue of the name in the process, and a queue shut down with items
 // ready leaves them counted for good: what an earlier operator of this process left is taken off.
 func (o *Operator) Idle() bool {
-	return metricSum("workqueue_depth", map[string]string{"name": "tenant"})-o.staleDepth == 0 &&
-		metricSum("controller_runtime_active_workers", map[string]string{"controller": "tenant"}) == 0
+	return metricSum("workqueue_depth", map[string]string{"name": o.controller})-o.staleDepth == 0 &&
+		metricSum("controller_runtime_active_workers", map[string]string{"controller": o.controller}) == 0
 }

@@ -5,6 +5,7 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -155,6 +156,8 @@ type Operator struct {
 	// staleDepth is the tenant queue depth earlier operators of this process left behind (see
 	// Idle), read before this one's queue exists.
 	staleDepth float64
+	// controller is the name of its tenant controller, whose queue Idle reads.
+	controller string
 	// exited is closed when the manager has returned, with err what it returned.
 	exited chan struct{}
 	err    error
@@ -193,7 +196,9 @@ func (e *Env) start(opts operator.Options, wraps ...transport.WrapperFunc) (*Ope
 		return nil, err
 	}
 	op.Operator = mgr
-	op.staleDepth = metricSum("workqueue_depth", map[string]string{"name": "tenant"})
+	// A shard run beside another operator in the process names its controller after itself.
+	op.controller = cmp.Or(mgr.Tenants.ControllerName, "tenant")
+	op.staleDepth = metricSum("workqueue_depth", map[string]string{"name": op.controller})
 	ctx, cancel := context.WithCancel(context.Background())
 	op.cancel = cancel
 	go func() {
