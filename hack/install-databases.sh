@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Installs the PostgreSQL and MariaDB servers whose binaries the tests run as throwaway instances
-# (internal/database/dbtest), from Debian's packages. Does nothing when both are present; the
-# package index is refreshed only when installing from the current one fails.
+# (internal/database/dbtest), and the client tools a backup Job runs (pg_dump, pg_restore, psql,
+# mariadb-dump, mariadb; internal/backup), from Debian's packages. Does nothing when all are
+# present; the package index is refreshed only when installing from the current one fails.
 set -euo pipefail
 
 log() { echo "install-databases: $*" >&2; }
 
 have_postgres() {
   compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null &&
-    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+    compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null &&
+    compgen -G '/usr/lib/postgresql/*/bin/pg_dump' >/dev/null &&
+    compgen -G '/usr/lib/postgresql/*/bin/pg_restore' >/dev/null &&
+    compgen -G '/usr/lib/postgresql/*/bin/psql' >/dev/null
 }
 have_mariadb() {
   { command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ]; } &&
-    command -v mariadb-install-db >/dev/null
+    command -v mariadb-install-db >/dev/null &&
+    command -v mariadb-dump >/dev/null &&
+    command -v mariadb >/dev/null
 }
 
 if have_postgres && have_mariadb; then
@@ -21,7 +27,7 @@ if have_postgres && have_mariadb; then
 fi
 
 if ! command -v apt-get >/dev/null; then
-  log "apt-get not found: install PostgreSQL (initdb, postgres) and MariaDB (mariadbd, mariadb-install-db) by hand"
+  log "apt-get not found: install PostgreSQL (initdb, postgres, pg_dump, pg_restore, psql) and MariaDB (mariadbd, mariadb-install-db, mariadb-dump, mariadb) by hand"
   exit 1
 fi
 as_root=()
@@ -31,8 +37,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # The server-core packages bring the daemons without their service setup; the postgresql
-# metapackage is Debian's current major version.
-packages=(postgresql mariadb-server-core mariadb-client-core)
+# metapackage is Debian's current major version, with its client tools. mariadb-client brings
+# mariadb-dump.
+packages=(postgresql mariadb-server-core mariadb-client-core mariadb-client)
 install() {
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y --no-install-recommends "${packages[@]}"
@@ -45,7 +52,7 @@ if ! install; then
 fi
 
 if ! have_postgres || ! have_mariadb; then
-  log "packages installed, but initdb, postgres, mariadbd or mariadb-install-db is still missing"
+  log "packages installed, but initdb, postgres, pg_dump, pg_restore, psql, mariadbd, mariadb-install-db, mariadb-dump or mariadb is still missing"
   exit 1
 fi
 log "done"

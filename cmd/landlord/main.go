@@ -27,6 +27,10 @@ import (
 )
 
 func main() {
+	// A backup or restore Job runs the operator's image with its own subcommand and flags.
+	if len(os.Args) > 1 && os.Args[1] == "job" {
+		os.Exit(runJob(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	var (
 		configPath  string
 		embedded    string

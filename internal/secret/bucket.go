@@ -48,23 +48,42 @@ type BucketStore struct {
 // OpenBucketStore opens the bucket at objectsURL and the key-encryption key at keyURL. Nothing
 // is read or written until the store is used.
 func OpenBucketStore(ctx context.Context, objectsURL, keyURL string) (*BucketStore, error) {
-	if err := config.CheckObjectsURL(objectsURL); err != nil {
-		return nil, fmt.Errorf("secret store objects URL: %w", err)
+	bucket, err := OpenBucket(ctx, objectsURL)
+	if err != nil {
+		return nil, fmt.Errorf("secret store: %w", err)
 	}
-	if err := config.CheckKeyURL(keyURL); err != nil {
-		return nil, fmt.Errorf("secret store key URL: %w", err)
+	key, err := OpenKey(ctx, keyURL)
+	if err != nil {
+		_ = bucket.Close()
+		return nil, fmt.Errorf("secret store: %w", err)
+	}
+	return &BucketStore{bucket: bucket, keeper: key.keeper, url: displayURL(objectsURL), env: newEnvelopeWithContext(key)}, nil
+}
+
+// OpenBucket opens the bucket objectsURL names (s3://, azblob://, gs://, file://), checked as
+// the secret store's objects URL is. Nothing is read or written until it is used.
+func OpenBucket(ctx context.Context, objectsURL string) (*blob.Bucket, error) {
+	if err := config.CheckObjectsURL(objectsURL); err != nil {
+		return nil, fmt.Errorf("objects URL: %w", err)
 	}
 	bucket, err := blob.OpenBucket(ctx, objectsURL)
 	if err != nil {
-		return nil, fmt.Errorf("opening the secret store's bucket %s: %w", displayURL(objectsURL), err)
+		return nil, fmt.Errorf("opening the bucket %s: %w", displayURL(objectsURL), err)
+	}
+	return bucket, nil
+}
+
+// OpenKey opens the key-encryption key keyURL names (awskms://, azurekeyvault://, gcpkms://,
+// hashivault://), checked as the secret store's key URL is.
+func OpenKey(ctx context.Context, keyURL string) (*Key, error) {
+	if err := config.CheckKeyURL(keyURL); err != nil {
+		return nil, fmt.Errorf("key URL: %w", err)
 	}
 	keeper, err := openKeeper(ctx, keyURL)
 	if err != nil {
-		_ = bucket.Close()
-		return nil, fmt.Errorf("opening the secret store's key %s: %w", displayURL(keyURL), err)
+		return nil, fmt.Errorf("opening the key %s: %w", displayURL(keyURL), err)
 	}
-	kek := &keeperAEAD{keeper: keeper, url: displayURL(keyURL), timeout: DefaultKMSTimeout}
-	return &BucketStore{bucket: bucket, keeper: keeper, url: displayURL(objectsURL), env: newEnvelopeWithContext(kek)}, nil
+	return &Key{keeperAEAD{keeper: keeper, url: displayURL(keyURL), timeout: DefaultKMSTimeout}}, nil
 }
 
 // displayURL is a URL as messages show it: without credentials, which configuration refuses

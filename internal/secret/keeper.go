@@ -20,6 +20,13 @@ type keeperAEAD struct {
 	timeout time.Duration
 }
 
+// Key is a key-encryption key reached by URL, for envelopes of Landlord's own (a tenant's
+// backups): it encrypts and decrypts data keys, never the data itself.
+type Key struct{ keeperAEAD }
+
+// Close releases the key service's client.
+func (k *Key) Close() error { return k.keeper.Close() }
+
 // errAssociatedData is never returned in practice: the envelope wraps data keys without
 // associated data, and a key service reached through the Go CDK takes none.
 var errAssociatedData = errors.New("a key-encryption key reached by URL takes no associated data")

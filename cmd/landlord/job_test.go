@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+)
+
+// `landlord job` refuses a plan it cannot carry out with exit code 1 and a message that says
+// why and holds none of the plan's passwords; a mistyped flag is a usage error (2). A plan that
+// runs is tested with the backup package's, through backup.RunJob.
+func TestJobRefusesAPlanItCannotCarryOut(t *testing.T) {
+	const password = "s3cr3t-tenant-password"
+	plan := func(t *testing.T, body string) string {
+		path := filepath.Join(t.TempDir(), "plan.json")
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	target := `{"engine": "postgres", "host": "db", "port": 5432, "database": "d", "username": "u", "password": "` + password + `"}`
+	for name, tc := range map[string]struct {
+		args     func(t *testing.T) []string
+		code     int
+		messages []string
+	}{
+		"a job without a plan is refused": {
+			args: func(*testing.T) []string { return nil },
+			code: 1, messages: []string{"--plan FILE is required"},
+		},
+		"a plan that cannot be read is refused": {
+			args: func(t *testing.T) []string { return []string{"--plan", filepath.Join(t.TempDir(), "missing.json")} },
+			code: 1, messages: []string{"reading the plan", "missing.json"},
+		},
+		"a plan with a field this release does not know is refused": {
+			args: func(t *testing.T) []string {
+				return []string{"--plan", plan(t, `{"operation": "backup", "compression": "zstd", "databases": [{"name": "app", "target": `+target+`}]}`)}
+			},
+			code: 1, messages: []string{"is not valid", `unknown field "compression"`},
+		},
+		"a plan of an unknown operation is refused": {
+			args: func(t *testing.T) []string {
+				return []string{"--plan", plan(t, `{"operation": "verify", "location": "t/b/", "databases": [{"name": "app", "target": `+target+`}]}`)}
+			},
+			code: 1, messages: []string{`operation "verify" is neither backup nor restore`},
+		},
+		"a plan whose store cannot be opened is refused": {
+			args: func(t *testing.T) []string {
+				return []string{"--plan", plan(t, `{"operation": "backup", "objects": "ftp://backups", "key": "awskms:///alias/landlord", "location": "t/b/", "databases": [{"name": "app", "target": `+target+`}]}`)}
+			},
+			code: 1, messages: []string{"backup store", "objects URL"},
+		},
+		"a mistyped flag is a usage error": {
+			args: func(*testing.T) []string { return []string{"--plans", "plan.json"} },
+			code: 2, messages: []string{"flag provided but not defined: -plans"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			var stdout, stderr bytes.Buffer
+			g.Expect(runJob(tc.args(t), &stdout, &stderr)).To(Equal(tc.code))
+			for _, m := range tc.messages {
+				g.Expect(stderr.String()).To(ContainSubstring(m))
+			}
+			g.Expect(stdout.String() + stderr.String()).NotTo(ContainSubstring(password))
+		})
+	}
+}

@@ -1,0 +1,357 @@
+package backup
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/landlord-dev/landlord/internal/database"
+)
+
+// Restore writes the backup at plan.Location into the plan's databases, each matched by name
+// to the manifest's. It changes no database until every requested dump has been downloaded,
+// decrypted and checked against the manifest, and each target's engine and major version
+// match the dump's. It logs in only as each target's own login.
+func Restore(ctx context.Context, s *Store, tools Tools, plan Plan) error {
+	if err := plan.check(); err != nil {
+		return err
+	}
+	m, err := s.Manifest(ctx, plan.Location)
+	if err != nil {
+		return err
+	}
+	entries := make([]DumpEntry, len(plan.Databases))
+	for i, db := range plan.Databases {
+		if entries[i], err = matchEntry(ctx, m, db); err != nil {
+			return err
+		}
+		if err := tools.restorers(db.Target.Engine); err != nil {
+			return err
+		}
+	}
+
+	work, err := newWorkDir("restore")
+	if err != nil {
+		return err
+	}
+	defer work.remove()
+	files := make([]string, len(entries))
+	for i, e := range entries {
+		if files[i], err = s.download(ctx, work, plan.Location, e); err != nil {
+			return fmt.Errorf("database %s: %w", e.Name, err)
+		}
+	}
+
+	for i, db := range plan.Databases {
+		var err error
+		if db.Target.Engine == database.Postgres {
+			err = restorePostgres(ctx, tools, work, db.Target, files[i], plan.Clone)
+		} else {
+			err = restoreMySQL(ctx, tools, work, db.Target, files[i])
+		}
+		if err != nil {
+			return fmt.Errorf("database %s: restoring into %s: %w", db.Name, db.Target.Database, err)
+		}
+	}
+	return nil
+}
+
+// matchEntry finds a database's dump in the manifest and refuses a target it cannot go into.
+func matchEntry(ctx context.Context, m *Manifest, db Database) (DumpEntry, error) {
+	i := slices.IndexFunc(m.Databases, func(e DumpEntry) bool { return e.Name == db.Name })
+	if i < 0 {
+		var names []string
+		for _, e := range m.Databases {
+			names = append(names, e.Name)
+		}
+		return DumpEntry{}, fmt.Errorf("database %s: the backup holds no dump of it (it holds %s)", db.Name, strings.Join(names, ", "))
+	}
+	e := m.Databases[i]
+	// The manifest is not sealed; the dumps are, each to its object's name. A manifest that
+	// pointed one database at another's dump would be followed without this.
+	if e.Object != db.Name+dumpSuffix {
+		return e, fmt.Errorf("database %s: the manifest names the object %q for it, not %s%s", db.Name, e.Object, db.Name, dumpSuffix)
+	}
+	if e.Engine != db.Target.Engine {
+		return e, fmt.Errorf("database %s: the backup holds a %s dump, which a %s server cannot restore", db.Name, e.Engine, db.Target.Engine)
+	}
+	want, err := majorVersion(e.Engine, e.ServerVersion)
+	if err != nil {
+		return e, fmt.Errorf("database %s: %w", db.Name, err)
+	}
+	version, err := serverVersion(ctx, db.Target)
+	if err != nil {
+		return e, fmt.Errorf("database %s: %w", db.Name, err)
+	}
+	got, err := majorVersion(db.Target.Engine, version)
+	if err != nil {
+		return e, fmt.Errorf("database %s: %w", db.Name, err)
+	}
+	if got != want {
+		return e, fmt.Errorf("database %s: the dump was taken from server version %s (major %s) and the target runs %s (major %s): a dump restores only into a server of the same major version",
+			db.Name, e.ServerVersion, want, version, got)
+	}
+	return e, nil
+}
+
+func (t Tools) restorers(engine database.Engine) error {
+	if engine == database.Postgres {
+		_, err1 := need(t.PgRestore, "pg_restore", "PostgreSQL's client tools")
+		_, err2 := need(t.Psql, "psql", "PostgreSQL's client tools")
+		return errors.Join(err1, err2)
+	}
+	_, err := need(t.MySQL, "mariadb", "MariaDB's client tools")
+	return err
+}
+
+// download decrypts a dump into a file of work and checks it against the manifest. A MySQL
+// dump's definers are rewritten on the way (rewriteDefiners), so that nothing can fail between
+// emptying a database and running the script into it but the script itself.
+func (s *Store) download(ctx context.Context, work workDir, location string, e DumpEntry) (string, error) {
+	key := location + e.Object
+	r, err := s.bucket.NewReader(ctx, key, nil)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", key, err)
+	}
+	defer r.Close()
+	plain, err := s.open(ctx, r, key)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", key, err)
+	}
+	f, err := os.CreateTemp(string(work), "*"+dumpSuffix)
+	if err != nil {
+		return "", err
+	}
+	digest := sha256.New()
+	sum := &counter{w: digest}
+	// One byte past the recorded size is enough to tell that the object holds more.
+	checked := io.TeeReader(io.LimitReader(plain, e.Size+1), sum)
+	if e.Engine == database.MySQL {
+		err = rewriteDefiners(f, checked)
+	} else {
+		_, err = io.Copy(f, checked)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%s does not decrypt (corrupted, truncated, moved, or encrypted under another key): %w", key, err)
+	case sum.n != e.Size:
+		return "", fmt.Errorf("%s holds %d bytes, and the manifest says %d", key, sum.n, e.Size)
+	case hex.EncodeToString(digest.Sum(nil)) != e.SHA256:
+		return "", fmt.Errorf("%s does not match the manifest's SHA-256", key)
+	}
+	return f.Name(), nil
+}
+
+// restorePostgres replaces the database's content in one transaction: the login's objects go
+// and the dump's come, or nothing changes. DROP OWNED takes everything the login owns in the
+// database, objects made after the backup included; the database itself, and the login's
+// rights on it as its owner, stay.
+//
+// psql runs no transaction of its own: at the end of its input it would commit whatever it had
+// read, and a pg_restore that failed half-way ends its input too. pg_restore --single-transaction
+// ends its script with COMMIT, and writes no other (large objects included), so only a whole
+// script commits.
+func restorePostgres(ctx context.Context, tools Tools, work workDir, t Target, file string, clone bool) error {
+	env, err := work.postgresEnv(t)
+	if err != nil {
+		return err
+	}
+	args := []string{"--no-owner", "--single-transaction", "--file=-"}
+	if clone {
+		// The source's privileges name its logins, which the clone's tenant must not be handed.
+		args = append(args, "--no-acl")
+	}
+	script := command{path: tools.PgRestore, args: append(args, "--", file), env: env}
+	// The script's own BEGIN would warn, and the warning would lead any error's message; the
+	// script raises the level back to warnings right after it.
+	psqlEnv := append(slices.Clip(env), "PGOPTIONS=-c client_min_messages=error")
+	psql := command{path: tools.Psql, args: []string{"-X", "-q", "-v", "ON_ERROR_STOP=1"}, env: psqlEnv}
+
+	// One pipe, held by the two tools themselves: whichever ends, the other sees it (EOF, or
+	// a broken pipe) without this process copying between them.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, err := io.WriteString(w, "BEGIN;\nDROP OWNED BY CURRENT_USER;\n"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	waitPsql, err := psql.start(ctx, r, nil)
+	_ = r.Close()
+	if err != nil {
+		return err
+	}
+	waitScript, err := script.start(ctx, nil, w)
+	_ = w.Close()
+	if err != nil {
+		cancel()
+		_ = waitPsql()
+		return err
+	}
+	scriptErr := waitScript()
+	if scriptErr != nil {
+		// psql would run the end of a cut script as a statement; it is stopped instead, and the
+		// server rolls the transaction back.
+		cancel()
+	}
+	if psqlErr := waitPsql(); psqlErr != nil && !errors.Is(psqlErr, context.Canceled) {
+		return psqlErr // the cause: pg_restore then only lost its reader
+	}
+	return scriptErr
+}
+
+// restoreMySQL empties the database of the login's objects, then runs the dump into it with
+// MariaDB's client. MySQL has no transactional DDL: a restore that fails half-way leaves the
+// database half-restored, and a second one starts over.
+func restoreMySQL(ctx context.Context, tools Tools, work workDir, t Target, file string) error {
+	args, env, err := work.mysqlArgs(t)
+	if err != nil {
+		return err
+	}
+	client := command{path: tools.MySQL, args: append(args, "--database="+t.Database), env: env}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := emptyMySQL(ctx, t); err != nil {
+		return err
+	}
+	return client.run(ctx, f, nil)
+}
+
+// emptyMySQL drops every table, view, sequence, routine and event of the target's database, as
+// its login: what a dump restores, and what a restore must not leave behind.
+func emptyMySQL(ctx context.Context, t Target) error {
+	db, err := connect(t)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("logging in as %s: %w", t.Username, err)
+	}
+	defer conn.Close()
+	// Tables that refer to each other drop in any order.
+	if _, err := conn.ExecContext(ctx, "SET FOREIGN_KEY_CHECKS = 0"); err != nil {
+		return err
+	}
+	lists := []struct{ query, what string }{
+		{"SELECT CASE TABLE_TYPE WHEN 'VIEW' THEN 'VIEW' WHEN 'SEQUENCE' THEN 'SEQUENCE' ELSE 'TABLE' END, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_TYPE = 'VIEW' DESC", "tables"},
+		{"SELECT ROUTINE_TYPE, ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? ORDER BY ROUTINE_TYPE = 'PACKAGE BODY' DESC", "routines"},
+		{"SELECT 'EVENT', EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?", "events"},
+	}
+	schema := quoteMySQL(t.Database)
+	for _, l := range lists {
+		drops, err := dropStatements(ctx, conn, l.query, t.Database, schema)
+		if err != nil {
+			return fmt.Errorf("listing the %s of %s: %w", l.what, t.Database, err)
+		}
+		for _, stmt := range drops {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("%s: %w", stmt, err)
+			}
+		}
+	}
+	return nil
+}
+
+func dropStatements(ctx context.Context, conn *sql.Conn, query, database, schema string) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, query, database)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var kind, name string
+		if err := rows.Scan(&kind, &name); err != nil {
+			return nil, err
+		}
+		out = append(out, "DROP "+kind+" IF EXISTS "+schema+"."+quoteMySQL(name))
+	}
+	return out, rows.Err()
+}
+
+func quoteMySQL(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
+
+// definer is a DEFINER clause as mariadb-dump writes it: a user and host, or a role alone, each
+// quoted with backquotes (doubled inside).
+var definer = regexp.MustCompile("DEFINER=`(?:[^`]|``)*`(?:@`(?:[^`]|``)*`)?")
+
+// rowsPrefix starts the statements of row data, which are copied as they are: a row may hold
+// any text, a definer clause included, and rewriting it would change the tenant's data. Such a
+// statement runs to the first line that ends in ';': mariadb-dump puts one row per line or all
+// on one, and escapes every line break inside a value, so no line of a value ends the statement.
+const rowsPrefix = "INSERT INTO "
+
+// rewriteDefiners copies a mariadb-dump script from r to w with every DEFINER clause outside
+// row data made DEFINER=CURRENT_USER: views, triggers, routines and events then run as the
+// login that restores them, which may not create objects on another login's behalf anyway.
+func rewriteDefiners(w io.Writer, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	inRows := false
+	for {
+		head, err := br.Peek(len(rowsPrefix))
+		if len(head) == 0 && errors.Is(err, io.EOF) {
+			return bw.Flush()
+		}
+		if inRows || string(head) == rowsPrefix {
+			last, err := copyLine(bw, br)
+			if err != nil {
+				return err
+			}
+			inRows = last != ';'
+			continue
+		}
+		line, err := br.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if bytes.Contains(line, []byte("DEFINER=")) {
+			line = definer.ReplaceAll(line, []byte("DEFINER=CURRENT_USER"))
+		}
+		if _, err := bw.Write(line); err != nil {
+			return err
+		}
+	}
+}
+
+// copyLine copies one line, however long, without holding it whole, and returns its last byte
+// other than white space.
+func copyLine(w io.Writer, br *bufio.Reader) (last byte, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if _, werr := w.Write(chunk); werr != nil {
+			return 0, werr
+		}
+		if trimmed := bytes.TrimRight(chunk, " \t\r\n"); len(trimmed) > 0 {
+			last = trimmed[len(trimmed)-1]
+		}
+		switch {
+		case err == nil, errors.Is(err, io.EOF):
+			return last, nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return 0, err
+		}
+	}
+}
