@@ -4,11 +4,15 @@
 #     --build-arg GOPROXY=https://proxy.example.com --build-arg VERSION=v0.2.0 \
 #     --build-arg COMMIT=$(git rev-parse HEAD) -t registry.example.com/landlord:v0.2.0 .
 #
-# Besides its two base images, the build reaches nothing but the Go module proxy named by GOPROXY:
+# Besides its base images, the operator's build reaches nothing but the Go module proxy named by GOPROXY:
 # go.sum pins every module, and the toolchain is the image's own (GOTOOLCHAIN=local). No syntax
 # directive, so no Dockerfile frontend image is fetched either (BuildKit's built-in one has
 # RUN --mount). The builder runs on the build machine's platform and cross-compiles for each
 # target, so no emulator runs the compiler.
+
+# The Debian release the backup target is built on (a FROM line reads only arguments declared
+# before the first FROM).
+ARG DEBIAN=bookworm
 
 # Build: a static binary, no cgo.
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
@@ -31,7 +35,21 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
       -ldflags="-s -w -X github.com/landlord-dev/landlord/internal/version.version=${VERSION} -X github.com/landlord-dev/landlord/internal/version.commit=${COMMIT}" \
       -o /landlord ./cmd/landlord
 
-# Run: distroless, non-root, nothing but the binary.
+# Backup and restore Jobs (docker buildx build --target backup ...): the same binary beside the
+# database client tools it runs, from Debian's packages: pg_dump, pg_restore and psql of
+# PostgreSQL 15, mariadb-dump and mariadb of MariaDB 10.11. pg_dump refuses a server of a newer
+# major version than its own: for PostgreSQL 16 or later servers, build on a Debian release
+# whose postgresql-client is at least as new (DEBIAN=trixie has 17). This target alone reaches
+# Debian's package mirror.
+FROM debian:${DEBIAN}-slim AS backup
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends postgresql-client mariadb-client ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /landlord /landlord
+USER 65532:65532
+ENTRYPOINT ["/landlord"]
+
+# Run (the default target): distroless, non-root, nothing but the binary.
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /landlord /landlord
 USER 65532:65532

@@ -85,6 +85,24 @@ var kinds = []*resourceKind{
 		},
 		describe: func(d *describer, obj client.Object) { describeTemplate(d, obj.(*tenancyv1alpha1.ComponentTemplate)) },
 	},
+	{
+		kind: "TenantBackup", plural: "tenantbackups", singular: "tenantbackup", shortNames: []string{"tbk"},
+		words: []string{"backups", "backup"}, noun: "backup",
+		newList: func() client.ObjectList { return &tenancyv1alpha1.TenantBackupList{} },
+		table: func(l client.ObjectList) *metav1.Table {
+			return backupTable(l.(*tenancyv1alpha1.TenantBackupList).Items)
+		},
+		describe: func(d *describer, obj client.Object) { describeBackup(d, obj.(*tenancyv1alpha1.TenantBackup)) },
+	},
+	{
+		kind: "TenantRestore", plural: "tenantrestores", singular: "tenantrestore", shortNames: []string{"trs"},
+		words: []string{"restores", "restore"}, noun: "restore",
+		newList: func() client.ObjectList { return &tenancyv1alpha1.TenantRestoreList{} },
+		table: func(l client.ObjectList) *metav1.Table {
+			return restoreTable(l.(*tenancyv1alpha1.TenantRestoreList).Items)
+		},
+		describe: func(d *describer, obj client.Object) { describeRestore(d, obj.(*tenancyv1alpha1.TenantRestore)) },
+	},
 }
 
 // kindByName is the kind a word names, as kubectl resolves a resource: its plural, singular or

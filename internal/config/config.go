@@ -57,6 +57,9 @@ type Config struct {
 
 	// Isolation configures what the admission policies allow tenants.
 	Isolation Isolation `json:"isolation,omitempty"`
+
+	// Backups configures per-tenant backups and restores.
+	Backups Backups `json:"backups,omitempty"`
 }
 
 // MaxBaseDomain keeps "<tenant name>.<base domain>" within the 253 characters of a DNS name:
@@ -605,6 +608,7 @@ func (c *Config) applyDefaults() {
 		c.Secrets.MaxDeletionPercent = 25
 	}
 	c.Components.applyDefaults()
+	c.Backups.applyDefaults(c.Databases.CredentialsNamespace)
 	if c.Secrets.Store.Timeout.Duration == 0 {
 		// A listing reads and decrypts every shared secret: about 10 ms each from Cloud Storage
 		// and Cloud KMS, so a minute holds thousands.
@@ -704,6 +708,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Components.validate()...)
 	errs = append(errs, c.Secrets.Store.validate()...)
+	errs = append(errs, c.Backups.validate(c.NamespacePrefix, c.Secrets.TemplateNamespace)...)
 	return errors.Join(errs...)
 }
 

@@ -102,6 +102,16 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"an ingress class with capitals": {"isolation: {ingressClasses: [Nginx]}", "isolation.ingressClasses[0]"},
 		"an ingress class listed twice":  {"isolation: {ingressClasses: [nginx, nginx]}", "isolation.ingressClasses[1]"},
 		"too many ingress classes":       {"isolation: {ingressClasses: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q]}", "isolation.ingressClasses"},
+		// Backups are never kept in clear, run from an image that can, and never hand their
+		// Secrets' passwords to a namespace a tenant can read.
+		"a backup key without a store":          {"backups: {key: 'awskms://k'}", "backups.objects is required"},
+		"a backup store without a key":          {"backups: {objects: 's3://b', image: i}", "backups.key: is required"},
+		"a backup store without an image":       {"backups: {objects: 's3://b', key: 'awskms://k'}", "backups.image is required"},
+		"backup Jobs in a tenant namespace":     {"backups: {objects: 's3://b', key: 'awskms://k', image: i, namespace: tenant-acme}", "backups.namespace"},
+		"backup Jobs in the template namespace": {"backups: {objects: 's3://b', key: 'awskms://k', image: i, namespace: landlord-templates}", "backups.namespace"},
+		"a dump limit of zero":                  {"backups: {objects: 's3://b', key: 'awskms://k', image: i, maxDumpSize: '0'}", "backups.maxDumpSize"},
+		"a backup timeout under a minute":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, timeout: 30s}", "backups.timeout"},
+		"a backup Secret that is no name":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, envFromSecrets: [Creds]}", "backups.envFromSecrets[0]"},
 	}
 	for name, tc := range cases {
 		t.Run(name+" is rejected", func(t *testing.T) {

@@ -33,12 +33,14 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/admissionpolicy"
 	"github.com/landlord-dev/landlord/internal/controller/componentrollout"
 	"github.com/landlord-dev/landlord/internal/controller/databaseserver"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/tenant"
+	"github.com/landlord-dev/landlord/internal/controller/tenantbackup"
 	"github.com/landlord-dev/landlord/internal/controller/tenantclaim"
 	"github.com/landlord-dev/landlord/internal/controller/tenantpool"
 	"github.com/landlord-dev/landlord/internal/crdcheck"
@@ -237,6 +239,38 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		ctrl.Log.WithName("setup").Error(err, "checking the installed Tenant CRD")
 	}
 	cancelCRD()
+	// Backups run on the default shard, where their kinds are served.
+	backups := false
+	if opts.Shard == "" {
+		if backups, err = crdcheck.Served(restCfg, "tenantbackups", "tenantrestores"); err != nil {
+			return nil, err
+		}
+		if !backups {
+			ctrl.Log.WithName("setup").Error(errors.New("the TenantBackup and TenantRestore CustomResourceDefinitions are not installed"),
+				"backups and restores are off until they are (apply this release's CRDs) and the operator restarts")
+		}
+	}
+	byObject := map[client.Object]cache.ByObject{
+		&tenancyv1alpha1.Tenant{}:            {Label: labels.Everything()},
+		&tenancyv1alpha1.DatabaseServer{}:    {Label: labels.Everything()},
+		&tenancyv1alpha1.ComponentTemplate{}: {Label: labels.Everything()},
+		&tenancyv1alpha1.TenantPool{}:        {Label: labels.Everything()},
+		&tenancyv1alpha1.TenantClaim{}:       {Label: labels.Everything()},
+		&tenancyv1alpha1.ComponentRollout{}:  {Label: labels.Everything()},
+		// The template namespace is Landlord's own and is cached whole: its secrets are
+		// the sources of every tenant's shared secrets.
+		// So is the operator's own namespace, for the database servers' admin credentials.
+		&corev1.Secret{}: {Namespaces: map[string]cache.Config{
+			cfg.Secrets.TemplateNamespace:      {LabelSelector: labels.Everything()},
+			cfg.Databases.CredentialsNamespace: {LabelSelector: labels.Everything()},
+			cache.AllNamespaces:                {LabelSelector: managed},
+		}},
+	}
+	if backups {
+		// People make them: they carry no label of Landlord's.
+		byObject[&tenancyv1alpha1.TenantBackup{}] = cache.ByObject{Label: labels.Everything()}
+		byObject[&tenancyv1alpha1.TenantRestore{}] = cache.ByObject{Label: labels.Everything()}
+	}
 
 	// Everything the manager's client writes is background work, which gives way to a
 	// customer's bind (the urgent client's, below, which does not pass the gate).
@@ -252,22 +286,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			// questions about all of them.
 			DefaultLabelSelector: managed,
 			DefaultTransform:     cacheTransform(tenancyv1alpha1.Scheme()),
-			ByObject: map[client.Object]cache.ByObject{
-				&tenancyv1alpha1.Tenant{}:            {Label: labels.Everything()},
-				&tenancyv1alpha1.DatabaseServer{}:    {Label: labels.Everything()},
-				&tenancyv1alpha1.ComponentTemplate{}: {Label: labels.Everything()},
-				&tenancyv1alpha1.TenantPool{}:        {Label: labels.Everything()},
-				&tenancyv1alpha1.TenantClaim{}:       {Label: labels.Everything()},
-				&tenancyv1alpha1.ComponentRollout{}:  {Label: labels.Everything()},
-				// The template namespace is Landlord's own and is cached whole: its secrets are
-				// the sources of every tenant's shared secrets.
-				// So is the operator's own namespace, for the database servers' admin credentials.
-				&corev1.Secret{}: {Namespaces: map[string]cache.Config{
-					cfg.Secrets.TemplateNamespace:      {LabelSelector: labels.Everything()},
-					cfg.Databases.CredentialsNamespace: {LabelSelector: labels.Everything()},
-					cache.AllNamespaces:                {LabelSelector: managed},
-				}},
-			},
+			ByObject:             byObject,
 			// Every informer is declared by a controller's watches; a read of anything else is a
 			// bug, not a reason to start an informer on the whole cluster.
 			ReaderFailOnMissingInformer: true,
@@ -381,6 +400,11 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if o.TemplateSync, o.Policies, err = clusterWideDuties(mgr, opts, store, urgent, gate, conns, restCfg); err != nil {
 		return nil, err
 	}
+	if backups {
+		if err := backupControllers(mgr, &cfg, tenants.Secrets); err != nil {
+			return nil, err
+		}
+	}
 	return o, nil
 }
 
@@ -440,6 +464,38 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 		return nil, nil, fmt.Errorf("setting up template namespace sync: %w", err)
 	}
 	return sync, policies, nil
+}
+
+// backupControllers registers the TenantBackup and TenantRestore controllers, with the backup
+// store when one is configured (without one, each backup and restore waits, saying so).
+func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.TenantSecrets) error {
+	if err := indexes.AddBackups(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	var store tenantbackup.Store
+	if cfg.Backups.Enabled() {
+		s, err := backup.OpenStore(context.Background(), cfg.Backups.Objects, cfg.Backups.Key)
+		if err != nil {
+			return fmt.Errorf("opening the backup store: %w", err)
+		}
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			<-ctx.Done()
+			return s.Close()
+		})); err != nil {
+			return err
+		}
+		store = s
+	}
+	recorder := mgr.GetEventRecorder("landlord")
+	backups := &tenantbackup.BackupReconciler{Client: mgr.GetClient(), Config: cfg, Recorder: recorder, Secrets: secrets, Store: store}
+	if err := backups.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up tenant backup controller: %w", err)
+	}
+	restores := &tenantbackup.RestoreReconciler{Client: mgr.GetClient(), Config: cfg, Recorder: recorder, Secrets: secrets, Store: store}
+	if err := restores.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up tenant restore controller: %w", err)
+	}
+	return nil
 }
 
 // templateNamespaceReader reads the template namespace, which records the secret store the

@@ -39,10 +39,21 @@ func OperatorOf(cfg config.Config, leaseNamespace string) Operator {
 	return Operator{
 		User: cfg.Controller.Identity, NamespacePrefix: cfg.NamespacePrefix,
 		// Its writes are confined to tenant namespaces and these (leases and events go anywhere).
-		Namespaces: []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace, leaseNamespace},
+		Namespaces: operatorNamespaces(cfg, leaseNamespace),
 		Network:    NetworkBoundsOf(cfg.Network),
 		Trusted:    cfg.Isolation.TrustedPrincipals,
 	}
+}
+
+// operatorNamespaces are the namespaces besides tenants' where the operator writes, each once:
+// a backup namespace of its own is added to the list, and the default one (the credentials
+// namespace) changes nothing of the policies.
+func operatorNamespaces(cfg config.Config, leaseNamespace string) []string {
+	out := []string{cfg.Secrets.TemplateNamespace, cfg.Databases.CredentialsNamespace, leaseNamespace}
+	if b := cfg.Backups.Namespace; b != "" && !slices.Contains(out, b) {
+		out = append(out, b)
+	}
+	return out
 }
 
 // trustedCondition is the match condition that lets the trusted principals through, or none

@@ -28,6 +28,8 @@ var CRDNames = []string{
 	"databaseservers." + tenancyv1alpha1.GroupVersion.Group,
 	"componenttemplates." + tenancyv1alpha1.GroupVersion.Group,
 	"componentrollouts." + tenancyv1alpha1.GroupVersion.Group,
+	"tenantbackups." + tenancyv1alpha1.GroupVersion.Group,
+	"tenantrestores." + tenancyv1alpha1.GroupVersion.Group,
 }
 
 // guardedLabels and guardedAnnotations decide what a Tenant is (a pool's spare, a customer's

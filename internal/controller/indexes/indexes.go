@@ -44,6 +44,12 @@ const (
 	// PendingClaimPool indexes the claims not yet Bound by the pool they ask for (spec.pool): a
 	// claim leaves it when it is Bound, so a spare turning Ready wakes only the claims waiting.
 	PendingClaimPool = "spec.pool,pending"
+	// PendingBackupTenant indexes the TenantBackups not started yet by the tenant they name: a
+	// change to a tenant wakes only the backups waiting for it.
+	PendingBackupTenant = "spec.tenant,pending"
+	// OpenRestoreBackup indexes the TenantRestores not ended yet by the backups they wait for
+	// (spec.backup, and status.safetyBackup once taken).
+	OpenRestoreBackup = "spec.backup,open"
 )
 
 // NotReady is the one TenantDatabasesNotReady key.
@@ -205,6 +211,35 @@ func tenantClaimUID(obj client.Object) []string {
 		return []string{uid}
 	}
 	return nil
+}
+
+// AddBackups registers the indexes of the backup and restore controllers, which run only where
+// their CustomResourceDefinitions are installed.
+func AddBackups(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &tenancyv1alpha1.TenantBackup{}, PendingBackupTenant, pendingBackupTenant); err != nil {
+		return err
+	}
+	return indexer.IndexField(ctx, &tenancyv1alpha1.TenantRestore{}, OpenRestoreBackup, openRestoreBackup)
+}
+
+func pendingBackupTenant(obj client.Object) []string {
+	b, ok := obj.(*tenancyv1alpha1.TenantBackup)
+	if !ok || (b.Status.Phase != "" && b.Status.Phase != tenancyv1alpha1.BackupPending) {
+		return nil
+	}
+	return []string{b.Spec.Tenant}
+}
+
+func openRestoreBackup(obj client.Object) []string {
+	r, ok := obj.(*tenancyv1alpha1.TenantRestore)
+	if !ok || r.Status.Phase == tenancyv1alpha1.BackupSucceeded || r.Status.Phase == tenancyv1alpha1.BackupFailed {
+		return nil
+	}
+	keys := []string{r.Spec.Backup}
+	if r.Status.SafetyBackup != "" {
+		keys = append(keys, r.Status.SafetyBackup)
+	}
+	return keys
 }
 
 func pendingClaimPool(obj client.Object) []string {

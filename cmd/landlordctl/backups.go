@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// backupTable is the backups as `get backups` shows them.
+func backupTable(backups []tenancyv1alpha1.TenantBackup) *metav1.Table {
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Tenant", Type: "string"},
+		{Name: "Phase", Type: "string"},
+		{Name: "Size", Type: "integer"},
+		{Name: "Completed", Type: "string"},
+		{Name: "Age", Type: "string"},
+		{Name: "Message", Type: "string", Priority: 1},
+	}}
+	return withRows(table, backups, func(b *tenancyv1alpha1.TenantBackup) []any {
+		_, _, message := readyOf(b.Status.Conditions)
+		return []any{b.Name, b.Spec.Tenant, orNone(string(b.Status.Phase)), b.Status.Size, completed(b.Status.CompletionTime),
+			age(b.CreationTimestamp), orNone(message)}
+	})
+}
+
+// restoreTable is the restores as `get restores` shows them.
+func restoreTable(restores []tenancyv1alpha1.TenantRestore) *metav1.Table {
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Backup", Type: "string"},
+		{Name: "Tenant", Type: "string"},
+		{Name: "Phase", Type: "string"},
+		{Name: "Completed", Type: "string"},
+		{Name: "Age", Type: "string"},
+		{Name: "Message", Type: "string", Priority: 1},
+	}}
+	return withRows(table, restores, func(r *tenancyv1alpha1.TenantRestore) []any {
+		_, _, message := readyOf(r.Status.Conditions)
+		return []any{r.Name, r.Spec.Backup, orNone(r.Status.Tenant), orNone(string(r.Status.Phase)), completed(r.Status.CompletionTime),
+			age(r.CreationTimestamp), orNone(message)}
+	})
+}
+
+// completed is how long ago something ended, as kubectl writes a date column.
+func completed(t *metav1.Time) string {
+	if t == nil {
+		return "<none>"
+	}
+	return age(*t)
+}
+
+// describeBackup writes a backup: whose, where in the store, the Job, and what it holds.
+func describeBackup(d *describer, b *tenancyv1alpha1.TenantBackup) {
+	d.objectMeta(b, false)
+	d.field("Tenant", b.Spec.Tenant)
+	d.values("Databases asked", b.Spec.Databases)
+	d.field("Phase", string(b.Status.Phase))
+	d.verdict(b, "TenantBackup")
+	d.field("Tenant UID", b.Status.TenantUID)
+	d.field("Location", b.Status.Location)
+	d.field("Job", b.Status.Job)
+	d.field("Started", timeOf(b.Status.StartTime))
+	d.field("Completed", timeOf(b.Status.CompletionTime))
+	var rows [][]string
+	for _, db := range b.Status.Databases {
+		rows = append(rows, []string{db.Name, string(db.Engine), db.ServerVersion, fmt.Sprint(db.Size), db.SHA256})
+	}
+	d.section("Databases", []string{"NAME", "ENGINE", "SERVER VERSION", "SIZE", "SHA-256"}, rows)
+	d.conditions(b.Status.Conditions)
+	d.eventsSection()
+}
+
+// describeRestore writes a restore: from which backup, into which tenant, its safety backup and
+// its Job.
+func describeRestore(d *describer, r *tenancyv1alpha1.TenantRestore) {
+	d.objectMeta(r, false)
+	d.field("Backup", r.Spec.Backup)
+	d.field("Tenant asked", r.Spec.Tenant)
+	d.field("Databases asked", strings.Join(r.Spec.Databases, ", "))
+	d.field("Phase", string(r.Status.Phase))
+	d.verdict(r, "TenantRestore")
+	d.field("Tenant", r.Status.Tenant)
+	d.field("Safety backup", r.Status.SafetyBackup)
+	d.field("Job", r.Status.Job)
+	d.field("Started", timeOf(r.Status.StartTime))
+	d.field("Completed", timeOf(r.Status.CompletionTime))
+	d.conditions(r.Status.Conditions)
+	d.eventsSection()
+}
+
+func timeOf(t *metav1.Time) string {
+	if t == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s (%s ago)", t.UTC().Format("2006-01-02T15:04:05Z"), age(*t))
+}

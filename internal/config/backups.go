@@ -1,0 +1,120 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Backups configures per-tenant backups and restores (TenantBackup, TenantRestore): the store
+// they are kept in and the Jobs that make and restore them. With no store, backups are off: a
+// TenantBackup waits with BackupsNotConfigured.
+type Backups struct {
+	// Objects is the bucket the backups are kept in, as a Go CDK URL (s3://, azblob://, gs://,
+	// file://), under the URL's prefix= when set; each backup is a folder <tenant
+	// UID>/<backup UID>/ of one encrypted dump per database and a manifest.
+	Objects string `json:"objects,omitempty"`
+	// Key is the key-encryption key every dump's data key is wrapped with (awskms://,
+	// azurekeyvault://, gcpkms://, hashivault://). Required with objects: dumps are never kept
+	// in clear.
+	Key string `json:"key,omitempty"`
+	// Image runs the Jobs: Landlord's backup image (the Dockerfile's backup target), which holds
+	// pg_dump, pg_restore, psql, mariadb-dump, mariadb and Landlord's own binary.
+	Image string `json:"image,omitempty"`
+	// Namespace is where the Jobs and their Secrets are made: databases.credentialsNamespace
+	// (the operator's own) when empty. Tenants must not be able to read it.
+	Namespace string `json:"namespace,omitempty"`
+	// ServiceAccountName is the ServiceAccount the Jobs run as, for a cloud's workload identity
+	// to the store and the key; the namespace's default when empty.
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+	// EnvFromSecrets are Secrets in the Jobs' namespace whose keys become the Jobs'
+	// environment: the store's and the key's credentials where no workload identity gives them
+	// (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, VAULT_TOKEN).
+	EnvFromSecrets []string `json:"envFromSecrets,omitempty"`
+	// PodLabels and PodAnnotations are put on the Jobs' pods (a mesh's sidecar turned off, a
+	// network policy's selector).
+	PodLabels      map[string]string `json:"podLabels,omitempty"`
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+	// Resources are the Job container's requests and limits.
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// MaxDumpSize bounds each database's dump, before encryption: a larger one fails the
+	// backup, and nothing of it is kept. 100Gi by default.
+	MaxDumpSize *resource.Quantity `json:"maxDumpSize,omitempty"`
+	// ScratchSize bounds the Job's scratch volume, where a restore checks each dump before
+	// writing any: at least the dumps restored at once. 0 (the default) leaves it to the node.
+	ScratchSize *resource.Quantity `json:"scratchSize,omitempty"`
+	// Timeout bounds one Job (its activeDeadlineSeconds); 6h by default.
+	Timeout metav1.Duration `json:"timeout,omitempty"`
+}
+
+// DefaultMaxDumpSize is backups.maxDumpSize when unset.
+var DefaultMaxDumpSize = resource.MustParse("100Gi")
+
+// Enabled reports whether a backup store is configured.
+func (b Backups) Enabled() bool { return b.Objects != "" }
+
+func (b *Backups) applyDefaults(credentialsNamespace string) {
+	if b.Namespace == "" {
+		b.Namespace = credentialsNamespace
+	}
+	if b.MaxDumpSize == nil {
+		q := DefaultMaxDumpSize.DeepCopy()
+		b.MaxDumpSize = &q
+	}
+	if b.Timeout.Duration == 0 {
+		b.Timeout.Duration = 6 * time.Hour
+	}
+}
+
+func (b Backups) validate(namespacePrefix, templateNamespace string) []error {
+	var errs []error
+	if !b.Enabled() {
+		if b.Key != "" {
+			errs = append(errs, errors.New("backups.objects is required with backups.key"))
+		}
+		return errs
+	}
+	if err := CheckObjectsURL(b.Objects); err != nil {
+		errs = append(errs, fmt.Errorf("backups.objects: %w", err))
+	}
+	if err := CheckKeyURL(b.Key); err != nil {
+		errs = append(errs, fmt.Errorf("backups.key: %w", err))
+	}
+	if b.Image == "" {
+		errs = append(errs, errors.New("backups.image is required with backups.objects: the Jobs run Landlord's backup image"))
+	}
+	switch msgs := validation.IsDNS1123Label(b.Namespace); {
+	case len(msgs) > 0:
+		errs = append(errs, fmt.Errorf("backups.namespace: %q is not a namespace name: %v", b.Namespace, msgs))
+	case strings.HasPrefix(b.Namespace, namespacePrefix) || b.Namespace == templateNamespace:
+		// The Jobs' Secrets hold tenants' passwords: never where a tenant, or a copy of every
+		// tenant's shared secrets, is.
+		errs = append(errs, fmt.Errorf("backups.namespace: %q is a tenant namespace (namespacePrefix %q) or the template namespace; the Jobs' Secrets hold tenants' passwords", b.Namespace, namespacePrefix))
+	}
+	if b.ServiceAccountName != "" {
+		if msgs := validation.IsDNS1123Subdomain(b.ServiceAccountName); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("backups.serviceAccountName: %q is not a ServiceAccount name: %v", b.ServiceAccountName, msgs))
+		}
+	}
+	for i, s := range b.EnvFromSecrets {
+		if msgs := validation.IsDNS1123Subdomain(s); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("backups.envFromSecrets[%d]: %q is not a Secret name: %v", i, s, msgs))
+		}
+	}
+	if b.MaxDumpSize.Sign() <= 0 {
+		errs = append(errs, fmt.Errorf("backups.maxDumpSize: %s is not positive", b.MaxDumpSize))
+	}
+	if b.ScratchSize != nil && b.ScratchSize.Sign() < 0 {
+		errs = append(errs, fmt.Errorf("backups.scratchSize: %s is negative", b.ScratchSize))
+	}
+	if b.Timeout.Duration < time.Minute {
+		errs = append(errs, fmt.Errorf("backups.timeout: %s is shorter than 1m", b.Timeout.Duration))
+	}
+	return errs
+}

@@ -1,0 +1,363 @@
+package controller_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/backup"
+	"github.com/landlord-dev/landlord/internal/controller/tenantbackup"
+	"github.com/landlord-dev/landlord/internal/database/dbtest"
+	"github.com/landlord-dev/landlord/internal/secret/secrettest"
+)
+
+// The backup store of the suite's operator: an S3 server and an AWS KMS key, both spoken to
+// by the real AWS SDK.
+var backupStore *backup.Store
+
+// holdAnnotation keeps a Job's pod running on the local cluster's nodes, which run no
+// containers, until a test has run the Job's command itself and lets the pod end.
+const (
+	holdAnnotation     = "localcluster.landlord.dev/hold"
+	exitCodeAnnotation = "localcluster.landlord.dev/exit-code"
+)
+
+func startBackupStore() (func(), error) {
+	for k, v := range secrettest.AWSEnvironment {
+		if err := os.Setenv(k, v); err != nil {
+			return nil, err
+		}
+	}
+	s3, err := secrettest.StartS3("backups")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "landlord-kms-")
+	if err != nil {
+		s3.Close()
+		return nil, err
+	}
+	kms := secrettest.StartAWSKMS(dir)
+	key, err := kms.CreateKey(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	opConfig.Backups.Objects = s3.URL("backups", "tenants/")
+	opConfig.Backups.Key = key
+	opConfig.Backups.Image = "registry.invalid/landlord/backup:test"
+	opConfig.Backups.PodAnnotations = map[string]string{holdAnnotation: "true"}
+	if backupStore, err = backup.OpenStore(context.Background(), opConfig.Backups.Objects, opConfig.Backups.Key); err != nil {
+		return nil, err
+	}
+	return func() {
+		_ = backupStore.Close()
+		kms.Close()
+		s3.Close()
+		_ = os.RemoveAll(dir)
+	}, nil
+}
+
+// runJob plays the container of the named Job: it runs `landlord job` over the plan the Job's
+// Secret holds, in this process (whose environment has the store's credentials, as the Job's
+// envFromSecrets would), then lets the pod end as the command did.
+func runJob(t *testing.T, name string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := opConfig.Backups.Namespace
+	s := &corev1.Secret{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
+	var plan backup.Plan
+	g.Expect(json.Unmarshal(s.Data[tenantbackup.PlanKey], &plan)).To(Succeed())
+	var log bytes.Buffer
+	err := backup.RunJob(ctx, plan, backup.FindTools(), &log)
+	g.Expect(err).NotTo(HaveOccurred(), "landlord job: %s", log.String())
+	endPod(t, name, 0)
+}
+
+// endPod lets the held pod of the Job end with the exit code: 0 completes it, another fails it.
+func endPod(t *testing.T, job string, code int) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	var pod *corev1.Pod
+	g.Eventually(func(g Gomega) {
+		pods := &corev1.PodList{}
+		g.Expect(k8s.List(ctx, pods, client.InNamespace(opConfig.Backups.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1))
+		pod = &pods.Items[0]
+		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+	}).WithTimeout(timeout).Should(Succeed())
+	annotations := map[string]any{holdAnnotation: nil}
+	if code != 0 {
+		annotations[exitCodeAnnotation] = fmt.Sprint(code)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(k8s.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+func waitBackup(t *testing.T, name string, phase tenancyv1alpha1.BackupPhase) *tenancyv1alpha1.TenantBackup {
+	t.Helper()
+	b := &tenancyv1alpha1.TenantBackup{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, b)).To(Succeed())
+		g.Expect(b.Status.Phase).To(Equal(phase), "conditions: %+v", b.Status.Conditions)
+	}).WithTimeout(timeout).Should(Succeed())
+	return b
+}
+
+func waitRestore(t *testing.T, name string, phase tenancyv1alpha1.BackupPhase) *tenancyv1alpha1.TenantRestore {
+	t.Helper()
+	r := &tenancyv1alpha1.TenantRestore{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, r)).To(Succeed())
+		g.Expect(r.Status.Phase).To(Equal(phase), "conditions: %+v", r.Status.Conditions)
+	}).WithTimeout(timeout).Should(Succeed())
+	return r
+}
+
+// createBackup creates a TenantBackup, deleted when owner (a test whose subtests share it) ends.
+func createBackup(t, owner *testing.T, name, tenant string) {
+	t.Helper()
+	b := &tenancyv1alpha1.TenantBackup{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: tenancyv1alpha1.TenantBackupSpec{Tenant: tenant}}
+	NewWithT(t).Expect(k8s.Create(context.Background(), b)).To(Succeed())
+	owner.Cleanup(func() { deleteBackup(owner, name) })
+}
+
+// deleteBackup deletes a TenantBackup and waits until it is gone: its finalizer has deleted it
+// from the store.
+func deleteBackup(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	b := &tenancyv1alpha1.TenantBackup{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8s.Delete(ctx, b); apierrors.IsNotFound(err) {
+		return
+	}
+	NewWithT(t).Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(b), b))
+	}).WithTimeout(timeout).Should(BeTrue())
+}
+
+// openAs connects to a tenant database (withDatabases: "app" on PostgreSQL, "legacy" on
+// MariaDB) as the tenant's own login.
+func openAs(g Gomega, tenant, db string) *sql.DB {
+	acct := account(credentials(g, tenant, db))
+	engine := tenancyv1alpha1.EnginePostgres
+	if db == "legacy" {
+		engine = tenancyv1alpha1.EngineMySQL
+	}
+	conn, err := dbtest.OpenDB(instanceFor(engine).Server, acct.Username, acct.Password, acct.Database)
+	g.Expect(err).NotTo(HaveOccurred())
+	return conn
+}
+
+// rows reads the notes table of a tenant database through the tenant's own login.
+func rows(g Gomega, tenant string, db string) []string {
+	conn := openAs(g, tenant, db)
+	defer conn.Close()
+	r, err := conn.Query("SELECT body FROM notes ORDER BY id")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer r.Close()
+	var out []string
+	for r.Next() {
+		var s string
+		g.Expect(r.Scan(&s)).To(Succeed())
+		out = append(out, s)
+	}
+	g.Expect(r.Err()).NotTo(HaveOccurred())
+	return out
+}
+
+// execAs runs statements in a tenant database through the tenant's own login.
+func execAs(g Gomega, tenant, db string, stmts ...string) {
+	conn := openAs(g, tenant, db)
+	defer conn.Close()
+	for _, s := range stmts {
+		_, err := conn.Exec(s)
+		g.Expect(err).NotTo(HaveOccurred(), s)
+	}
+}
+
+func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
+	ctx := context.Background()
+	suite := t
+	createTenant(t, newTenant("bk-acme", withDatabases))
+	for _, db := range []string{"app", "legacy"} {
+		execAs(NewWithT(t), "bk-acme", db,
+			"CREATE TABLE notes (id INT PRIMARY KEY, body VARCHAR(64))",
+			"INSERT INTO notes VALUES (1, 'kept'), (2, 'edited later')")
+	}
+
+	t.Run("a backup runs as a Job whose plan only it reads, and succeeds once its manifest is in the store", func(t *testing.T) {
+		g := NewWithT(t)
+		createBackup(t, suite, "bk-acme-1", "bk-acme")
+		b := waitBackup(t, "bk-acme-1", tenancyv1alpha1.BackupRunning)
+		job := &batchv1.Job{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.Backups.Namespace, Name: b.Status.Job}, job)).To(Succeed())
+		g.Expect(metav1.IsControlledBy(job, b)).To(BeTrue(), "the Job is the backup's")
+		plan := &corev1.Secret{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.Backups.Namespace, Name: b.Status.Job}, plan)).To(Succeed())
+		g.Expect(metav1.IsControlledBy(plan, b)).To(BeTrue(), "the plan's Secret is the backup's")
+
+		runJob(t, b.Status.Job)
+		b = waitBackup(t, "bk-acme-1", tenancyv1alpha1.BackupSucceeded)
+		g.Expect(meta.IsStatusConditionTrue(b.Status.Conditions, tenancyv1alpha1.ReadyCondition)).To(BeTrue())
+		g.Expect(b.Status.Databases).To(HaveLen(2))
+		for _, d := range b.Status.Databases {
+			g.Expect(d.Size).To(BeNumerically(">", 0))
+			g.Expect(d.SHA256).To(HaveLen(64))
+		}
+		m, err := backupStore.Manifest(ctx, b.Status.Location)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(m.TenantUID).To(Equal(b.Status.TenantUID))
+		// The passwords go with the Job's end; the Job stays, for its logs.
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(plan), plan))
+		}).WithTimeout(timeout).Should(BeTrue())
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+	})
+
+	for _, db := range []string{"app", "legacy"} {
+		execAs(NewWithT(t), "bk-acme", db, "UPDATE notes SET body = 'changed' WHERE id = 2", "INSERT INTO notes VALUES (3, 'after the backup')")
+	}
+
+	t.Run("a restore into the tenant backed up takes a safety backup first, then puts the data back as it was", func(t *testing.T) {
+		g := NewWithT(t)
+		rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-back"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-1"}}
+		g.Expect(k8s.Create(ctx, rs)).To(Succeed())
+		suite.Cleanup(func() {
+			_ = k8s.Delete(ctx, rs)
+			deleteBackup(suite, tenantbackup.SafetyBackupName(rs.Name))
+		})
+		safety := waitBackup(t, tenantbackup.SafetyBackupName(rs.Name), tenancyv1alpha1.BackupRunning)
+		// Nothing is written before the data it replaces is kept.
+		g.Expect(waitRestore(t, rs.Name, tenancyv1alpha1.BackupPending).Status.Job).To(BeEmpty())
+		runJob(t, safety.Status.Job)
+		waitBackup(t, safety.Name, tenancyv1alpha1.BackupSucceeded)
+
+		rs = waitRestore(t, rs.Name, tenancyv1alpha1.BackupRunning)
+		runJob(t, rs.Status.Job)
+		waitRestore(t, rs.Name, tenancyv1alpha1.BackupSucceeded)
+		for _, db := range []string{"app", "legacy"} {
+			g.Expect(rows(g, "bk-acme", db)).To(Equal([]string{"kept", "edited later"}), db)
+		}
+	})
+
+	t.Run("a restore into another tenant copies the data under that tenant's own logins", func(t *testing.T) {
+		g := NewWithT(t)
+		createTenant(suite, newTenant("bk-staging", withDatabases))
+		rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-copy"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-1", Tenant: "bk-staging"}}
+		g.Expect(k8s.Create(ctx, rs)).To(Succeed())
+		t.Cleanup(func() { _ = k8s.Delete(ctx, rs) })
+		rs = waitRestore(t, rs.Name, tenancyv1alpha1.BackupRunning)
+		g.Expect(rs.Status.SafetyBackup).To(BeEmpty(), "a copy replaces nothing of the tenant backed up")
+		runJob(t, rs.Status.Job)
+		waitRestore(t, rs.Name, tenancyv1alpha1.BackupSucceeded)
+		for _, db := range []string{"app", "legacy"} {
+			g.Expect(rows(g, "bk-staging", db)).To(Equal([]string{"kept", "edited later"}), db)
+			g.Expect(account(credentials(g, "bk-staging", db)).Username).NotTo(Equal(account(credentials(g, "bk-acme", db)).Username))
+		}
+	})
+
+	t.Run("a Job that fails leaves a failed backup and nothing of it in the store", func(t *testing.T) {
+		g := NewWithT(t)
+		createBackup(t, suite, "bk-acme-killed", "bk-acme")
+		b := waitBackup(t, "bk-acme-killed", tenancyv1alpha1.BackupRunning)
+		endPod(t, b.Status.Job, 137)
+		b = waitBackup(t, "bk-acme-killed", tenancyv1alpha1.BackupFailed)
+		g.Expect(meta.FindStatusCondition(b.Status.Conditions, tenancyv1alpha1.StalledCondition).Reason).To(Equal(tenancyv1alpha1.ReasonJobFailed))
+		_, err := backupStore.Manifest(ctx, b.Status.Location)
+		g.Expect(err).To(MatchError(backup.ErrNoManifest))
+	})
+
+	t.Run("a Job that ends without writing its manifest is no backup", func(t *testing.T) {
+		g := NewWithT(t)
+		createBackup(t, suite, "bk-acme-empty", "bk-acme")
+		b := waitBackup(t, "bk-acme-empty", tenancyv1alpha1.BackupRunning)
+		endPod(t, b.Status.Job, 0)
+		b = waitBackup(t, "bk-acme-empty", tenancyv1alpha1.BackupFailed)
+		g.Expect(meta.FindStatusCondition(b.Status.Conditions, tenancyv1alpha1.ReadyCondition).Message).To(ContainSubstring("without writing the backup's manifest"))
+	})
+
+	t.Run("a restore of a failed backup is refused, naming it", func(t *testing.T) {
+		g := NewWithT(t)
+		rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-from-failed"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-killed"}}
+		g.Expect(k8s.Create(ctx, rs)).To(Succeed())
+		t.Cleanup(func() { _ = k8s.Delete(ctx, rs) })
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
+			stalled := meta.FindStatusCondition(rs.Status.Conditions, tenancyv1alpha1.StalledCondition)
+			g.Expect(stalled).NotTo(BeNil())
+			g.Expect(stalled.Message).To(ContainSubstring("bk-acme-killed failed"))
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(rs.Status.Job).To(BeEmpty())
+	})
+
+	t.Run("deleting a backup deletes it from the store", func(t *testing.T) {
+		g := NewWithT(t)
+		b := &tenancyv1alpha1.TenantBackup{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "bk-acme-1"}, b)).To(Succeed())
+		deleteBackup(t, "bk-acme-1")
+		_, err := backupStore.Manifest(ctx, b.Status.Location)
+		g.Expect(err).To(MatchError(backup.ErrNoManifest))
+	})
+}
+
+func TestABackupIsRefusedWhereTheDataIsNotTheTenantsToCopy(t *testing.T) {
+	ctx := context.Background()
+	createTenant(t, newTenant("bk-moved", withDatabases))
+	for _, tc := range []struct {
+		name, backup, tenant string
+		before               func(g Gomega)
+		reason, message      string
+	}{
+		{
+			name: "a tenant that does not exist", backup: "bk-nobody", tenant: "bk-nobody",
+			reason: tenancyv1alpha1.ReasonTenantNotFound, message: "tenant bk-nobody does not exist",
+		},
+		{
+			name: "a tenant moved to another cluster", backup: "bk-moved-1", tenant: "bk-moved",
+			before: func(g Gomega) {
+				tenant := &tenancyv1alpha1.Tenant{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "bk-moved"}, tenant)).To(Succeed())
+				orig := tenant.DeepCopy()
+				tenant.Annotations = map[string]string{tenancyv1alpha1.MovedToAnnotation: "https://eu-2.example.com"}
+				g.Expect(k8s.Patch(ctx, tenant, client.MergeFrom(orig))).To(Succeed())
+			},
+			reason: tenancyv1alpha1.ReasonBackupRefused, message: "was moved to https://eu-2.example.com",
+		},
+	} {
+		t.Run(tc.name+" is not backed up, and the backup says why", func(t *testing.T) {
+			g := NewWithT(t)
+			if tc.before != nil {
+				tc.before(g)
+			}
+			createBackup(t, t, tc.backup, tc.tenant)
+			g.Eventually(func(g Gomega) {
+				b := &tenancyv1alpha1.TenantBackup{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Name: tc.backup}, b)).To(Succeed())
+				g.Expect(b.Status.Phase).To(Equal(tenancyv1alpha1.BackupPending))
+				stalled := meta.FindStatusCondition(b.Status.Conditions, tenancyv1alpha1.StalledCondition)
+				g.Expect(stalled).NotTo(BeNil())
+				g.Expect(stalled.Reason).To(Equal(tc.reason))
+				g.Expect(stalled.Message).To(ContainSubstring(tc.message))
+				g.Expect(b.Status.Job).To(BeEmpty())
+			}).WithTimeout(timeout).Should(Succeed())
+		})
+	}
+}

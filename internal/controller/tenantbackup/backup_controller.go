@@ -1,0 +1,324 @@
+// Package tenantbackup runs TenantBackups and TenantRestores: each is a Job in the operator's
+// namespace, given a plan in a Secret of its own, whose outcome the controllers read from the
+// Job and from the store's manifest. The controllers never read a dump.
+package tenantbackup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/backup"
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/conditions"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
+	"github.com/landlord-dev/landlord/internal/secret"
+)
+
+// Finalizer keeps a TenantBackup until its objects are deleted from the store.
+const Finalizer = "tenancy.landlord.dev/backup"
+
+// Store is what the controllers read and delete of the backup store: manifests, and whole
+// backups.
+type Store interface {
+	Manifest(ctx context.Context, location string) (*backup.Manifest, error)
+	Delete(ctx context.Context, location string) error
+}
+
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantbackups,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantbackups/status,verbs=get;patch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantbackups/finalizers,verbs=update
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantrestores,verbs=get;list;watch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantrestores/status,verbs=get;patch
+
+// BackupReconciler runs TenantBackups.
+type BackupReconciler struct {
+	Client   client.Client
+	Config   *config.Config
+	Recorder events.EventRecorder
+	// Secrets holds the tenants' database credentials; the Job logs in with the tenant's own.
+	Secrets secret.TenantSecrets
+	// Store is nil when no backup store is configured.
+	Store Store
+}
+
+// SetupWithManager registers the controller: a backup's Job wakes it, and so does a change to
+// the tenant a waiting backup names.
+func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("tenantbackup").
+		For(&tenancyv1alpha1.TenantBackup{}, builder.WithPredicates(changed())).
+		Owns(&batchv1.Job{}).
+		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.pendingOf)).
+		Complete(r)
+}
+
+// changed passes a new generation and the start of a deletion; the controller's own status and
+// finalizer writes wake nothing.
+func changed() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}})
+}
+
+// pendingOf maps a tenant's event to the backups of it that have not started.
+func (r *BackupReconciler) pendingOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &tenancyv1alpha1.TenantBackupList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{indexes.PendingBackupTenant: obj.GetName()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
+}
+
+func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := &tenancyv1alpha1.TenantBackup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.forget(ctx, b)
+	}
+	if !controllerutil.ContainsFinalizer(b, Finalizer) {
+		orig := b.DeepCopy()
+		controllerutil.AddFinalizer(b, Finalizer)
+		if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return writes.RetryConflict(err)
+		}
+	}
+	next := *b.Status.DeepCopy()
+	next.ObservedGeneration = b.Generation
+	var err error
+	switch b.Status.Phase {
+	case tenancyv1alpha1.BackupSucceeded, tenancyv1alpha1.BackupFailed:
+		return ctrl.Result{}, r.cleanUp(ctx, b, b.Status.Job)
+	case tenancyv1alpha1.BackupRunning:
+		err = r.watch(ctx, b, &next)
+	default:
+		err = r.start(ctx, b, &next)
+	}
+	var ref *refusal
+	conds := conditions.For(&next.Conditions, b.Generation)
+	switch {
+	case errors.As(err, &ref):
+		next.Phase = tenancyv1alpha1.BackupPending
+		conds.Stalled(ref.reason, ref.message)
+		err = nil
+	case err != nil:
+		conds.Reconciling(tenancyv1alpha1.ReasonStoreUnavailable, err.Error())
+	}
+	if werr := writes.PatchStatus(ctx, r.Client, b, &b.Status, next); werr != nil {
+		return ctrl.Result{}, werr
+	}
+	return ctrl.Result{}, err
+}
+
+// start makes the backup's Secret and Job, once the tenant and the store allow it.
+func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantBackup, next *tenancyv1alpha1.TenantBackupStatus) error {
+	if r.Store == nil {
+		return refuse(tenancyv1alpha1.ReasonBackupsNotConfigured, "the operator has no backup store: set backups.objects and backups.key in its configuration")
+	}
+	t := &tenancyv1alpha1.Tenant{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: b.Spec.Tenant}, t); err != nil {
+		if apierrors.IsNotFound(err) {
+			return refuse(tenancyv1alpha1.ReasonTenantNotFound, "tenant %s does not exist", b.Spec.Tenant)
+		}
+		return err
+	}
+	dbs, err := targets(ctx, r.Client, r.Secrets, r.Config, t, b.Spec.Databases)
+	if err != nil {
+		return err
+	}
+	name := JobName(backup.OpBackup, b.UID)
+	plan := backup.Plan{
+		Operation: backup.OpBackup, Objects: r.Config.Backups.Objects, Key: r.Config.Backups.Key,
+		Location: Location(t.UID, b.UID), Tenant: t.Name, TenantUID: string(t.UID), Backup: b.Name,
+		Databases: dbs, MaxBytes: r.Config.Backups.MaxDumpSize.Value(),
+	}
+	owner := *metav1.NewControllerRef(b, tenancyv1alpha1.GroupVersion.WithKind("TenantBackup"))
+	if err := r.createJob(ctx, name, plan, owner); err != nil {
+		return err
+	}
+	now := metav1.Now()
+	next.Phase = tenancyv1alpha1.BackupRunning
+	next.TenantUID = string(t.UID)
+	next.Location = plan.Location
+	next.Job = name
+	next.StartTime = &now
+	conditions.For(&next.Conditions, b.Generation).Reconciling(tenancyv1alpha1.ReasonJobRunning,
+		fmt.Sprintf("Job %s/%s dumps %d database(s) of tenant %s", r.Config.Backups.Namespace, name, len(dbs), t.Name))
+	r.Recorder.Eventf(b, t, corev1.EventTypeNormal, tenancyv1alpha1.ReasonJobRunning, "Backup", "Job %s/%s started", r.Config.Backups.Namespace, name)
+	return nil
+}
+
+// createJob creates the plan's Secret, then the Job that mounts it; either already there (a
+// reconcile that lost its status write) is the one made before.
+func (r *BackupReconciler) createJob(ctx context.Context, name string, plan backup.Plan, owner metav1.OwnerReference) error {
+	return createJob(ctx, r.Client, r.Config.Backups, name, plan, owner)
+}
+
+func createJob(ctx context.Context, c client.Client, cfg config.Backups, name string, plan backup.Plan, owner metav1.OwnerReference) error {
+	s, err := planSecret(cfg, name, owner, plan)
+	if err != nil {
+		return err
+	}
+	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Secret %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	j := job(cfg, name, plan.Operation, owner)
+	if err := c.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating Job %s/%s: %w", j.Namespace, j.Name, err)
+	}
+	return nil
+}
+
+// watch follows the Job: a backup succeeded when its Job did and its manifest, written last,
+// is in the store and holds what was asked for.
+func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantBackup, next *tenancyv1alpha1.TenantBackupStatus) error {
+	done, failed, msg, err := jobEnded(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job)
+	if err != nil || !done {
+		return err
+	}
+	if !failed {
+		m, err := r.Store.Manifest(ctx, b.Status.Location)
+		switch {
+		case errors.Is(err, backup.ErrNoManifest):
+			failed, msg = true, fmt.Sprintf("Job %s/%s ended without writing the backup's manifest", r.Config.Backups.Namespace, b.Status.Job)
+		case err != nil:
+			return fmt.Errorf("reading the backup's manifest: %w", err)
+		case m.TenantUID != b.Status.TenantUID || !holdsAsked(m, b.Spec.Databases):
+			failed, msg = true, "the backup's manifest is not the one this backup asked for"
+		default:
+			r.succeeded(b, next, m)
+			return r.cleanUp(ctx, b, b.Status.Job)
+		}
+	}
+	// Nothing of a failed backup counts, and nothing of it is kept.
+	if err := r.Store.Delete(ctx, b.Status.Location); err != nil {
+		return fmt.Errorf("deleting what the failed backup wrote: %w", err)
+	}
+	now := metav1.Now()
+	next.Phase = tenancyv1alpha1.BackupFailed
+	next.CompletionTime = &now
+	conditions.For(&next.Conditions, b.Generation).Stalled(tenancyv1alpha1.ReasonJobFailed, msg)
+	backupsTotal.WithLabelValues("failed").Inc()
+	r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonJobFailed, "Backup", "%s", msg)
+	return r.cleanUp(ctx, b, b.Status.Job)
+}
+
+func (r *BackupReconciler) succeeded(b *tenancyv1alpha1.TenantBackup, next *tenancyv1alpha1.TenantBackupStatus, m *backup.Manifest) {
+	now := metav1.Now()
+	next.Phase = tenancyv1alpha1.BackupSucceeded
+	next.CompletionTime = &now
+	next.Databases = nil
+	next.Size = 0
+	for _, d := range m.Databases {
+		next.Databases = append(next.Databases, tenancyv1alpha1.BackupDatabaseStatus{
+			Name: d.Name, Engine: tenancyv1alpha1.DatabaseEngine(d.Engine), ServerVersion: d.ServerVersion, Size: d.Size, SHA256: d.SHA256,
+		})
+		next.Size += d.Size
+	}
+	msg := fmt.Sprintf("%d database(s), %d bytes", len(m.Databases), next.Size)
+	conditions.For(&next.Conditions, b.Generation).Ready(tenancyv1alpha1.ReasonSucceeded, msg)
+	backupsTotal.WithLabelValues("succeeded").Inc()
+	backupBytes.Add(float64(next.Size))
+	if b.Status.StartTime != nil {
+		backupSeconds.Observe(time.Since(b.Status.StartTime.Time).Seconds())
+	}
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonSucceeded, "Backup", "backed up %s", msg)
+}
+
+// holdsAsked reports whether the manifest holds every database asked for by name.
+func holdsAsked(m *backup.Manifest, names []string) bool {
+	for _, n := range names {
+		if !slices.ContainsFunc(m.Databases, func(d backup.DumpEntry) bool { return d.Name == n }) {
+			return false
+		}
+	}
+	return len(m.Databases) > 0
+}
+
+// jobEnded reads the Job from the cache: done, and whether it failed and why. A Job deleted
+// before it ended failed.
+func jobEnded(ctx context.Context, c client.Reader, namespace, name string) (done, failed bool, msg string, err error) {
+	j := &batchv1.Job{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, j); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, true, fmt.Sprintf("Job %s/%s was deleted before it ended", namespace, name), nil
+		}
+		return false, false, "", err
+	}
+	done, failed, msg = jobOutcome(j)
+	return done, failed, msg, nil
+}
+
+// cleanUp deletes the plan's Secret once the Job has ended: the passwords in it go with it. The
+// Job stays, for its logs, until the backup or restore is deleted.
+func (r *BackupReconciler) cleanUp(ctx context.Context, owner client.Object, name string) error {
+	return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, name, owner)
+}
+
+func deletePlan(ctx context.Context, c client.Client, namespace, name string, owner client.Object) error {
+	if name == "" {
+		return nil
+	}
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	_, err := writes.DeleteIfControlled(ctx, c, s, owner)
+	return err
+}
+
+// forget deletes the backup from the store, once no Job of it can write any more, and lets the
+// TenantBackup go.
+func (r *BackupReconciler) forget(ctx context.Context, b *tenancyv1alpha1.TenantBackup) error {
+	if !controllerutil.ContainsFinalizer(b, Finalizer) {
+		return nil
+	}
+	if b.Status.Location != "" {
+		if b.Status.Phase == tenancyv1alpha1.BackupRunning {
+			j := &batchv1.Job{}
+			err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Config.Backups.Namespace, Name: b.Status.Job}, j)
+			if err == nil {
+				// Its pod could still write after the objects are deleted: stop it first.
+				if _, err := writes.DeleteIfControlled(ctx, r.Client, j, b); err != nil {
+					return err
+				}
+			}
+			if client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		if r.Store == nil {
+			return errors.New("the operator has no backup store to delete the backup from")
+		}
+		if err := r.Store.Delete(ctx, b.Status.Location); err != nil {
+			return fmt.Errorf("deleting the backup from the store: %w", err)
+		}
+	}
+	orig := b.DeepCopy()
+	controllerutil.RemoveFinalizer(b, Finalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, b, client.MergeFrom(orig)))
+}

@@ -1,0 +1,148 @@
+package tenantbackup
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/backup"
+	"github.com/landlord-dev/landlord/internal/config"
+)
+
+const (
+	// PlanKey is the plan's key in the Job's Secret, and planDir where the Job reads it.
+	PlanKey  = "plan.json"
+	planDir  = "/var/run/landlord/plan"
+	scratch  = "/scratch"
+	jobLabel = "tenancy.landlord.dev/job"
+)
+
+// JobName is the name of the Job (and of its Secret) that makes a backup or a restore: its
+// object's UID, so that it never names another's and a reconcile that lost its status write
+// finds the Job it made.
+func JobName(op backup.Operation, uid types.UID) string {
+	return "landlord-" + string(op) + "-" + strings.ReplaceAll(string(uid), "-", "")[:12]
+}
+
+// Location is a backup's folder in the store.
+func Location(tenantUID, backupUID types.UID) string {
+	return string(tenantUID) + "/" + string(backupUID) + "/"
+}
+
+// planSecret holds the plan, passwords and all, for the Job alone: owned by the backup or the
+// restore, deleted once the Job ends.
+func planSecret(cfg config.Backups, name string, owner metav1.OwnerReference, plan backup.Plan) (*corev1.Secret, error) {
+	b, err := json.Marshal(plan)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: cfg.Namespace,
+			Labels:          jobLabels(plan.Operation),
+			OwnerReferences: []metav1.OwnerReference{owner},
+		},
+		Immutable: ptr.To(true),
+		Type:      corev1.SecretTypeOpaque,
+		Data:      map[string][]byte{PlanKey: b},
+	}, nil
+}
+
+func jobLabels(op backup.Operation) map[string]string {
+	return map[string]string{
+		tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue,
+		jobLabel:                       string(op),
+	}
+}
+
+// job runs `landlord job` over the plan in the Secret of its name, once: a failed backup is
+// made again by a new TenantBackup, and a failed restore is looked at before it is tried again.
+// It needs nothing of the Kubernetes API, and runs as no one in particular with nothing it could
+// change but its scratch volume.
+func job(cfg config.Backups, name string, op backup.Operation, owner metav1.OwnerReference) *batchv1.Job {
+	podLabels := jobLabels(op)
+	for k, v := range cfg.PodLabels {
+		if _, ours := podLabels[k]; !ours {
+			podLabels[k] = v
+		}
+	}
+	var envFrom []corev1.EnvFromSource
+	for _, s := range cfg.EnvFromSecrets {
+		envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: s}}})
+	}
+	return &batchv1.Job{
+		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: cfg.Namespace,
+			Labels:          jobLabels(op),
+			OwnerReferences: []metav1.OwnerReference{owner},
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To(int64(cfg.Timeout.Seconds())),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: cfg.PodAnnotations},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					ServiceAccountName:           cfg.ServiceAccountName,
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						RunAsUser:      ptr.To[int64](65532),
+						RunAsGroup:     ptr.To[int64](65532),
+						FSGroup:        ptr.To[int64](65532),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:    string(op),
+						Image:   cfg.Image,
+						Args:    []string{"job", "--plan", planDir + "/" + PlanKey},
+						Env:     []corev1.EnvVar{{Name: "TMPDIR", Value: scratch}, {Name: "HOME", Value: scratch}},
+						EnvFrom: envFrom,
+						// The Job's error is its last words: the restore's or backup's condition
+						// quotes it.
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						Resources:                cfg.Resources,
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "plan", MountPath: planDir, ReadOnly: true},
+							{Name: "scratch", MountPath: scratch},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						{Name: "plan", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name, DefaultMode: ptr.To[int32](0o400)}}},
+						{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: cfg.ScratchSize}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// jobOutcome reads a Job's end from its conditions: done, and whether it failed and why.
+func jobOutcome(j *batchv1.Job) (done, failed bool, message string) {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return true, false, ""
+		case batchv1.JobFailed:
+			return true, true, fmt.Sprintf("Job %s/%s failed: %s (kubectl logs -n %[1]s job/%[2]s says why)", j.Namespace, j.Name, strings.TrimSpace(c.Reason+" "+c.Message))
+		}
+	}
+	return false, false, ""
+}
