@@ -11,6 +11,7 @@
 //	componentrollout  a ComponentRollout's waves, released one after another
 //	admissionpolicy   Landlord's admission policies and bindings, and the audit of what was
 //	                  created while they were absent
+//	tenantbackup      a TenantBackup or TenantRestore run as a Job over one tenant's databases
 //
 // (The template namespace's reconciler lives beside the mirror it runs, in internal/templatesync.)
 //
@@ -25,5 +26,5 @@
 //	controllertest  fixtures for the reconcilers' unit tests (imported by tests only)
 //
 // The pure rules of a rollout are internal/rollout's; the objects a tenant is made of are built
-// by internal/resources.
+// by internal/resources; what a backup Job does is internal/backup's.
 package controller

@@ -7,11 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
@@ -124,28 +121,4 @@ func (s openAPISchema) has(path []string) bool {
 		s = next
 	}
 	return true
-}
-
-// Served reports whether the API server serves every one of Landlord's resources named
-// (plurals, such as "tenantbackups"): a kind added in a release is missing where the operator
-// was upgraded before its CustomResourceDefinitions, and the operator then runs without the
-// controllers of that kind rather than not at all.
-func Served(cfg *rest.Config, resources ...string) (bool, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return false, err
-	}
-	list, err := dc.ServerResourcesForGroupVersion(tenancyv1alpha1.GroupVersion.String())
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return false, fmt.Errorf("discovering the resources of %s: %w", tenancyv1alpha1.GroupVersion, err)
-	}
-	for _, want := range resources {
-		if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == want }) {
-			return false, nil
-		}
-	}
-	return true, nil
 }

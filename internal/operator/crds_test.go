@@ -106,3 +106,22 @@ func outdatedEvents(g Gomega, env *testenv.Env, name string) []string {
 	}
 	return out
 }
+
+// An operator upgraded before the CRDs of the kinds its release added runs without the
+// controllers of those kinds, rather than not at all: tenants converge as before.
+func TestAnOperatorWithoutTheBackupCRDsRunsWithoutBackups(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	env, store := startEnv(t)
+	g.Expect(env.RemoveCRDs(ctx, "tenantbackups", "tenantrestores")).To(Succeed())
+	op, err := env.StartOperator(config.Default(), store)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = op.Stop() })
+	const name = "no-backup-crds"
+	createTenants(t, env, name)
+	g.Eventually(func(g Gomega) {
+		tenant := &tenancyv1alpha1.Tenant{}
+		g.Expect(env.AdminClient.Get(ctx, client.ObjectKey{Name: name}, tenant)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(tenant.Status.Conditions, tenancyv1alpha1.ReadyCondition)).To(BeTrue())
+	}).WithTimeout(timeout).Should(Succeed())
+}

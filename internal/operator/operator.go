@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	k8sfields "k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -239,10 +241,25 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		ctrl.Log.WithName("setup").Error(err, "checking the installed Tenant CRD")
 	}
 	cancelCRD()
+	// Everything the manager's client writes is background work, which gives way to a
+	// customer's bind (the urgent client's, below, which does not pass the gate).
+	gate := priority.NewGate(cfg.Client.Yield.InFlight, cfg.Client.Yield.MaxWait.Duration)
+	background := rest.CopyConfig(restCfg)
+	background.Wrap(gate.Transport)
+	// The manager's REST mapper, made here to tell whether the kinds of backups are served: it
+	// reads the API server's discovery once, as the manager would anyway.
+	httpClient, err := rest.HTTPClientFor(background)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := newMapper(background, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	// Backups run on the default shard, where their kinds are served.
 	backups := false
 	if opts.Shard == "" {
-		if backups, err = crdcheck.Served(restCfg, "tenantbackups", "tenantrestores"); err != nil {
+		if backups, err = served(mapper, "TenantBackup", "TenantRestore"); err != nil {
 			return nil, err
 		}
 		if !backups {
@@ -272,11 +289,6 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		byObject[&tenancyv1alpha1.TenantRestore{}] = cache.ByObject{Label: labels.Everything()}
 	}
 
-	// Everything the manager's client writes is background work, which gives way to a
-	// customer's bind (the urgent client's, below, which does not pass the gate).
-	gate := priority.NewGate(cfg.Client.Yield.InFlight, cfg.Client.Yield.MaxWait.Duration)
-	background := rest.CopyConfig(restCfg)
-	background.Wrap(gate.Transport)
 	mgr, err := ctrl.NewManager(background, ctrl.Options{
 		Scheme: tenancyv1alpha1.Scheme(),
 		Cache: cache.Options{
@@ -292,7 +304,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			ReaderFailOnMissingInformer: true,
 			NewInformer:                 newInformer,
 		},
-		MapperProvider: newMapper,
+		MapperProvider: func(*rest.Config, *http.Client) (meta.RESTMapper, error) { return mapper, nil },
 		// Component objects are read as unstructured; they come from the cache like the rest.
 		Client:                        client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                       metricsOptions(opts),
@@ -464,6 +476,20 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 		return nil, nil, fmt.Errorf("setting up template namespace sync: %w", err)
 	}
 	return sync, policies, nil
+}
+
+// served reports whether the API server serves every one of Landlord's kinds named.
+func served(mapper meta.RESTMapper, kinds ...string) (bool, error) {
+	for _, kind := range kinds {
+		_, err := mapper.RESTMapping(tenancyv1alpha1.GroupVersion.WithKind(kind).GroupKind(), tenancyv1alpha1.GroupVersion.Version)
+		if meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("discovering %s: %w", kind, err)
+		}
+	}
+	return true, nil
 }
 
 // backupControllers registers the TenantBackup and TenantRestore controllers, with the backup

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -62,5 +64,38 @@ func (e *Env) InstallPreviousTenantCRD(ctx context.Context) error {
 			return false, nil
 		}
 		return !probe.Spec.Suspend, nil
+	})
+}
+
+// RemoveCRDs deletes Landlord's CRDs of the plurals named (those a release added, for a
+// cluster whose operator was upgraded before its CRDs), and returns once the API server no
+// longer serves them.
+func (e *Env) RemoveCRDs(ctx context.Context, plurals ...string) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(e.Admin)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(e.Admin)
+	if err != nil {
+		return err
+	}
+	crds := dyn.Resource(apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
+	for _, p := range plurals {
+		name := p + "." + tenancyv1alpha1.GroupVersion.Group
+		if err := crds.Delete(ctx, name, metav1.DeleteOptions{}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting CRD %s: %w", name, err)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := dc.ServerResourcesForGroupVersion(tenancyv1alpha1.GroupVersion.String())
+		if err != nil {
+			return false, nil
+		}
+		for _, r := range list.APIResources {
+			if slices.Contains(plurals, r.Name) {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/secret"
 )
@@ -68,7 +69,7 @@ func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&tenancyv1alpha1.TenantBackup{}, builder.WithPredicates(changed())).
 		Owns(&batchv1.Job{}).
 		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.pendingOf)).
-		Complete(r)
+		Complete(shutdown.Quiet(r))
 }
 
 // changed passes a new generation and the start of a deletion; the controller's own status and

@@ -23,6 +23,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/secret"
 )
@@ -51,7 +52,7 @@ func (r *RestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&tenancyv1alpha1.TenantRestore{}, builder.WithPredicates(changed())).
 		Owns(&batchv1.Job{}).
 		Watches(&tenancyv1alpha1.TenantBackup{}, handler.EnqueueRequestsFromMapFunc(r.waitingFor)).
-		Complete(r)
+		Complete(shutdown.Quiet(r))
 }
 
 func (r *RestoreReconciler) waitingFor(ctx context.Context, obj client.Object) []reconcile.Request {
