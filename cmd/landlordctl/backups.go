@@ -98,3 +98,37 @@ func timeOf(t *metav1.Time) string {
 	}
 	return fmt.Sprintf("%s (%s ago)", t.UTC().Format("2006-01-02T15:04:05Z"), age(*t))
 }
+
+// scheduleTable is the backup schedules as `get backupschedules` shows them.
+func scheduleTable(schedules []tenancyv1alpha1.TenantBackupSchedule) *metav1.Table {
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Schedule", Type: "string"},
+		{Name: "Keep", Type: "integer"},
+		{Name: "Suspended", Type: "boolean"},
+		{Name: "Last", Type: "string"},
+		{Name: "Age", Type: "string"},
+		{Name: "Message", Type: "string", Priority: 1},
+	}}
+	return withRows(table, schedules, func(s *tenancyv1alpha1.TenantBackupSchedule) []any {
+		_, _, message := readyOf(s.Status.Conditions)
+		return []any{s.Name, s.Spec.Schedule, int64(s.Spec.Keep), s.Spec.Suspend, completed(s.Status.LastScheduleTime),
+			age(s.CreationTimestamp), orNone(message)}
+	})
+}
+
+// describeSchedule writes a backup schedule: when, whom, how many kept, and its last run.
+func describeSchedule(d *describer, s *tenancyv1alpha1.TenantBackupSchedule) {
+	d.objectMeta(s, false)
+	d.field("Schedule", s.Spec.Schedule+" (UTC)")
+	d.field("Tenants", metav1.FormatLabelSelector(&s.Spec.Tenants))
+	d.values("Databases", s.Spec.Databases)
+	d.fieldf("Keep", "%d", s.Spec.Keep)
+	d.fieldf("Suspended", "%t", s.Spec.Suspend)
+	d.verdict(s, "TenantBackupSchedule")
+	d.field("Last run", timeOf(s.Status.LastScheduleTime))
+	d.fieldf("Tenants last run", "%d", s.Status.Tenants)
+	d.field("Next run", timeOf(s.Status.NextScheduleTime))
+	d.conditions(s.Status.Conditions)
+	d.eventsSection()
+}

@@ -95,6 +95,17 @@ var kinds = []*resourceKind{
 		describe: func(d *describer, obj client.Object) { describeBackup(d, obj.(*tenancyv1alpha1.TenantBackup)) },
 	},
 	{
+		kind: "TenantBackupSchedule", plural: "tenantbackupschedules", singular: "tenantbackupschedule", shortNames: []string{"tbs"},
+		words: []string{"backupschedules", "backupschedule"}, noun: "backup schedule",
+		newList: func() client.ObjectList { return &tenancyv1alpha1.TenantBackupScheduleList{} },
+		table: func(l client.ObjectList) *metav1.Table {
+			return scheduleTable(l.(*tenancyv1alpha1.TenantBackupScheduleList).Items)
+		},
+		describe: func(d *describer, obj client.Object) {
+			describeSchedule(d, obj.(*tenancyv1alpha1.TenantBackupSchedule))
+		},
+	},
+	{
 		kind: "TenantRestore", plural: "tenantrestores", singular: "tenantrestore", shortNames: []string{"trs"},
 		words: []string{"restores", "restore"}, noun: "restore",
 		newList: func() client.ObjectList { return &tenancyv1alpha1.TenantRestoreList{} },

@@ -113,7 +113,7 @@ func TestAnOperatorWithoutTheBackupCRDsRunsWithoutBackups(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	env, store := startEnv(t)
-	g.Expect(env.RemoveCRDs(ctx, "tenantbackups", "tenantrestores")).To(Succeed())
+	g.Expect(env.RemoveCRDs(ctx, "tenantbackups", "tenantrestores", "tenantbackupschedules")).To(Succeed())
 	op, err := env.StartOperator(config.Default(), store)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = op.Stop() })

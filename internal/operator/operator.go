@@ -4,6 +4,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -101,6 +103,9 @@ type Options struct {
 
 	// Store overrides the secret store the configuration names (tests use it to inject faults).
 	Store secret.Store
+
+	// Clock tells backup schedules the time (tests step a fake one); the real clock when nil.
+	Clock clock.WithTicker
 
 	// AnotherInProcess lets this operator share its process with another (tests that restart
 	// the operator): controller names are otherwise unique per process.
@@ -259,11 +264,11 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	// Backups run on the default shard, where their kinds are served.
 	backups := false
 	if opts.Shard == "" {
-		if backups, err = served(mapper, "TenantBackup", "TenantRestore"); err != nil {
+		if backups, err = served(mapper, "TenantBackup", "TenantRestore", "TenantBackupSchedule"); err != nil {
 			return nil, err
 		}
 		if !backups {
-			ctrl.Log.WithName("setup").Error(errors.New("the TenantBackup and TenantRestore CustomResourceDefinitions are not installed"),
+			ctrl.Log.WithName("setup").Error(errors.New("the TenantBackup, TenantRestore and TenantBackupSchedule CustomResourceDefinitions are not installed"),
 				"backups and restores are off until they are (apply this release's CRDs) and the operator restarts")
 		}
 	}
@@ -287,6 +292,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		// People make them: they carry no label of Landlord's.
 		byObject[&tenancyv1alpha1.TenantBackup{}] = cache.ByObject{Label: labels.Everything()}
 		byObject[&tenancyv1alpha1.TenantRestore{}] = cache.ByObject{Label: labels.Everything()}
+		byObject[&tenancyv1alpha1.TenantBackupSchedule{}] = cache.ByObject{Label: labels.Everything()}
 	}
 
 	mgr, err := ctrl.NewManager(background, ctrl.Options{
@@ -413,7 +419,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		return nil, err
 	}
 	if backups {
-		if err := backupControllers(mgr, &cfg, tenants.Secrets); err != nil {
+		if err := backupControllers(mgr, &cfg, tenants.Secrets, cmp.Or[clock.WithTicker](opts.Clock, clock.RealClock{})); err != nil {
 			return nil, err
 		}
 	}
@@ -494,7 +500,7 @@ func served(mapper meta.RESTMapper, kinds ...string) (bool, error) {
 
 // backupControllers registers the TenantBackup and TenantRestore controllers, with the backup
 // store when one is configured (without one, each backup and restore waits, saying so).
-func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.TenantSecrets) error {
+func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.TenantSecrets, clk clock.WithTicker) error {
 	if err := indexes.AddBackups(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -520,6 +526,10 @@ func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.T
 	restores := &tenantbackup.RestoreReconciler{Client: mgr.GetClient(), Config: cfg, Recorder: recorder, Secrets: secrets, Store: store}
 	if err := restores.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up tenant restore controller: %w", err)
+	}
+	schedules := &tenantbackup.ScheduleReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: clk}
+	if err := schedules.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up tenant backup schedule controller: %w", err)
 	}
 	return nil
 }

@@ -30,6 +30,7 @@ var CRDNames = []string{
 	"componentrollouts." + tenancyv1alpha1.GroupVersion.Group,
 	"tenantbackups." + tenancyv1alpha1.GroupVersion.Group,
 	"tenantrestores." + tenancyv1alpha1.GroupVersion.Group,
+	"tenantbackupschedules." + tenancyv1alpha1.GroupVersion.Group,
 }
 
 // guardedLabels and guardedAnnotations decide what a Tenant is (a pool's spare, a customer's

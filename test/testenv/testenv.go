@@ -170,6 +170,12 @@ func (e *Env) StartOperator(cfg config.Config, store secret.Store, wraps ...tran
 	return e.start(operator.Options{Config: cfg, Store: store}, wraps...)
 }
 
+// StartOperatorWith runs the operator as OperatorUser with the given options (a fake clock for
+// backup schedules, say), as StartOperator does.
+func (e *Env) StartOperatorWith(opts operator.Options, wraps ...transport.WrapperFunc) (*Operator, error) {
+	return e.start(opts, wraps...)
+}
+
 // LeaseNamespace is where shards started by StartShard keep their leader election leases: the
 // operator's namespace, with the shipped leader election Role.
 const LeaseNamespace = "landlord-system"
