@@ -217,9 +217,10 @@ func restorePostgres(ctx context.Context, tools Tools, work workDir, t Target, f
 	return scriptErr
 }
 
-// restoreMySQL empties the database of the login's objects, then runs the dump into it with
-// MariaDB's client. MySQL has no transactional DDL: a restore that fails half-way leaves the
-// database half-restored, and a second one starts over.
+// restoreMySQL empties the database of the login's objects and runs the dump into it, in one
+// session of MariaDB's client: a client that cannot log in (the login at its connection limit, a
+// network that dropped) changes nothing. MySQL has no transactional DDL: a load that fails
+// half-way leaves the database half-restored, and a second restore starts over.
 func restoreMySQL(ctx context.Context, tools Tools, work workDir, t Target, file string) error {
 	args, env, err := work.mysqlArgs(t)
 	if err != nil {
@@ -231,47 +232,46 @@ func restoreMySQL(ctx context.Context, tools Tools, work workDir, t Target, file
 		return err
 	}
 	defer f.Close()
-	if err := emptyMySQL(ctx, t); err != nil {
-		return err
-	}
-	return client.run(ctx, f, nil)
-}
-
-// emptyMySQL drops every table, view, sequence, routine and event of the target's database, as
-// its login: what a dump restores, and what a restore must not leave behind.
-func emptyMySQL(ctx context.Context, t Target) error {
-	db, err := connect(t)
+	drops, err := emptyingMySQL(ctx, t)
 	if err != nil {
 		return err
+	}
+	return client.run(ctx, io.MultiReader(strings.NewReader(drops), f), nil)
+}
+
+// emptyingMySQL is the script that drops every table, view, sequence, routine and event of the
+// target's database, as listed by its login: what a dump restores, and what a restore must not
+// leave behind.
+func emptyingMySQL(ctx context.Context, t Target) (string, error) {
+	db, err := connect(t)
+	if err != nil {
+		return "", err
 	}
 	defer db.Close()
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("logging in as %s: %w", t.Username, err)
+		return "", fmt.Errorf("logging in as %s: %w", t.Username, err)
 	}
 	defer conn.Close()
-	// Tables that refer to each other drop in any order.
-	if _, err := conn.ExecContext(ctx, "SET FOREIGN_KEY_CHECKS = 0"); err != nil {
-		return err
-	}
 	lists := []struct{ query, what string }{
 		{"SELECT CASE TABLE_TYPE WHEN 'VIEW' THEN 'VIEW' WHEN 'SEQUENCE' THEN 'SEQUENCE' ELSE 'TABLE' END, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_TYPE = 'VIEW' DESC", "tables"},
 		{"SELECT ROUTINE_TYPE, ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = ? ORDER BY ROUTINE_TYPE = 'PACKAGE BODY' DESC", "routines"},
 		{"SELECT 'EVENT', EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?", "events"},
 	}
 	schema := quoteMySQL(t.Database)
+	// Tables that refer to each other drop in any order.
+	var script strings.Builder
+	script.WriteString("SET FOREIGN_KEY_CHECKS = 0;\n")
 	for _, l := range lists {
 		drops, err := dropStatements(ctx, conn, l.query, t.Database, schema)
 		if err != nil {
-			return fmt.Errorf("listing the %s of %s: %w", l.what, t.Database, err)
+			return "", fmt.Errorf("listing the %s of %s: %w", l.what, t.Database, err)
 		}
 		for _, stmt := range drops {
-			if _, err := conn.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("%s: %w", stmt, err)
-			}
+			script.WriteString(stmt + ";\n")
 		}
 	}
-	return nil
+	return script.String(), nil
 }
 
 func dropStatements(ctx context.Context, conn *sql.Conn, query, database, schema string) ([]string, error) {
@@ -299,8 +299,9 @@ var definer = regexp.MustCompile("DEFINER=`(?:[^`]|``)*`(?:@`(?:[^`]|``)*`)?")
 
 // rowsPrefix starts the statements of row data, which are copied as they are: a row may hold
 // any text, a definer clause included, and rewriting it would change the tenant's data. Such a
-// statement runs to the first line that ends in ';': mariadb-dump puts one row per line or all
-// on one, and escapes every line break inside a value, so no line of a value ends the statement.
+// statement runs to the first ';' outside quotes that ends a line: mariadb-dump escapes every
+// line break inside a value, but not inside a backquoted table name, which may hold ";" and a
+// line break of the tenant's choosing.
 const rowsPrefix = "INSERT INTO "
 
 // rewriteDefiners copies a mariadb-dump script from r to w with every DEFINER clause outside
@@ -309,18 +310,23 @@ const rowsPrefix = "INSERT INTO "
 func rewriteDefiners(w io.Writer, r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriterSize(w, 64<<10)
-	inRows := false
+	var rows *sqlScanner
 	for {
 		head, err := br.Peek(len(rowsPrefix))
 		if len(head) == 0 && errors.Is(err, io.EOF) {
 			return bw.Flush()
 		}
-		if inRows || string(head) == rowsPrefix {
-			last, err := copyLine(bw, br)
+		if rows == nil && string(head) == rowsPrefix {
+			rows = &sqlScanner{}
+		}
+		if rows != nil {
+			ended, err := copyLine(bw, br, rows)
 			if err != nil {
 				return err
 			}
-			inRows = last != ';'
+			if ended {
+				rows = nil
+			}
 			continue
 		}
 		line, err := br.ReadBytes('\n')
@@ -336,22 +342,59 @@ func rewriteDefiners(w io.Writer, r io.Reader) error {
 	}
 }
 
-// copyLine copies one line, however long, without holding it whole, and returns its last byte
-// other than white space.
-func copyLine(w io.Writer, br *bufio.Reader) (last byte, err error) {
+// sqlScanner follows the quoting of one SQL statement, byte by byte, across lines: whether a
+// ';' ends it.
+type sqlScanner struct {
+	quote   byte // 0, '\'' or '`'
+	escaped bool // the byte before was a backslash inside a string
+	// last is the last byte outside quotes other than white space, and lastOut whether the
+	// line's last byte other than white space was outside quotes.
+	last    byte
+	lastOut bool
+}
+
+func (s *sqlScanner) scan(b []byte) {
+	for _, c := range b {
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case s.quote == '\'':
+			switch c {
+			case '\\':
+				s.escaped = true
+			case '\'':
+				s.quote = 0 // '' inside a string reopens it on the next byte
+			}
+		case s.quote == '`':
+			if c == '`' {
+				s.quote = 0 // `` inside a name reopens it on the next byte
+			}
+		case c == '\'' || c == '`':
+			s.quote = c
+		}
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			s.lastOut = s.quote == 0 && c != '\'' && c != '`'
+			if s.lastOut {
+				s.last = c
+			}
+		}
+	}
+}
+
+// copyLine copies one line of a row statement, however long, without holding it whole, and
+// reports whether the statement ends with it.
+func copyLine(w io.Writer, br *bufio.Reader, s *sqlScanner) (ended bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if _, werr := w.Write(chunk); werr != nil {
-			return 0, werr
+			return false, werr
 		}
-		if trimmed := bytes.TrimRight(chunk, " \t\r\n"); len(trimmed) > 0 {
-			last = trimmed[len(trimmed)-1]
-		}
+		s.scan(chunk)
 		switch {
 		case err == nil, errors.Is(err, io.EOF):
-			return last, nil
+			return s.quote == 0 && s.lastOut && s.last == ';', nil
 		case !errors.Is(err, bufio.ErrBufferFull):
-			return 0, err
+			return false, err
 		}
 	}
 }

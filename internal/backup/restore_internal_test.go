@@ -76,6 +76,14 @@ func TestRewriteDefiners(t *testing.T) {
 			"INSERT INTO `customers` VALUES\n(1,'DEFINER=`a`@`%`;'),\n(3,'DEFINER=`root`@`%` in a row');\nCREATE DEFINER=`a`@`%` VIEW v\n",
 			"INSERT INTO `customers` VALUES\n(1,'DEFINER=`a`@`%`;'),\n(3,'DEFINER=`root`@`%` in a row');\nCREATE DEFINER=CURRENT_USER VIEW v\n",
 		},
+		"a table whose name holds a ';' and a line break keeps its rows as they are": {
+			"INSERT INTO `q;\nr` VALUES (1,'DEFINER=`root`@`%`');\nCREATE DEFINER=`a`@`%` VIEW v\n",
+			"INSERT INTO `q;\nr` VALUES (1,'DEFINER=`root`@`%`');\nCREATE DEFINER=CURRENT_USER VIEW v\n",
+		},
+		"quotes doubled and escaped inside values are followed to the statement's end": {
+			"INSERT INTO `t` VALUES (1,'it''s `odd`'),\n(2,'a \\' quote;'),\n(3,'DEFINER=`root`@`%`');\nCREATE DEFINER=`a`@`%` VIEW v\n",
+			"INSERT INTO `t` VALUES (1,'it''s `odd`'),\n(2,'a \\' quote;'),\n(3,'DEFINER=`root`@`%`');\nCREATE DEFINER=CURRENT_USER VIEW v\n",
+		},
 		"rows longer than any buffer are copied whole": {long, long},
 		"a last line without a newline is kept": {
 			"SET x = 1;\nCREATE DEFINER=`a`@`%` VIEW v",

@@ -187,3 +187,21 @@ func TestPostgresRestoreThatFailsHalfWayChangesNothing(t *testing.T) {
 	g.Expect(err).To(MatchError(And(ContainSubstring("database app"), ContainSubstring("psql"), ContainSubstring(`schema "reports" already exists`))))
 	g.Expect(tn.contents(t)).To(Equal(before))
 }
+
+// A MariaDB restore empties the database and loads the dump in one session of the client: a
+// client that cannot run (here, one that exits at once, as one refused a login at its connection
+// limit does) leaves every table and row where it was.
+func TestMariaDBRestoreWhoseClientCannotRunChangesNothing(t *testing.T) {
+	g := NewWithT(t)
+	tools := clientTools(t)
+	tn := newTenant(t, database.MySQL)
+	tn.exec(t, schema[database.MySQL]...)
+	st := newStore(t)
+	plan, _ := backupOf(t, st, tools, tn)
+	tn.exec(t, changes...)
+	before := tn.contents(t)
+
+	tools.MySQL = "/bin/false"
+	g.Expect(backup.Restore(testContext(t), st.Store, tools, restorePlan(plan.Location, tn.target()))).NotTo(Succeed())
+	g.Expect(tn.contents(t)).To(Equal(before))
+}
