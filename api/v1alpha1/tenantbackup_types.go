@@ -19,6 +19,12 @@ const (
 	BackupFailed BackupPhase = "Failed"
 )
 
+// AcceptCopyFromAnnotation on a Tenant names the UID of another tenant whose backups may be
+// restored into it (a TenantRestore naming it in spec.tenant). A copy runs the other tenant's
+// code (its functions, checks, views, triggers) as this tenant's logins: it is accepted only from
+// a tenant of the same customer, and only by someone who may edit Tenants.
+const AcceptCopyFromAnnotation = "tenancy.landlord.dev/accept-copy-from"
+
 // Backup and restore reasons.
 const (
 	// ReasonBackupsNotConfigured: the operator has no backup store (backups.objects).
@@ -39,6 +45,8 @@ const (
 	// ReasonBackupMismatch: the backup cannot be restored into the tenant: another engine, another
 	// major server version, or a database the backup does not hold.
 	ReasonBackupMismatch = "BackupMismatch"
+	// ReasonRestoreWaiting: another restore into the same tenant runs; this one starts after it.
+	ReasonRestoreWaiting = "RestoreWaiting"
 )
 
 // TenantBackupSpec names the tenant whose databases are backed up.

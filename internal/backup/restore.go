@@ -47,7 +47,7 @@ func Restore(ctx context.Context, s *Store, tools Tools, plan Plan) error {
 	defer work.remove()
 	files := make([]string, len(entries))
 	for i, e := range entries {
-		if files[i], err = s.download(ctx, work, plan.Location, e); err != nil {
+		if files[i], err = s.download(ctx, work, plan.Location, e, plan.Clone); err != nil {
 			return fmt.Errorf("database %s: %w", e.Name, err)
 		}
 	}
@@ -57,7 +57,7 @@ func Restore(ctx context.Context, s *Store, tools Tools, plan Plan) error {
 		if db.Target.Engine == database.Postgres {
 			err = restorePostgres(ctx, tools, work, db.Target, files[i], plan.Clone)
 		} else {
-			err = restoreMySQL(ctx, tools, work, db.Target, files[i])
+			err = restoreMySQL(ctx, tools, work, db.Target, files[i], plan.Clone)
 		}
 		if err != nil {
 			return fmt.Errorf("database %s: restoring into %s: %w", db.Name, db.Target.Database, err)
@@ -117,7 +117,7 @@ func (t Tools) restorers(engine database.Engine) error {
 // download decrypts a dump into a file of work and checks it against the manifest. A MySQL
 // dump's definers are rewritten on the way (rewriteDefiners), so that nothing can fail between
 // emptying a database and running the script into it but the script itself.
-func (s *Store) download(ctx context.Context, work workDir, location string, e DumpEntry) (string, error) {
+func (s *Store) download(ctx context.Context, work workDir, location string, e DumpEntry, clone bool) (string, error) {
 	key := location + e.Object
 	r, err := s.bucket.NewReader(ctx, key, nil)
 	if err != nil {
@@ -137,7 +137,7 @@ func (s *Store) download(ctx context.Context, work workDir, location string, e D
 	// One byte past the recorded size is enough to tell that the object holds more.
 	checked := io.TeeReader(io.LimitReader(plain, e.Size+1), sum)
 	if e.Engine == database.MySQL {
-		err = rewriteDefiners(f, checked)
+		err = rewriteDefiners(f, checked, clone)
 	} else {
 		_, err = io.Copy(f, checked)
 	}
@@ -221,7 +221,7 @@ func restorePostgres(ctx context.Context, tools Tools, work workDir, t Target, f
 // session of MariaDB's client: a client that cannot log in (the login at its connection limit, a
 // network that dropped) changes nothing. MySQL has no transactional DDL: a load that fails
 // half-way leaves the database half-restored, and a second restore starts over.
-func restoreMySQL(ctx context.Context, tools Tools, work workDir, t Target, file string) error {
+func restoreMySQL(ctx context.Context, tools Tools, work workDir, t Target, file string, clone bool) error {
 	args, env, err := work.mysqlArgs(t)
 	if err != nil {
 		return err
@@ -236,7 +236,44 @@ func restoreMySQL(ctx context.Context, tools Tools, work workDir, t Target, file
 	if err != nil {
 		return err
 	}
-	return client.run(ctx, io.MultiReader(strings.NewReader(drops), f), nil)
+	if err := client.run(ctx, io.MultiReader(strings.NewReader(drops), f), nil); err != nil || !clone {
+		return err
+	}
+	// The script made the copy's events disabled (disableEvent); one it did not recognise is
+	// disabled here.
+	return disableEvents(ctx, t)
+}
+
+// disableEvents disables every event of the target's database, as its login.
+func disableEvents(ctx context.Context, t Target) error {
+	db, err := connect(t)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ? AND STATUS <> 'DISABLED'", t.Database)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return err
+		}
+		names = append(names, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, err := db.ExecContext(ctx, "ALTER EVENT "+quoteMySQL(t.Database)+"."+quoteMySQL(n)+" DISABLE"); err != nil {
+			return fmt.Errorf("disabling event %s: %w", n, err)
+		}
+	}
+	return nil
 }
 
 // emptyingMySQL is the script that drops every table, view, sequence, routine and event of the
@@ -306,8 +343,10 @@ const rowsPrefix = "INSERT INTO "
 
 // rewriteDefiners copies a mariadb-dump script from r to w with every DEFINER clause outside
 // row data made DEFINER=CURRENT_USER: views, triggers, routines and events then run as the
-// login that restores them, which may not create objects on another login's behalf anyway.
-func rewriteDefiners(w io.Writer, r io.Reader) error {
+// login that restores them, which may not create objects on another login's behalf anyway. For
+// a clone, events are made DISABLE: the server would otherwise run the source's code as the
+// clone's login on its own schedule; the clone's tenant enables them once it has looked.
+func rewriteDefiners(w io.Writer, r io.Reader, clone bool) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var rows *sqlScanner
@@ -336,10 +375,23 @@ func rewriteDefiners(w io.Writer, r io.Reader) error {
 		if bytes.Contains(line, []byte("DEFINER=")) {
 			line = definer.ReplaceAll(line, []byte("DEFINER=CURRENT_USER"))
 		}
+		if clone {
+			line = disableEvent(line)
+		}
 		if _, err := bw.Write(line); err != nil {
 			return err
 		}
 	}
+}
+
+// eventHead is how mariadb-dump starts an event's definition, on one line: /*!50106 EVENT
+// `name` ON SCHEDULE ... ON COMPLETION [NOT] PRESERVE ENABLE [COMMENT '...'] DO ...; the name is
+// matched whole, so one that spells the rest is no match for it.
+var eventHead = regexp.MustCompile("^(/\\*!50106 CREATE\\*/ (?:/\\*!50117 DEFINER=[^*]*\\*/ )?/\\*!50106 EVENT `(?:[^`]|``)*` ON SCHEDULE [^`]*? ON COMPLETION (?:NOT )?PRESERVE )(?:ENABLE|DISABLE ON SLAVE)( )")
+
+// disableEvent makes an event's definition DISABLE, leaving any other line as it is.
+func disableEvent(line []byte) []byte {
+	return eventHead.ReplaceAll(line, []byte("${1}DISABLE${2}"))
 }
 
 // sqlScanner follows the quoting of one SQL statement, byte by byte, across lines: whether a

@@ -94,7 +94,7 @@ func TestRewriteDefiners(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			var out bytes.Buffer
-			g.Expect(rewriteDefiners(&out, strings.NewReader(tc.in))).To(Succeed())
+			g.Expect(rewriteDefiners(&out, strings.NewReader(tc.in), false)).To(Succeed())
 			g.Expect(out.String()).To(Equal(tc.want))
 		})
 	}
@@ -135,6 +135,37 @@ func TestPlanCheck(t *testing.T) {
 				return
 			}
 			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
+		})
+	}
+}
+
+func TestACopysEventsAreMadeDisabled(t *testing.T) {
+	for name, tc := range map[string]struct{ in, want string }{
+		"an event enabled is made disabled": {
+			"/*!50106 CREATE*/ /*!50117 DEFINER=CURRENT_USER*/ /*!50106 EVENT `tidy` ON SCHEDULE EVERY 1 DAY STARTS '2026-11-27 03:00:00' ON COMPLETION NOT PRESERVE ENABLE DO DELETE FROM orders */ ;;\n",
+			"/*!50106 CREATE*/ /*!50117 DEFINER=CURRENT_USER*/ /*!50106 EVENT `tidy` ON SCHEDULE EVERY 1 DAY STARTS '2026-11-27 03:00:00' ON COMPLETION NOT PRESERVE DISABLE DO DELETE FROM orders */ ;;\n",
+		},
+		"one with a comment": {
+			"/*!50106 CREATE*/ /*!50117 DEFINER=CURRENT_USER*/ /*!50106 EVENT `tidy` ON SCHEDULE EVERY 1 DAY STARTS '2026-11-27 03:00:00' ON COMPLETION PRESERVE ENABLE COMMENT 'nightly' DO DELETE FROM orders */ ;;\n",
+			"/*!50106 CREATE*/ /*!50117 DEFINER=CURRENT_USER*/ /*!50106 EVENT `tidy` ON SCHEDULE EVERY 1 DAY STARTS '2026-11-27 03:00:00' ON COMPLETION PRESERVE DISABLE COMMENT 'nightly' DO DELETE FROM orders */ ;;\n",
+		},
+		"one whose name spells the rest keeps its name, and is disabled": {
+			"/*!50106 CREATE*/ /*!50117 DEFINER=CURRENT_USER*/ /*!50106 EVENT `x ON SCHEDULE EVERY 1 DAY ON COMPLETION NOT PRESERVE ENABLE DO ` ON SCHEDULE EVERY 1 SECOND ON COMPLETION NOT PRESERVE ENABLE DO SET @a = 1 */ ;;\n",
+			"/*!50106 CREATE*/ /*!50117 DEFINER=CURRENT_USER*/ /*!50106 EVENT `x ON SCHEDULE EVERY 1 DAY ON COMPLETION NOT PRESERVE ENABLE DO ` ON SCHEDULE EVERY 1 SECOND ON COMPLETION NOT PRESERVE DISABLE DO SET @a = 1 */ ;;\n",
+		},
+		"a line that is no event stays as it is": {
+			"INSERT INTO `t` VALUES ('ON COMPLETION NOT PRESERVE ENABLE DO');\n",
+			"INSERT INTO `t` VALUES ('ON COMPLETION NOT PRESERVE ENABLE DO');\n",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := rewriteDefiners(&out, strings.NewReader(tc.in), true); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", out.String(), tc.want)
+			}
 		})
 	}
 }

@@ -91,6 +91,10 @@ func TestCloneIntoAnotherAccountBelongsToThatAccountAlone(t *testing.T) {
 					clone.acct.Database, clone.acct.Database, clone.acct.Database, clone.acct.Database)
 				g.Expect(definers).To(HaveLen(4), "a view, a trigger, a routine and an event")
 				g.Expect(definers).To(HaveEach(`"` + clone.acct.Username + `@%"`))
+				// An event would run the source's code as the clone's login on the server's own
+				// schedule: a copy's events are made disabled, for the clone's tenant to enable.
+				g.Expect(clone.strings(t, "SELECT STATUS FROM information_schema.EVENTS WHERE EVENT_SCHEMA = ?", clone.acct.Database)).
+					To(Equal([]string{`"DISABLED"`}))
 			}
 			g.Expect(dbtest.CanConnect(testContext(t), source.inst.Server, source.acct.Username, source.acct.Password, clone.acct.Database)).
 				NotTo(Succeed(), "the source's login reaches the clone")

@@ -202,6 +202,16 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 			"CREATE TABLE notes (id INT PRIMARY KEY, body VARCHAR(64))",
 			"INSERT INTO notes VALUES (1, 'kept'), (2, 'edited later')")
 	}
+	// A hostile tenant's trap: a check whose function, run as any other login (a copy restored
+	// into another tenant runs the data's checks as that tenant's login), sets that login's
+	// password to one the hostile tenant knows.
+	own := account(credentials(NewWithT(t), "bk-acme", "app")).Username
+	execAs(NewWithT(t), "bk-acme", "app",
+		`CREATE FUNCTION take_login() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN
+			IF current_user <> '`+own+`' THEN EXECUTE format('ALTER ROLE %I PASSWORD %L', current_user, 'known-to-acme'); END IF;
+			RETURN true; END $$`,
+		"CREATE TABLE trap (i int CHECK (take_login()))",
+		"INSERT INTO trap VALUES (1)")
 
 	t.Run("a backup runs as a Job whose plan only it reads, and succeeds once its manifest is in the store", func(t *testing.T) {
 		g := NewWithT(t)
@@ -258,20 +268,110 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		}
 	})
 
-	t.Run("a restore into another tenant copies the data under that tenant's own logins", func(t *testing.T) {
+	t.Run("a restore made again under the same name takes a safety backup of its own time, or waits", func(t *testing.T) {
+		g := NewWithT(t)
+		rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-back"}}
+		g.Expect(k8s.Delete(ctx, rs)).To(Succeed())
+		g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)) }).WithTimeout(timeout).Should(BeTrue())
+		rs = &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-back"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-1"}}
+		g.Expect(k8s.Create(ctx, rs)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
+			stalled := meta.FindStatusCondition(rs.Status.Conditions, tenancyv1alpha1.StalledCondition)
+			g.Expect(stalled).NotTo(BeNil())
+			g.Expect(stalled.Message).To(ContainSubstring("is not this restore's safety backup"))
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(rs.Status.Job).To(BeEmpty(), "the earlier restore's safety backup stands for nothing of now")
+	})
+
+	t.Run("a copy goes only into a tenant that accepts copies of the tenant backed up", func(t *testing.T) {
 		g := NewWithT(t)
 		createTenant(suite, newTenant("bk-staging", withDatabases))
 		rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-copy"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-1", Tenant: "bk-staging"}}
 		g.Expect(k8s.Create(ctx, rs)).To(Succeed())
-		t.Cleanup(func() { _ = k8s.Delete(ctx, rs) })
-		rs = waitRestore(t, rs.Name, tenancyv1alpha1.BackupRunning)
-		g.Expect(rs.Status.SafetyBackup).To(BeEmpty(), "a copy replaces nothing of the tenant backed up")
+		suite.Cleanup(func() {
+			_ = k8s.Delete(ctx, rs)
+			deleteBackup(suite, tenantbackup.SafetyBackupName(rs.Name))
+		})
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
+			stalled := meta.FindStatusCondition(rs.Status.Conditions, tenancyv1alpha1.StalledCondition)
+			g.Expect(stalled).NotTo(BeNil())
+			g.Expect(stalled.Reason).To(Equal(tenancyv1alpha1.ReasonBackupRefused))
+			g.Expect(stalled.Message).To(ContainSubstring("does not accept copies of tenant bk-acme"))
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(rs.Status.Job).To(BeEmpty())
+		g.Expect(rs.Status.SafetyBackup).To(BeEmpty())
+	})
+
+	t.Run("a copy replaces the accepting tenant's data after a safety backup, under its own logins, which the copy's code cannot take", func(t *testing.T) {
+		g := NewWithT(t)
+		source := &tenancyv1alpha1.TenantBackup{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "bk-acme-1"}, source)).To(Succeed())
+		staging := &tenancyv1alpha1.Tenant{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "bk-staging"}, staging)).To(Succeed())
+		orig := staging.DeepCopy()
+		staging.Annotations = map[string]string{tenancyv1alpha1.AcceptCopyFromAnnotation: source.Status.TenantUID}
+		g.Expect(k8s.Patch(ctx, staging, client.MergeFrom(orig))).To(Succeed())
+
+		safety := waitBackup(t, tenantbackup.SafetyBackupName("bk-acme-copy"), tenancyv1alpha1.BackupRunning)
+		g.Expect(safety.Spec.Tenant).To(Equal("bk-staging"))
+		runJob(t, safety.Status.Job)
+		waitBackup(t, safety.Name, tenancyv1alpha1.BackupSucceeded)
+		rs := waitRestore(t, "bk-acme-copy", tenancyv1alpha1.BackupRunning)
 		runJob(t, rs.Status.Job)
 		waitRestore(t, rs.Name, tenancyv1alpha1.BackupSucceeded)
 		for _, db := range []string{"app", "legacy"} {
 			g.Expect(rows(g, "bk-staging", db)).To(Equal([]string{"kept", "edited later"}), db)
 			g.Expect(account(credentials(g, "bk-staging", db)).Username).NotTo(Equal(account(credentials(g, "bk-acme", db)).Username))
 		}
+		// The trap ran as the copy's login during the load; the login's password is Landlord's
+		// again once the restore is done.
+		g.Expect(dbtest.CanUse(ctx, pg.Server, account(credentials(g, "bk-staging", "app")))).To(Succeed())
+	})
+
+	t.Run("deleting a backup whose Job runs stops the Job before the store is cleaned", func(t *testing.T) {
+		g := NewWithT(t)
+		createBackup(t, suite, "bk-acme-dropped", "bk-acme")
+		b := waitBackup(t, "bk-acme-dropped", tenancyv1alpha1.BackupRunning)
+		secret := &corev1.Secret{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.Backups.Namespace, Name: b.Status.Job}, secret)).To(Succeed())
+		var plan backup.Plan
+		g.Expect(json.Unmarshal(secret.Data[tenantbackup.PlanKey], &plan)).To(Succeed())
+		deleteBackup(t, b.Name)
+		// The container runs as long as its pod does: if the pod outlived the backup, it writes.
+		pods := &corev1.PodList{}
+		g.Expect(k8s.List(ctx, pods, client.InNamespace(opConfig.Backups.Namespace), client.MatchingLabels{batchv1.JobNameLabel: b.Status.Job})).To(Succeed())
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp.IsZero() {
+				var log bytes.Buffer
+				g.Expect(backup.RunJob(ctx, plan, backup.FindTools(), &log)).To(Succeed(), log.String())
+			}
+		}
+		_, err := backupStore.Manifest(ctx, b.Status.Location)
+		g.Expect(err).To(MatchError(backup.ErrNoManifest), "a pod outlived its backup and wrote it to the store")
+	})
+
+	t.Run("a restore into a tenant that does not exist yet starts once it does", func(t *testing.T) {
+		g := NewWithT(t)
+		rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-later"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-1", Tenant: "bk-later"}}
+		g.Expect(k8s.Create(ctx, rs)).To(Succeed())
+		suite.Cleanup(func() {
+			_ = k8s.Delete(ctx, rs)
+			deleteBackup(suite, tenantbackup.SafetyBackupName(rs.Name))
+		})
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
+			stalled := meta.FindStatusCondition(rs.Status.Conditions, tenancyv1alpha1.StalledCondition)
+			g.Expect(stalled).NotTo(BeNil())
+			g.Expect(stalled.Reason).To(Equal(tenancyv1alpha1.ReasonTenantNotFound))
+		}).WithTimeout(timeout).Should(Succeed())
+		source := &tenancyv1alpha1.TenantBackup{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "bk-acme-1"}, source)).To(Succeed())
+		createTenant(suite, newTenant("bk-later", withDatabases, func(t *tenancyv1alpha1.Tenant) {
+			t.Annotations = map[string]string{tenancyv1alpha1.AcceptCopyFromAnnotation: source.Status.TenantUID}
+		}))
+		waitBackup(t, tenantbackup.SafetyBackupName(rs.Name), tenancyv1alpha1.BackupRunning)
 	})
 
 	t.Run("a Job that fails leaves a failed backup and nothing of it in the store", func(t *testing.T) {

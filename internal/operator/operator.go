@@ -419,7 +419,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		return nil, err
 	}
 	if backups {
-		if err := backupControllers(mgr, &cfg, tenants.Secrets, cmp.Or[clock.WithTicker](opts.Clock, clock.RealClock{})); err != nil {
+		if err := backupControllers(mgr, &cfg, tenants.Secrets, conns, cmp.Or[clock.WithTicker](opts.Clock, clock.RealClock{})); err != nil {
 			return nil, err
 		}
 	}
@@ -484,6 +484,18 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 	return sync, policies, nil
 }
 
+// logins converges tenant logins through the administrator connections the tenant controller
+// uses.
+type logins struct{ conns *database.Connections }
+
+func (l logins) Ensure(ctx context.Context, server string, acct database.Account) error {
+	p, err := l.conns.Provisioner(ctx, server)
+	if err != nil {
+		return err
+	}
+	return p.Ensure(ctx, acct)
+}
+
 // served reports whether the API server serves every one of Landlord's kinds named.
 func served(mapper meta.RESTMapper, kinds ...string) (bool, error) {
 	for _, kind := range kinds {
@@ -500,7 +512,7 @@ func served(mapper meta.RESTMapper, kinds ...string) (bool, error) {
 
 // backupControllers registers the TenantBackup and TenantRestore controllers, with the backup
 // store when one is configured (without one, each backup and restore waits, saying so).
-func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.TenantSecrets, clk clock.WithTicker) error {
+func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.TenantSecrets, conns *database.Connections, clk clock.WithTicker) error {
 	if err := indexes.AddBackups(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -519,11 +531,12 @@ func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.T
 		store = s
 	}
 	recorder := mgr.GetEventRecorder("landlord")
-	backups := &tenantbackup.BackupReconciler{Client: mgr.GetClient(), Config: cfg, Recorder: recorder, Secrets: secrets, Store: store}
+	backups := &tenantbackup.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg, Recorder: recorder, Secrets: secrets, Store: store}
 	if err := backups.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up tenant backup controller: %w", err)
 	}
-	restores := &tenantbackup.RestoreReconciler{Client: mgr.GetClient(), Config: cfg, Recorder: recorder, Secrets: secrets, Store: store}
+	restores := &tenantbackup.RestoreReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg, Recorder: recorder,
+		Secrets: secrets, Store: store, Logins: logins{conns}}
 	if err := restores.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up tenant restore controller: %w", err)
 	}

@@ -48,7 +48,8 @@ const (
 	// change to a tenant wakes only the backups waiting for it.
 	PendingBackupTenant = "spec.tenant,pending"
 	// OpenRestoreBackup indexes the TenantRestores not ended yet by the backups they wait for
-	// (spec.backup, and status.safetyBackup once taken).
+	// (spec.backup, and status.safetyBackup once taken), by the tenant they name
+	// (RestoreTenantKey), and by the UID of the tenant they write into (RestoreTenantUIDKey).
 	OpenRestoreBackup = "spec.backup,open"
 )
 
@@ -239,8 +240,21 @@ func openRestoreBackup(obj client.Object) []string {
 	if r.Status.SafetyBackup != "" {
 		keys = append(keys, r.Status.SafetyBackup)
 	}
+	if r.Spec.Tenant != "" {
+		keys = append(keys, RestoreTenantKey(r.Spec.Tenant))
+	}
+	if r.Status.TenantUID != "" {
+		keys = append(keys, RestoreTenantUIDKey(r.Status.TenantUID))
+	}
 	return keys
 }
+
+// RestoreTenantKey is the OpenRestoreBackup key of the restores naming a tenant; no backup's
+// name holds a '/'.
+func RestoreTenantKey(tenant string) string { return "tenant/" + tenant }
+
+// RestoreTenantUIDKey is the OpenRestoreBackup key of the restores writing into a tenant.
+func RestoreTenantUIDKey(uid string) string { return "tenant-uid/" + uid }
 
 func pendingClaimPool(obj client.Object) []string {
 	c, ok := obj.(*tenancyv1alpha1.TenantClaim)

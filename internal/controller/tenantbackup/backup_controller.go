@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -52,7 +53,9 @@ type Store interface {
 
 // BackupReconciler runs TenantBackups.
 type BackupReconciler struct {
-	Client   client.Client
+	Client client.Client
+	// APIReader confirms what the cache says is gone.
+	APIReader client.Reader
 	Config   *config.Config
 	Recorder events.EventRecorder
 	// Secrets holds the tenants' database credentials; the Job logs in with the tenant's own.
@@ -99,7 +102,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !b.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.forget(ctx, b)
+		return r.forget(ctx, b)
 	}
 	if !controllerutil.ContainsFinalizer(b, Finalizer) {
 		orig := b.DeepCopy()
@@ -129,8 +132,10 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	case err != nil:
 		conds.Reconciling(tenancyv1alpha1.ReasonStoreUnavailable, err.Error())
 	}
-	if werr := writes.PatchStatus(ctx, r.Client, b, &b.Status, next); werr != nil {
-		return ctrl.Result{}, werr
+	// Optimistic: a reconcile working from a copy older than the one that started the Job must
+	// not write Pending over Running.
+	if werr := writes.PatchStatus(ctx, r.Client, b, &b.Status, next, client.MergeFromWithOptimisticLock{}); werr != nil {
+		return writes.RetryConflict(werr)
 	}
 	return ctrl.Result{}, err
 }
@@ -156,6 +161,19 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 		Operation: backup.OpBackup, Objects: r.Config.Backups.Objects, Key: r.Config.Backups.Key,
 		Location: Location(t.UID, b.UID), Tenant: t.Name, TenantUID: string(t.UID), Backup: b.Name,
 		Databases: dbs, MaxBytes: r.Config.Backups.MaxDumpSize.Value(),
+	}
+	if b.Status.Location == "" {
+		// Where the Job writes is recorded before there is a Job: a backup deleted with its
+		// status write after the Job lost would leave what the Job wrote in the store, unknown.
+		recorded := *next
+		recorded.TenantUID, recorded.Location = string(t.UID), plan.Location
+		if err := writes.PatchStatus(ctx, r.Client, b, &b.Status, recorded, client.MergeFromWithOptimisticLock{}); err != nil {
+			return err
+		}
+		*next = *b.Status.DeepCopy()
+	}
+	if b.Status.TenantUID != string(t.UID) {
+		return refuse(tenancyv1alpha1.ReasonBackupRefused, "tenant %s was deleted and created again since this backup was asked for", t.Name)
 	}
 	owner := *metav1.NewControllerRef(b, tenancyv1alpha1.GroupVersion.WithKind("TenantBackup"))
 	if err := r.createJob(ctx, name, plan, owner); err != nil {
@@ -184,12 +202,28 @@ func createJob(ctx context.Context, c client.Client, cfg config.Backups, name st
 	if err != nil {
 		return err
 	}
-	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating Secret %s/%s: %w", s.Namespace, s.Name, err)
+	if err := createOwned(ctx, c, s, &corev1.Secret{}, owner); err != nil {
+		return err
 	}
-	j := job(cfg, name, plan.Operation, owner)
-	if err := c.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating Job %s/%s: %w", j.Namespace, j.Name, err)
+	return createOwned(ctx, c, job(cfg, name, plan.Operation, owner), &batchv1.Job{}, owner)
+}
+
+// createOwned creates obj, or finds it made before by the same owner; one of that name that is
+// someone else's is an error, never used.
+func createOwned(ctx context.Context, c client.Client, obj, existing client.Object, owner metav1.OwnerReference) error {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	err := c.Create(ctx, obj)
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
+		}
+		return nil
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		return err
+	}
+	if ref := metav1.GetControllerOf(existing); ref == nil || ref.UID != owner.UID {
+		return refuse(tenancyv1alpha1.ReasonBackupRefused, "%s %s/%s exists and is not this %s's", kind, obj.GetNamespace(), obj.GetName(), owner.Kind)
 	}
 	return nil
 }
@@ -197,7 +231,7 @@ func createJob(ctx context.Context, c client.Client, cfg config.Backups, name st
 // watch follows the Job: a backup succeeded when its Job did and its manifest, written last,
 // is in the store and holds what was asked for.
 func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantBackup, next *tenancyv1alpha1.TenantBackupStatus) error {
-	done, failed, msg, err := jobEnded(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job)
+	done, failed, msg, err := jobEnded(ctx, r.Client, r.APIReader, r.Config.Backups.Namespace, b.Status.Job)
 	if err != nil || !done {
 		return err
 	}
@@ -262,12 +296,17 @@ func holdsAsked(m *backup.Manifest, names []string) bool {
 
 // jobEnded reads the Job from the cache: done, and whether it failed and why. A Job deleted
 // before it ended failed.
-func jobEnded(ctx context.Context, c client.Reader, namespace, name string) (done, failed bool, msg string, err error) {
+func jobEnded(ctx context.Context, c, api client.Reader, namespace, name string) (done, failed bool, msg string, err error) {
 	j := &batchv1.Job{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, j); err != nil {
+	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, j)
+	if apierrors.IsNotFound(err) {
+		// The cache may not have seen a Job just made: the API server says whether it is gone.
+		err = api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, j)
 		if apierrors.IsNotFound(err) {
 			return true, true, fmt.Sprintf("Job %s/%s was deleted before it ended", namespace, name), nil
 		}
+	}
+	if err != nil {
 		return false, false, "", err
 	}
 	done, failed, msg = jobOutcome(j)
@@ -292,34 +331,39 @@ func deletePlan(ctx context.Context, c client.Client, namespace, name string, ow
 	return err
 }
 
-// forget deletes the backup from the store, once no Job of it can write any more, and lets the
-// TenantBackup go.
-func (r *BackupReconciler) forget(ctx context.Context, b *tenancyv1alpha1.TenantBackup) error {
+// forget deletes the backup from the store once no Job of it can write any more (its Job and
+// the Job's pods gone), and lets the TenantBackup go.
+func (r *BackupReconciler) forget(ctx context.Context, b *tenancyv1alpha1.TenantBackup) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(b, Finalizer) {
-		return nil
+		return ctrl.Result{}, nil
+	}
+	j := &batchv1.Job{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Config.Backups.Namespace, Name: JobName(backup.OpBackup, b.UID)}, j)
+	switch {
+	case err == nil:
+		if j.DeletionTimestamp.IsZero() {
+			// Foreground: the Job stays until its pods are gone, and this waits for the Job.
+			if err := r.Client.Delete(ctx, j, client.Preconditions{UID: &j.UID}, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	case !apierrors.IsNotFound(err):
+		return ctrl.Result{}, err
 	}
 	if b.Status.Location != "" {
-		if b.Status.Phase == tenancyv1alpha1.BackupRunning {
-			j := &batchv1.Job{}
-			err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Config.Backups.Namespace, Name: b.Status.Job}, j)
-			if err == nil {
-				// Its pod could still write after the objects are deleted: stop it first.
-				if _, err := writes.DeleteIfControlled(ctx, r.Client, j, b); err != nil {
-					return err
-				}
-			}
-			if client.IgnoreNotFound(err) != nil {
-				return err
-			}
+		if b.Status.Location != Location(types.UID(b.Status.TenantUID), b.UID) {
+			// Never another backup's objects, whatever the status says.
+			return ctrl.Result{}, fmt.Errorf("status.location %q is not this backup's", b.Status.Location)
 		}
 		if r.Store == nil {
-			return errors.New("the operator has no backup store to delete the backup from")
+			return ctrl.Result{}, errors.New("the operator has no backup store to delete the backup from")
 		}
 		if err := r.Store.Delete(ctx, b.Status.Location); err != nil {
-			return fmt.Errorf("deleting the backup from the store: %w", err)
+			return ctrl.Result{}, fmt.Errorf("deleting the backup from the store: %w", err)
 		}
 	}
 	orig := b.DeepCopy()
 	controllerutil.RemoveFinalizer(b, Finalizer)
-	return client.IgnoreNotFound(r.Client.Patch(ctx, b, client.MergeFrom(orig)))
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Patch(ctx, b, client.MergeFrom(orig)))
 }

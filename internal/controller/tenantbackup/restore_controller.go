@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,19 +26,36 @@ import (
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
+	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/secret"
 )
 
-// SafetyBackupLabel on a TenantBackup names the TenantRestore it was taken for.
-const SafetyBackupLabel = "tenancy.landlord.dev/restore"
+// SafetyBackupLabel on a TenantBackup names the TenantRestore it was taken for, and
+// SafetyBackupUIDLabel that restore's UID: a restore deleted and made again under the same name
+// is another restore, whose data to keep is that of its own time.
+const (
+	SafetyBackupLabel    = "tenancy.landlord.dev/restore"
+	SafetyBackupUIDLabel = "tenancy.landlord.dev/restore-uid"
+)
+
+// Logins converges a tenant's database logins as the tenant controller does, as the server's
+// administrator: after a restore, whatever the restored data's code did to the login (its
+// password, its settings) is undone.
+type Logins interface {
+	Ensure(ctx context.Context, server string, acct database.Account) error
+}
 
 // SafetyBackupName is the TenantBackup a restore into the backup's own tenant takes first.
 func SafetyBackupName(restore string) string { return restore + "-safety" }
 
 // RestoreReconciler runs TenantRestores.
 type RestoreReconciler struct {
-	Client   client.Client
-	Config   *config.Config
+	Client client.Client
+	// APIReader confirms what the cache says is gone.
+	APIReader client.Reader
+	Config    *config.Config
+	// Logins converges the logins written into once a restore has run.
+	Logins Logins
 	Recorder events.EventRecorder
 	Secrets  secret.TenantSecrets
 	// Store is nil when no backup store is configured.
@@ -52,12 +70,22 @@ func (r *RestoreReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&tenancyv1alpha1.TenantRestore{}, builder.WithPredicates(changed())).
 		Owns(&batchv1.Job{}).
 		Watches(&tenancyv1alpha1.TenantBackup{}, handler.EnqueueRequestsFromMapFunc(r.waitingFor)).
+		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, t client.Object) []reconcile.Request {
+			return r.open(ctx, indexes.RestoreTenantKey(t.GetName()))
+		})).
 		Complete(shutdown.Quiet(r))
 }
 
+// waitingFor maps a backup's event to the open restores of it, or of which it is the safety
+// backup.
 func (r *RestoreReconciler) waitingFor(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.open(ctx, obj.GetName())
+}
+
+// open are the restores not ended under an index key: a backup's name, or a tenant's key.
+func (r *RestoreReconciler) open(ctx context.Context, key string) []reconcile.Request {
 	list := &tenancyv1alpha1.TenantRestoreList{}
-	if err := r.Client.List(ctx, list, client.MatchingFields{indexes.OpenRestoreBackup: obj.GetName()}); err != nil {
+	if err := r.Client.List(ctx, list, client.MatchingFields{indexes.OpenRestoreBackup: key}); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
@@ -84,25 +112,33 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		err = r.start(ctx, rs, &next)
 	}
 	var ref *refusal
+	var res ctrl.Result
 	conds := conditions.For(&next.Conditions, rs.Generation)
 	switch {
 	case errors.As(err, &ref):
 		if next.Phase == "" {
 			next.Phase = tenancyv1alpha1.BackupPending
 		}
-		if ref.reason == tenancyv1alpha1.ReasonBackupNotReady {
+		switch ref.reason {
+		case tenancyv1alpha1.ReasonBackupNotReady:
 			conds.Reconciling(ref.reason, ref.message)
-		} else {
+		case tenancyv1alpha1.ReasonRestoreWaiting:
+			conds.Reconciling(ref.reason, ref.message)
+			// The other restore's end is no event of this one's.
+			res.RequeueAfter = 10 * time.Second
+		default:
 			conds.Stalled(ref.reason, ref.message)
 		}
 		err = nil
 	case err != nil:
 		conds.Reconciling(tenancyv1alpha1.ReasonStoreUnavailable, err.Error())
 	}
-	if werr := writes.PatchStatus(ctx, r.Client, rs, &rs.Status, next); werr != nil {
-		return ctrl.Result{}, werr
+	// Optimistic: a reconcile working from a copy older than the one that started the Job must
+	// not write Pending over Running.
+	if werr := writes.PatchStatus(ctx, r.Client, rs, &rs.Status, next, client.MergeFromWithOptimisticLock{}); werr != nil {
+		return writes.RetryConflict(werr)
 	}
-	return ctrl.Result{}, err
+	return res, err
 }
 
 // start checks the backup and the tenant written into, takes the safety backup of a tenant whose
@@ -163,14 +199,23 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 			return refuse(tenancyv1alpha1.ReasonBackupMismatch, "database %s is %s in the backup and %s in tenant %s", d.Name, got, d.Target.Engine, t.Name)
 		}
 	}
+	if !own && t.Annotations[tenancyv1alpha1.AcceptCopyFromAnnotation] != b.Status.TenantUID {
+		// A copy runs the source's code as the tenant's logins: only a tenant that says it takes
+		// copies of that one (the same customer's staging) gets one.
+		return refuse(tenancyv1alpha1.ReasonBackupRefused, "tenant %s does not accept copies of tenant %s: a copy runs the backed-up tenant's code (functions, checks, views, triggers) as %s's logins, so only a tenant of the same customer should take one; annotate it %s=%s to accept",
+			t.Name, b.Spec.Tenant, t.Name, tenancyv1alpha1.AcceptCopyFromAnnotation, b.Status.TenantUID)
+	}
 	next.Tenant = t.Name
 	next.TenantUID = string(t.UID)
-	if own {
-		// The data about to be replaced is kept first.
-		done, err := r.safetyBackup(ctx, rs, t, names, next)
-		if err != nil || !done {
+	if other, err := r.restoreInto(ctx, rs, t); err != nil || other != "" {
+		if err != nil {
 			return err
 		}
+		return refuse(tenancyv1alpha1.ReasonRestoreWaiting, "TenantRestore %s is writing into tenant %s; this one starts after it", other, t.Name)
+	}
+	// The data about to be replaced is kept first, the tenant's own or a copy's.
+	if done, err := r.safetyBackup(ctx, rs, t, names, next); err != nil || !done {
+		return err
 	}
 	jobName := JobName(backup.OpRestore, rs.UID)
 	plan := backup.Plan{
@@ -227,7 +272,7 @@ func (r *RestoreReconciler) safetyBackup(ctx context.Context, rs *tenancyv1alpha
 	if apierrors.IsNotFound(err) {
 		// Not owned by the restore: the data it keeps outlives the restore.
 		b = &tenancyv1alpha1.TenantBackup{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{SafetyBackupLabel: rs.Name}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{SafetyBackupLabel: rs.Name, SafetyBackupUIDLabel: string(rs.UID)}},
 			Spec:       tenancyv1alpha1.TenantBackupSpec{Tenant: t.Name, Databases: names},
 		}
 		if err := r.Client.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -239,8 +284,9 @@ func (r *RestoreReconciler) safetyBackup(ctx context.Context, rs *tenancyv1alpha
 	if err != nil {
 		return false, err
 	}
-	if b.Labels[SafetyBackupLabel] != rs.Name || b.Spec.Tenant != t.Name {
-		return false, refuse(tenancyv1alpha1.ReasonBackupRefused, "TenantBackup %s exists and is not this restore's safety backup", name)
+	if b.Labels[SafetyBackupUIDLabel] != string(rs.UID) || b.Spec.Tenant != t.Name || !slices.Equal(b.Spec.Databases, names) || !b.DeletionTimestamp.IsZero() {
+		// An earlier restore's of the same name keeps that restore's time, not now's.
+		return false, refuse(tenancyv1alpha1.ReasonBackupRefused, "TenantBackup %s exists and is not this restore's safety backup (an earlier restore of this name took it, or it is being deleted): delete it, or name the restore otherwise", name)
 	}
 	next.SafetyBackup = name
 	switch b.Status.Phase {
@@ -256,9 +302,15 @@ func (r *RestoreReconciler) safetyBackup(ctx context.Context, rs *tenancyv1alpha
 }
 
 func (r *RestoreReconciler) watch(ctx context.Context, rs *tenancyv1alpha1.TenantRestore, next *tenancyv1alpha1.TenantRestoreStatus) error {
-	done, failed, msg, err := jobEnded(ctx, r.Client, r.Config.Backups.Namespace, rs.Status.Job)
+	done, failed, msg, err := jobEnded(ctx, r.Client, r.APIReader, r.Config.Backups.Namespace, rs.Status.Job)
 	if err != nil || !done {
 		return err
+	}
+	if !failed {
+		// The restored data's code ran as the tenant's logins: whatever it did to them goes.
+		if err := r.converge(ctx, rs); err != nil {
+			return err
+		}
 	}
 	now := metav1.Now()
 	next.CompletionTime = &now
@@ -275,4 +327,49 @@ func (r *RestoreReconciler) watch(ctx context.Context, rs *tenancyv1alpha1.Tenan
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonSucceeded, "Restore", "restored TenantBackup %s into tenant %s", rs.Spec.Backup, rs.Status.Tenant)
 	}
 	return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, rs.Status.Job, rs)
+}
+
+// restoreInto names another restore that writes into the tenant now, if one does: two at once
+// would interleave their drops and loads.
+func (r *RestoreReconciler) restoreInto(ctx context.Context, rs *tenancyv1alpha1.TenantRestore, t *tenancyv1alpha1.Tenant) (string, error) {
+	list := &tenancyv1alpha1.TenantRestoreList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{indexes.OpenRestoreBackup: indexes.RestoreTenantUIDKey(string(t.UID))}); err != nil {
+		return "", err
+	}
+	for _, other := range list.Items {
+		if other.UID != rs.UID && other.Status.Phase == tenancyv1alpha1.BackupRunning {
+			return other.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// converge sets the written tenant's logins back to what Landlord keeps of them (password,
+// limits), as its administrator, once the restore's Job has run.
+func (r *RestoreReconciler) converge(ctx context.Context, rs *tenancyv1alpha1.TenantRestore) error {
+	if r.Logins == nil {
+		return nil
+	}
+	t := &tenancyv1alpha1.Tenant{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: rs.Status.Tenant}, t); err != nil {
+		return fmt.Errorf("reading tenant %s to converge its logins: %w", rs.Status.Tenant, err)
+	}
+	if string(t.UID) != rs.Status.TenantUID {
+		return nil
+	}
+	dbs, err := targets(ctx, r.Client, r.Secrets, r.Config, t, nil)
+	if err != nil {
+		return fmt.Errorf("converging tenant %s's logins: %w", t.Name, err)
+	}
+	for _, d := range dbs {
+		i := slices.IndexFunc(t.Status.Databases, func(s tenancyv1alpha1.DatabaseStatus) bool { return s.Name == d.Name })
+		acct := database.Account{Database: d.Target.Database, Username: d.Target.Username, Password: d.Target.Password, Owner: string(t.UID)}
+		sqlCtx, cancel := context.WithTimeout(ctx, r.Config.Databases.Timeout.Duration)
+		err := r.Logins.Ensure(sqlCtx, t.Status.Databases[i].Server, acct)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("converging the login of tenant %s's database %s: %w", t.Name, d.Name, err)
+		}
+	}
+	return nil
 }
