@@ -56,8 +56,8 @@ type BackupReconciler struct {
 	Client client.Client
 	// APIReader confirms what the cache says is gone.
 	APIReader client.Reader
-	Config   *config.Config
-	Recorder events.EventRecorder
+	Config    *config.Config
+	Recorder  events.EventRecorder
 	// Secrets holds the tenants' database credentials; the Job logs in with the tenant's own.
 	Secrets secret.TenantSecrets
 	// Store is nil when no backup store is configured.

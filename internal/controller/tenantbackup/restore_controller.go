@@ -55,7 +55,7 @@ type RestoreReconciler struct {
 	APIReader client.Reader
 	Config    *config.Config
 	// Logins converges the logins written into once a restore has run.
-	Logins Logins
+	Logins   Logins
 	Recorder events.EventRecorder
 	Secrets  secret.TenantSecrets
 	// Store is nil when no backup store is configured.
