@@ -86,8 +86,13 @@ func TestTwoReplicasTheFollowerTakesOverWhenTheLeaderIsKilled(t *testing.T) {
 		g.Expect(taken.Spec.AcquireTime).NotTo(BeNil())
 		expired := killed.Spec.RenewTime.Add(leaseDuration)
 		g.Expect(taken.Spec.AcquireTime.Time).NotTo(BeTemporally("<", expired), "the follower took the lease before the killed leader's had expired")
-		// Its controllers start only once it is elected.
-		log := strings.ToLower(follower.log())
+		// Its controllers start only once it is elected (and their caches have synced, which may
+		// be a moment after the lease is taken).
+		var log string
+		g.Eventually(func() string {
+			log = strings.ToLower(follower.log())
+			return log
+		}).WithTimeout(leaseTakeoverTimeout()).Should(ContainSubstring(`"starting workers"`))
 		NewWithT(t).Expect(strings.Index(log, `"starting workers"`)).To(BeNumerically(">", strings.Index(log, acquiredLease)))
 	})
 	if t.Failed() {
