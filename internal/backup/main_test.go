@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,29 +42,13 @@ func runWithServers(m *testing.M) int {
 	if testing.Short() {
 		return m.Run()
 	}
-	var (
-		wg              sync.WaitGroup
-		pg, maria       *dbtest.Instance
-		pgErr, mariaErr error
-	)
-	wg.Go(func() { pg, pgErr = dbtest.StartPostgres() })
-	wg.Go(func() { maria, mariaErr = dbtest.StartMariaDB() })
-	wg.Wait()
-	for _, inst := range []*dbtest.Instance{pg, maria} {
-		if inst != nil {
-			defer func() {
-				if err := inst.Close(); err != nil {
-					fmt.Fprintln(os.Stderr, "closing test server:", err)
-				}
-			}()
-		}
-	}
-	if err := errors.Join(pgErr, mariaErr); err != nil {
-		fmt.Fprintln(os.Stderr, "starting test servers:", err)
+	started, stop, err := dbtest.StartEach()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	servers[database.Postgres] = pg
-	servers[database.MySQL] = maria
+	defer stop()
+	servers = started
 	return m.Run()
 }
 

@@ -83,9 +83,14 @@ func TestABackupScheduleBacksUpItsTenantsAtItsTimesAndKeepsTheNewest(t *testing.
 		g := NewWithT(t)
 		first = run(t)
 		g.Expect(first.Labels).To(HaveKeyWithValue(tenancyv1alpha1.BackupTenantLabel, "bks-acme"))
-		g.Consistently(func(g Gomega) {
-			g.Expect(scheduled(g, s.Name)).To(HaveLen(1))
-		}).WithTimeout(2 * time.Second).Should(Succeed())
+		// The run is over once the schedule records it: one tenant, one backup.
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			g.Expect(s.Status.LastScheduleTime).NotTo(BeNil())
+			g.Expect(tenantbackup.ScheduledBackupName("bks-acme", s.Status.LastScheduleTime.Time)).To(Equal(first.Name))
+			g.Expect(s.Status.Tenants).To(BeEquivalentTo(1))
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(scheduled(g, s.Name)).To(HaveLen(1))
 		runJob(t, first.Status.Job)
 		first = waitBackup(t, first.Name, tenancyv1alpha1.BackupSucceeded)
 	})

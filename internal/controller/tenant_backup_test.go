@@ -139,6 +139,37 @@ func createBackup(t, owner *testing.T, name, tenant string) {
 	owner.Cleanup(func() { deleteBackup(owner, name) })
 }
 
+// createRestore creates a TenantRestore of backup into tenant ("" for the backup's own),
+// deleted with its safety backup when owner (a test whose subtests share it) ends.
+func createRestore(t, owner *testing.T, name, backup, tenant string) *tenancyv1alpha1.TenantRestore {
+	t.Helper()
+	ctx := context.Background()
+	rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: backup, Tenant: tenant}}
+	NewWithT(t).Expect(k8s.Create(ctx, rs)).To(Succeed())
+	owner.Cleanup(func() {
+		_ = k8s.Delete(ctx, rs)
+		deleteBackup(owner, tenantbackup.SafetyBackupName(name))
+	})
+	return rs
+}
+
+// waitRestoreStalled waits until the restore stalls with the reason and a message holding msg,
+// and checks that it started nothing.
+func waitRestoreStalled(t *testing.T, name, reason, msg string) *tenancyv1alpha1.TenantRestore {
+	t.Helper()
+	rs := &tenancyv1alpha1.TenantRestore{}
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, rs)).To(Succeed())
+		stalled := meta.FindStatusCondition(rs.Status.Conditions, tenancyv1alpha1.StalledCondition)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(reason))
+		g.Expect(stalled.Message).To(ContainSubstring(msg))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(rs.Status.Job).To(BeEmpty(), "a refused restore started a Job")
+	return rs
+}
+
 // deleteBackup deletes a TenantBackup and waits until it is gone: its finalizer has deleted it
 // from the store.
 func deleteBackup(t *testing.T, name string) {
@@ -248,12 +279,7 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 
 	t.Run("a restore into the tenant backed up takes a safety backup first, then puts the data back as it was", func(t *testing.T) {
 		g := NewWithT(t)
-		rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-back"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-1"}}
-		g.Expect(k8s.Create(ctx, rs)).To(Succeed())
-		suite.Cleanup(func() {
-			_ = k8s.Delete(ctx, rs)
-			deleteBackup(suite, tenantbackup.SafetyBackupName(rs.Name))
-		})
+		rs := createRestore(t, suite, "bk-acme-back", "bk-acme-1", "")
 		safety := waitBackup(t, tenantbackup.SafetyBackupName(rs.Name), tenancyv1alpha1.BackupRunning)
 		// Nothing is written before the data it replaces is kept.
 		g.Expect(waitRestore(t, rs.Name, tenancyv1alpha1.BackupPending).Status.Job).To(BeEmpty())
@@ -273,34 +299,17 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-back"}}
 		g.Expect(k8s.Delete(ctx, rs)).To(Succeed())
 		g.Eventually(func() bool { return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)) }).WithTimeout(timeout).Should(BeTrue())
-		rs = &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-back"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-1"}}
-		g.Expect(k8s.Create(ctx, rs)).To(Succeed())
-		g.Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
-			stalled := meta.FindStatusCondition(rs.Status.Conditions, tenancyv1alpha1.StalledCondition)
-			g.Expect(stalled).NotTo(BeNil())
-			g.Expect(stalled.Message).To(ContainSubstring("is not this restore's safety backup"))
-		}).WithTimeout(timeout).Should(Succeed())
-		g.Expect(rs.Status.Job).To(BeEmpty(), "the earlier restore's safety backup stands for nothing of now")
+		// (Deleted with the first one's safety backup, by the first one's cleanup.)
+		g.Expect(k8s.Create(ctx, &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-back"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-1"}})).To(Succeed())
+		// The earlier restore's safety backup stands for nothing of now.
+		waitRestoreStalled(t, "bk-acme-back", tenancyv1alpha1.ReasonBackupRefused, "is not this restore's safety backup")
 	})
 
 	t.Run("a copy goes only into a tenant that accepts copies of the tenant backed up", func(t *testing.T) {
 		g := NewWithT(t)
 		createTenant(suite, newTenant("bk-staging", withDatabases))
-		rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-copy"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-1", Tenant: "bk-staging"}}
-		g.Expect(k8s.Create(ctx, rs)).To(Succeed())
-		suite.Cleanup(func() {
-			_ = k8s.Delete(ctx, rs)
-			deleteBackup(suite, tenantbackup.SafetyBackupName(rs.Name))
-		})
-		g.Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
-			stalled := meta.FindStatusCondition(rs.Status.Conditions, tenancyv1alpha1.StalledCondition)
-			g.Expect(stalled).NotTo(BeNil())
-			g.Expect(stalled.Reason).To(Equal(tenancyv1alpha1.ReasonBackupRefused))
-			g.Expect(stalled.Message).To(ContainSubstring("does not accept copies of tenant bk-acme"))
-		}).WithTimeout(timeout).Should(Succeed())
-		g.Expect(rs.Status.Job).To(BeEmpty())
+		createRestore(t, suite, "bk-acme-copy", "bk-acme-1", "bk-staging")
+		rs := waitRestoreStalled(t, "bk-acme-copy", tenancyv1alpha1.ReasonBackupRefused, "does not accept copies of tenant bk-acme")
 		g.Expect(rs.Status.SafetyBackup).To(BeEmpty())
 	})
 
@@ -354,18 +363,8 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 
 	t.Run("a restore into a tenant that does not exist yet starts once it does", func(t *testing.T) {
 		g := NewWithT(t)
-		rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-later"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-1", Tenant: "bk-later"}}
-		g.Expect(k8s.Create(ctx, rs)).To(Succeed())
-		suite.Cleanup(func() {
-			_ = k8s.Delete(ctx, rs)
-			deleteBackup(suite, tenantbackup.SafetyBackupName(rs.Name))
-		})
-		g.Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
-			stalled := meta.FindStatusCondition(rs.Status.Conditions, tenancyv1alpha1.StalledCondition)
-			g.Expect(stalled).NotTo(BeNil())
-			g.Expect(stalled.Reason).To(Equal(tenancyv1alpha1.ReasonTenantNotFound))
-		}).WithTimeout(timeout).Should(Succeed())
+		rs := createRestore(t, suite, "bk-acme-later", "bk-acme-1", "bk-later")
+		waitRestoreStalled(t, rs.Name, tenancyv1alpha1.ReasonTenantNotFound, "tenant bk-later does not exist")
 		source := &tenancyv1alpha1.TenantBackup{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "bk-acme-1"}, source)).To(Succeed())
 		createTenant(suite, newTenant("bk-later", withDatabases, func(t *tenancyv1alpha1.Tenant) {
@@ -395,17 +394,8 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 	})
 
 	t.Run("a restore of a failed backup is refused, naming it", func(t *testing.T) {
-		g := NewWithT(t)
-		rs := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-from-failed"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-killed"}}
-		g.Expect(k8s.Create(ctx, rs)).To(Succeed())
-		t.Cleanup(func() { _ = k8s.Delete(ctx, rs) })
-		g.Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
-			stalled := meta.FindStatusCondition(rs.Status.Conditions, tenancyv1alpha1.StalledCondition)
-			g.Expect(stalled).NotTo(BeNil())
-			g.Expect(stalled.Message).To(ContainSubstring("bk-acme-killed failed"))
-		}).WithTimeout(timeout).Should(Succeed())
-		g.Expect(rs.Status.Job).To(BeEmpty())
+		createRestore(t, t, "bk-acme-from-failed", "bk-acme-killed", "")
+		waitRestoreStalled(t, "bk-acme-from-failed", tenancyv1alpha1.ReasonBackupMismatch, "bk-acme-killed failed")
 	})
 
 	t.Run("deleting a backup deletes it from the store", func(t *testing.T) {

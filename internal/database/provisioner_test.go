@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -32,29 +31,13 @@ func runWithServers(m *testing.M) int {
 	if testing.Short() {
 		return m.Run()
 	}
-	var (
-		wg             sync.WaitGroup
-		pg, maria      *dbtest.Instance
-		pgErr, mariaEr error
-	)
-	wg.Go(func() { pg, pgErr = dbtest.StartPostgres() })
-	wg.Go(func() { maria, mariaEr = dbtest.StartMariaDB() })
-	wg.Wait()
-	for _, inst := range []*dbtest.Instance{pg, maria} {
-		if inst != nil {
-			defer func() {
-				if err := inst.Close(); err != nil {
-					fmt.Fprintln(os.Stderr, "closing test server:", err)
-				}
-			}()
-		}
-	}
-	if err := errors.Join(pgErr, mariaEr); err != nil {
-		fmt.Fprintln(os.Stderr, "starting test servers:", err)
+	started, stop, err := dbtest.StartEach()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	instances[database.Postgres] = pg
-	instances[database.MySQL] = maria
+	defer stop()
+	instances = started
 	return m.Run()
 }
 

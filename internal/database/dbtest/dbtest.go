@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -743,4 +744,31 @@ func pingMySQL(ctx context.Context, cfg *mysql.Config) error {
 	db := sql.OpenDB(connector)
 	defer db.Close()
 	return db.PingContext(ctx)
+}
+
+// StartEach starts a PostgreSQL and a MariaDB server side by side, for a package whose tests
+// share one of each, and returns them by engine with the function that stops both.
+func StartEach() (map[database.Engine]*Instance, func(), error) {
+	var (
+		wg              sync.WaitGroup
+		pg, maria       *Instance
+		pgErr, mariaErr error
+	)
+	wg.Go(func() { pg, pgErr = StartPostgres() })
+	wg.Go(func() { maria, mariaErr = StartMariaDB() })
+	wg.Wait()
+	stop := func() {
+		for _, inst := range []*Instance{pg, maria} {
+			if inst != nil {
+				if err := inst.Close(); err != nil {
+					fmt.Fprintln(os.Stderr, "closing test server:", err)
+				}
+			}
+		}
+	}
+	if err := errors.Join(pgErr, mariaErr); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("starting test servers: %w", err)
+	}
+	return map[database.Engine]*Instance{database.Postgres: pg, database.MySQL: maria}, stop, nil
 }
