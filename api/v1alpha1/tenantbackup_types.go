@@ -163,6 +163,7 @@ type TenantRestoreSpec struct {
 	// Backup is the TenantBackup to restore; it must have succeeded.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="must be a TenantBackup's name"
 	Backup string `json:"backup"`
 
 	// Tenant is the Tenant written into: the backup's own when empty, whose databases are

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/landlord-dev/landlord/internal/database"
 )
 
@@ -269,7 +270,8 @@ func disableEvents(ctx context.Context, t Target) error {
 		return err
 	}
 	for _, n := range names {
-		if _, err := db.ExecContext(ctx, "ALTER EVENT "+quoteMySQL(t.Database)+"."+quoteMySQL(n)+" DISABLE"); err != nil {
+		// An event that dropped itself meanwhile (ON COMPLETION NOT PRESERVE) is no error.
+		if _, err := db.ExecContext(ctx, "ALTER EVENT "+quoteMySQL(t.Database)+"."+quoteMySQL(n)+" DISABLE"); err != nil && !myIs(err, 1539) {
 			return fmt.Errorf("disabling event %s: %w", n, err)
 		}
 	}
@@ -449,4 +451,10 @@ func copyLine(w io.Writer, br *bufio.Reader, s *sqlScanner) (ended bool, err err
 			return false, err
 		}
 	}
+}
+
+// myIs reports whether err is a MySQL error of the number (1539: no such event).
+func myIs(err error, number uint16) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == number
 }

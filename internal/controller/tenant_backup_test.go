@@ -303,6 +303,16 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		g.Expect(k8s.Create(ctx, &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-acme-back"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "bk-acme-1"}})).To(Succeed())
 		// The earlier restore's safety backup stands for nothing of now.
 		waitRestoreStalled(t, "bk-acme-back", tenancyv1alpha1.ReasonBackupRefused, "is not this restore's safety backup")
+		// Once it is deleted, this restore takes its own, under the same name.
+		rs = &tenancyv1alpha1.TenantRestore{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "bk-acme-back"}, rs)).To(Succeed())
+		g.Expect(k8s.Delete(ctx, &tenancyv1alpha1.TenantBackup{ObjectMeta: metav1.ObjectMeta{Name: tenantbackup.SafetyBackupName("bk-acme-back")}})).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			safety := &tenancyv1alpha1.TenantBackup{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: tenantbackup.SafetyBackupName("bk-acme-back")}, safety)).To(Succeed())
+			g.Expect(safety.Labels).To(HaveKeyWithValue(tenantbackup.SafetyBackupUIDLabel, string(rs.UID)))
+			g.Expect(safety.Status.Phase).To(Equal(tenancyv1alpha1.BackupRunning))
+		}).WithTimeout(timeout).Should(Succeed())
 	})
 
 	t.Run("a copy goes only into a tenant that accepts copies of the tenant backed up", func(t *testing.T) {
@@ -313,7 +323,7 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		g.Expect(rs.Status.SafetyBackup).To(BeEmpty())
 	})
 
-	t.Run("a copy replaces the accepting tenant's data after a safety backup, under its own logins, which the copy's code cannot take", func(t *testing.T) {
+	t.Run("a copy replaces the accepting tenant's data after a safety backup, under its own logins, whose password the copy's code cannot keep", func(t *testing.T) {
 		g := NewWithT(t)
 		source := &tenancyv1alpha1.TenantBackup{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "bk-acme-1"}, source)).To(Succeed())
@@ -359,6 +369,26 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		}
 		_, err := backupStore.Manifest(ctx, b.Status.Location)
 		g.Expect(err).To(MatchError(backup.ErrNoManifest), "a pod outlived its backup and wrote it to the store")
+	})
+
+	t.Run("a restore whose tenant is deleted while its Job runs ends, and says its logins were not set back", func(t *testing.T) {
+		g := NewWithT(t)
+		source := &tenancyv1alpha1.TenantBackup{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "bk-acme-1"}, source)).To(Succeed())
+		createTenant(suite, newTenant("bk-gone", withDatabases, func(t *tenancyv1alpha1.Tenant) {
+			t.Annotations = map[string]string{tenancyv1alpha1.AcceptCopyFromAnnotation: source.Status.TenantUID}
+		}))
+		rs := createRestore(t, suite, "bk-acme-gone", "bk-acme-1", "bk-gone")
+		safety := waitBackup(t, tenantbackup.SafetyBackupName(rs.Name), tenancyv1alpha1.BackupRunning)
+		runJob(t, safety.Status.Job)
+		rs = waitRestore(t, rs.Name, tenancyv1alpha1.BackupRunning)
+		deleteTenant(t, "bk-gone")
+		endPod(t, rs.Status.Job, 0)
+		rs = waitRestore(t, rs.Name, tenancyv1alpha1.BackupSucceeded)
+		g.Expect(meta.FindStatusCondition(rs.Status.Conditions, tenancyv1alpha1.ReadyCondition).Message).To(ContainSubstring("the logins were not set back: tenant bk-gone is gone"))
+		g.Eventually(func() bool {
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.Backups.Namespace, Name: rs.Status.Job}, &corev1.Secret{}))
+		}).WithTimeout(timeout).Should(BeTrue(), "the plan's passwords outlived the restore")
 	})
 
 	t.Run("a restore into a tenant that does not exist yet starts once it does", func(t *testing.T) {

@@ -267,6 +267,8 @@ func restored(b *tenancyv1alpha1.TenantBackup, asked []string) ([]string, error)
 // succeeded; a restore whose safety backup failed writes nothing.
 func (r *RestoreReconciler) safetyBackup(ctx context.Context, rs *tenancyv1alpha1.TenantRestore, t *tenancyv1alpha1.Tenant, names []string, next *tenancyv1alpha1.TenantRestoreStatus) (bool, error) {
 	name := SafetyBackupName(rs.Name)
+	// Recorded first, so that any change to it (an earlier restore's deleted) wakes this one.
+	next.SafetyBackup = name
 	b := &tenancyv1alpha1.TenantBackup{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, b)
 	if apierrors.IsNotFound(err) {
@@ -278,7 +280,6 @@ func (r *RestoreReconciler) safetyBackup(ctx context.Context, rs *tenancyv1alpha
 		if err := r.Client.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, fmt.Errorf("creating the safety backup %s: %w", name, err)
 		}
-		next.SafetyBackup = name
 		return false, refuse(tenancyv1alpha1.ReasonBackupNotReady, "taking safety backup %s of tenant %s before its data is replaced", name, t.Name)
 	}
 	if err != nil {
@@ -288,7 +289,6 @@ func (r *RestoreReconciler) safetyBackup(ctx context.Context, rs *tenancyv1alpha
 		// An earlier restore's of the same name keeps that restore's time, not now's.
 		return false, refuse(tenancyv1alpha1.ReasonBackupRefused, "TenantBackup %s exists and is not this restore's safety backup (an earlier restore of this name took it, or it is being deleted): delete it, or name the restore otherwise", name)
 	}
-	next.SafetyBackup = name
 	switch b.Status.Phase {
 	case tenancyv1alpha1.BackupSucceeded:
 		if b.Status.TenantUID != string(t.UID) {
@@ -306,15 +306,19 @@ func (r *RestoreReconciler) watch(ctx context.Context, rs *tenancyv1alpha1.Tenan
 	if err != nil || !done {
 		return err
 	}
-	if !failed {
-		// The restored data's code ran as the tenant's logins: whatever it did to them goes.
-		if err := r.converge(ctx, rs); err != nil {
-			return err
-		}
+	// The restored data's code ran as the tenant's logins, whether the Job then failed or not:
+	// their passwords and limits are Landlord's again before the restore ends.
+	skipped, err := r.converge(ctx, rs)
+	if err != nil {
+		return err
 	}
 	now := metav1.Now()
 	next.CompletionTime = &now
 	conds := conditions.For(&next.Conditions, rs.Generation)
+	if skipped != "" {
+		msg = strings.TrimPrefix(msg+"; ", "; ") + "the logins were not set back: " + skipped
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonBackupRefused, "Restore", "the logins of tenant %s were not set back: %s", rs.Status.Tenant, skipped)
+	}
 	if failed {
 		next.Phase = tenancyv1alpha1.BackupFailed
 		conds.Stalled(tenancyv1alpha1.ReasonJobFailed, msg)
@@ -322,9 +326,13 @@ func (r *RestoreReconciler) watch(ctx context.Context, rs *tenancyv1alpha1.Tenan
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonJobFailed, "Restore", "%s", msg)
 	} else {
 		next.Phase = tenancyv1alpha1.BackupSucceeded
-		conds.Ready(tenancyv1alpha1.ReasonSucceeded, fmt.Sprintf("restored TenantBackup %s into tenant %s", rs.Spec.Backup, rs.Status.Tenant))
+		done := fmt.Sprintf("restored TenantBackup %s into tenant %s", rs.Spec.Backup, rs.Status.Tenant)
+		if msg != "" {
+			done += "; " + msg
+		}
+		conds.Ready(tenancyv1alpha1.ReasonSucceeded, done)
 		restoresTotal.WithLabelValues("succeeded").Inc()
-		r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonSucceeded, "Restore", "restored TenantBackup %s into tenant %s", rs.Spec.Backup, rs.Status.Tenant)
+		r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonSucceeded, "Restore", "%s", done)
 	}
 	return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, rs.Status.Job, rs)
 }
@@ -344,22 +352,44 @@ func (r *RestoreReconciler) restoreInto(ctx context.Context, rs *tenancyv1alpha1
 	return "", nil
 }
 
-// converge sets the written tenant's logins back to what Landlord keeps of them (password,
-// limits), as its administrator, once the restore's Job has run.
-func (r *RestoreReconciler) converge(ctx context.Context, rs *tenancyv1alpha1.TenantRestore) error {
+// converge sets the logins of the databases written back to what Landlord keeps of them
+// (password, limits), as the server's administrator, once the restore's Job has run. A tenant
+// gone, or whose data may no longer be touched, is not converged, and the reason is returned
+// for the restore's message: the restore ends all the same. A server that does not answer is
+// an error, retried.
+func (r *RestoreReconciler) converge(ctx context.Context, rs *tenancyv1alpha1.TenantRestore) (skipped string, err error) {
 	if r.Logins == nil {
-		return nil
+		return "", nil
 	}
 	t := &tenancyv1alpha1.Tenant{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: rs.Status.Tenant}, t); err != nil {
-		return fmt.Errorf("reading tenant %s to converge its logins: %w", rs.Status.Tenant, err)
+		if apierrors.IsNotFound(err) {
+			return fmt.Sprintf("tenant %s is gone", rs.Status.Tenant), nil
+		}
+		return "", err
 	}
 	if string(t.UID) != rs.Status.TenantUID {
-		return nil
+		return fmt.Sprintf("tenant %s was deleted and created again", rs.Status.Tenant), nil
 	}
-	dbs, err := targets(ctx, r.Client, r.Secrets, r.Config, t, nil)
+	names := rs.Spec.Databases
+	if len(names) == 0 {
+		b := &tenancyv1alpha1.TenantBackup{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: rs.Spec.Backup}, b); client.IgnoreNotFound(err) != nil {
+			return "", err
+		}
+		for _, d := range b.Status.Databases {
+			if slices.ContainsFunc(t.Status.Databases, func(s tenancyv1alpha1.DatabaseStatus) bool { return s.Name == d.Name }) {
+				names = append(names, d.Name)
+			}
+		}
+	}
+	dbs, err := targets(ctx, r.Client, r.Secrets, r.Config, t, names)
+	var ref *refusal
+	if errors.As(err, &ref) {
+		return ref.message, nil
+	}
 	if err != nil {
-		return fmt.Errorf("converging tenant %s's logins: %w", t.Name, err)
+		return "", fmt.Errorf("converging tenant %s's logins: %w", t.Name, err)
 	}
 	for _, d := range dbs {
 		i := slices.IndexFunc(t.Status.Databases, func(s tenancyv1alpha1.DatabaseStatus) bool { return s.Name == d.Name })
@@ -368,8 +398,8 @@ func (r *RestoreReconciler) converge(ctx context.Context, rs *tenancyv1alpha1.Te
 		err := r.Logins.Ensure(sqlCtx, t.Status.Databases[i].Server, acct)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("converging the login of tenant %s's database %s: %w", t.Name, d.Name, err)
+			return "", fmt.Errorf("converging the login of tenant %s's database %s: %w", t.Name, d.Name, err)
 		}
 	}
-	return nil
+	return "", nil
 }
