@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -31,7 +30,6 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
-	"github.com/landlord-dev/landlord/internal/operator"
 	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/internal/secret/secrettest"
 	"github.com/landlord-dev/landlord/test/testenv"
@@ -122,27 +120,12 @@ func run(m *testing.M) int {
 		PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "otel-collector"}},
 		Ports:             []networkingv1.NetworkPolicyPort{{Port: ptr.To(intstr.FromInt32(4317))}},
 	}}
-	stopBackupStore, err := startBackupStore()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer stopBackupStore()
-	if op, err = startOperator(opConfig); err != nil {
+	if op, err = env.StartOperator(opConfig, store); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer func() { _ = op.Stop() }()
 	return m.Run()
-}
-
-// suiteClock is the time backup schedules read; tests step it (one minute at a time ticks the
-// schedules, as the real clock does every minute).
-var suiteClock = clocktesting.NewFakeClock(time.Now())
-
-// startOperator starts an operator of the suite with cfg: its store, its clock.
-func startOperator(cfg config.Config) (*testenv.Operator, error) {
-	return env.StartOperatorWith(operator.Options{Config: cfg, Store: store, Clock: suiteClock})
 }
 
 // opRunsSuiteConfig is whether op runs, with opConfig: what every test expects when it starts.
@@ -156,7 +139,7 @@ var opRunsSuiteConfig = true
 func restartOperator(t *testing.T, cfg config.Config) {
 	t.Helper()
 	stopOperator(t)
-	next, err := startOperator(cfg)
+	next, err := env.StartOperator(cfg, store)
 	if err != nil {
 		// op stays the stopped operator: later tests fail on what it does not do, rather than
 		// on a nil operator, should the suite's not start again either.
@@ -186,7 +169,7 @@ func stopOperator(t *testing.T) {
 func startSuiteOperator(t *testing.T) {
 	t.Helper()
 	_ = op.Stop()
-	next, err := startOperator(opConfig)
+	next, err := env.StartOperator(opConfig, store)
 	if err != nil {
 		t.Errorf("starting the suite's operator again: %v; the tests after this one have none", err)
 		return

@@ -1,4 +1,4 @@
-package controller_test
+package tenantbackup_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package controller_test
+package tenantbackup_test
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/controller/tenantbackup"
+	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/internal/secret/secrettest"
 )
@@ -192,7 +193,7 @@ func openAs(g Gomega, tenant, db string) *sql.DB {
 	if db == "legacy" {
 		engine = tenancyv1alpha1.EngineMySQL
 	}
-	conn, err := dbtest.OpenDB(instanceFor(engine).Server, acct.Username, acct.Password, acct.Database)
+	conn, err := dbtest.OpenDB(servers[database.Engine(engine)].Server, acct.Username, acct.Password, acct.Database)
 	g.Expect(err).NotTo(HaveOccurred())
 	return conn
 }
@@ -346,7 +347,7 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		}
 		// The trap ran as the copy's login during the load; the login's password is Landlord's
 		// again once the restore is done.
-		g.Expect(dbtest.CanUse(ctx, pg.Server, account(credentials(g, "bk-staging", "app")))).To(Succeed())
+		g.Expect(dbtest.CanUse(ctx, servers[database.Postgres].Server, account(credentials(g, "bk-staging", "app")))).To(Succeed())
 	})
 
 	t.Run("deleting a backup whose Job runs stops the Job before the store is cleaned", func(t *testing.T) {
