@@ -116,7 +116,7 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	var err error
 	switch b.Status.Phase {
 	case tenancyv1alpha1.BackupSucceeded, tenancyv1alpha1.BackupFailed:
-		return ctrl.Result{}, r.cleanUp(ctx, b, b.Status.Job)
+		return ctrl.Result{}, deletePlan(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job, b)
 	case tenancyv1alpha1.BackupRunning:
 		err = r.watch(ctx, b, &next)
 	default:
@@ -176,7 +176,7 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 		return refuse(tenancyv1alpha1.ReasonBackupRefused, "tenant %s was deleted and created again since this backup was asked for", t.Name)
 	}
 	owner := *metav1.NewControllerRef(b, tenancyv1alpha1.GroupVersion.WithKind("TenantBackup"))
-	if err := r.createJob(ctx, name, plan, owner); err != nil {
+	if err := createJob(ctx, r.Client, r.Config.Backups, name, plan, owner); err != nil {
 		return err
 	}
 	now := metav1.Now()
@@ -193,10 +193,6 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 
 // createJob creates the plan's Secret, then the Job that mounts it; either already there (a
 // reconcile that lost its status write) is the one made before.
-func (r *BackupReconciler) createJob(ctx context.Context, name string, plan backup.Plan, owner metav1.OwnerReference) error {
-	return createJob(ctx, r.Client, r.Config.Backups, name, plan, owner)
-}
-
 func createJob(ctx context.Context, c client.Client, cfg config.Backups, name string, plan backup.Plan, owner metav1.OwnerReference) error {
 	s, err := planSecret(cfg, name, owner, plan)
 	if err != nil {
@@ -246,7 +242,7 @@ func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantB
 			failed, msg = true, "the backup's manifest is not the one this backup asked for"
 		default:
 			r.succeeded(b, next, m)
-			return r.cleanUp(ctx, b, b.Status.Job)
+			return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job, b)
 		}
 	}
 	// Nothing of a failed backup counts, and nothing of it is kept.
@@ -259,7 +255,7 @@ func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantB
 	conditions.For(&next.Conditions, b.Generation).Stalled(tenancyv1alpha1.ReasonJobFailed, msg)
 	backupsTotal.WithLabelValues("failed").Inc()
 	r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonJobFailed, "Backup", "%s", msg)
-	return r.cleanUp(ctx, b, b.Status.Job)
+	return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job, b)
 }
 
 func (r *BackupReconciler) succeeded(b *tenancyv1alpha1.TenantBackup, next *tenancyv1alpha1.TenantBackupStatus, m *backup.Manifest) {
@@ -313,12 +309,8 @@ func jobEnded(ctx context.Context, c, api client.Reader, namespace, name string)
 	return done, failed, msg, nil
 }
 
-// cleanUp deletes the plan's Secret once the Job has ended: the passwords in it go with it. The
-// Job stays, for its logs, until the backup or restore is deleted.
-func (r *BackupReconciler) cleanUp(ctx context.Context, owner client.Object, name string) error {
-	return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, name, owner)
-}
-
+// deletePlan deletes the plan's Secret once the Job has ended: the passwords in it go with it.
+// The Job stays, for its logs, until the backup or restore is deleted.
 func deletePlan(ctx context.Context, c client.Client, namespace, name string, owner client.Object) error {
 	if name == "" {
 		return nil
