@@ -15,6 +15,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/internal/secret"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // A database the tenant's status records exists on its server with a password the tenant's
@@ -29,7 +30,7 @@ func TestADatabaseKeepsItsPasswordWhenTheStoreLosesItsRecord(t *testing.T) {
 	waitIdle(t)
 	ns := opConfig.NamespaceName(name)
 	g := NewWithT(t)
-	acct := account(credentials(g, name, "app"))
+	acct := testenv.AccountOf(credentials(g, name, "app"))
 	admin, err := dbtest.OpenDB(pg.Server, pg.Server.AdminUser, pg.Server.AdminPassword, "postgres")
 	g.Expect(err).NotTo(HaveOccurred())
 	defer admin.Close()
@@ -45,7 +46,7 @@ func TestADatabaseKeepsItsPasswordWhenTheStoreLosesItsRecord(t *testing.T) {
 		requestReconcile(g, name, "2026-11-26T08:00:00Z")
 		waitHandled(t, name, "2026-11-26T08:00:00Z")
 
-		g.Expect(account(credentials(g, name, "app"))).To(Equal(acct), "the Secret was given new credentials")
+		g.Expect(testenv.AccountOf(credentials(g, name, "app"))).To(Equal(acct), "the Secret was given new credentials")
 		g.Expect(dbtest.CanUse(ctx, pg.Server, acct)).To(Succeed(), "the Secret's password does not log in")
 		stored, err := store.Get(ctx, ns, "db-app")
 		g.Expect(err).NotTo(HaveOccurred(), "the record is not back in the store")
@@ -81,7 +82,7 @@ func TestADatabaseKeepsItsPasswordWhenTheStoreLosesItsRecord(t *testing.T) {
 		tenant.Spec.Databases.Postgres[0].Rotation = "after-the-store-lost-it"
 		g.Expect(k8s.Patch(ctx, tenant, patch)).To(Succeed())
 		waitReady(t, name)
-		rotated := account(credentials(g, name, "app"))
+		rotated := testenv.AccountOf(credentials(g, name, "app"))
 		g.Expect(rotated.Database).To(Equal(acct.Database))
 		g.Expect(rotated.Username).To(Equal(acct.Username))
 		g.Expect(rotated.Password).NotTo(Equal(acct.Password))

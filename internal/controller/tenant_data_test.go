@@ -15,6 +15,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // withAppDatabase gives a tenant one PostgreSQL database, "app".
@@ -83,7 +84,7 @@ func TestARecreatedTenantDoesNotInheritTheEarlierTenantsData(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	earlier := createTenant(t, newTenant("db-reborn", withAppDatabase))
-	earlierApp := account(credentials(g, earlier.Name, "app"))
+	earlierApp := testenv.AccountOf(credentials(g, earlier.Name, "app"))
 	g.Expect(dbtest.CanUse(ctx, pg.Server, earlierApp)).To(Succeed())
 	g.Expect(confirmedDelete(ctx, earlier.Name)).To(Succeed())
 	waitTenantGone(t, earlier.Name)
@@ -114,7 +115,7 @@ func TestARecreatedTenantDoesNotInheritTheEarlierTenantsData(t *testing.T) {
 		g := NewWithT(t)
 		annotate(t, reborn.Name, tenancyv1alpha1.AdoptDataAnnotation, string(earlier.UID))
 		waitReady(t, reborn.Name)
-		adopted := account(credentials(g, reborn.Name, "app"))
+		adopted := testenv.AccountOf(credentials(g, reborn.Name, "app"))
 		g.Expect(adopted.Database).To(Equal(earlierApp.Database))
 		g.Expect(rowCount(g, pg.Server, adopted)).To(BeNumerically(">=", 1), "the earlier tenant's rows")
 		stored, err := store.Get(ctx, opConfig.NamespaceName(reborn.Name), tenancyv1alpha1.DatabaseSecretName("app"))
@@ -130,7 +131,7 @@ func TestASpareWhoseNameWasUsedBeforeIsReplacedAndTheEarlierDataKept(t *testing.
 	g := NewWithT(t)
 	const name = "dbpool-x7k2q"
 	earlier := createTenant(t, newTenant(name, withAppDatabase))
-	earlierApp := account(credentials(g, name, "app"))
+	earlierApp := testenv.AccountOf(credentials(g, name, "app"))
 	g.Expect(dbtest.CanUse(ctx, pg.Server, earlierApp)).To(Succeed())
 	g.Expect(confirmedDelete(ctx, earlier.Name)).To(Succeed())
 	waitTenantGone(t, name)
@@ -183,7 +184,7 @@ func TestABlockedPurgeHasAnExplicitAuditedWayOut(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	tenant := createTenant(t, newTenant("db-stuck", withAppDatabase))
-	app := account(credentials(g, tenant.Name, "app"))
+	app := testenv.AccountOf(credentials(g, tenant.Name, "app"))
 	// A record the purge cannot act on: its server is gone for good.
 	ghost := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -240,7 +241,7 @@ func TestATenantCannotTakeOverAnExistingLogin(t *testing.T) {
 			t.Spec.Databases.MySQL = []tenancyv1alpha1.Database{{Name: "admin2"}}
 		}))
 		t.Cleanup(func() { deleteTenant(t, tenant.Name) })
-		g.Expect(account(credentials(g, tenant.Name, "admin")).Username).To(Equal("t_landlord_admin"))
+		g.Expect(testenv.AccountOf(credentials(g, tenant.Name, "admin")).Username).To(Equal("t_landlord_admin"))
 		for _, inst := range []*dbtest.Instance{pg, maria} {
 			g.Expect(dbtest.CanConnect(ctx, inst.Server, inst.Server.AdminUser, inst.Server.AdminPassword,
 				map[database.Engine]string{database.Postgres: "postgres"}[inst.Server.Engine])).To(Succeed())

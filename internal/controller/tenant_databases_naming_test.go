@@ -11,6 +11,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/internal/resources"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // catalogNames are the database and role names a login reads from the PostgreSQL catalog, as any
@@ -59,12 +60,12 @@ func rotate(t *testing.T, name, rotation string) *tenancyv1alpha1.Tenant {
 	g := NewWithT(t)
 	tenant := &tenancyv1alpha1.Tenant{}
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, tenant)).To(Succeed())
-	old := account(credentials(g, name, "app"))
+	old := testenv.AccountOf(credentials(g, name, "app"))
 	patch := client.MergeFrom(tenant.DeepCopy())
 	tenant.Spec.Databases.Postgres[0].Rotation = rotation
 	g.Expect(k8s.Patch(context.Background(), tenant, patch)).To(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(account(credentials(g, name, "app")).Password).NotTo(Equal(old.Password))
+		g.Expect(testenv.AccountOf(credentials(g, name, "app")).Password).NotTo(Equal(old.Password))
 	}).WithTimeout(timeout).Should(Succeed())
 	return waitReady(t, name)
 }
@@ -77,7 +78,7 @@ func TestOpaqueNamingKeepsTenantNamesOffSharedServers(t *testing.T) {
 
 	// A tenant whose database was created before the switch, under tenant naming.
 	earlier := createTenant(t, newTenant("naming-kolide", withAppDatabase))
-	earlierApp := account(credentials(g, earlier.Name, "app"))
+	earlierApp := testenv.AccountOf(credentials(g, earlier.Name, "app"))
 	g.Expect(earlierApp.Database).To(ContainSubstring(earlier.Name), "tenant naming spells the tenant's name, or the checks below prove nothing")
 	g.Expect(dbtest.CanUse(ctx, pg.Server, earlierApp)).To(Succeed())
 
@@ -96,9 +97,9 @@ func TestOpaqueNamingKeepsTenantNamesOffSharedServers(t *testing.T) {
 			}
 			// The Secret and the stored record name what the status names: the mapping from the
 			// tenant's database to the server's is kept where it always was.
-			g.Expect(account(credentials(g, globex.Name, d.Name))).To(And(HaveField("Database", d.Database), HaveField("Username", d.Username)))
+			g.Expect(testenv.AccountOf(credentials(g, globex.Name, d.Name))).To(And(HaveField("Database", d.Database), HaveField("Username", d.Username)))
 			g.Expect(storedAccount(g, globex.Name, d.Name)).To(And(HaveField("Database", d.Database), HaveField("Username", d.Username)))
-			g.Expect(dbtest.CanUse(ctx, instanceFor(d.Engine).Server, account(credentials(g, globex.Name, d.Name)))).To(Succeed(), "%s database %s", d.Engine, d.Name)
+			g.Expect(dbtest.CanUse(ctx, instanceFor(d.Engine).Server, testenv.AccountOf(credentials(g, globex.Name, d.Name)))).To(Succeed(), "%s database %s", d.Engine, d.Name)
 		}
 	})
 
@@ -117,7 +118,7 @@ func TestOpaqueNamingKeepsTenantNamesOffSharedServers(t *testing.T) {
 		app := statusEntry(g, got, tenancyv1alpha1.EnginePostgres, "app")
 		g.Expect([]string{app.Database, app.Username}).To(Equal([]string{earlierApp.Database, earlierApp.Username}))
 		g.Expect(storedAccount(g, earlier.Name, "app")).To(And(HaveField("Database", earlierApp.Database), HaveField("Username", earlierApp.Username)))
-		rotated := account(credentials(g, earlier.Name, "app"))
+		rotated := testenv.AccountOf(credentials(g, earlier.Name, "app"))
 		g.Expect(rotated).To(And(HaveField("Database", earlierApp.Database), HaveField("Username", earlierApp.Username)))
 		g.Expect(rowCount(g, pg.Server, rotated)).To(BeNumerically(">=", 1), "the rows written before the switch")
 		renamed, _ := database.NewNames(database.NamingOpaque, database.Postgres, ds.Spec.NamePrefix, earlier.Name, string(earlier.UID), "app")
@@ -135,12 +136,12 @@ func TestOpaqueNamingKeepsTenantNamesOffSharedServers(t *testing.T) {
 		reports := statusEntry(g, got, tenancyv1alpha1.EnginePostgres, "reports")
 		g.Expect(reports.Database).NotTo(ContainSubstring("kolide"))
 		g.Expect(statusEntry(g, got, tenancyv1alpha1.EnginePostgres, "app").Database).To(Equal(earlierApp.Database))
-		g.Expect(dbtest.CanUse(ctx, pg.Server, account(credentials(g, earlier.Name, "reports")))).To(Succeed())
+		g.Expect(dbtest.CanUse(ctx, pg.Server, testenv.AccountOf(credentials(g, earlier.Name, "reports")))).To(Succeed())
 	})
 
 	t.Run("data adopted by a new tenant keeps the names it has", func(t *testing.T) {
 		g := NewWithT(t)
-		before := account(credentials(g, earlier.Name, "app"))
+		before := testenv.AccountOf(credentials(g, earlier.Name, "app"))
 		g.Expect(confirmedDelete(ctx, earlier.Name)).To(Succeed())
 		waitTenantGone(t, earlier.Name)
 		waitNamespaceGone(t, opConfig.NamespaceName(earlier.Name))
@@ -149,7 +150,7 @@ func TestOpaqueNamingKeepsTenantNamesOffSharedServers(t *testing.T) {
 		heir = createTenant(t, heir)
 		app := statusEntry(g, heir, tenancyv1alpha1.EnginePostgres, "app")
 		g.Expect([]string{app.Database, app.Username}).To(Equal([]string{earlierApp.Database, earlierApp.Username}))
-		adopted := account(credentials(g, heir.Name, "app"))
+		adopted := testenv.AccountOf(credentials(g, heir.Name, "app"))
 		g.Expect(adopted).To(Equal(before))
 		g.Expect(rowCount(g, pg.Server, adopted)).To(BeNumerically(">=", 1), "the earlier tenant's rows")
 		renamed, _ := database.NewNames(database.NamingOpaque, database.Postgres, ds.Spec.NamePrefix, heir.Name, string(heir.UID), "app")
@@ -164,8 +165,8 @@ func TestOpaqueNamingKeepsTenantNamesOffSharedServers(t *testing.T) {
 		app := statusEntry(g, got, tenancyv1alpha1.EnginePostgres, "app")
 		g.Expect([]string{app.Database, app.Username}).To(Equal([]string{before.Database, before.Username}))
 		g.Expect(storedAccount(g, globex.Name, "app")).To(And(HaveField("Database", before.Database), HaveField("Username", before.Username)))
-		g.Expect(dbtest.CanUse(ctx, pg.Server, account(credentials(g, globex.Name, "app")))).To(Succeed())
+		g.Expect(dbtest.CanUse(ctx, pg.Server, testenv.AccountOf(credentials(g, globex.Name, "app")))).To(Succeed())
 		tenantNamed, _ := database.NewNames(database.NamingTenant, database.Postgres, ds.Spec.NamePrefix, globex.Name, string(globex.UID), "app")
-		g.Expect(catalogNames(g, account(credentials(g, globex.Name, "app")))).NotTo(ContainElement(tenantNamed))
+		g.Expect(catalogNames(g, testenv.AccountOf(credentials(g, globex.Name, "app")))).NotTo(ContainElement(tenantNamed))
 	})
 }

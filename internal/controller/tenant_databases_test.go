@@ -16,6 +16,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // withDatabases gives a tenant a PostgreSQL database "app" and a MySQL database "legacy".
@@ -31,14 +32,6 @@ func credentials(g Gomega, tenant, name string) *corev1.Secret {
 		Namespace: opConfig.NamespaceName(tenant), Name: tenancyv1alpha1.DatabaseSecretName(name),
 	}, s)).To(Succeed())
 	return s
-}
-
-func account(s *corev1.Secret) database.Account {
-	return database.Account{
-		Database: string(s.Data[tenancyv1alpha1.CredentialsKeyDatabase]),
-		Username: string(s.Data[tenancyv1alpha1.CredentialsKeyUsername]),
-		Password: string(s.Data[tenancyv1alpha1.CredentialsKeyPassword]),
-	}
 }
 
 func instanceFor(engine tenancyv1alpha1.DatabaseEngine) *dbtest.Instance {
@@ -75,7 +68,7 @@ func TestTenantDatabases(t *testing.T) {
 			inst := instanceFor(d.Engine)
 			g.Expect(string(s.Data[tenancyv1alpha1.CredentialsKeyHost])).To(Equal(inst.Server.Host))
 			g.Expect(string(s.Data[tenancyv1alpha1.CredentialsKeyURL])).To(HavePrefix(string(d.Engine) + "://"))
-			g.Expect(dbtest.CanUse(ctx, inst.Server, account(s))).To(Succeed(), "%s database %s", d.Engine, d.Name)
+			g.Expect(dbtest.CanUse(ctx, inst.Server, testenv.AccountOf(s))).To(Succeed(), "%s database %s", d.Engine, d.Name)
 		}
 	})
 
@@ -110,14 +103,14 @@ func TestTenantDatabases(t *testing.T) {
 
 	t.Run("a rotation request replaces the password on the server, in the store and in the Secret", func(t *testing.T) {
 		g := NewWithT(t)
-		old := account(credentials(g, tenant.Name, "app"))
+		old := testenv.AccountOf(credentials(g, tenant.Name, "app"))
 		patch := client.MergeFrom(tenant.DeepCopy())
 		tenant.Spec.Databases.Postgres[0].Rotation = "2026-11-23"
 		g.Expect(k8s.Patch(ctx, tenant, patch)).To(Succeed())
 
 		var rotated database.Account
 		g.Eventually(func(g Gomega) {
-			rotated = account(credentials(g, tenant.Name, "app"))
+			rotated = testenv.AccountOf(credentials(g, tenant.Name, "app"))
 			g.Expect(rotated.Password).NotTo(Equal(old.Password))
 		}).WithTimeout(timeout).Should(Succeed())
 		waitReady(t, tenant.Name)
@@ -130,7 +123,7 @@ func TestTenantDatabases(t *testing.T) {
 
 	t.Run("a database removed from the spec loses its Secret but keeps its data", func(t *testing.T) {
 		g := NewWithT(t)
-		legacy := account(credentials(g, tenant.Name, "legacy"))
+		legacy := testenv.AccountOf(credentials(g, tenant.Name, "legacy"))
 		patch := client.MergeFrom(tenant.DeepCopy())
 		tenant.Spec.Databases.MySQL = nil
 		g.Expect(k8s.Patch(ctx, tenant, patch)).To(Succeed())
@@ -150,7 +143,7 @@ func TestOneTenantCannotReachAnothersDatabases(t *testing.T) {
 	for _, name := range []string{"app", "legacy"} {
 		t.Run("the "+name+" login of one tenant is refused by the other's database", func(t *testing.T) {
 			g := NewWithT(t)
-			mine, theirs := account(credentials(g, a.Name, name)), account(credentials(g, b.Name, name))
+			mine, theirs := testenv.AccountOf(credentials(g, a.Name, name)), testenv.AccountOf(credentials(g, b.Name, name))
 			g.Expect(mine.Database).NotTo(Equal(theirs.Database))
 			inst := pg
 			if name == "legacy" {
@@ -168,7 +161,7 @@ func TestArchivedTenantKeepsItsDatabasesAndGetsThemBack(t *testing.T) {
 	tenant := createTenant(t, newTenant("db-archive", withDatabases))
 	before := map[string]database.Account{}
 	for _, name := range []string{"app", "legacy"} {
-		before[name] = account(credentials(g, tenant.Name, name))
+		before[name] = testenv.AccountOf(credentials(g, tenant.Name, name))
 	}
 
 	setState(t, tenant.Name, tenancyv1alpha1.StateArchived)
@@ -181,7 +174,7 @@ func TestArchivedTenantKeepsItsDatabasesAndGetsThemBack(t *testing.T) {
 	setState(t, tenant.Name, tenancyv1alpha1.StateActive)
 	waitReady(t, tenant.Name)
 	for name, acct := range before {
-		g.Expect(account(credentials(g, tenant.Name, name))).To(Equal(acct), "restored credentials of %s", name)
+		g.Expect(testenv.AccountOf(credentials(g, tenant.Name, name))).To(Equal(acct), "restored credentials of %s", name)
 	}
 }
 
@@ -189,7 +182,7 @@ func TestPurgedTenantDropsItsDatabases(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	tenant := createTenant(t, newTenant("db-purge", withDatabases))
-	app, legacy := account(credentials(g, tenant.Name, "app")), account(credentials(g, tenant.Name, "legacy"))
+	app, legacy := testenv.AccountOf(credentials(g, tenant.Name, "app")), testenv.AccountOf(credentials(g, tenant.Name, "legacy"))
 
 	patch := client.MergeFrom(tenant.DeepCopy())
 	tenant.Spec.State = tenancyv1alpha1.StatePurged
@@ -214,7 +207,7 @@ func TestAPurgeDropsADatabaseWhoseStoredRecordIsGone(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	tenant := createTenant(t, newTenant("db-purge-lost", withDatabases))
-	app, legacy := account(credentials(g, tenant.Name, "app")), account(credentials(g, tenant.Name, "legacy"))
+	app, legacy := testenv.AccountOf(credentials(g, tenant.Name, "app")), testenv.AccountOf(credentials(g, tenant.Name, "legacy"))
 	g.Expect(store.Delete(ctx, opConfig.NamespaceName(tenant.Name), tenancyv1alpha1.DatabaseSecretName("app"))).To(Succeed())
 
 	setState(t, tenant.Name, tenancyv1alpha1.StatePurged)
@@ -238,7 +231,7 @@ func TestDeletingATenantThatIsNotPurgedKeepsItsData(t *testing.T) {
 			ctx := context.Background()
 			g := NewWithT(t)
 			tenant := createTenant(t, newTenant("db-delete-"+strings.ToLower(string(policy)), withDatabases))
-			app := account(credentials(g, tenant.Name, "app"))
+			app := testenv.AccountOf(credentials(g, tenant.Name, "app"))
 
 			g.Expect(confirmedDelete(ctx, tenant.Name, client.PropagationPolicy(policy))).To(Succeed())
 			expectGoneWithDatabaseKept(t, tenant, app)
@@ -256,7 +249,7 @@ func TestAStoredRecordOfAnotherTenantsDatabaseIsRefused(t *testing.T) {
 	victim := createTenant(t, newTenant("db-victim", func(t *tenancyv1alpha1.Tenant) {
 		t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app"}}
 	}))
-	victimApp := account(credentials(g, victim.Name, "app"))
+	victimApp := testenv.AccountOf(credentials(g, victim.Name, "app"))
 
 	// The victim's record, copied under the other tenant's name in the store.
 	record, err := store.Get(ctx, opConfig.NamespaceName(victim.Name), tenancyv1alpha1.DatabaseSecretName("app"))
@@ -356,7 +349,7 @@ func TestDatabaseServerOutage(t *testing.T) {
 		NewWithT(t).Expect(pg.Start()).To(Succeed())
 		restarted = true
 		got := waitReady(t, waiting.Name)
-		NewWithT(t).Expect(dbtest.CanUse(ctx, pg.Server, account(credentials(NewWithT(t), got.Name, "app")))).To(Succeed())
+		NewWithT(t).Expect(dbtest.CanUse(ctx, pg.Server, testenv.AccountOf(credentials(NewWithT(t), got.Name, "app")))).To(Succeed())
 		NewWithT(t).Eventually(func(g Gomega) float64 {
 			return metric(g, "landlord_database_server_status", map[string]string{"server": pgServer, "ready": "True"})
 		}).WithTimeout(timeout).Should(Equal(1.0))

@@ -11,6 +11,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/internal/resources"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // A move (landlordctl move) marks the source tenant moved-to and archives it before the
@@ -22,7 +23,7 @@ func TestAMovedAwayTenantsPurgeDropsNothingTheDestinationHasNotTakenOver(t *test
 	ctx := context.Background()
 	g := NewWithT(t)
 	src := createTenant(t, newTenant("moved-src", withAppDatabase))
-	app := account(credentials(g, src.Name, "app"))
+	app := testenv.AccountOf(credentials(g, src.Name, "app"))
 	g.Expect(dbtest.CanUse(ctx, pg.Server, app)).To(Succeed())
 	ns := opConfig.NamespaceName(src.Name)
 

@@ -231,7 +231,7 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 	t.Run("a tenant archived as it is taken over loses its namespace, which the new shard's cache never held, and keeps its database", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := opConfig.NamespaceName("shard-four")
-		app := account(credentials(g, "shard-four", "app"))
+		app := testenv.AccountOf(credentials(g, "shard-four", "app"))
 		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"b"}},"spec":{"state":"Archived"}}`, tenancyv1alpha1.ShardLabel)
 		g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "shard-four"}},
 			client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
@@ -291,7 +291,7 @@ func TestTenantsMoveBetweenShardsByTheirLabel(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			expectAllInShard(g, "shard-five", "b", objectCount)
 		}).WithTimeout(timeout).Should(Succeed())
-		g.Expect(dbtest.CanUse(ctx, pg.Server, account(credentials(g, "shard-five", "app")))).To(Succeed())
+		g.Expect(dbtest.CanUse(ctx, pg.Server, testenv.AccountOf(credentials(g, "shard-five", "app")))).To(Succeed())
 	})
 
 	t.Run("a tenant goes back to the default shard by losing its label", func(t *testing.T) {

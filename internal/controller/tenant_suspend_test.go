@@ -186,7 +186,7 @@ func TestARequestToReconcileNowChecksTheTenantAgainAndIsRecordedAsHandled(t *tes
 	// Nothing of the tenant's creation is still at work on its login.
 	waitIdle(t)
 	g := NewWithT(t)
-	acct := account(credentials(g, name, "app"))
+	acct := testenv.AccountOf(credentials(g, name, "app"))
 	g.Expect(dbtest.CanUse(ctx, pg.Server, acct)).To(Succeed())
 
 	// The password changed on the server by someone else: the tenant's application is locked out.
@@ -254,7 +254,7 @@ func TestDeletingASuspendedTenantProceedsAndKeepsItsData(t *testing.T) {
 	tenant := createTenant(t, newTenant("paused-deleted", func(t *tenancyv1alpha1.Tenant) {
 		t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app"}}
 	}))
-	app := account(credentials(g, tenant.Name, "app"))
+	app := testenv.AccountOf(credentials(g, tenant.Name, "app"))
 	setSuspend(g, tenant.Name, true)
 	waitSuspended(t, tenant.Name)
 
@@ -301,7 +301,7 @@ func TestASuspendedSpareIsReplacedNeverHandedOutAndNeverScaledAway(t *testing.T)
 	spares, _ := poolTenants(g, poolName)
 	g.Expect(spares).To(HaveLen(1))
 	spare := spares[0].Name
-	data := account(credentials(g, spare, "app"))
+	data := testenv.AccountOf(credentials(g, spare, "app"))
 	setSuspend(g, spare, true)
 	waitSuspended(t, spare)
 	createClaim(t, newClaim("while-paused", poolName))

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 )
 
@@ -44,4 +45,13 @@ func KStatus(obj any) (*status.Result, error) {
 		return nil, err
 	}
 	return status.Compute(&unstructured.Unstructured{Object: content})
+}
+
+// AccountOf is the database login a tenant's credentials Secret hands its applications.
+func AccountOf(s *corev1.Secret) database.Account {
+	return database.Account{
+		Database: string(s.Data[tenancyv1alpha1.CredentialsKeyDatabase]),
+		Username: string(s.Data[tenancyv1alpha1.CredentialsKeyUsername]),
+		Password: string(s.Data[tenancyv1alpha1.CredentialsKeyPassword]),
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 	"github.com/landlord-dev/landlord/internal/secret/secrettest"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // The backup store of the suite's operator: an S3 server and an AWS KMS key, both spoken to
@@ -188,7 +189,7 @@ func deleteBackup(t *testing.T, name string) {
 // openAs connects to a tenant database (withDatabases: "app" on PostgreSQL, "legacy" on
 // MariaDB) as the tenant's own login.
 func openAs(g Gomega, tenant, db string) *sql.DB {
-	acct := account(credentials(g, tenant, db))
+	acct := testenv.AccountOf(credentials(g, tenant, db))
 	engine := tenancyv1alpha1.EnginePostgres
 	if db == "legacy" {
 		engine = tenancyv1alpha1.EngineMySQL
@@ -237,7 +238,7 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 	// A hostile tenant's trap: a check whose function, run as any other login (a copy restored
 	// into another tenant runs the data's checks as that tenant's login), sets that login's
 	// password to one the hostile tenant knows.
-	own := account(credentials(NewWithT(t), "bk-acme", "app")).Username
+	own := testenv.AccountOf(credentials(NewWithT(t), "bk-acme", "app")).Username
 	execAs(NewWithT(t), "bk-acme", "app",
 		`CREATE FUNCTION take_login() RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN
 			IF current_user <> '`+own+`' THEN EXECUTE format('ALTER ROLE %I PASSWORD %L', current_user, 'known-to-acme'); END IF;
@@ -343,11 +344,11 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		waitRestore(t, rs.Name, tenancyv1alpha1.BackupSucceeded)
 		for _, db := range []string{"app", "legacy"} {
 			g.Expect(rows(g, "bk-staging", db)).To(Equal([]string{"kept", "edited later"}), db)
-			g.Expect(account(credentials(g, "bk-staging", db)).Username).NotTo(Equal(account(credentials(g, "bk-acme", db)).Username))
+			g.Expect(testenv.AccountOf(credentials(g, "bk-staging", db)).Username).NotTo(Equal(testenv.AccountOf(credentials(g, "bk-acme", db)).Username))
 		}
 		// The trap ran as the copy's login during the load; the login's password is Landlord's
 		// again once the restore is done.
-		g.Expect(dbtest.CanUse(ctx, servers[database.Postgres].Server, account(credentials(g, "bk-staging", "app")))).To(Succeed())
+		g.Expect(dbtest.CanUse(ctx, servers[database.Postgres].Server, testenv.AccountOf(credentials(g, "bk-staging", "app")))).To(Succeed())
 	})
 
 	t.Run("deleting a backup whose Job runs stops the Job before the store is cleaned", func(t *testing.T) {

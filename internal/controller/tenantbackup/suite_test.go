@@ -157,11 +157,3 @@ func credentials(g Gomega, tenant, name string) *corev1.Secret {
 	}, s)).To(Succeed())
 	return s
 }
-
-func account(s *corev1.Secret) database.Account {
-	return database.Account{
-		Database: string(s.Data[tenancyv1alpha1.CredentialsKeyDatabase]),
-		Username: string(s.Data[tenancyv1alpha1.CredentialsKeyUsername]),
-		Password: string(s.Data[tenancyv1alpha1.CredentialsKeyPassword]),
-	}
-}
