@@ -3,6 +3,7 @@ package database_test
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"flag"
 	"fmt"
@@ -146,16 +147,12 @@ func administrator(t *testing.T, ctx context.Context, s database.Server, prefix 
 	}
 	t.Cleanup(func() { _ = admin.Close() })
 	for _, stmt := range statements {
-		if _, err := admin.ExecContext(ctx, fmt.Sprintf(stmt, own.AdminUser, own.AdminPassword)); err != nil {
-			t.Fatal(err)
-		}
+		adminExec(t, ctx, admin, fmt.Sprintf(stmt, own.AdminUser, own.AdminPassword))
 	}
 	if s.Engine == database.Postgres {
 		// Landlord takes PUBLIC's CONNECT on `postgres` (see TestATenantLoginRunsNoCodeInTheAdministratorsSession):
 		// every other role that needs it is granted it by name, as an administrator would.
-		if _, err := admin.ExecContext(ctx, "GRANT CONNECT ON DATABASE postgres TO "+own.AdminUser); err != nil {
-			t.Fatal(err)
-		}
+		adminExec(t, ctx, admin, "GRANT CONNECT ON DATABASE postgres TO "+own.AdminUser)
 	}
 	if s.Engine == database.MySQL {
 		// The MariaDB user goes with the test; the server itself is thrown away after the run.
@@ -164,6 +161,23 @@ func administrator(t *testing.T, ctx context.Context, s database.Server, prefix 
 		})
 	}
 	return own
+}
+
+// adminExec runs one administrator statement, again while PostgreSQL answers "tuple concurrently
+// updated": the parallel subtests' provisioners change the same ACLs (the `postgres` database's,
+// when they confine the server) and PostgreSQL refuses the second writer rather than waiting.
+func adminExec(t *testing.T, ctx context.Context, admin *sql.DB, stmt string) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		_, err := admin.ExecContext(ctx, stmt)
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "tuple concurrently updated") || attempt == 20 {
+			t.Fatalf("%s: %v", strings.SplitN(stmt, " PASSWORD ", 2)[0], err)
+		}
+		time.Sleep(time.Duration(attempt) * 10 * time.Millisecond)
+	}
 }
 
 func TestProvisioner(t *testing.T) {
