@@ -137,8 +137,10 @@ func TestDescribeShowsATenantInOneViewAndNeverItsCredentials(t *testing.T) {
 			regexp.MustCompile(`(?m)^Databases:\n  NAME\s+ENGINE\s+SERVER\s+DATABASE\s+LOGIN\s+SECRET\n  app\s+postgres\s+pg-described\s+` +
 				regexp.QuoteMeta(database) + `\s+` + regexp.QuoteMeta(login) + `\s+db-app$`),
 			regexp.MustCompile(`(?m)^Events:\n  TYPE\s+REASON\s+AGE\s+FROM\s+MESSAGE\n`),
-			regexp.MustCompile(`(?m)^  Normal\s+Provisioned\s+.*\sDatabaseServer pg-described\b`),
-			regexp.MustCompile(`(?m)^  Normal\s+ComponentApplied\s+.*\scomponent web version 1\.1\.0 applied$`),
+			// Once each, with an age and no "(x2 over …)": a reconcile working from a tenant older
+			// than its own last status write would provision "again" or apply the version "again".
+			regexp.MustCompile(`(?m)^  Normal\s+Provisioned\s+[0-9][0-9a-z]*\s+landlord\s+.*\sDatabaseServer pg-described\b`),
+			regexp.MustCompile(`(?m)^  Normal\s+ComponentApplied\s+[0-9][0-9a-z]*\s+landlord\s+component web version 1\.1\.0 applied$`),
 		} {
 			if !want.MatchString(out) {
 				t.Errorf("the view lacks %s:\n%s", want, out)

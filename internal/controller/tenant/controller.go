@@ -45,6 +45,11 @@ const stalledRetry = 2 * time.Minute
 // rolloutRecheck is how often a tenant whose components are rolling out is looked at again.
 const rolloutRecheck = 10 * time.Second
 
+// cacheLagRecheck is how soon a tenant whose cached copy is older than this reconciler's own
+// last write of it is looked at again: the cache is usually milliseconds behind, and its
+// status-only update wakes no watch.
+const cacheLagRecheck = 100 * time.Millisecond
+
 // Reconciler turns a Tenant into what its lifecycle state asks for: its namespace with
 // RBAC, quota, limits and network policy, shared secrets, databases and components while Active
 // or Frozen; the namespace removed and the data kept while Archived; everything dropped when
@@ -65,6 +70,8 @@ type Reconciler struct {
 	Applied *apply.Memo
 	// rendered remembers each component's last rendering.
 	rendered renderMemo
+	// own remembers the tenants written whose write the cache does not show yet.
+	own ownWrites
 	// requests remembers the reconcile requests handled, should the status not keep them.
 	requests handledRequests
 	// placed counts the databases placed that the cache does not show yet.
@@ -213,9 +220,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.requests.forget(req.Name)
+			r.own.forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.own.behind(t) {
+		// The cache does not show this reconciler's last write yet (own_writes.go).
+		return ctrl.Result{RequeueAfter: cacheLagRecheck}, nil
+	}
+	read := t.ResourceVersion
+	defer func() {
+		// Every write below updates t in place with what the API server answered.
+		if t.ResourceVersion != read {
+			r.own.record(t)
+		}
+	}()
 	takeover, done, res, err := r.shardGate(ctx, t)
 	if done {
 		return res, err
