@@ -45,11 +45,6 @@ const stalledRetry = 2 * time.Minute
 // rolloutRecheck is how often a tenant whose components are rolling out is looked at again.
 const rolloutRecheck = 10 * time.Second
 
-// cacheLagRecheck is how soon a tenant whose cached copy is older than this reconciler's own
-// last write of it is looked at again: the cache is usually milliseconds behind, and its
-// status-only update wakes no watch.
-const cacheLagRecheck = 100 * time.Millisecond
-
 // Reconciler turns a Tenant into what its lifecycle state asks for: its namespace with
 // RBAC, quota, limits and network policy, shared secrets, databases and components while Active
 // or Frozen; the namespace removed and the data kept while Archived; everything dropped when
@@ -70,7 +65,7 @@ type Reconciler struct {
 	Applied *apply.Memo
 	// rendered remembers each component's last rendering.
 	rendered renderMemo
-	// own remembers the tenants written whose write the cache does not show yet.
+	// own keeps the tenants written whose write the cache does not show yet.
 	own ownWrites
 	// requests remembers the reconcile requests handled, should the status not keep them.
 	requests handledRequests
@@ -224,9 +219,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.own.behind(t) {
+	if fresher := r.own.fresher(t); fresher != nil {
 		// The cache does not show this reconciler's last write yet (own_writes.go).
-		return ctrl.Result{RequeueAfter: cacheLagRecheck}, nil
+		t = fresher
 	}
 	read := t.ResourceVersion
 	defer func() {

@@ -3,64 +3,77 @@ package tenant
 import (
 	"sync"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// ownWrites remembers, per tenant, the resourceVersion the API server gave this reconciler's
-// last write of the tenant (its status, its finalizer, its shard), until the cache shows it.
-// The cache sees a write a moment after it is made, and a reconcile that read the tenant from
-// before then works from an older status than the one just written: it provisions a database
-// "again" (a second Provisioned event), takes a component's new version for its first apply (no
-// ComponentApplied event) and writes the older view back over the newer one. Such a reconcile
-// waits for the cache instead, at the cost of a map look-up and no request.
+// ownWrites keeps, per tenant, the tenant as the API server answered this reconciler's last
+// write of it (its status, its finalizer, its shard), until the cache shows that write. The
+// cache sees a write a moment after it is made, and a reconcile that read the tenant from before
+// then would work from an older status than the one just written: it would provision a database
+// "again" (a second Provisioned event), take a component's new version for its first apply (no
+// ComponentApplied event), and write the older view back over the newer one. Such a reconcile
+// works from the answer instead, which is the newer of the two. Waiting for the cache would do as
+// well, but late: by then the quota controller has often written a quota's status over
+// Landlord's own write of it, which the reconcile would then have to read whole.
 //
-// An entry lives from a write until the cache shows it, a few milliseconds: a fleet at rest
-// keeps none.
+// An entry lives from a write until the tenants' informer delivers it, a few milliseconds: a
+// fleet at rest keeps none.
 type ownWrites struct {
 	mu     sync.Mutex
-	byName map[string]ownWrite
+	byName map[string]*tenancyv1alpha1.Tenant
 }
 
-type ownWrite struct {
-	uid types.UID
-	rv  string
-}
-
-// record remembers t as the API server returned it from a write.
+// record keeps t, as the API server returned it from a write.
 func (w *ownWrites) record(t *tenancyv1alpha1.Tenant) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.byName == nil {
-		w.byName = map[string]ownWrite{}
+		w.byName = map[string]*tenancyv1alpha1.Tenant{}
 	}
-	w.byName[t.Name] = ownWrite{uid: t.UID, rv: t.ResourceVersion}
+	w.byName[t.Name] = t.DeepCopy()
 }
 
-// behind reports whether t, as the cache holds it, is older than this reconciler's last write
-// of it; once it is not, the write is forgotten. A tenant re-created under the same name (another
-// UID), or a resourceVersion that is not a number (an API server that does not promise to
-// order them), is never held back.
-func (w *ownWrites) behind(t *tenancyv1alpha1.Tenant) bool {
+// fresher is the tenant as this reconciler last wrote it, when the cache's t is older; nil when
+// t is as new (and the write is forgotten). A tenant re-created under the same name (another
+// UID), or a resourceVersion that is not a number (an API server that does not promise to order
+// them), is never replaced.
+func (w *ownWrites) fresher(t *tenancyv1alpha1.Tenant) *tenancyv1alpha1.Tenant {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	last, ok := w.byName[t.Name]
 	if !ok {
-		return false
+		return nil
 	}
-	if last.uid == t.UID {
-		if cmp, err := resourceversion.CompareResourceVersion(t.ResourceVersion, last.rv); err == nil && cmp < 0 {
-			return true
-		}
+	if olderThan(t, last) {
+		return last.DeepCopy()
 	}
 	delete(w.byName, t.Name)
-	return false
+	return nil
+}
+
+// observe forgets the write once the cache holds it, or anything newer (ForgetWhatIsGone
+// calls it for every update the tenants' informer delivers).
+func (w *ownWrites) observe(t *tenancyv1alpha1.Tenant) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if last, ok := w.byName[t.Name]; ok && !olderThan(t, last) {
+		delete(w.byName, t.Name)
+	}
 }
 
 func (w *ownWrites) forget(name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.byName, name)
+}
+
+// olderThan reports whether t is an older version of the same tenant than last.
+func olderThan(t, last *tenancyv1alpha1.Tenant) bool {
+	if t.UID != last.UID {
+		return false
+	}
+	cmp, err := resourceversion.CompareResourceVersion(t.ResourceVersion, last.ResourceVersion)
+	return err == nil && cmp < 0
 }

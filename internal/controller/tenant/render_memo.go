@@ -137,11 +137,13 @@ func (r *Reconciler) ForgetWhatIsGone(ctx context.Context, informers cache.Infor
 			t, okNew := newObj.(*tenancyv1alpha1.Tenant)
 			if okOld && okNew {
 				r.forgetRemovedComponents(old, t)
+				r.own.observe(t)
 			}
 		},
 		DeleteFunc: func(obj any) {
 			if t, ok := deletedObject(obj).(*tenancyv1alpha1.Tenant); ok {
 				r.forget(r.Config.NamespaceName(t.Name))
+				r.own.forget(t.Name)
 			}
 		},
 	}); err != nil {
