@@ -159,6 +159,9 @@ const (
 	ShardLabel = "tenancy.landlord.dev/shard"
 	// NodePoolLabel on a tenant namespace names the node pool its pods run on.
 	NodePoolLabel = "tenancy.landlord.dev/node-pool"
+	// CostCodeLabel on a tenant namespace, and on every pod created or updated in it, is the
+	// tenant's spec.costCode, for cloud cost tools to attribute spend by.
+	CostCodeLabel = "tenancy.landlord.dev/cost-code"
 	// PodsPoolAnnotation on a tenant namespace names the node pool its running pods were placed
 	// on, empty for none. It differs from NodePoolLabel only while the tenant moves to another
 	// pool: the operator deletes the pods placed for the old one, then records the new one.

@@ -157,6 +157,14 @@ type TenantSpec struct {
 	// +optional
 	NodePool string `json:"nodePool,omitempty"`
 
+	// CostCode is what cloud cost tools attribute the tenant's spend to: Landlord labels the
+	// tenant's namespace and every pod created or updated in it with
+	// tenancy.landlord.dev/cost-code=<costCode>, and reports it with the tenant's usage.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="must be a label value: letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+	// +optional
+	CostCode string `json:"costCode,omitempty"`
+
 	// Domains the tenant serves.
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=set
@@ -359,6 +367,11 @@ type TenantStatus struct {
 	// +optional
 	Components []ComponentStatus `json:"components,omitempty"`
 
+	// Usage is what the tenant uses, as the operator last sampled it (usage.interval), for
+	// billing: it is written only when a sample differs from it.
+	// +optional
+	Usage *TenantUsage `json:"usage,omitempty"`
+
 	// LastHandledReconcileAt is the value of the ReconcileRequestAnnotation the last reconcile
 	// handled, so a client that set the annotation can wait for its request to be served.
 	// +optional
@@ -383,6 +396,38 @@ type TenantStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// TenantUsage is one sample of what a tenant uses.
+type TenantUsage struct {
+	// SampledAt is when the sample was taken.
+	SampledAt metav1.Time `json:"sampledAt"`
+
+	// Resources are what the tenant namespace's ResourceQuota counts as used: CPU and memory
+	// requested (requests.cpu, requests.memory) and limited (limits.cpu, limits.memory), storage
+	// requested by volume claims (requests.storage), and object counts (pods, services, secrets,
+	// configmaps, persistentvolumeclaims), each as far as the quota tracks it. Empty while the
+	// tenant has no namespace (Archived).
+	// +optional
+	Resources corev1.ResourceList `json:"resources,omitempty"`
+
+	// Databases are the bytes each of the tenant's databases holds, as its server reports them.
+	// A database its server could not be asked about keeps its last figure.
+	// +listType=map
+	// +listMapKey=engine
+	// +listMapKey=name
+	// +optional
+	Databases []DatabaseUsage `json:"databases,omitempty"`
+}
+
+// DatabaseUsage is the size of one of a tenant's databases.
+type DatabaseUsage struct {
+	// Engine is the database's engine.
+	Engine DatabaseEngine `json:"engine"`
+	// Name is the database's name in the tenant's spec.
+	Name string `json:"name"`
+	// Bytes is the database's size on its server.
+	Bytes int64 `json:"bytes"`
 }
 
 // Tenant is one customer's isolated instance of the application.

@@ -60,6 +60,9 @@ type Config struct {
 
 	// Backups configures per-tenant backups and restores.
 	Backups Backups `json:"backups,omitempty"`
+
+	// Usage configures how each tenant's usage is sampled for billing.
+	Usage Usage `json:"usage,omitempty"`
 }
 
 // MaxBaseDomain keeps "<tenant name>.<base domain>" within the 253 characters of a DNS name:
@@ -609,6 +612,7 @@ func (c *Config) applyDefaults() {
 	}
 	c.Components.applyDefaults()
 	c.Backups.applyDefaults(c.Databases.CredentialsNamespace)
+	c.Usage.applyDefaults()
 	if c.Secrets.Store.Timeout.Duration == 0 {
 		// A listing reads and decrypts every shared secret: about 10 ms each from Cloud Storage
 		// and Cloud KMS, so a minute holds thousands.
@@ -709,6 +713,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Components.validate()...)
 	errs = append(errs, c.Secrets.Store.validate()...)
 	errs = append(errs, c.Backups.validate(c.NamespacePrefix, c.Secrets.TemplateNamespace)...)
+	errs = append(errs, c.Usage.validate()...)
 	return errors.Join(errs...)
 }
 

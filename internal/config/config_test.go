@@ -109,6 +109,7 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a backup store without an image":       {"backups: {objects: 's3://b', key: 'awskms://k'}", "backups.image is required"},
 		"backup Jobs in a tenant namespace":     {"backups: {objects: 's3://b', key: 'awskms://k', image: i, namespace: tenant-acme}", "backups.namespace"},
 		"backup Jobs in the template namespace": {"backups: {objects: 's3://b', key: 'awskms://k', image: i, namespace: landlord-templates}", "backups.namespace"},
+		"usage sampled more than once a minute": {"usage: {interval: 30s}", "usage.interval: 30s is shorter than 1m0s"},
 		"a dump limit of zero":                  {"backups: {objects: 's3://b', key: 'awskms://k', image: i, maxDumpSize: '0'}", "backups.maxDumpSize"},
 		"a backup timeout under a minute":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, timeout: 30s}", "backups.timeout"},
 		"a backup Secret that is no name":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, envFromSecrets: [Creds]}", "backups.envFromSecrets[0]"},

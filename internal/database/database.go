@@ -96,6 +96,11 @@ type Provisioner interface {
 	// are not an error. Nothing is dropped when either is not the account's: the error is a
 	// *ForeignError.
 	Drop(ctx context.Context, acct Account) error
+	// Sizes reads, in one query, the bytes each database on the server holds, as the server
+	// reports them (PostgreSQL's pg_database_size; MariaDB's and MySQL's data and index lengths,
+	// which InnoDB estimates), by database name. A database the administrator may not measure is
+	// left out. It runs on the check's own connection and changes nothing.
+	Sizes(ctx context.Context) (map[string]int64, error)
 	// Close releases the administrator connections.
 	Close() error
 }

@@ -14,6 +14,8 @@ const (
 	OperationDrop   = "drop"
 	// OperationInspect is a look that changes nothing (Holds).
 	OperationInspect = "inspect"
+	// OperationSizes reads the size of every database on a server (the usage sampler's query).
+	OperationSizes = "sizes"
 )
 
 // Results of the database metrics.
@@ -25,7 +27,7 @@ const (
 var (
 	operations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "landlord_database_operations_total",
-		Help: "Calls to database servers, by DatabaseServer, engine, operation (check, ensure, inspect, drop) and result (success, error).",
+		Help: "Calls to database servers, by DatabaseServer, engine, operation (check, ensure, inspect, sizes, drop) and result (success, error).",
 	}, []string{"server", "engine", "operation", "result"})
 	operationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "landlord_database_operation_duration_seconds",
@@ -86,6 +88,13 @@ func (i *instrumented) Drop(ctx context.Context, acct Account) error {
 	err := i.next.Drop(ctx, acct)
 	i.observe(OperationDrop, start, err)
 	return err
+}
+
+func (i *instrumented) Sizes(ctx context.Context) (map[string]int64, error) {
+	start := time.Now()
+	sizes, err := i.next.Sizes(ctx)
+	i.observe(OperationSizes, start, err)
+	return sizes, err
 }
 
 func (i *instrumented) Close() error { return i.next.Close() }

@@ -92,6 +92,31 @@ func (m *mysqlServer) Check(ctx context.Context) (ServerInfo, error) {
 	return info, nil
 }
 
+// Sizes sums each schema's data and index lengths as information_schema reports them (InnoDB's
+// are estimates, refreshed by the server's statistics), over the schemas the administrator sees.
+func (m *mysqlServer) Sizes(ctx context.Context) (map[string]int64, error) {
+	rows, err := m.health.QueryContext(ctx, "SELECT s.SCHEMA_NAME, CAST(COALESCE(SUM(t.DATA_LENGTH + t.INDEX_LENGTH), 0) AS SIGNED)"+
+		" FROM information_schema.SCHEMATA s LEFT JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = s.SCHEMA_NAME"+
+		" WHERE s.SCHEMA_NAME NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') GROUP BY s.SCHEMA_NAME")
+	if err != nil {
+		return nil, m.wrap(err, "reading database sizes")
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var bytes int64
+		if err := rows.Scan(&name, &bytes); err != nil {
+			return nil, m.wrap(err, "reading database sizes")
+		}
+		out[name] = bytes
+	}
+	if err := rows.Err(); err != nil {
+		return nil, m.wrap(err, "reading database sizes")
+	}
+	return out, nil
+}
+
 func (m *mysqlServer) Ensure(ctx context.Context, acct Account) error {
 	if err := checkPassword(acct.Password); err != nil {
 		return err

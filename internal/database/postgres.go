@@ -128,6 +128,32 @@ func (p *postgres) Check(ctx context.Context) (ServerInfo, error) {
 	return info, nil
 }
 
+// Sizes measures the databases the administrator may: pg_database_size needs CONNECT on the
+// database or pg_read_all_stats, and Landlord takes CONNECT on a tenant's database from PUBLIC.
+// A superuser, or an administrator granted pg_read_all_stats, measures every one.
+func (p *postgres) Sizes(ctx context.Context) (map[string]int64, error) {
+	rows, err := p.health.Query(ctx, "SELECT d.datname, pg_catalog.pg_database_size(d.oid) FROM pg_catalog.pg_database d"+
+		" WHERE NOT d.datistemplate AND (pg_catalog.has_database_privilege(d.oid, 'CONNECT')"+
+		" OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE'))")
+	if err != nil {
+		return nil, p.wrap(err, "reading database sizes")
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var bytes int64
+		if err := rows.Scan(&name, &bytes); err != nil {
+			return nil, p.wrap(err, "reading database sizes")
+		}
+		out[name] = bytes
+	}
+	if err := rows.Err(); err != nil {
+		return nil, p.wrap(err, "reading database sizes")
+	}
+	return out, nil
+}
+
 func (p *postgres) Ensure(ctx context.Context, acct Account) error {
 	if err := checkPassword(acct.Password); err != nil {
 		return err

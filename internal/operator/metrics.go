@@ -9,6 +9,7 @@ import (
 
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/secret"
+	"github.com/landlord-dev/landlord/internal/usage"
 	"github.com/landlord-dev/landlord/internal/version"
 )
 
@@ -49,4 +50,5 @@ func init() {
 	ctrlmetrics.Registry.MustRegister(buildInfo, shardLeader)
 	ctrlmetrics.Registry.MustRegister(database.Collectors()...)
 	ctrlmetrics.Registry.MustRegister(secret.Collectors()...)
+	ctrlmetrics.Registry.MustRegister(usage.Collectors()...)
 }

@@ -51,8 +51,10 @@ import (
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/policy"
 	"github.com/landlord-dev/landlord/internal/priority"
+	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/internal/templatesync"
+	"github.com/landlord-dev/landlord/internal/usage"
 )
 
 // User agents of the operator's two clients.
@@ -104,7 +106,8 @@ type Options struct {
 	// Store overrides the secret store the configuration names (tests use it to inject faults).
 	Store secret.Store
 
-	// Clock tells backup schedules the time (tests step a fake one); the real clock when nil.
+	// Clock tells backup schedules and the usage sampler the time (tests step a fake one); the
+	// real clock when nil.
 	Clock clock.WithTicker
 
 	// AnotherInProcess lets this operator share its process with another (tests that restart
@@ -376,6 +379,15 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
+	clk := cmp.Or[clock.WithTicker](opts.Clock, clock.RealClock{})
+	usageChanged := make(chan event.GenericEvent)
+	sampler := &usage.Sampler{
+		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Provisioners: conns, Namespace: cfg.NamespaceName, QuotaName: resources.QuotaName,
+		Interval: cfg.Usage.Interval.Duration, Timeout: cfg.Databases.Timeout.Duration, Clock: clk, Shard: opts.Shard, Changed: usageChanged,
+	}
+	if err := mgr.Add(sampler); err != nil {
+		return nil, err
+	}
 	tenants := &tenant.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -393,9 +405,10 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		})},
 		Databases: conns,
 		Resync:    opts.Resync,
-		Urgent:    urgent,
-		Shard:     opts.Shard,
-		Shards:    &tenant.LeaseShards{Reader: mgr.GetAPIReader(), Namespace: leaseNamespace},
+		Usage:     sampler, UsageChanged: usageChanged,
+		Urgent: urgent,
+		Shard:  opts.Shard,
+		Shards: &tenant.LeaseShards{Reader: mgr.GetAPIReader(), Namespace: leaseNamespace},
 	}
 	if opts.AnotherInProcess && opts.Shard != "" {
 		// Controllers of one name share their workqueue metrics within a process: a shard
@@ -419,7 +432,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		return nil, err
 	}
 	if backups {
-		if err := backupControllers(mgr, &cfg, tenants.Secrets, conns, cmp.Or[clock.WithTicker](opts.Clock, clock.RealClock{})); err != nil {
+		if err := backupControllers(mgr, &cfg, tenants.Secrets, conns, clk); err != nil {
 			return nil, err
 		}
 	}

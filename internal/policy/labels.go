@@ -34,6 +34,13 @@ func landlordLabels(m string) string {
 		m, cel(LandlordLabelPrefix), cel(tenancyv1alpha1.ManagedByLabel), cel(tenancyv1alpha1.ManagedByValue))
 }
 
+// landlordLabelsInNamespace is landlordLabels less the cost code with the namespace's own value
+// (variables.costCode), which CostCodePolicy puts on every pod there and anyone may copy.
+func landlordLabelsInNamespace(m string) string {
+	return fmt.Sprintf(`%[1]s.filter(k, (k.startsWith(%[2]s) && !(k == %[5]s && variables.costCode != '' && %[1]s[k] == variables.costCode)) || (k == %[3]s && %[1]s[k] == %[4]s)).map(k, k + '=' + %[1]s[k])`,
+		m, cel(LandlordLabelPrefix), cel(tenancyv1alpha1.ManagedByLabel), cel(tenancyv1alpha1.ManagedByValue), cel(tenancyv1alpha1.CostCodeLabel))
+}
+
 // templateLabels lists the label maps of obj that Kubernetes' controllers copy onto objects they
 // create: pod templates (workloads, CronJobs' job templates, PodTemplates), StatefulSets' claim
 // templates and generic ephemeral volumes' claim templates.
@@ -75,15 +82,16 @@ func ManagedLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissi
 				`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
 		}}, op.trustedCondition()...),
 		Variables: []admissionregistrationv1.Variable{
+			namespaceCostCode,
 			{Name: "objectLabels", Expression: `object.metadata.?labels.orValue({})`},
 			{Name: "oldObjectLabels", Expression: `request.operation == 'CREATE' ? {} : oldObject.metadata.?labels.orValue({})`},
-			{Name: "labels", Expression: landlordLabels("variables.objectLabels")},
-			{Name: "oldLabels", Expression: landlordLabels("variables.oldObjectLabels")},
+			{Name: "labels", Expression: landlordLabelsInNamespace("variables.objectLabels")},
+			{Name: "oldLabels", Expression: landlordLabelsInNamespace("variables.oldObjectLabels")},
 			{Name: "changed", Expression: `variables.labels.filter(l, !(l in variables.oldLabels)) + variables.oldLabels.filter(l, !(l in variables.labels))`},
 			{Name: "templates", Expression: templateLabels("object")},
 			{Name: "oldTemplates", Expression: `request.operation == 'CREATE' ? [] : ` + templateLabels("oldObject")},
-			{Name: "templateLabels", Expression: `variables.templates.map(m, ` + landlordLabels("m") + `).flatten()`},
-			{Name: "oldTemplateLabels", Expression: `variables.oldTemplates.map(m, ` + landlordLabels("m") + `).flatten()`},
+			{Name: "templateLabels", Expression: `variables.templates.map(m, ` + landlordLabelsInNamespace("m") + `).flatten()`},
+			{Name: "oldTemplateLabels", Expression: `variables.oldTemplates.map(m, ` + landlordLabelsInNamespace("m") + `).flatten()`},
 			{Name: "added", Expression: `variables.templateLabels.filter(l, !(l in variables.oldTemplateLabels)).distinct()`},
 		},
 		Validations: []admissionregistrationv1.Validation{

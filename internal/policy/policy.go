@@ -26,6 +26,7 @@ import (
 const (
 	NodePoolPlacement  = "landlord-node-pool-placement"
 	NodePool           = "landlord-node-pool"
+	CostCode           = "landlord-cost-code"
 	ServiceExposure    = "landlord-service-exposure"
 	IngressHosts       = "landlord-ingress-hosts"
 	RouteHostnames     = "landlord-route-hostnames"
@@ -55,6 +56,7 @@ func TenantNamespaceObjects(op Operator) []client.Object {
 	return []client.Object{
 		NodePoolPlacementPolicy(), NodePoolPlacementBinding(),
 		NodePoolPolicy(), validatingBinding(NodePool),
+		CostCodePolicy(), CostCodeBinding(),
 		ServiceExposurePolicy(), validatingBinding(ServiceExposure),
 		IngressHostsPolicy(), validatingBinding(IngressHosts),
 		IngressClassesPolicy(), validatingBinding(IngressClasses),

@@ -136,7 +136,7 @@ func selectsTenantNamespacesOnly(sel *metav1.LabelSelector) bool {
 	if err != nil {
 		return false
 	}
-	tenant := map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue, tenancyv1alpha1.TenantLabel: "acme", tenancyv1alpha1.NodePoolLabel: "a"}
+	tenant := map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue, tenancyv1alpha1.TenantLabel: "acme", tenancyv1alpha1.NodePoolLabel: "a", tenancyv1alpha1.CostCodeLabel: "cc-1"}
 	templates := map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue}
 	kubeSystem := map[string]string{"kubernetes.io/metadata.name": "kube-system"}
 	return s.Matches(labels.Set(tenant)) && !s.Matches(labels.Set(templates)) && !s.Matches(labels.Set(kubeSystem))

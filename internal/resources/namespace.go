@@ -23,7 +23,7 @@ const (
 )
 
 // Namespace is the tenant's namespace, labeled for Pod Security Admission and, when the tenant
-// has one, its node pool; the domains it may serve and the Ingress classes it may use travel as
+// has them, its node pool and cost code; the domains it may serve and the Ingress classes it may use travel as
 // annotations for admission policies, which cannot read the Tenant.
 func Namespace(t *tenancyv1alpha1.Tenant, cfg *config.Config) *corev1.Namespace {
 	level := string(t.Spec.PodSecurity)
@@ -44,6 +44,9 @@ func Namespace(t *tenancyv1alpha1.Tenant, cfg *config.Config) *corev1.Namespace 
 	}
 	if t.Spec.NodePool != "" {
 		ns.Labels[tenancyv1alpha1.NodePoolLabel] = t.Spec.NodePool
+	}
+	if t.Spec.CostCode != "" {
+		ns.Labels[tenancyv1alpha1.CostCodeLabel] = t.Spec.CostCode
 	}
 	// Written even empty: a tenant without a pool moved onto one must find "none" recorded to
 	// know its pods were placed for no pool. The operator holds the old value back while it

@@ -76,6 +76,10 @@ type Reconciler struct {
 
 	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
 	Resync <-chan event.GenericEvent
+	// Usage, when set, has the usage samples to record in tenants' status; UsageChanged
+	// enqueues each tenant it has one for.
+	Usage        UsageSamples
+	UsageChanged <-chan event.GenericEvent
 	// Urgent writes the copies a shared-secret change makes in every tenant namespace, with
 	// rate limits apart from Client's, so the change never waits behind tenants being created.
 	Urgent client.Client
@@ -187,6 +191,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Resync != nil {
 		b = b.WatchesRawSource(source.Channel(r.Resync, &handler.EnqueueRequestForObject{}))
 	}
+	if r.UsageChanged != nil {
+		b = b.WatchesRawSource(source.Channel(r.UsageChanged, &handler.EnqueueRequestForObject{}))
+	}
 	c, err := b.Build(shutdown.Quiet(r))
 	if err != nil {
 		return err
@@ -199,6 +206,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		handler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tenancyv1alpha1.Tenant{}, handler.OnlyControllerOwner()),
 	}
 	return nil
+}
+
+// UsageSamples are the usage samples that differ from tenants' status (usage.Sampler).
+type UsageSamples interface {
+	For(t *tenancyv1alpha1.Tenant) (*tenancyv1alpha1.TenantUsage, bool)
 }
 
 // Reconcile converges one tenant: fetch it, make deletion orderly (finalize a deleted tenant;
@@ -273,6 +285,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	phases := phasesFor(t.Spec.State)
 	results := r.runPhases(ctx, s, phases)
 	next := computeStatus(t, s.namespace, s.status, results)
+	if r.Usage != nil {
+		if u, ok := r.Usage.For(t); ok {
+			next.Usage = u
+		}
+	}
 	recorded := r.recordShard(&next, takeover, results)
 	logStall(ctx, t, next)
 	if s.verify {

@@ -1,0 +1,36 @@
+package config
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DefaultUsageInterval is how often usage is sampled unless configured.
+const DefaultUsageInterval = 15 * time.Minute
+
+// MinUsageInterval bounds how often usage may be sampled: each sample asks every DatabaseServer
+// with tenants for its database sizes, once.
+const MinUsageInterval = time.Minute
+
+// Usage configures how what each tenant uses is sampled for billing (status.usage).
+type Usage struct {
+	// Interval is how often usage is sampled: each tenant's ResourceQuota (from the operator's
+	// cache, no request) and, in one query per DatabaseServer, the size of every database.
+	// A tenant whose usage is unchanged is not written. Default 15m, at least 1m.
+	Interval metav1.Duration `json:"interval,omitempty"`
+}
+
+func (u *Usage) applyDefaults() {
+	if u.Interval.Duration == 0 {
+		u.Interval.Duration = DefaultUsageInterval
+	}
+}
+
+func (u Usage) validate() []error {
+	if u.Interval.Duration < MinUsageInterval {
+		return []error{fmt.Errorf("usage.interval: %s is shorter than %s", u.Interval.Duration, MinUsageInterval)}
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+package usage
+
+import "github.com/prometheus/client_golang/prometheus"
+
+const (
+	resultSuccess = "success"
+	// resultError: the tenants could not be listed, or a server could not be asked.
+	resultError = "error"
+)
+
+var (
+	samples = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "landlord_usage_samples_total",
+		Help: "Usage samples taken, by result (success; error when a database server could not be asked and its databases kept their last figures).",
+	}, []string{"result"})
+	sampleSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "landlord_usage_sample_duration_seconds",
+		Help:    "How long one usage sample of every tenant took, database servers' queries included.",
+		Buckets: []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300},
+	})
+	tenantsChanged = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "landlord_usage_tenants_changed_total",
+		Help: "Tenants whose sampled usage differed from their status and was handed to the tenant controller to write.",
+	})
+)
+
+// Collectors are the usage metrics, for the operator to register once.
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{samples, sampleSeconds, tenantsChanged}
+}

@@ -1,0 +1,295 @@
+// Package usage samples what each tenant uses, for billing: what its namespace's ResourceQuota
+// counts (read from the operator's cache) and the size of each of its databases (one query per
+// DatabaseServer per sample). A sample that differs from a tenant's status.usage is handed to
+// the tenant controller, which writes it with the rest of the status; an unchanged tenant costs
+// no request.
+package usage
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/database"
+)
+
+// Provisioners reaches a DatabaseServer by name (database.Connections).
+type Provisioners interface {
+	Provisioner(ctx context.Context, name string) (database.Provisioner, error)
+}
+
+// Sampler takes a sample of every tenant of its shard every Interval.
+type Sampler struct {
+	// Reader is the operator's cache, for Tenants.
+	Reader client.Reader
+	// APIReader lists the tenants' ResourceQuotas, whose counts the cache does not keep (it
+	// keeps a quota's metadata and digest, to stay small at thousands of tenants).
+	APIReader    client.Reader
+	Provisioners Provisioners
+	// Namespace is a tenant's namespace name.
+	Namespace func(tenant string) string
+	// QuotaName is the name of the ResourceQuota in each tenant namespace.
+	QuotaName string
+	Interval  time.Duration
+	// Timeout bounds each server's query.
+	Timeout time.Duration
+	Clock   clock.WithTicker
+	// Shard is the operator shard whose tenants are sampled ("" for the default shard).
+	Shard string
+	// Changed receives each tenant whose sample differs from its status.
+	Changed chan<- event.GenericEvent
+
+	mu sync.Mutex
+	// pending holds the samples that differ from their tenant's status until the status
+	// shows them (or the next sample finds them equal): a fleet at rest holds none.
+	pending map[string]pendingSample
+}
+
+type pendingSample struct {
+	uid   types.UID
+	usage tenancyv1alpha1.TenantUsage
+}
+
+// NeedLeaderElection: only the leader samples, as only it writes.
+func (s *Sampler) NeedLeaderElection() bool { return true }
+
+// Start samples every Interval until ctx ends. The first sample is an interval after start, not
+// at once: an operator restarted (or upgraded, or failed over) asks no server and writes no
+// tenant before the fleet's usage is due again.
+func (s *Sampler) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("usage")
+	ctx = log.IntoContext(ctx, logger)
+	ticker := s.Clock.NewTicker(s.Interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+			s.Sample(ctx)
+		}
+	}
+}
+
+// For is the sample to record in t's status, if one differs from it.
+func (s *Sampler) For(t *tenancyv1alpha1.Tenant) (*tenancyv1alpha1.TenantUsage, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pending[t.Name]
+	if !ok || p.uid != t.UID {
+		return nil, false
+	}
+	if same(t.Status.Usage, &p.usage) {
+		// The status shows it: nothing more to hand over.
+		delete(s.pending, t.Name)
+		return nil, false
+	}
+	u := p.usage.DeepCopy()
+	return u, true
+}
+
+// Sample takes one sample of every tenant of the shard: each database server that holds a
+// tenant's database is asked once. A server that cannot be asked leaves its databases at their
+// last figures, and is logged and counted.
+func (s *Sampler) Sample(ctx context.Context) {
+	start := s.Clock.Now()
+	logger := log.FromContext(ctx)
+	tenants := &tenancyv1alpha1.TenantList{}
+	if err := s.Reader.List(ctx, tenants); err != nil {
+		logger.Error(err, "listing tenants to sample their usage")
+		samples.WithLabelValues(resultError).Inc()
+		return
+	}
+	var mine []*tenancyv1alpha1.Tenant
+	servers := map[string]bool{}
+	for i := range tenants.Items {
+		t := &tenants.Items[i]
+		if !s.covers(t) {
+			continue
+		}
+		mine = append(mine, t)
+		for _, d := range t.Status.Databases {
+			servers[d.Server] = true
+		}
+	}
+	used, err := s.quotasUsed(ctx)
+	if err != nil {
+		logger.Error(err, "listing the tenants' ResourceQuotas to sample their usage")
+		samples.WithLabelValues(resultError).Inc()
+		return
+	}
+	sizes := s.sizes(ctx, logger, servers)
+	now := metav1.NewTime(s.Clock.Now())
+	var changed []*tenancyv1alpha1.Tenant
+	s.mu.Lock()
+	if s.pending == nil {
+		s.pending = map[string]pendingSample{}
+	}
+	seen := make(map[string]bool, len(mine))
+	for _, t := range mine {
+		seen[t.Name] = true
+		var resources corev1.ResourceList
+		if t.Status.Namespace != "" {
+			resources = used[s.Namespace(t.Name)]
+		}
+		u := tenancyv1alpha1.TenantUsage{Resources: resources, Databases: databases(t, sizes)}
+		if same(t.Status.Usage, &u) {
+			delete(s.pending, t.Name)
+			continue
+		}
+		u.SampledAt = now
+		s.pending[t.Name] = pendingSample{uid: t.UID, usage: u}
+		changed = append(changed, t)
+	}
+	for name := range s.pending {
+		if !seen[name] {
+			delete(s.pending, name)
+		}
+	}
+	s.mu.Unlock()
+	result := resultSuccess
+	if len(sizes.failed) > 0 {
+		result = resultError
+	}
+	samples.WithLabelValues(result).Inc()
+	sampleSeconds.Observe(s.Clock.Since(start).Seconds())
+	tenantsChanged.Add(float64(len(changed)))
+	for _, t := range changed {
+		select {
+		case s.Changed <- event.GenericEvent{Object: t}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// covers reports whether t is sampled: its shard's, not deleted, not Purged (it has nothing
+// left to use), not suspended (nothing of it is written).
+func (s *Sampler) covers(t *tenancyv1alpha1.Tenant) bool {
+	if !t.DeletionTimestamp.IsZero() || t.Spec.Suspend || t.Spec.State == tenancyv1alpha1.StatePurged {
+		return false
+	}
+	if t.Status.HandoverTo != nil || len(t.Status.Conditions) == 0 {
+		return false
+	}
+	return t.Status.Shard == s.Shard
+}
+
+// quotaPage is how many ResourceQuotas one list request returns.
+const quotaPage = 500
+
+// quotasUsed is what each tenant namespace's quota counts as used, by namespace: one list request
+// per quotaPage tenants, whatever changed.
+func (s *Sampler) quotasUsed(ctx context.Context) (map[string]corev1.ResourceList, error) {
+	out := map[string]corev1.ResourceList{}
+	opts := []client.ListOption{
+		client.MatchingLabels{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue},
+		client.MatchingFields{"metadata.name": s.QuotaName},
+		client.Limit(quotaPage),
+	}
+	for next := ""; ; {
+		page := &corev1.ResourceQuotaList{}
+		if err := s.APIReader.List(ctx, page, append(opts, client.Continue(next))...); err != nil {
+			return nil, err
+		}
+		for i := range page.Items {
+			if q := &page.Items[i]; len(q.Status.Used) > 0 {
+				out[q.Namespace] = q.Status.Used
+			}
+		}
+		if next = page.Continue; next == "" {
+			return out, nil
+		}
+	}
+}
+
+// serverSizes are the database sizes of each server asked, and the servers that failed.
+type serverSizes struct {
+	byServer map[string]map[string]int64
+	failed   map[string]bool
+}
+
+func (s *Sampler) sizes(ctx context.Context, logger logr.Logger, servers map[string]bool) serverSizes {
+	out := serverSizes{byServer: map[string]map[string]int64{}, failed: map[string]bool{}}
+	names := make([]string, 0, len(servers))
+	for name := range servers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		got, err := s.serverSizes(ctx, name)
+		if err != nil {
+			logger.Error(err, "reading database sizes; the server's databases keep their last figures", "databaseServer", name)
+			out.failed[name] = true
+			continue
+		}
+		out.byServer[name] = got
+	}
+	return out
+}
+
+func (s *Sampler) serverSizes(ctx context.Context, name string) (map[string]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	defer cancel()
+	p, err := s.Provisioners.Provisioner(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return p.Sizes(ctx)
+}
+
+// databases is the size of each of t's databases: as its server reported it, or, where the
+// server could not be asked or did not report it, the figure t's status already has.
+func databases(t *tenancyv1alpha1.Tenant, sizes serverSizes) []tenancyv1alpha1.DatabaseUsage {
+	var out []tenancyv1alpha1.DatabaseUsage
+	for _, d := range t.Status.Databases {
+		u := tenancyv1alpha1.DatabaseUsage{Engine: d.Engine, Name: d.Name}
+		bytes, ok := sizes.byServer[d.Server][d.Database]
+		if ok {
+			u.Bytes = bytes
+		} else if last := lastFigure(t, d); last != nil {
+			u.Bytes = last.Bytes
+		} else {
+			continue
+		}
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b tenancyv1alpha1.DatabaseUsage) int {
+		return cmp.Or(cmp.Compare(a.Engine, b.Engine), cmp.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+func lastFigure(t *tenancyv1alpha1.Tenant, d tenancyv1alpha1.DatabaseStatus) *tenancyv1alpha1.DatabaseUsage {
+	if t.Status.Usage == nil {
+		return nil
+	}
+	for i, u := range t.Status.Usage.Databases {
+		if u.Engine == d.Engine && u.Name == d.Name {
+			return &t.Status.Usage.Databases[i]
+		}
+	}
+	return nil
+}
+
+// same reports whether a sample's figures are those of the status (the time aside).
+func same(status, sample *tenancyv1alpha1.TenantUsage) bool {
+	if status == nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(status.Resources, sample.Resources) &&
+		equality.Semantic.DeepEqual(status.Databases, sample.Databases)
+}

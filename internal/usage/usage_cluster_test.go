@@ -1,0 +1,301 @@
+package usage_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/database"
+	"github.com/landlord-dev/landlord/internal/database/dbtest"
+	"github.com/landlord-dev/landlord/internal/resources"
+	"github.com/landlord-dev/landlord/test/testenv"
+)
+
+// TestATenantsUsageIsWhatItsServersAndQuotaReport: a tenant's status.usage holds what the quota
+// controller counts in its namespace and the size of each database as its server reports it,
+// and a sample costs one query per server and, for a tenant whose usage did not change, no
+// request at all.
+func TestATenantsUsageIsWhatItsServersAndQuotaReport(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	const name = "billed"
+	ns := opConfig.NamespaceName(name)
+	createTenant(t, &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Organization: "Billed Inc.", Email: "ops@billed.example.com", CostCode: "cc-1001",
+			Access: tenancyv1alpha1.Access{Admins: []tenancyv1alpha1.Subject{{Kind: "User", Name: "erin"}}},
+			Databases: tenancyv1alpha1.Databases{
+				Postgres: []tenancyv1alpha1.Database{{Name: "app", Server: pgServer}},
+				MySQL:    []tenancyv1alpha1.Database{{Name: "legacy", Server: myServer}},
+			},
+		},
+	})
+	erin := impersonate(t, "erin")
+	g.Expect(erin.Create(ctx, restrictedDeployment(ns, "web", 2))).To(Succeed())
+	waitPodsRunning(t, ns, 2)
+	fill(t, name, "app", database.Postgres, 3000)
+	fill(t, name, "legacy", database.MySQL, 3000)
+
+	t.Run("the sample holds the quota's counts and each database's size as its server reports it", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func(g Gomega) {
+			sample()
+			tenant := getTenant(g, name)
+			g.Expect(tenant.Status.Usage).NotTo(BeNil())
+			quota := &corev1.ResourceQuota{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: resources.QuotaName}, quota)).To(Succeed())
+			g.Expect(tenant.Status.Usage.Resources).To(HaveLen(len(quota.Status.Used)))
+			for res, used := range quota.Status.Used {
+				got := tenant.Status.Usage.Resources[res]
+				g.Expect(got.Cmp(used)).To(BeZero(), "%s: status says %s, the quota %s", res, got.String(), used.String())
+			}
+			g.Expect(tenant.Status.Usage.Resources.Pods().Value()).To(BeEquivalentTo(2))
+			g.Expect(tenant.Status.Usage.Databases).To(ConsistOf(
+				tenancyv1alpha1.DatabaseUsage{Engine: tenancyv1alpha1.EnginePostgres, Name: "app", Bytes: reported(t, name, "app", database.Postgres)},
+				tenancyv1alpha1.DatabaseUsage{Engine: tenancyv1alpha1.EngineMySQL, Name: "legacy", Bytes: reported(t, name, "legacy", database.MySQL)},
+			))
+			g.Expect(bytesOf(tenant.Status.Usage, "app")).To(BeNumerically(">", 1_000_000), "3,000 rows of 500 bytes")
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("a sample asks each server once and writes nothing for a tenant whose usage did not change", func(t *testing.T) {
+		g := NewWithT(t)
+		sizes := func(server string) float64 {
+			v, err := testenv.OperatorMetric("landlord_database_operations_total", map[string]string{"server": server, "operation": database.OperationSizes})
+			g.Expect(err).NotTo(HaveOccurred())
+			return v
+		}
+		samples := func() float64 {
+			v, err := testenv.OperatorMetric("landlord_usage_samples_total", nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			return v
+		}
+		// A database's size may still move on its own (the server's background work): the
+		// sample that counts is one after which the tenant's status is as it was.
+		g.Eventually(func(g Gomega) {
+			g.Eventually(op.Idle).WithTimeout(timeout).Should(BeTrue())
+			before := getTenant(g, name)
+			requests := op.Requests.Snapshot()
+			pg, my, n := sizes(pgServer), sizes(myServer), samples()
+			sample()
+			g.Eventually(samples).WithTimeout(timeout).Should(Equal(n + 1))
+			g.Eventually(op.Idle).WithTimeout(timeout).Should(BeTrue())
+			g.Expect(sizes(pgServer)).To(Equal(pg+1), "queries to %s in one sample", pgServer)
+			g.Expect(sizes(myServer)).To(Equal(my+1), "queries to %s in one sample", myServer)
+			g.Expect(getTenant(g, name).ResourceVersion).To(Equal(before.ResourceVersion), "the sample changed the tenant's usage")
+			// The quotas' counts are listed (the cache does not keep them), one request per 500
+			// tenants; nothing else is sent.
+			made := op.Requests.Snapshot().Sub(requests)
+			// (The counter names a list by its HTTP verb.)
+			NewWithT(t).Expect(made).To(Equal(testenv.Counts{"GET resourcequotas": 1}), "requests made by a sample that changed nothing")
+		}).WithTimeout(2 * timeout).Should(Succeed())
+	})
+
+	t.Run("a database that grows is sampled larger, and the tenant written once", func(t *testing.T) {
+		g := NewWithT(t)
+		was := bytesOf(getTenant(g, name).Status.Usage, "app")
+		fill(t, name, "app", database.Postgres, 3000)
+		g.Eventually(func(g Gomega) {
+			sample()
+			now := bytesOf(getTenant(g, name).Status.Usage, "app")
+			g.Expect(now).To(BeNumerically(">", was))
+			g.Expect(now).To(Equal(reported(t, name, "app", database.Postgres)))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+}
+
+// TestATenantsCostCodeReachesItsNamespaceAndPods: cloud cost tools attribute spend to pods by
+// label; every pod in the tenant's namespace carries the tenant's cost code, whatever the pod
+// asked for, and a tenant cannot change it.
+func TestATenantsCostCodeReachesItsNamespaceAndPods(t *testing.T) {
+	ctx := context.Background()
+	const name = "coded"
+	ns := opConfig.NamespaceName(name)
+	createTenant(t, &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Organization: "Coded Inc.", Email: "ops@coded.example.com", CostCode: "cc-2002",
+			Access: tenancyv1alpha1.Access{Admins: []tenancyv1alpha1.Subject{{Kind: "User", Name: "carl"}}},
+		},
+	})
+	carl := impersonate(t, "carl")
+	costCode := func(g Gomega, obj client.Object) string {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		return obj.GetLabels()[tenancyv1alpha1.CostCodeLabel]
+	}
+
+	t.Run("the namespace carries it", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(costCode(g, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Equal("cc-2002"))
+	})
+
+	t.Run("the pods of a tenant's Deployment carry it", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(carl.Create(ctx, restrictedDeployment(ns, "web", 2))).To(Succeed())
+		for _, p := range waitPodsRunning(t, ns, 2) {
+			g.Expect(p.Labels).To(HaveKeyWithValue(tenancyv1alpha1.CostCodeLabel, "cc-2002"), "pod %s", p.Name)
+		}
+	})
+
+	t.Run("a pod asking for another cost code gets the tenant's", func(t *testing.T) {
+		g := NewWithT(t)
+		pod := restrictedPod(ns, "sneaky")
+		pod.Labels = map[string]string{tenancyv1alpha1.CostCodeLabel: "someone-else", "app": "sneaky"}
+		g.Expect(carl.Create(ctx, pod)).To(Succeed())
+		g.Expect(costCode(g, pod)).To(Equal("cc-2002"))
+		g.Expect(pod.Labels).To(HaveKeyWithValue("app", "sneaky"), "the pod's own labels stay")
+
+		relabel := fmt.Sprintf(`{"metadata":{"labels":{%q:"someone-else"}}}`, tenancyv1alpha1.CostCodeLabel)
+		g.Expect(carl.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(relabel)))).To(Succeed())
+		g.Expect(costCode(g, pod)).To(Equal("cc-2002"), "a tenant relabelling its pod keeps the tenant's code")
+	})
+
+	t.Run("a changed cost code reaches the namespace and new pods", func(t *testing.T) {
+		g := NewWithT(t)
+		tenant := getTenant(g, name)
+		g.Expect(k8s.Patch(ctx, tenant, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"costCode":"cc-3003"}}`)))).To(Succeed())
+		g.Eventually(func(g Gomega) string {
+			return costCode(g, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		}).WithTimeout(timeout).Should(Equal("cc-3003"))
+		pod := restrictedPod(ns, "after")
+		g.Expect(carl.Create(ctx, pod)).To(Succeed())
+		g.Expect(costCode(g, pod)).To(Equal("cc-3003"))
+	})
+}
+
+// bytesOf is the size usage records for the database of that name, -1 for none.
+func bytesOf(u *tenancyv1alpha1.TenantUsage, name string) int64 {
+	for _, d := range u.Databases {
+		if d.Name == name {
+			return d.Bytes
+		}
+	}
+	return -1
+}
+
+// fill writes rows of about 500 bytes into a tenant's database, as the tenant's login, and has
+// the server's statistics (which MariaDB's sizes come from) and free-space maps brought up to
+// date, so that the database's size holds still afterwards.
+func fill(t *testing.T, tenant, db string, engine database.Engine, rows int) {
+	t.Helper()
+	s := servers[engine].Server
+	acct := account(t, tenant, db)
+	conn, err := dbtest.OpenDB(s, acct.Username, acct.Password, acct.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	stmts := map[database.Engine][]string{
+		database.Postgres: {
+			"CREATE TABLE IF NOT EXISTS filler (id serial PRIMARY KEY, body text)",
+			fmt.Sprintf("INSERT INTO filler (body) SELECT repeat('x', 500) || n FROM generate_series(1, %d) AS n", rows),
+			"VACUUM ANALYZE filler",
+		},
+		database.MySQL: {
+			"CREATE TABLE IF NOT EXISTS filler (id INT AUTO_INCREMENT PRIMARY KEY, body TEXT)",
+			fmt.Sprintf("INSERT INTO filler (body) SELECT CONCAT(REPEAT('x', 500), seq) FROM seq_1_to_%d", rows),
+			"ANALYZE TABLE filler",
+		},
+	}[engine]
+	for _, stmt := range stmts {
+		if _, err := conn.ExecContext(context.Background(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+}
+
+// reported is a tenant database's size as its server's administrator reads it.
+func reported(t *testing.T, tenant, db string, engine database.Engine) int64 {
+	t.Helper()
+	s := servers[engine].Server
+	name := account(t, tenant, db).Database
+	conn, err := dbtest.OpenDB(s, s.AdminUser, s.AdminPassword, map[database.Engine]string{database.Postgres: "postgres"}[engine])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	q := map[database.Engine]string{
+		database.Postgres: "SELECT pg_database_size($1)",
+		database.MySQL:    "SELECT CAST(COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) AS SIGNED) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
+	}[engine]
+	var n int64
+	if err := conn.QueryRowContext(context.Background(), q, name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// account is a tenant database's login, from its credentials Secret.
+func account(t *testing.T, tenant, db string) database.Account {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: opConfig.NamespaceName(tenant), Name: tenancyv1alpha1.DatabaseSecretName(db)}, s); err != nil {
+		t.Fatal(err)
+	}
+	return testenv.AccountOf(s)
+}
+
+func impersonate(t *testing.T, user string) client.Client {
+	t.Helper()
+	c, err := client.New(env.As(user), client.Options{Scheme: tenancyv1alpha1.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// restrictedPod is a pod the restricted Pod Security level admits.
+func restrictedPod(namespace, name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name: "app", Image: "registry.example.com/app:1",
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
+}
+
+func restrictedDeployment(namespace, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: restrictedPod("", "").Spec},
+		},
+	}
+}
+
+// waitPodsRunning waits until the namespace runs n pods, and returns them.
+func waitPodsRunning(t *testing.T, namespace string, n int) []corev1.Pod {
+	t.Helper()
+	pods := &corev1.PodList{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(k8s.List(context.Background(), pods, client.InNamespace(namespace))).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(n))
+		for _, p := range pods.Items {
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s on %q", p.Name, p.Spec.NodeName)
+		}
+	}).WithTimeout(timeout).Should(Succeed())
+	return pods.Items
+}
