@@ -400,19 +400,22 @@ type TenantStatus struct {
 
 // TenantUsage is one sample of what a tenant uses.
 type TenantUsage struct {
-	// SampledAt is when the sample was taken.
+	// SampledAt is when the sample that last changed these figures was taken: the usage of a
+	// tenant whose figures hold still keeps an older time (the metric
+	// landlord_usage_last_sample_timestamp_seconds says when the operator last sampled).
 	SampledAt metav1.Time `json:"sampledAt"`
 
 	// Resources are what the tenant namespace's ResourceQuota counts as used: CPU and memory
 	// requested (requests.cpu, requests.memory) and limited (limits.cpu, limits.memory), storage
 	// requested by volume claims (requests.storage), and object counts (pods, services, secrets,
 	// configmaps, persistentvolumeclaims), each as far as the quota tracks it. Empty while the
-	// tenant has no namespace (Archived).
+	// tenant has no namespace (Archived, Purged).
 	// +optional
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 
 	// Databases are the bytes each of the tenant's databases holds, as its server reports them.
-	// A database its server could not be asked about keeps its last figure.
+	// A database its server could not be asked about, or did not report, keeps its last figure.
+	// Empty once the tenant is Purged.
 	// +listType=map
 	// +listMapKey=engine
 	// +listMapKey=name

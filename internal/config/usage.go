@@ -16,9 +16,9 @@ const MinUsageInterval = time.Minute
 
 // Usage configures how what each tenant uses is sampled for billing (status.usage).
 type Usage struct {
-	// Interval is how often usage is sampled: each tenant's ResourceQuota (from the operator's
-	// cache, no request) and, in one query per DatabaseServer, the size of every database.
-	// A tenant whose usage is unchanged is not written. Default 15m, at least 1m.
+	// Interval is how often usage is sampled: the counts of the tenants' ResourceQuotas (one
+	// list request per 500 tenants) and, in one query per DatabaseServer, the size of every
+	// database. A tenant whose usage is unchanged is not written. Default 15m, at least 1m.
 	Interval metav1.Duration `json:"interval,omitempty"`
 }
 

@@ -99,7 +99,7 @@ type Provisioner interface {
 	// Sizes reads, in one query, the bytes each database on the server holds, as the server
 	// reports them (PostgreSQL's pg_database_size; MariaDB's and MySQL's data and index lengths,
 	// which InnoDB estimates), by database name. A database the administrator may not measure is
-	// left out. It runs on the check's own connection and changes nothing.
+	// left out. It changes nothing.
 	Sizes(ctx context.Context) (map[string]int64, error)
 	// Close releases the administrator connections.
 	Close() error

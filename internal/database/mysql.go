@@ -94,8 +94,9 @@ func (m *mysqlServer) Check(ctx context.Context) (ServerInfo, error) {
 
 // Sizes sums each schema's data and index lengths as information_schema reports them (InnoDB's
 // are estimates, refreshed by the server's statistics), over the schemas the administrator sees.
+// It runs on the provisioning pool, not the check's connection (see the PostgreSQL Sizes).
 func (m *mysqlServer) Sizes(ctx context.Context) (map[string]int64, error) {
-	rows, err := m.health.QueryContext(ctx, "SELECT s.SCHEMA_NAME, CAST(COALESCE(SUM(t.DATA_LENGTH + t.INDEX_LENGTH), 0) AS SIGNED)"+
+	rows, err := m.db.QueryContext(ctx, "SELECT s.SCHEMA_NAME, CAST(COALESCE(SUM(t.DATA_LENGTH + t.INDEX_LENGTH), 0) AS SIGNED)"+
 		" FROM information_schema.SCHEMATA s LEFT JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = s.SCHEMA_NAME"+
 		" WHERE s.SCHEMA_NAME NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') GROUP BY s.SCHEMA_NAME")
 	if err != nil {

@@ -130,11 +130,13 @@ func (p *postgres) Check(ctx context.Context) (ServerInfo, error) {
 
 // Sizes measures the databases the administrator may: pg_database_size needs CONNECT on the
 // database or pg_read_all_stats, and Landlord takes CONNECT on a tenant's database from PUBLIC.
-// A superuser, or an administrator granted pg_read_all_stats, measures every one.
+// A superuser, or an administrator granted pg_read_all_stats, measures every one. It runs on
+// the provisioning pool, not the check's connection: a server whose databases take long to
+// measure (a tenant with a million tables) must not have its reachability check wait.
 func (p *postgres) Sizes(ctx context.Context) (map[string]int64, error) {
-	rows, err := p.health.Query(ctx, "SELECT d.datname, pg_catalog.pg_database_size(d.oid) FROM pg_catalog.pg_database d"+
-		" WHERE NOT d.datistemplate AND (pg_catalog.has_database_privilege(d.oid, 'CONNECT')"+
-		" OR pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE'))")
+	rows, err := p.pool.Query(ctx, "SELECT d.datname, pg_catalog.pg_database_size(d.oid) FROM pg_catalog.pg_database d"+
+		" WHERE NOT d.datistemplate AND (pg_catalog.has_database_privilege(d.oid, 'CONNECT'::pg_catalog.text)"+
+		" OR pg_catalog.pg_has_role('pg_read_all_stats'::pg_catalog.name, 'USAGE'::pg_catalog.text))")
 	if err != nil {
 		return nil, p.wrap(err, "reading database sizes")
 	}
@@ -142,11 +144,14 @@ func (p *postgres) Sizes(ctx context.Context) (map[string]int64, error) {
 	out := map[string]int64{}
 	for rows.Next() {
 		var name string
-		var bytes int64
+		var bytes *int64
 		if err := rows.Scan(&name, &bytes); err != nil {
 			return nil, p.wrap(err, "reading database sizes")
 		}
-		out[name] = bytes
+		// NULL: the database was dropped while it was measured.
+		if bytes != nil {
+			out[name] = *bytes
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, p.wrap(err, "reading database sizes")

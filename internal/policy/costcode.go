@@ -27,7 +27,8 @@ var namespaceCostCode = admissionregistrationv1.Variable{
 // with that code, replacing whatever value the pod asks for: a tenant could otherwise have its
 // spend attributed to another cost code. Pods already running when the code changes keep the
 // old one until they are updated or replaced. A pod that already carries the namespace's value
-// is left as it is, so a reinvocation finds nothing to do.
+// is left as it is, so a reinvocation finds nothing to do. ManagedLabelsPolicy lets the label
+// through with the namespace's value (dropping an older one), and refuses it in templates.
 func CostCodePolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
 	return &admissionregistrationv1.MutatingAdmissionPolicy{
 		TypeMeta:   mutatingTypeMeta,

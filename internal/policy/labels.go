@@ -34,12 +34,18 @@ func landlordLabels(m string) string {
 		m, cel(LandlordLabelPrefix), cel(tenancyv1alpha1.ManagedByLabel), cel(tenancyv1alpha1.ManagedByValue))
 }
 
-// landlordLabelsInNamespace is landlordLabels less the cost code with the namespace's own value
-// (variables.costCode), which CostCodePolicy puts on every pod there and anyone may copy.
-func landlordLabelsInNamespace(m string) string {
-	return fmt.Sprintf(`%[1]s.filter(k, (k.startsWith(%[2]s) && !(k == %[5]s && variables.costCode != '' && %[1]s[k] == variables.costCode)) || (k == %[3]s && %[1]s[k] == %[4]s)).map(k, k + '=' + %[1]s[k])`,
-		m, cel(LandlordLabelPrefix), cel(tenancyv1alpha1.ManagedByLabel), cel(tenancyv1alpha1.ManagedByValue), cel(tenancyv1alpha1.CostCodeLabel))
+// landlordLabelsBut is landlordLabels less the keys k of m for which skip, a CEL expression of k,
+// holds.
+func landlordLabelsBut(m, skip string) string {
+	return fmt.Sprintf(`%[1]s.filter(k, !(%[5]s) && (k.startsWith(%[2]s) || (k == %[3]s && %[1]s[k] == %[4]s))).map(k, k + '=' + %[1]s[k])`,
+		m, cel(LandlordLabelPrefix), cel(tenancyv1alpha1.ManagedByLabel), cel(tenancyv1alpha1.ManagedByValue), skip)
 }
+
+// costCodeSet is whether the object as it will be stored carries its namespace's cost code,
+// which CostCodePolicy puts on every pod there: anyone may then have it (a tenant's own pod,
+// created or updated), and whatever code the object carried before (the namespace's code
+// changed) goes with the update.
+var costCodeSet = `variables.costCode != '' && variables.objectLabels[?` + cel(tenancyv1alpha1.CostCodeLabel) + `].orValue('') == variables.costCode`
 
 // templateLabels lists the label maps of obj that Kubernetes' controllers copy onto objects they
 // create: pod templates (workloads, CronJobs' job templates, PodTemplates), StatefulSets' claim
@@ -85,13 +91,15 @@ func ManagedLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissi
 			namespaceCostCode,
 			{Name: "objectLabels", Expression: `object.metadata.?labels.orValue({})`},
 			{Name: "oldObjectLabels", Expression: `request.operation == 'CREATE' ? {} : oldObject.metadata.?labels.orValue({})`},
-			{Name: "labels", Expression: landlordLabelsInNamespace("variables.objectLabels")},
-			{Name: "oldLabels", Expression: landlordLabelsInNamespace("variables.oldObjectLabels")},
+			{Name: "labels", Expression: landlordLabelsBut("variables.objectLabels", `k == `+cel(tenancyv1alpha1.CostCodeLabel)+` && `+costCodeSet)},
+			{Name: "oldLabels", Expression: landlordLabelsBut("variables.oldObjectLabels", `k == `+cel(tenancyv1alpha1.CostCodeLabel)+` && `+costCodeSet)},
 			{Name: "changed", Expression: `variables.labels.filter(l, !(l in variables.oldLabels)) + variables.oldLabels.filter(l, !(l in variables.labels))`},
 			{Name: "templates", Expression: templateLabels("object")},
 			{Name: "oldTemplates", Expression: `request.operation == 'CREATE' ? [] : ` + templateLabels("oldObject")},
-			{Name: "templateLabels", Expression: `variables.templates.map(m, ` + landlordLabelsInNamespace("m") + `).flatten()`},
-			{Name: "oldTemplateLabels", Expression: `variables.oldTemplates.map(m, ` + landlordLabelsInNamespace("m") + `).flatten()`},
+			// No template may carry the cost code: a workload selecting its pods by it would stop
+			// matching them once the code changes, and make new ones without end.
+			{Name: "templateLabels", Expression: `variables.templates.map(m, ` + landlordLabels("m") + `).flatten()`},
+			{Name: "oldTemplateLabels", Expression: `variables.oldTemplates.map(m, ` + landlordLabels("m") + `).flatten()`},
 			{Name: "added", Expression: `variables.templateLabels.filter(l, !(l in variables.oldTemplateLabels)).distinct()`},
 		},
 		Validations: []admissionregistrationv1.Validation{

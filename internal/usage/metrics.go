@@ -18,6 +18,14 @@ var (
 		Help:    "How long one usage sample of every tenant took, database servers' queries included.",
 		Buckets: []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300},
 	})
+	lastSample = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "landlord_usage_last_sample_timestamp_seconds",
+		Help: "When the last usage sample ended (Unix time): a tenant's status.usage.sampledAt moves only when its figures change.",
+	})
+	unmeasuredDatabases = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "landlord_usage_databases_unmeasured",
+		Help: "Tenant databases whose server answered the last sample without them (the administrator may not measure them): they keep their last figures.",
+	})
 	tenantsChanged = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "landlord_usage_tenants_changed_total",
 		Help: "Tenants whose sampled usage differed from their status and was handed to the tenant controller to write.",
@@ -26,5 +34,5 @@ var (
 
 // Collectors are the usage metrics, for the operator to register once.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{samples, sampleSeconds, tenantsChanged}
+	return []prometheus.Collector{samples, sampleSeconds, lastSample, unmeasuredDatabases, tenantsChanged}
 }

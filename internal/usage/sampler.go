@@ -121,6 +121,9 @@ func (s *Sampler) Sample(ctx context.Context) {
 			continue
 		}
 		mine = append(mine, t)
+		if t.Spec.State == tenancyv1alpha1.StatePurged {
+			continue
+		}
 		for _, d := range t.Status.Databases {
 			servers[d.Server] = true
 		}
@@ -139,13 +142,19 @@ func (s *Sampler) Sample(ctx context.Context) {
 		s.pending = map[string]pendingSample{}
 	}
 	seen := make(map[string]bool, len(mine))
+	unmeasured := 0
 	for _, t := range mine {
 		seen[t.Name] = true
-		var resources corev1.ResourceList
-		if t.Status.Namespace != "" {
-			resources = used[s.Namespace(t.Name)]
+		// A Purged tenant uses nothing: its namespace and databases are gone.
+		var u tenancyv1alpha1.TenantUsage
+		if t.Spec.State != tenancyv1alpha1.StatePurged {
+			if t.Status.Namespace != "" {
+				u.Resources = used[s.Namespace(t.Name)]
+			}
+			var missing int
+			u.Databases, missing = databases(t, sizes)
+			unmeasured += missing
 		}
-		u := tenancyv1alpha1.TenantUsage{Resources: resources, Databases: databases(t, sizes)}
 		if same(t.Status.Usage, &u) {
 			delete(s.pending, t.Name)
 			continue
@@ -166,6 +175,12 @@ func (s *Sampler) Sample(ctx context.Context) {
 	}
 	samples.WithLabelValues(result).Inc()
 	sampleSeconds.Observe(s.Clock.Since(start).Seconds())
+	lastSample.Set(float64(s.Clock.Now().Unix()))
+	unmeasuredDatabases.Set(float64(unmeasured))
+	if unmeasured > 0 {
+		logger.Info("databases their servers did not report keep their last figures: the administrator may not measure them",
+			"databases", unmeasured)
+	}
 	tenantsChanged.Add(float64(len(changed)))
 	for _, t := range changed {
 		select {
@@ -176,10 +191,10 @@ func (s *Sampler) Sample(ctx context.Context) {
 	}
 }
 
-// covers reports whether t is sampled: its shard's, not deleted, not Purged (it has nothing
-// left to use), not suspended (nothing of it is written).
+// covers reports whether t is sampled: its shard's, not deleted, not suspended (nothing of it
+// is written).
 func (s *Sampler) covers(t *tenancyv1alpha1.Tenant) bool {
-	if !t.DeletionTimestamp.IsZero() || t.Spec.Suspend || t.Spec.State == tenancyv1alpha1.StatePurged {
+	if !t.DeletionTimestamp.IsZero() || t.Spec.Suspend {
 		return false
 	}
 	if t.Status.HandoverTo != nil || len(t.Status.Conditions) == 0 {
@@ -252,12 +267,17 @@ func (s *Sampler) serverSizes(ctx context.Context, name string) (map[string]int6
 }
 
 // databases is the size of each of t's databases: as its server reported it, or, where the
-// server could not be asked or did not report it, the figure t's status already has.
-func databases(t *tenancyv1alpha1.Tenant, sizes serverSizes) []tenancyv1alpha1.DatabaseUsage {
-	var out []tenancyv1alpha1.DatabaseUsage
+// server could not be asked or did not report it, the figure t's status already has. It also
+// counts the databases whose server answered without them (the administrator may not measure
+// them).
+func databases(t *tenancyv1alpha1.Tenant, sizes serverSizes) (out []tenancyv1alpha1.DatabaseUsage, unmeasured int) {
 	for _, d := range t.Status.Databases {
 		u := tenancyv1alpha1.DatabaseUsage{Engine: d.Engine, Name: d.Name}
-		bytes, ok := sizes.byServer[d.Server][d.Database]
+		reported, answered := sizes.byServer[d.Server]
+		bytes, ok := reported[d.Database]
+		if answered && !ok {
+			unmeasured++
+		}
 		if ok {
 			u.Bytes = bytes
 		} else if last := lastFigure(t, d); last != nil {
@@ -270,7 +290,7 @@ func databases(t *tenancyv1alpha1.Tenant, sizes serverSizes) []tenancyv1alpha1.D
 	slices.SortFunc(out, func(a, b tenancyv1alpha1.DatabaseUsage) int {
 		return cmp.Or(cmp.Compare(a.Engine, b.Engine), cmp.Compare(a.Name, b.Name))
 	})
-	return out
+	return out, unmeasured
 }
 
 func lastFigure(t *tenancyv1alpha1.Tenant, d tenancyv1alpha1.DatabaseStatus) *tenancyv1alpha1.DatabaseUsage {

@@ -25,7 +25,10 @@ func TestDatabasesKeepTheirLastFigureWhereTheServerCouldNotBeAsked(t *testing.T)
 		byServer: map[string]map[string]int64{"pg": {"t_acme_app": 150, "t_other_app": 9}},
 		failed:   map[string]bool{"my": true, "down": true},
 	}
-	got := databases(tenant, sizes)
+	got, unmeasured := databases(tenant, sizes)
+	if unmeasured != 0 {
+		t.Errorf("%d databases counted unmeasured; every server that answered reported its database", unmeasured)
+	}
 	want := []tenancyv1alpha1.DatabaseUsage{
 		// Listed by engine, then name.
 		{Engine: tenancyv1alpha1.EngineMySQL, Name: "legacy", Bytes: 700},
@@ -41,6 +44,17 @@ func TestDatabasesKeepTheirLastFigureWhereTheServerCouldNotBeAsked(t *testing.T)
 	}
 }
 
+func TestADatabaseItsServerDidNotReportIsCounted(t *testing.T) {
+	tenant := &tenancyv1alpha1.Tenant{Status: tenancyv1alpha1.TenantStatus{
+		Databases: []tenancyv1alpha1.DatabaseStatus{{Engine: tenancyv1alpha1.EnginePostgres, Name: "app", Server: "pg", Database: "t_acme_app"}},
+		Usage:     &tenancyv1alpha1.TenantUsage{Databases: []tenancyv1alpha1.DatabaseUsage{{Engine: tenancyv1alpha1.EnginePostgres, Name: "app", Bytes: 100}}},
+	}}
+	got, unmeasured := databases(tenant, serverSizes{byServer: map[string]map[string]int64{"pg": {}}})
+	if unmeasured != 1 || len(got) != 1 || got[0].Bytes != 100 {
+		t.Errorf("databases = %+v, %d unmeasured; want the last figure kept, and 1 unmeasured", got, unmeasured)
+	}
+}
+
 func TestTheSamplerCoversTheTenantsItsShardWrites(t *testing.T) {
 	reconciled := []metav1.Condition{{Type: tenancyv1alpha1.ReadyCondition, Status: metav1.ConditionTrue}}
 	now := metav1.Now()
@@ -52,7 +66,7 @@ func TestTheSamplerCoversTheTenantsItsShardWrites(t *testing.T) {
 	}{
 		{"an Active tenant of the default shard is sampled", "", tenancyv1alpha1.Tenant{Status: tenancyv1alpha1.TenantStatus{Conditions: reconciled}}, true},
 		{"an Archived tenant is sampled: its databases are kept", "", tenancyv1alpha1.Tenant{Spec: tenancyv1alpha1.TenantSpec{State: tenancyv1alpha1.StateArchived}, Status: tenancyv1alpha1.TenantStatus{Conditions: reconciled}}, true},
-		{"a Purged tenant is not", "", tenancyv1alpha1.Tenant{Spec: tenancyv1alpha1.TenantSpec{State: tenancyv1alpha1.StatePurged}, Status: tenancyv1alpha1.TenantStatus{Conditions: reconciled}}, false},
+		{"a Purged tenant is sampled, to nothing: what it used is gone", "", tenancyv1alpha1.Tenant{Spec: tenancyv1alpha1.TenantSpec{State: tenancyv1alpha1.StatePurged}, Status: tenancyv1alpha1.TenantStatus{Conditions: reconciled}}, true},
 		{"a suspended tenant is not: nothing of it is written", "", tenancyv1alpha1.Tenant{Spec: tenancyv1alpha1.TenantSpec{Suspend: true}, Status: tenancyv1alpha1.TenantStatus{Conditions: reconciled}}, false},
 		{"a tenant being deleted is not", "", tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: tenancyv1alpha1.TenantStatus{Conditions: reconciled}}, false},
 		{"a tenant never reconciled is not yet", "", tenancyv1alpha1.Tenant{}, false},

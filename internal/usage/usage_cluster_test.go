@@ -170,6 +170,25 @@ func TestATenantsCostCodeReachesItsNamespaceAndPods(t *testing.T) {
 		pod := restrictedPod(ns, "after")
 		g.Expect(carl.Create(ctx, pod)).To(Succeed())
 		g.Expect(costCode(g, pod)).To(Equal("cc-3003"))
+
+		// A pod admitted under the old code is the tenant's to update as before (an operator
+		// labelling its primary on failover): the update takes the new code.
+		older := restrictedPod(ns, "sneaky")
+		g.Expect(carl.Patch(ctx, older, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"role":"primary"}}}`)))).To(Succeed())
+		g.Expect(costCode(g, older)).To(Equal("cc-3003"))
+		g.Expect(older.Labels).To(HaveKeyWithValue("role", "primary"))
+	})
+
+	t.Run("a workload may not carry the cost code in its pod template, so none selects its pods by it", func(t *testing.T) {
+		g := NewWithT(t)
+		// A selector on the code would stop matching the pods the policy relabels when the code
+		// changes: a ReplicaSet would make pods without end.
+		d := restrictedDeployment(ns, "selects-by-code", 1)
+		d.Spec.Selector.MatchLabels[tenancyv1alpha1.CostCodeLabel] = "cc-3003"
+		d.Spec.Template.Labels[tenancyv1alpha1.CostCodeLabel] = "cc-3003"
+		err := carl.Create(ctx, d)
+		g.Expect(err).To(HaveOccurred())
+		g.Expect(err.Error()).To(ContainSubstring(tenancyv1alpha1.CostCodeLabel))
 	})
 }
 
