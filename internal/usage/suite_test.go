@@ -9,9 +9,7 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,8 +37,8 @@ var (
 
 const (
 	timeout  = 30 * time.Second
-	pgServer = "pg-main"
-	myServer = "mariadb-main"
+	pgServer = testenv.PostgresServer
+	myServer = testenv.MySQLServer
 )
 
 func TestMain(m *testing.M) {
@@ -60,20 +58,12 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = env.Stop() }()
 	k8s = env.AdminClient
-	started, stop, err := dbtest.StartEach()
+	started, stop, err := env.StartDatabaseServers(ctx, opConfig.Databases.CredentialsNamespace)
 	if err != nil {
 		return fail(err)
 	}
 	defer stop()
 	servers = started
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opConfig.Databases.CredentialsNamespace}}); err != nil {
-		return fail(err)
-	}
-	for name, inst := range map[string]*dbtest.Instance{pgServer: servers[database.Postgres], myServer: servers[database.MySQL]} {
-		if err := env.RegisterDatabaseServer(ctx, opConfig.Databases.CredentialsNamespace, name, inst); err != nil {
-			return fail(err)
-		}
-	}
 	storeDir, err := os.MkdirTemp("", "landlord-store-")
 	if err != nil {
 		return fail(err)

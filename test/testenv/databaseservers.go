@@ -14,6 +14,33 @@ import (
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 )
 
+// Names of the DatabaseServers StartDatabaseServers registers.
+const (
+	PostgresServer = "pg-main"
+	MySQLServer    = "mariadb-main"
+)
+
+// StartDatabaseServers starts a PostgreSQL and a MariaDB server (dbtest.StartEach) and registers
+// them as the DatabaseServers PostgresServer and MySQLServer, their admin credentials in
+// credentialsNamespace, which it creates. stop stops both servers.
+func (e *Env) StartDatabaseServers(ctx context.Context, credentialsNamespace string) (servers map[database.Engine]*dbtest.Instance, stop func(), err error) {
+	servers, stop, err = dbtest.StartEach()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.AdminClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: credentialsNamespace}}); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	for name, inst := range map[string]*dbtest.Instance{PostgresServer: servers[database.Postgres], MySQLServer: servers[database.MySQL]} {
+		if err := e.RegisterDatabaseServer(ctx, credentialsNamespace, name, inst); err != nil {
+			stop()
+			return nil, nil, err
+		}
+	}
+	return servers, stop, nil
+}
+
 // RegisterDatabaseServer registers a test server as the DatabaseServer name, with its admin
 // credentials in a Secret of credentialsNamespace, as an administrator does. mutate, when
 // given, changes the spec first.
