@@ -318,3 +318,46 @@ func waitPodsRunning(t *testing.T, namespace string, n int) []corev1.Pod {
 	}).WithTimeout(timeout).Should(Succeed())
 	return pods.Items
 }
+
+// TestADatabaseServerThatCannotBeAskedLeavesItsTenantsFiguresAsTheyWere: a sample during an
+// outage counts an error and writes nothing; the figures stand until the server answers again.
+func TestADatabaseServerThatCannotBeAskedLeavesItsTenantsFiguresAsTheyWere(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	// A server of this test's own, so that stopping it stops no other test's.
+	inst, err := dbtest.StartPostgres()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = inst.Close() })
+	g.Expect(env.RegisterDatabaseServer(ctx, opConfig.Databases.CredentialsNamespace, "pg-outage", inst)).To(Succeed())
+	const name = "outage"
+	createTenant(t, &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.TenantSpec{Organization: "Outage Inc.", Email: "ops@outage.example.com",
+			Databases: tenancyv1alpha1.Databases{Postgres: []tenancyv1alpha1.Database{{Name: "app", Server: "pg-outage"}}}},
+	})
+	var measured int64
+	g.Eventually(func(g Gomega) {
+		sample()
+		u := getTenant(g, name).Status.Usage
+		g.Expect(u).NotTo(BeNil())
+		measured = bytesOf(u, "app")
+		g.Expect(measured).To(BeNumerically(">", 0))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	g.Expect(inst.Stop()).To(Succeed())
+	defer func() { g.Expect(inst.Start()).To(Succeed()) }()
+	errors := func() float64 {
+		v, err := testenv.OperatorMetric("landlord_usage_samples_total", map[string]string{"result": "error"})
+		g.Expect(err).NotTo(HaveOccurred())
+		return v
+	}
+	before, failed := getTenant(g, name), errors()
+	sample()
+	g.Eventually(errors).WithTimeout(timeout).Should(BeNumerically(">", failed), "a sample with a server down is counted as an error")
+	g.Eventually(op.Idle).WithTimeout(timeout).Should(BeTrue())
+	// (The DatabaseServer's own check may report the outage on the tenant meanwhile: only its
+	// usage is looked at.)
+	after := getTenant(g, name)
+	g.Expect(after.Status.Usage.SampledAt).To(Equal(before.Status.Usage.SampledAt), "the usage was written during the outage")
+	g.Expect(bytesOf(after.Status.Usage, "app")).To(Equal(measured))
+}
