@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
@@ -78,6 +79,13 @@ func startBackupStore() (func(), error) {
 // envFromSecrets would), then lets the pod end as the command did.
 func runJob(t *testing.T, name string) {
 	t.Helper()
+	runPlan(t, name)
+	endPod(t, name, 0)
+}
+
+// runPlan runs `landlord job` over the plan of the named Job, and leaves its pod running.
+func runPlan(t *testing.T, name string) {
+	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := opConfig.Backups.Namespace
@@ -88,7 +96,6 @@ func runJob(t *testing.T, name string) {
 	var log bytes.Buffer
 	err := backup.RunJob(ctx, plan, backup.FindTools(), &log)
 	g.Expect(err).NotTo(HaveOccurred(), "landlord job: %s", log.String())
-	endPod(t, name, 0)
 }
 
 // endPod lets the held pod of the Job end with the exit code: 0 completes it, another fails it.
@@ -438,6 +445,83 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		_, err := backupStore.Manifest(ctx, b.Status.Location)
 		g.Expect(err).To(MatchError(backup.ErrNoManifest))
 	})
+}
+
+// TestTwoRestoresIntoOneTenantTakeTurns: two restores into one tenant at once would interleave
+// their drops and loads. Both take their safety backups; then one runs while the other waits,
+// and the other runs once the first has ended, even when both become ready in the same instant.
+func TestTwoRestoresIntoOneTenantTakeTurns(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	suite := t
+	createTenant(t, newTenant("bk-turns", withDatabases))
+	createBackup(t, suite, "bk-turns-1", "bk-turns")
+	runJob(t, waitBackup(t, "bk-turns-1", tenancyv1alpha1.BackupRunning).Status.Job)
+	waitBackup(t, "bk-turns-1", tenancyv1alpha1.BackupSucceeded)
+
+	names := []string{"bk-turns-a", "bk-turns-b"}
+	for _, name := range names {
+		createRestore(t, suite, name, "bk-turns-1", "")
+	}
+	// Both safety backups end at once: both restores are ready to start in the same instant.
+	var safetyJobs []string
+	for _, name := range names {
+		safetyJobs = append(safetyJobs, waitBackup(t, tenantbackup.SafetyBackupName(name), tenancyv1alpha1.BackupRunning).Status.Job)
+	}
+	for _, job := range safetyJobs {
+		runPlan(t, job)
+	}
+	for _, job := range safetyJobs {
+		endPod(t, job, 0)
+	}
+
+	running := func(g Gomega) (first, waiting *tenancyv1alpha1.TenantRestore) {
+		var open []*tenancyv1alpha1.TenantRestore
+		for _, name := range names {
+			rs := &tenancyv1alpha1.TenantRestore{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, rs)).To(Succeed())
+			if rs.Status.Job != "" && rs.Status.Phase != tenancyv1alpha1.BackupSucceeded {
+				first = rs
+			} else if rs.Status.Phase != tenancyv1alpha1.BackupSucceeded {
+				waiting = rs
+			}
+			open = append(open, rs)
+		}
+		jobs := &batchv1.JobList{}
+		g.Expect(k8s.List(ctx, jobs, client.InNamespace(opConfig.Backups.Namespace))).To(Succeed())
+		restoring := 0
+		for _, j := range jobs.Items {
+			for _, rs := range open {
+				if metav1.IsControlledBy(&j, rs) && j.Status.CompletionTime == nil && j.Status.Failed == 0 {
+					restoring++
+				}
+			}
+		}
+		NewWithT(t).Expect(restoring).To(BeNumerically("<=", 1), "restore Jobs writing into one tenant at once")
+		return first, waiting
+	}
+	var first *tenancyv1alpha1.TenantRestore
+	g.Eventually(func(g Gomega) {
+		var waiting *tenancyv1alpha1.TenantRestore
+		first, waiting = running(g)
+		g.Expect(first).NotTo(BeNil())
+		g.Expect(waiting).NotTo(BeNil())
+		cond := meta.FindStatusCondition(waiting.Status.Conditions, tenancyv1alpha1.ReconcilingCondition)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Reason).To(Equal(tenancyv1alpha1.ReasonRestoreWaiting))
+		g.Expect(cond.Message).To(ContainSubstring(first.Name))
+	}).WithTimeout(timeout).Should(Succeed())
+	// The one waiting does not start while the first runs.
+	g.Consistently(func(g Gomega) { running(g) }).WithTimeout(2 * time.Second).Should(Succeed())
+
+	runJob(t, first.Status.Job)
+	waitRestore(t, first.Name, tenancyv1alpha1.BackupSucceeded)
+	second := names[0]
+	if second == first.Name {
+		second = names[1]
+	}
+	runJob(t, waitRestore(t, second, tenancyv1alpha1.BackupRunning).Status.Job)
+	waitRestore(t, second, tenancyv1alpha1.BackupSucceeded)
 }
 
 func TestABackupIsRefusedWhereTheDataIsNotTheTenantsToCopy(t *testing.T) {

@@ -60,6 +60,10 @@ type RestoreReconciler struct {
 	Secrets  secret.TenantSecrets
 	// Store is nil when no backup store is configured.
 	Store Store
+
+	// writing holds the restores this process started, by the tenant they write into, until
+	// they end (writers.go).
+	writing writers
 }
 
 // SetupWithManager registers the controller: a restore's Job wakes it, and so does its backup's
@@ -98,6 +102,10 @@ func (r *RestoreReconciler) open(ctx context.Context, key string) []reconcile.Re
 func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rs := &tenancyv1alpha1.TenantRestore{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil || !rs.DeletionTimestamp.IsZero() {
+		if apierrors.IsNotFound(err) || err == nil {
+			// A restore deleted while it ran: its Job goes with it.
+			r.writing.releaseNamed(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	next := *rs.Status.DeepCopy()
@@ -217,6 +225,10 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 	if done, err := r.safetyBackup(ctx, rs, t, names, next); err != nil || !done {
 		return err
 	}
+	if other, ok := r.writing.take(string(t.UID), rs); !ok {
+		// Started by this process a moment ago, and not in the cache yet.
+		return refuse(tenancyv1alpha1.ReasonRestoreWaiting, "TenantRestore %s is writing into tenant %s; this one starts after it", other, t.Name)
+	}
 	jobName := JobName(backup.OpRestore, rs.UID)
 	plan := backup.Plan{
 		Operation: backup.OpRestore, Objects: r.Config.Backups.Objects, Key: r.Config.Backups.Key,
@@ -225,6 +237,7 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 	}
 	owner := *metav1.NewControllerRef(rs, tenancyv1alpha1.GroupVersion.WithKind("TenantRestore"))
 	if err := createJob(ctx, r.Client, r.Config.Backups, jobName, plan, owner); err != nil {
+		r.writing.release(rs.UID)
 		return err
 	}
 	now := metav1.Now()
@@ -312,6 +325,8 @@ func (r *RestoreReconciler) watch(ctx context.Context, rs *tenancyv1alpha1.Tenan
 	if err != nil {
 		return err
 	}
+	// Ended: another restore may write into the tenant (once the cache shows this one's end too).
+	r.writing.release(rs.UID)
 	now := metav1.Now()
 	next.CompletionTime = &now
 	conds := conditions.For(&next.Conditions, rs.Generation)
