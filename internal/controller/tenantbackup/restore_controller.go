@@ -398,23 +398,43 @@ func (r *RestoreReconciler) converge(ctx context.Context, rs *tenancyv1alpha1.Te
 			}
 		}
 	}
-	dbs, err := targets(ctx, r.Client, r.Secrets, r.Config, t, names)
-	var ref *refusal
-	if errors.As(err, &ref) {
-		return ref.message, nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("converging tenant %s's logins: %w", t.Name, err)
-	}
-	for _, d := range dbs {
-		i := slices.IndexFunc(t.Status.Databases, func(s tenancyv1alpha1.DatabaseStatus) bool { return s.Name == d.Name })
-		acct := database.Account{Database: d.Target.Database, Username: d.Target.Username, Password: d.Target.Password, Owner: string(t.UID)}
-		sqlCtx, cancel := context.WithTimeout(ctx, r.Config.Databases.Timeout.Duration)
-		err := r.Logins.Ensure(sqlCtx, t.Status.Databases[i].Server, acct)
-		cancel()
+	// The store is read again after the logins were set: a rotation the tenant controller saved
+	// and set in between would otherwise be undone, its new password in the tenant's Secret and
+	// the old one on the server. Each round sets only the logins whose password changed.
+	set := map[string]string{}
+	for round := 1; ; round++ {
+		dbs, err := targets(ctx, r.Client, r.Secrets, r.Config, t, names)
+		var ref *refusal
+		if errors.As(err, &ref) {
+			return ref.message, nil
+		}
 		if err != nil {
-			return "", fmt.Errorf("converging the login of tenant %s's database %s: %w", t.Name, d.Name, err)
+			return "", fmt.Errorf("converging tenant %s's logins: %w", t.Name, err)
+		}
+		changed := false
+		for _, d := range dbs {
+			if pw, ok := set[d.Name]; ok && pw == d.Target.Password {
+				continue
+			}
+			if round > convergeRounds {
+				return "", fmt.Errorf("converging the login of tenant %s's database %s: its stored password changed %d times while it was set; trying again", t.Name, d.Name, convergeRounds)
+			}
+			changed = true
+			i := slices.IndexFunc(t.Status.Databases, func(s tenancyv1alpha1.DatabaseStatus) bool { return s.Name == d.Name })
+			acct := database.Account{Database: d.Target.Database, Username: d.Target.Username, Password: d.Target.Password, Owner: string(t.UID)}
+			sqlCtx, cancel := context.WithTimeout(ctx, r.Config.Databases.Timeout.Duration)
+			err := r.Logins.Ensure(sqlCtx, t.Status.Databases[i].Server, acct)
+			cancel()
+			if err != nil {
+				return "", fmt.Errorf("converging the login of tenant %s's database %s: %w", t.Name, d.Name, err)
+			}
+			set[d.Name] = d.Target.Password
+		}
+		if !changed {
+			return "", nil
 		}
 	}
-	return "", nil
 }
+
+// convergeRounds bounds how often converge sets a login whose stored password keeps changing.
+const convergeRounds = 3
