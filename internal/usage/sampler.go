@@ -1,8 +1,8 @@
 // Package usage samples what each tenant uses, for billing: what its namespace's ResourceQuota
-// counts (read from the operator's cache) and the size of each of its databases (one query per
-// DatabaseServer per sample). A sample that differs from a tenant's status.usage is handed to
-// the tenant controller, which writes it with the rest of the status; an unchanged tenant costs
-// no request.
+// counts (one list request per 500 tenants) and the size of each of its databases (one query
+// per DatabaseServer). A sample that differs from a tenant's status.usage is handed to the
+// tenant controller, which writes it with the rest of the status; an unchanged tenant costs no
+// request of its own.
 package usage
 
 import (
