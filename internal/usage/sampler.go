@@ -108,7 +108,8 @@ func (s *Sampler) Sample(ctx context.Context) {
 	start := s.Clock.Now()
 	logger := log.FromContext(ctx)
 	tenants := &tenancyv1alpha1.TenantList{}
-	if err := s.Reader.List(ctx, tenants); err != nil {
+	// Only read: the cache's copies, not a deep copy of the fleet every interval.
+	if err := s.Reader.List(ctx, tenants, client.UnsafeDisableDeepCopy); err != nil {
 		logger.Error(err, "listing tenants to sample their usage")
 		samples.WithLabelValues(resultError).Inc()
 		return
