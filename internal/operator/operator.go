@@ -382,7 +382,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	clk := cmp.Or[clock.WithTicker](opts.Clock, clock.RealClock{})
 	usageChanged := make(chan event.GenericEvent)
 	sampler := &usage.Sampler{
-		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Provisioners: conns, Namespace: cfg.NamespaceName, QuotaName: resources.QuotaName,
+		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Objects: managed, Provisioners: conns, Namespace: cfg.NamespaceName, QuotaName: resources.QuotaName,
 		Interval: cfg.Usage.Interval.Duration, Timeout: cfg.Databases.Timeout.Duration, Clock: clk, Shard: opts.Shard, Changed: usageChanged,
 	}
 	if err := mgr.Add(sampler); err != nil {

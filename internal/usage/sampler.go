@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,7 +38,10 @@ type Sampler struct {
 	Reader client.Reader
 	// APIReader lists the tenants' ResourceQuotas, whose counts the cache does not keep (it
 	// keeps a quota's metadata and digest, to stay small at thousands of tenants).
-	APIReader    client.Reader
+	APIReader client.Reader
+	// Objects selects the objects of the shard's tenants (the shard's cache's selector): a
+	// shard lists its own tenants' quotas only.
+	Objects      labels.Selector
 	Provisioners Provisioners
 	// Namespace is a tenant's namespace name.
 	Namespace func(tenant string) string
@@ -212,7 +216,7 @@ const quotaPage = 500
 func (s *Sampler) quotasUsed(ctx context.Context) (map[string]corev1.ResourceList, error) {
 	out := map[string]corev1.ResourceList{}
 	opts := []client.ListOption{
-		client.MatchingLabels{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue},
+		client.MatchingLabelsSelector{Selector: s.Objects},
 		client.MatchingFields{"metadata.name": s.QuotaName},
 		client.Limit(quotaPage),
 	}
