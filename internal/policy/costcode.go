@@ -36,15 +36,7 @@ func CostCodePolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
 		Spec: admissionregistrationv1.MutatingAdmissionPolicySpec{
 			MatchConstraints: &admissionregistrationv1.MatchResources{
 				NamespaceSelector: tenantNamespacesWithCostCode(),
-				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-						Rule: admissionregistrationv1.Rule{
-							APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
-							Scope: ptr.To(admissionregistrationv1.NamespacedScope),
-						},
-					},
-				}},
+				ResourceRules:     []admissionregistrationv1.NamedRuleWithOperations{rule("", []string{"v1"}, "pods")},
 			},
 			Variables: []admissionregistrationv1.Variable{namespaceCostCode},
 			Mutations: []admissionregistrationv1.Mutation{
@@ -63,14 +55,7 @@ func CostCodePolicy() *admissionregistrationv1.MutatingAdmissionPolicy {
 
 // CostCodeBinding applies CostCodePolicy in tenant namespaces that have a cost code.
 func CostCodeBinding() *admissionregistrationv1.MutatingAdmissionPolicyBinding {
-	return &admissionregistrationv1.MutatingAdmissionPolicyBinding{
-		TypeMeta:   mutatingBindingTypeMeta,
-		ObjectMeta: objectMeta(CostCode),
-		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
-			PolicyName:     CostCode,
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: tenantNamespacesWithCostCode()},
-		},
-	}
+	return mutatingBinding(CostCode, tenantNamespacesWithCostCode())
 }
 
 func tenantNamespacesWithCostCode() *metav1.LabelSelector {

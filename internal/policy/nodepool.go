@@ -79,12 +79,17 @@ func NodePoolPlacementPolicy() *admissionregistrationv1.MutatingAdmissionPolicy 
 // NodePoolPlacementBinding applies NodePoolPlacementPolicy in tenant namespaces that have a
 // node pool; pods of tenants without one are placed by the scheduler as usual.
 func NodePoolPlacementBinding() *admissionregistrationv1.MutatingAdmissionPolicyBinding {
+	return mutatingBinding(NodePoolPlacement, tenantNamespacesWithPool())
+}
+
+// mutatingBinding applies the mutating policy of that name in the namespaces selected.
+func mutatingBinding(name string, namespaces *metav1.LabelSelector) *admissionregistrationv1.MutatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.MutatingAdmissionPolicyBinding{
 		TypeMeta:   mutatingBindingTypeMeta,
-		ObjectMeta: objectMeta(NodePoolPlacement),
+		ObjectMeta: objectMeta(name),
 		Spec: admissionregistrationv1.MutatingAdmissionPolicyBindingSpec{
-			PolicyName:     NodePoolPlacement,
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: tenantNamespacesWithPool()},
+			PolicyName:     name,
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: namespaces},
 		},
 	}
 }
