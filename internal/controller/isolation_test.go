@@ -26,6 +26,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/policy"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // Landlord's admission policies, evaluated by the real API server against a tenant admin's
@@ -537,27 +538,7 @@ func waitForPolicies(t *testing.T, c client.Client, ns string) {
 
 // restrictedPod meets the restricted Pod Security Standard; mutate breaks it in one way.
 func restrictedPod(namespace, name string, mutate ...func(*corev1.Pod)) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: corev1.PodSpec{
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers: []corev1.Container{{
-				Name:  "app",
-				Image: "registry.example.com/app:1",
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
-			}},
-		},
-	}
-	for _, f := range mutate {
-		f(p)
-	}
-	return p
+	return testenv.RestrictedPod(namespace, name, mutate...)
 }
 
 func poolToleration(pool string) corev1.Toleration {

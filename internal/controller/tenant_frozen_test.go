@@ -9,26 +9,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/resources"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // restrictedDeployment is a tenant's own Deployment, admitted under Pod Security "restricted".
 func restrictedDeployment(namespace, name string, replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	pod := restrictedPod(namespace, name)
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: pod.Spec},
-		},
-	}
+	return testenv.RestrictedDeployment(namespace, name, replicas)
 }
 
 // Scaling Landlord's components to zero is not enough to freeze a tenant: its own workloads

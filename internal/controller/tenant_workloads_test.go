@@ -13,20 +13,13 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/resources"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // waitPodsRunning waits until the namespace's pods are all Running, and returns them.
 func waitPodsRunning(t *testing.T, namespace string, n int) []corev1.Pod {
 	t.Helper()
-	pods := &corev1.PodList{}
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(k8s.List(context.Background(), pods, client.InNamespace(namespace))).To(Succeed())
-		g.Expect(pods.Items).To(HaveLen(n))
-		for _, p := range pods.Items {
-			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s on %q", p.Name, p.Spec.NodeName)
-		}
-	}).WithTimeout(timeout).Should(Succeed())
-	return pods.Items
+	return testenv.WaitPodsRunning(t, k8s, namespace, n, timeout)
 }
 
 // The quota Landlord writes is enforced by the API server and counted by the quota controller:

@@ -7,11 +7,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -42,8 +40,8 @@ func TestATenantsUsageIsWhatItsServersAndQuotaReport(t *testing.T) {
 		},
 	})
 	erin := impersonate(t, "erin")
-	g.Expect(erin.Create(ctx, restrictedDeployment(ns, "web", 2))).To(Succeed())
-	waitPodsRunning(t, ns, 2)
+	g.Expect(erin.Create(ctx, testenv.RestrictedDeployment(ns, "web", 2))).To(Succeed())
+	testenv.WaitPodsRunning(t, k8s, ns, 2, timeout)
 	fill(t, name, "app", database.Postgres, 3000)
 	fill(t, name, "legacy", database.MySQL, 3000)
 
@@ -153,15 +151,15 @@ func TestATenantsCostCodeReachesItsNamespaceAndPods(t *testing.T) {
 
 	t.Run("the pods of a tenant's Deployment carry it", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(carl.Create(ctx, restrictedDeployment(ns, "web", 2))).To(Succeed())
-		for _, p := range waitPodsRunning(t, ns, 2) {
+		g.Expect(carl.Create(ctx, testenv.RestrictedDeployment(ns, "web", 2))).To(Succeed())
+		for _, p := range testenv.WaitPodsRunning(t, k8s, ns, 2, timeout) {
 			g.Expect(p.Labels).To(HaveKeyWithValue(tenancyv1alpha1.CostCodeLabel, "cc-2002"), "pod %s", p.Name)
 		}
 	})
 
 	t.Run("a pod asking for another cost code gets the tenant's", func(t *testing.T) {
 		g := NewWithT(t)
-		pod := restrictedPod(ns, "sneaky")
+		pod := testenv.RestrictedPod(ns, "sneaky")
 		pod.Labels = map[string]string{tenancyv1alpha1.CostCodeLabel: "someone-else", "app": "sneaky"}
 		g.Expect(carl.Create(ctx, pod)).To(Succeed())
 		g.Expect(costCode(g, pod)).To(Equal("cc-2002"))
@@ -179,13 +177,13 @@ func TestATenantsCostCodeReachesItsNamespaceAndPods(t *testing.T) {
 		g.Eventually(func(g Gomega) string {
 			return costCode(g, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		}).WithTimeout(timeout).Should(Equal("cc-3003"))
-		pod := restrictedPod(ns, "after")
+		pod := testenv.RestrictedPod(ns, "after")
 		g.Expect(carl.Create(ctx, pod)).To(Succeed())
 		g.Expect(costCode(g, pod)).To(Equal("cc-3003"))
 
 		// A pod admitted under the old code is the tenant's to update as before (an operator
 		// labelling its primary on failover): the update takes the new code.
-		older := restrictedPod(ns, "sneaky")
+		older := testenv.RestrictedPod(ns, "sneaky")
 		g.Expect(carl.Patch(ctx, older, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"role":"primary"}}}`)))).To(Succeed())
 		g.Expect(costCode(g, older)).To(Equal("cc-3003"))
 		g.Expect(older.Labels).To(HaveKeyWithValue("role", "primary"))
@@ -195,7 +193,7 @@ func TestATenantsCostCodeReachesItsNamespaceAndPods(t *testing.T) {
 		g := NewWithT(t)
 		// A selector on the code would stop matching the pods the policy relabels when the code
 		// changes: a ReplicaSet would make pods without end.
-		d := restrictedDeployment(ns, "selects-by-code", 1)
+		d := testenv.RestrictedDeployment(ns, "selects-by-code", 1)
 		d.Spec.Selector.MatchLabels[tenancyv1alpha1.CostCodeLabel] = "cc-3003"
 		d.Spec.Template.Labels[tenancyv1alpha1.CostCodeLabel] = "cc-3003"
 		err := carl.Create(ctx, d)
@@ -289,92 +287,4 @@ func impersonate(t *testing.T, user string) client.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// restrictedPod is a pod the restricted Pod Security level admits.
-func restrictedPod(namespace, name string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: corev1.PodSpec{
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   ptr.To(true),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers: []corev1.Container{{
-				Name: "app", Image: "registry.example.com/app:1",
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
-			}},
-		},
-	}
-}
-
-func restrictedDeployment(namespace, name string, replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: restrictedPod("", "").Spec},
-		},
-	}
-}
-
-// waitPodsRunning waits until the namespace runs n pods, and returns them.
-func waitPodsRunning(t *testing.T, namespace string, n int) []corev1.Pod {
-	t.Helper()
-	pods := &corev1.PodList{}
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(k8s.List(context.Background(), pods, client.InNamespace(namespace))).To(Succeed())
-		g.Expect(pods.Items).To(HaveLen(n))
-		for _, p := range pods.Items {
-			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s on %q", p.Name, p.Spec.NodeName)
-		}
-	}).WithTimeout(timeout).Should(Succeed())
-	return pods.Items
-}
-
-// TestADatabaseServerThatCannotBeAskedLeavesItsTenantsFiguresAsTheyWere: a sample during an
-// outage counts an error and writes nothing; the figures stand until the server answers again.
-func TestADatabaseServerThatCannotBeAskedLeavesItsTenantsFiguresAsTheyWere(t *testing.T) {
-	ctx := context.Background()
-	g := NewWithT(t)
-	// A server of this test's own, so that stopping it stops no other test's.
-	inst, err := dbtest.StartPostgres()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = inst.Close() })
-	g.Expect(env.RegisterDatabaseServer(ctx, opConfig.Databases.CredentialsNamespace, "pg-outage", inst)).To(Succeed())
-	const name = "outage"
-	createTenant(t, &tenancyv1alpha1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: tenancyv1alpha1.TenantSpec{Organization: "Outage Inc.", Email: "ops@outage.example.com",
-			Databases: tenancyv1alpha1.Databases{Postgres: []tenancyv1alpha1.Database{{Name: "app", Server: "pg-outage"}}}},
-	})
-	// The size the server reports before it stops: an empty database holds still, so every
-	// sample taken before the outage, written whenever, records this figure.
-	var measured int64
-	g.Eventually(func(g Gomega) {
-		sample()
-		measured = reportedOn(t, inst.Server, name, "app")
-		g.Expect(getTenant(g, name).Status.Usage).NotTo(BeNil())
-		g.Expect(bytesOf(getTenant(g, name).Status.Usage, "app")).To(Equal(measured))
-	}).WithTimeout(timeout).Should(Succeed())
-
-	g.Expect(inst.Stop()).To(Succeed())
-	defer func() { g.Expect(inst.Start()).To(Succeed()) }()
-	errors := func() float64 {
-		v, err := testenv.OperatorMetric("landlord_usage_samples_total", map[string]string{"result": "error"})
-		g.Expect(err).NotTo(HaveOccurred())
-		return v
-	}
-	failed := errors()
-	sample()
-	g.Eventually(errors).WithTimeout(timeout).Should(BeNumerically(">", failed), "a sample with a server down is counted as an error")
-	g.Eventually(op.Idle).WithTimeout(timeout).Should(BeTrue())
-	// (The quota's counts may still change the usage meanwhile: only the database's figure is
-	// looked at.)
-	g.Expect(bytesOf(getTenant(g, name).Status.Usage, "app")).To(Equal(measured), "the database's figure changed during the outage")
 }

@@ -1,0 +1,66 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// RestrictedPod is a tenant's pod that Pod Security "restricted" admits, changed by mutate.
+func RestrictedPod(namespace, name string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr.To(true),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:  "app",
+				Image: "registry.example.com/app:1",
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
+	for _, f := range mutate {
+		f(p)
+	}
+	return p
+}
+
+// RestrictedDeployment is a tenant's own Deployment of RestrictedPods, selecting app=name.
+func RestrictedDeployment(namespace, name string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: RestrictedPod(namespace, name).Spec},
+		},
+	}
+}
+
+// WaitPodsRunning waits until the namespace has n pods, all Running, and returns them.
+func WaitPodsRunning(t *testing.T, c client.Reader, namespace string, n int, timeout time.Duration) []corev1.Pod {
+	t.Helper()
+	pods := &corev1.PodList{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(c.List(context.Background(), pods, client.InNamespace(namespace))).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(n))
+		for _, p := range pods.Items {
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s on %q", p.Name, p.Spec.NodeName)
+		}
+	}).WithTimeout(timeout).Should(Succeed())
+	return pods.Items
+}
