@@ -101,16 +101,19 @@ func (r *RestoreReconciler) open(ctx context.Context, key string) []reconcile.Re
 
 func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rs := &tenancyv1alpha1.TenantRestore{}
-	if err := r.Client.Get(ctx, req.NamespacedName, rs); err != nil || !rs.DeletionTimestamp.IsZero() {
-		if apierrors.IsNotFound(err) || err == nil {
-			// A restore deleted while it ran: its Job goes with it.
-			r.writing.releaseNamed(req.Name)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	err := r.Client.Get(ctx, req.NamespacedName, rs)
+	switch {
+	case apierrors.IsNotFound(err), err == nil && !rs.DeletionTimestamp.IsZero():
+		// A restore deleted while it ran: its Job goes with it.
+		r.writing.releaseNamed(req.Name, "")
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, err
 	}
+	// One deleted and made again under this name before this reconcile saw it go writes no more.
+	r.writing.releaseNamed(rs.Name, rs.UID)
 	next := *rs.Status.DeepCopy()
 	next.ObservedGeneration = rs.Generation
-	var err error
 	switch rs.Status.Phase {
 	case tenancyv1alpha1.BackupSucceeded, tenancyv1alpha1.BackupFailed:
 		return ctrl.Result{}, deletePlan(ctx, r.Client, r.Config.Backups.Namespace, rs.Status.Job, rs)

@@ -51,12 +51,14 @@ func (w *writers) release(uid types.UID) {
 	}
 }
 
-// releaseNamed ends what a restore of that name holds (it is gone, its UID unknown).
-func (w *writers) releaseNamed(name string) {
+// releaseNamed ends what a restore of that name holds, unless it is the restore whose UID is
+// keep: a restore gone (keep is ""), or deleted and made again under its name (keep is the new
+// one's), writes no more.
+func (w *writers) releaseNamed(name string, keep types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for tenant, held := range w.byTenant {
-		if held.name == name {
+		if held.name == name && held.uid != keep {
 			delete(w.byTenant, tenant)
 		}
 	}

@@ -31,8 +31,17 @@ func TestOneRestoreWritesIntoATenantAtATime(t *testing.T) {
 		take(t, "acme", b, true, "")
 	})
 	t.Run("a restore deleted while it runs gives the tenant up", func(t *testing.T) {
-		w.releaseNamed("b")
+		w.releaseNamed("b", "")
 		take(t, "acme", a, true, "")
 		take(t, "bolt", a, false, "c")
+	})
+	t.Run("a restore made again under a running one's name takes the tenant once the old one is seen gone", func(t *testing.T) {
+		again := restore("a")
+		again.UID = "a-again-uid"
+		take(t, "acme", again, false, "a")
+		w.releaseNamed("a", a.UID)
+		take(t, "acme", again, false, "a")
+		w.releaseNamed("a", again.UID)
+		take(t, "acme", again, true, "")
 	})
 }
