@@ -123,10 +123,10 @@ vet: ## go vet.
 	go vet ./...
 
 .PHONY: control-plane
-control-plane: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/kwok ## Build the local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok) from source into bin/k8s (once).
+control-plane: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/kwok $(ENVTEST_ASSETS)/metrics-server ## Build the local cluster (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, metrics-server) from source into bin/k8s (once).
 
 # The script builds whatever is missing, so each target is the same call.
-$(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/kwok $(ENVTEST_ASSETS)/kubectl:
+$(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/kube-controller-manager $(ENVTEST_ASSETS)/kwok $(ENVTEST_ASSETS)/kubectl $(ENVTEST_ASSETS)/metrics-server:
 	KUBE_VERSION=$(KUBE_VERSION) ETCD_VERSION=$(ETCD_VERSION) hack/build-control-plane.sh
 
 .PHONY: databases

@@ -138,6 +138,7 @@ require (
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/tools v0.52.0 // indirect
 	golang.org/x/xerrors v0.0.0-20240903120638-7835f813f4da // indirect
+	k8s.io/metrics v0.37.2 // indirect
 )
 
 require (

@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Builds a whole local cluster from source through the Go module proxy into bin/k8s/<version>/:
 # etcd, kube-apiserver, kube-controller-manager, kube-scheduler and a matching kubectl from
-# k8s.io/kubernetes, and kwok (sigs.k8s.io/kwok), which simulates nodes and the lifecycle of
-# their pods. Prebuilt binaries are never downloaded: the module proxy is the
+# k8s.io/kubernetes, kwok (sigs.k8s.io/kwok), which simulates nodes and the lifecycle of
+# their pods, and metrics-server (sigs.k8s.io/metrics-server), which serves the metrics API from
+# what kwok says the pods use. Prebuilt binaries are never downloaded: the module proxy is the
 # only source. Each binary is built in a throwaway module whose replace lines pin the staging
 # modules that the upstream go.mod points at with relative paths. Reuses existing binaries.
 #
 # Usage: hack/build-control-plane.sh            prints the asset directory on stdout
 # Env:   KUBE_VERSION (default 1.37.2), ETCD_VERSION (default 3.7.3), KWOK_VERSION (default 0.8.0),
-#        LANDLORD_BIN (default ./bin)
+#        METRICS_SERVER_VERSION (default 0.9.0), LANDLORD_BIN (default ./bin)
 set -euo pipefail
 
 KUBE_VERSION=${KUBE_VERSION:-1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-3.7.3}
 KWOK_VERSION=${KWOK_VERSION:-0.8.0}
+METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-0.9.0}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${LANDLORD_BIN:-$root/bin}
 out=$bin/k8s/$KUBE_VERSION
@@ -81,6 +83,11 @@ build_kwok() {
   GOBIN="$out" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION"
 }
 
+build_metrics_server() {
+  # Like kwok, its own go.mod pins what it needs.
+  GOBIN="$out" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/metrics-server/cmd/metrics-server@v$METRICS_SERVER_VERSION"
+}
+
 if [ ! -x "$out/etcd" ]; then
   log "building etcd v$ETCD_VERSION (once; reused afterwards)"
   build_etcd
@@ -96,5 +103,9 @@ fi
 if [ ! -x "$out/kwok" ]; then
   log "building kwok v$KWOK_VERSION (once; reused afterwards)"
   build_kwok
+fi
+if [ ! -x "$out/metrics-server" ]; then
+  log "building metrics-server v$METRICS_SERVER_VERSION (once; reused afterwards)"
+  build_metrics_server
 fi
 echo "$out"

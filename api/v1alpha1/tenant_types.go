@@ -413,6 +413,14 @@ type TenantUsage struct {
 	// +optional
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 
+	// Used is what the tenant's pods use, summed over them, as the cluster's metrics API
+	// (metrics.k8s.io, as metrics-server serves it) reported it at the sample: cpu (to the
+	// millicore) and memory (working set, to the mebibyte). Absent when the cluster serves no
+	// metrics API; kept at its last figures while the API does not answer; zero for a tenant
+	// with no pod running; empty while the tenant has no namespace.
+	// +optional
+	Used corev1.ResourceList `json:"used,omitempty"`
+
 	// Databases are the bytes each of the tenant's databases holds, as its server reports them.
 	// A database its server could not be asked about, or did not report, keeps its last figure.
 	// Empty once the tenant is Purged.

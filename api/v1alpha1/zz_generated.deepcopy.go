@@ -1436,6 +1436,13 @@ func (in *TenantUsage) DeepCopyInto(out *TenantUsage) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.Used != nil {
+		in, out := &in.Used, &out.Used
+		*out = make(corev1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
+	}
 	if in.Databases != nil {
 		in, out := &in.Databases, &out.Databases
 		*out = make([]DatabaseUsage, len(*in))

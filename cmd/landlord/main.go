@@ -75,7 +75,11 @@ func main() {
 
 	ctx := ctrl.SetupSignalHandler()
 	opts.RefuseBehindLeader = !waitFor
-	if err := run(ctx, configPath, overrides, embedded, localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir, Manifests: splitList(manifests)}, opts); err != nil {
+	// The embedded cluster serves the metrics API (kubectl top, the usage its tenants' pods are
+	// billed for) where the assets hold metrics-server, as make control-plane builds them.
+	_, noMetricsServer := os.Stat(filepath.Join(assetsDir, localcluster.MetricsServerBinary))
+	local := localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir, Manifests: splitList(manifests), MetricsServer: noMetricsServer == nil}
+	if err := run(ctx, configPath, overrides, embedded, local, opts); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "landlord stopped")
 		os.Exit(1)
 	}
@@ -132,9 +136,13 @@ func run(ctx context.Context, configPath string, overrides config.Overrides, emb
 		restCfg.Impersonate = rest.ImpersonationConfig{UserName: opts.Config.Controller.Identity, Groups: []string{"system:masters"}}
 		abs, _ := filepath.Abs(cluster.KubeconfigPath)
 		assets, _ := filepath.Abs(local.AssetsDir)
+		metrics := ""
+		if local.MetricsServer {
+			metrics = ", and metrics-server serving kubectl top"
+		}
 		fmt.Fprintf(os.Stderr, `
 Landlord is running on a local cluster (--embedded=%s): etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler, and kwok playing the nodes %s. Logs: %s.
+kube-controller-manager, kube-scheduler, kwok playing the nodes %s%s. Logs: %s.
 Use it from another shell:
 
   export KUBECONFIG=%s PATH=%s:$PATH
@@ -143,7 +151,7 @@ Use it from another shell:
   kubectl wait --for=condition=Ready tenants --all --timeout=2m
   kubectl get pods -A -o wide
 
-`, embedded, nodeNames(local.Nodes), cluster.LogDir, abs, assets)
+`, embedded, nodeNames(local.Nodes), metrics, cluster.LogDir, abs, assets)
 	}
 
 	mgr, err := operator.New(restCfg, opts)

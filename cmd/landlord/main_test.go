@@ -43,7 +43,8 @@ func TestRunWithoutAClusterStartsALocalCluster(t *testing.T) {
 		done <- run(ctx, filepath.Join(root, "config", "manager", "landlord.yaml"), config.Overrides{}, mode,
 			localcluster.Options{
 				AssetsDir: assets, DataDir: dataDir, CRDDir: filepath.Join(root, "config", "crd", "bases"),
-				Manifests: []string{filepath.Join(root, "config", "rbac", "tenant_roles.yaml")},
+				Manifests:     []string{filepath.Join(root, "config", "rbac", "tenant_roles.yaml")},
+				MetricsServer: true, // as make run has it
 			},
 			operator.Options{MetricsAddr: "0", ProbeAddr: "0"})
 	}()

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
@@ -34,7 +35,7 @@ type usageOptions struct {
 }
 
 // usageSortKeys are what --sort-by accepts: names sort A to Z, quantities largest first.
-var usageSortKeys = []string{"tenant", "cost-code", "days", "cpu", "memory", "storage", "database"}
+var usageSortKeys = []string{"tenant", "cost-code", "days", "cpu", "memory", "cpu-used", "memory-used", "storage", "database"}
 
 func newUsageCommand(root *rootOptions) *cobra.Command {
 	o := &usageOptions{}
@@ -43,7 +44,8 @@ func newUsageCommand(root *rootOptions) *cobra.Command {
 		Short: "Report what each tenant uses, for billing: a table, CSV or JSON.",
 		Long: `Report what each tenant uses, as the operator last sampled it (usage.interval): CPU and memory
 requested and limited, storage requested by volume claims and object counts (what the tenant
-namespace's ResourceQuota counts), the bytes each database holds on its server, the tenant's cost
+namespace's ResourceQuota counts), CPU and memory its pods use (where the cluster serves the
+metrics API; blank otherwise), the bytes each database holds on its server, the tenant's cost
 code, and the days of the period the tenant existed (for prorating a tenant created during it).
 
 The period is --period (a month, YYYY-MM) or --since and --until (dates or RFC 3339 times), by
@@ -169,19 +171,22 @@ func parseWhen(s string) (time.Time, error) {
 
 // usageRow is one tenant's line of the report; its JSON is the report's -o json.
 type usageRow struct {
-	Tenant       string          `json:"tenant"`
-	Organization string          `json:"organization"`
-	State        string          `json:"state"`
-	CostCode     string          `json:"costCode"`
-	Created      time.Time       `json:"created"`
-	PeriodStart  time.Time       `json:"periodStart"`
-	PeriodEnd    time.Time       `json:"periodEnd"`
-	DaysInPeriod float64         `json:"daysInPeriod"`
-	Sampled      *time.Time      `json:"sampledAt"`
-	CPURequests  int64           `json:"cpuRequestsMillicores"`
-	MemRequests  int64           `json:"memoryRequestsBytes"`
-	CPULimits    int64           `json:"cpuLimitsMillicores"`
-	MemLimits    int64           `json:"memoryLimitsBytes"`
+	Tenant       string     `json:"tenant"`
+	Organization string     `json:"organization"`
+	State        string     `json:"state"`
+	CostCode     string     `json:"costCode"`
+	Created      time.Time  `json:"created"`
+	PeriodStart  time.Time  `json:"periodStart"`
+	PeriodEnd    time.Time  `json:"periodEnd"`
+	DaysInPeriod float64    `json:"daysInPeriod"`
+	Sampled      *time.Time `json:"sampledAt"`
+	CPURequests  int64      `json:"cpuRequestsMillicores"`
+	MemRequests  int64      `json:"memoryRequestsBytes"`
+	CPULimits    int64      `json:"cpuLimitsMillicores"`
+	MemLimits    int64      `json:"memoryLimitsBytes"`
+	// CPUUsed and MemUsed are nil where the cluster serves no metrics API.
+	CPUUsed      *int64          `json:"cpuUsedMillicores"`
+	MemUsed      *int64          `json:"memoryUsedBytes"`
 	Storage      int64           `json:"storageRequestsBytes"`
 	Pods         int64           `json:"pods"`
 	Services     int64           `json:"services"`
@@ -230,6 +235,12 @@ func usageReport(tenants []tenancyv1alpha1.Tenant, q usageQuery) []usageRow {
 			r.CPURequests, r.CPULimits = milli(corev1.ResourceRequestsCPU), milli(corev1.ResourceLimitsCPU)
 			r.MemRequests, r.MemLimits = value(corev1.ResourceRequestsMemory), value(corev1.ResourceLimitsMemory)
 			r.Storage = value(corev1.ResourceRequestsStorage)
+			if cpu, ok := u.Used[corev1.ResourceCPU]; ok {
+				r.CPUUsed = ptr.To(cpu.MilliValue())
+			}
+			if memory, ok := u.Used[corev1.ResourceMemory]; ok {
+				r.MemUsed = ptr.To(memory.Value())
+			}
 			r.Pods, r.Services, r.Secrets = value(corev1.ResourcePods), value(corev1.ResourceServices), value(corev1.ResourceSecrets)
 			r.ConfigMaps, r.Claims = value(corev1.ResourceConfigMaps), value(corev1.ResourcePersistentVolumeClaims)
 			for _, d := range u.Databases {
@@ -251,6 +262,10 @@ func usageReport(tenants []tenancyv1alpha1.Tenant, q usageQuery) []usageRow {
 			by = largestFirst(a.CPURequests, b.CPURequests)
 		case "memory":
 			by = largestFirst(a.MemRequests, b.MemRequests)
+		case "cpu-used":
+			by = largestFirst(ptr.Deref(a.CPUUsed, -1), ptr.Deref(b.CPUUsed, -1))
+		case "memory-used":
+			by = largestFirst(ptr.Deref(a.MemUsed, -1), ptr.Deref(b.MemUsed, -1))
 		case "storage":
 			by = largestFirst(a.Storage, b.Storage)
 		case "database":
@@ -272,6 +287,7 @@ var usageCSVHeader = []string{
 	"tenant", "organization", "state", "cost_code", "created", "period_start", "period_end", "days_in_period", "sampled_at",
 	"cpu_requests_millicores", "memory_requests_bytes", "cpu_limits_millicores", "memory_limits_bytes", "storage_requests_bytes",
 	"pods", "services", "secrets", "configmaps", "persistentvolumeclaims", "database_bytes",
+	"cpu_used_millicores", "memory_used_bytes",
 }
 
 func writeUsage(out io.Writer, format string, rows []usageRow) error {
@@ -289,26 +305,42 @@ func writeUsage(out io.Writer, format string, rows []usageRow) error {
 				sampled = r.Sampled.Format(time.RFC3339)
 			}
 			n := func(v int64) string { return strconv.FormatInt(v, 10) }
+			// Blank, not 0, where nothing was measured.
+			maybe := func(v *int64) string {
+				if v == nil {
+					return ""
+				}
+				return n(*v)
+			}
 			_ = w.Write([]string{
 				r.Tenant, r.Organization, r.State, r.CostCode, r.Created.Format(time.RFC3339),
 				r.PeriodStart.Format(time.RFC3339), r.PeriodEnd.Format(time.RFC3339), strconv.FormatFloat(r.DaysInPeriod, 'f', 4, 64), sampled,
 				n(r.CPURequests), n(r.MemRequests), n(r.CPULimits), n(r.MemLimits), n(r.Storage),
 				n(r.Pods), n(r.Services), n(r.Secrets), n(r.ConfigMaps), n(r.Claims), n(r.DatabaseSize),
+				maybe(r.CPUUsed), maybe(r.MemUsed),
 			})
 		}
 		w.Flush()
 		return w.Error()
 	}
 	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(w, "TENANT\tSTATE\tCOST CODE\tDAYS\tCPU REQ\tMEMORY REQ\tSTORAGE REQ\tPODS\tDATABASES\tSAMPLED")
+	fmt.Fprintln(w, "TENANT\tSTATE\tCOST CODE\tDAYS\tCPU REQ\tMEMORY REQ\tCPU USED\tMEMORY USED\tSTORAGE REQ\tPODS\tDATABASES\tSAMPLED")
 	for _, r := range rows {
 		sampled := "<never>"
 		if r.Sampled != nil {
 			sampled = r.Sampled.Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Tenant, r.State, cmp.Or(r.CostCode, "<none>"), r.DaysInPeriod,
+		// "-" where the cluster serves no metrics API.
+		cpuUsed, memUsed := "-", "-"
+		if r.CPUUsed != nil {
+			cpuUsed = resource.NewMilliQuantity(*r.CPUUsed, resource.DecimalSI).String()
+		}
+		if r.MemUsed != nil {
+			memUsed = resource.NewQuantity(*r.MemUsed, resource.BinarySI).String()
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Tenant, r.State, cmp.Or(r.CostCode, "<none>"), r.DaysInPeriod,
 			resource.NewMilliQuantity(r.CPURequests, resource.DecimalSI), resource.NewQuantity(r.MemRequests, resource.BinarySI),
-			resource.NewQuantity(r.Storage, resource.BinarySI), r.Pods, resource.NewQuantity(r.DatabaseSize, resource.BinarySI), sampled)
+			cpuUsed, memUsed, resource.NewQuantity(r.Storage, resource.BinarySI), r.Pods, resource.NewQuantity(r.DatabaseSize, resource.BinarySI), sampled)
 	}
 	return w.Flush()
 }

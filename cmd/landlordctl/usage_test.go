@@ -18,6 +18,11 @@ import (
 func TestUsageReport(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	sampled := metav1.NewTime(now.Add(-10 * time.Minute))
+	// What the metrics API reported; bolt was sampled where none was served.
+	used := map[string]corev1.ResourceList{
+		"acme": {corev1.ResourceCPU: resource.MustParse("420m"), corev1.ResourceMemory: resource.MustParse("300Mi")},
+		"dawn": {corev1.ResourceCPU: resource.MustParse("900m"), corev1.ResourceMemory: resource.MustParse("100Mi")},
+	}
 	tenant := func(name, costCode string, created time.Time, state tenancyv1alpha1.TenantState, cpu, memory string, db int64) tenancyv1alpha1.Tenant {
 		t := tenancyv1alpha1.Tenant{
 			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created), Labels: map[string]string{"plan": "pro"}},
@@ -27,7 +32,7 @@ func TestUsageReport(t *testing.T) {
 			t.Status.Usage = &tenancyv1alpha1.TenantUsage{SampledAt: sampled, Resources: corev1.ResourceList{
 				corev1.ResourceRequestsCPU: resource.MustParse(cpu), corev1.ResourceRequestsMemory: resource.MustParse(memory),
 				corev1.ResourcePods: resource.MustParse("3"),
-			}, Databases: []tenancyv1alpha1.DatabaseUsage{
+			}, Used: used[name], Databases: []tenancyv1alpha1.DatabaseUsage{
 				{Engine: tenancyv1alpha1.EngineMySQL, Name: "legacy", Bytes: db / 4},
 				{Engine: tenancyv1alpha1.EnginePostgres, Name: "app", Bytes: db - db/4},
 			}}
@@ -58,6 +63,7 @@ func TestUsageReport(t *testing.T) {
 		{"a label selector selects its tenants", usageOptions{sortBy: "tenant", selector: "plan!=pro"}, nil},
 		{"sorted by CPU requested, the largest comes first", usageOptions{sortBy: "cpu"}, []string{"acme", "bolt", "crux"}},
 		{"sorted by memory requested, the largest comes first", usageOptions{sortBy: "memory"}, []string{"bolt", "acme", "crux"}},
+		{"sorted by CPU used, the largest comes first and the unmeasured last", usageOptions{sortBy: "cpu-used"}, []string{"acme", "bolt", "crux"}},
 		{"sorted by days in the period, the oldest tenant comes first", usageOptions{sortBy: "days"}, []string{"acme", "bolt", "crux"}},
 		{"a month before a tenant's creation leaves it out", usageOptions{sortBy: "tenant", period: "2026-10"}, []string{"acme"}},
 	} {
@@ -111,10 +117,14 @@ func TestUsageReport(t *testing.T) {
 		for col, want := range map[string]string{
 			"tenant": "acme", "cost_code": "cc-1", "cpu_requests_millicores": "1500", "memory_requests_bytes": "2147483648",
 			"pods": "3", "database_bytes": "4000000", "sampled_at": "2026-11-27T11:50:00Z", "days_in_period": "26.5000",
+			"cpu_used_millicores": "420", "memory_used_bytes": "314572800",
 		} {
 			if row[col] != want {
 				t.Errorf("%s = %q, want %q", col, row[col], want)
 			}
+		}
+		if used := records[2][len(records[2])-2:]; used[0] != "" || used[1] != "" {
+			t.Errorf("a tenant sampled without a metrics API has used %q, want blanks, not zeros", used)
 		}
 		if records[3][8] != "" {
 			t.Errorf("a tenant never sampled has sampled_at %q, want empty", records[3][8])

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -42,6 +43,10 @@ type Options struct {
 	ConfigureAPIServer func(*envtest.APIServer)
 	// ConfigureEtcd, when set, may change etcd's flags before it starts.
 	ConfigureEtcd func(*envtest.Etcd)
+	// MetricsServer serves the metrics API (metrics.k8s.io) with metrics-server behind
+	// kube-apiserver's aggregation layer, from the usage kwok plays for each pod (the pod's
+	// annotations UsageCPUAnnotation and UsageMemoryAnnotation). Not with APIServerOnly.
+	MetricsServer bool
 }
 
 // Cluster is a running local cluster.
@@ -56,6 +61,8 @@ type Cluster struct {
 	KubeconfigPath string
 	// LogDir holds each process's log.
 	LogDir string
+	// aggregation is the aggregation layer's certificates, with a metrics server.
+	aggregation aggregation
 }
 
 // startTimeout bounds how long each process may take to become healthy.
@@ -66,6 +73,9 @@ func Start(opts Options) (*Cluster, error) {
 	bins := []string{"etcd", "kube-apiserver"}
 	if !opts.APIServerOnly {
 		bins = append(bins, "kube-controller-manager", "kube-scheduler", "kwok")
+		if opts.MetricsServer {
+			bins = append(bins, MetricsServerBinary)
+		}
 	}
 	for _, bin := range bins {
 		if _, err := os.Stat(filepath.Join(opts.AssetsDir, bin)); err != nil {
@@ -123,6 +133,12 @@ func (c *Cluster) startControlPlane(opts Options, etcdDir string) error {
 	// envtest's default service range is a /24: about 250 Services, fewer than a benchmark's
 	// tenants have. A /16 holds 65,000.
 	api.Configure().Set("service-cluster-ip-range", "10.0.0.0/16")
+	if opts.MetricsServer && !opts.APIServerOnly {
+		if c.aggregation, err = writeAggregation(opts.DataDir); err != nil {
+			return fmt.Errorf("writing the aggregation layer's certificates: %w", err)
+		}
+		c.aggregation.configure(api)
+	}
 	if opts.ConfigureEtcd != nil {
 		opts.ConfigureEtcd(env.ControlPlane.Etcd)
 	}
@@ -158,22 +174,31 @@ func (c *Cluster) startNodeComponents(opts Options) error {
 	if err := os.WriteFile(caFile, c.env.ControlPlane.APIServer.SecureServing.CA, 0o600); err != nil {
 		return err
 	}
+	kwokConfig := kwokStages
+	var metricsPort int
+	var serving servingCert
+	if opts.MetricsServer {
+		kwokConfig = slices.Concat(kwokStages, []byte("\n---\n"), kwokMetrics)
+		serving = servingCert{caFile: caFile, certFile: filepath.Join(certDir, "apiserver.crt"), keyFile: filepath.Join(certDir, "apiserver.key")}
+	}
 	stages := filepath.Join(opts.DataDir, "kwok-stages.yaml")
-	if err := os.WriteFile(stages, kwokStages, 0o600); err != nil {
+	if err := os.WriteFile(stages, kwokConfig, 0o600); err != nil {
 		return err
 	}
-	cmPort, err := freePort()
+	ports, err := freePorts(4)
 	if err != nil {
 		return err
 	}
-	schedulerPort, err := freePort()
-	if err != nil {
-		return err
+	cmPort, schedulerPort, nodePort := ports[0], ports[1], ports[2]
+	kwokSpec := kwok(opts.AssetsDir, c.KubeconfigPath, stages)
+	if opts.MetricsServer {
+		metricsPort = ports[3]
+		kwokSpec = kwokSpec.servingNodes(nodePort, serving)
 	}
 	for _, spec := range []processSpec{
 		controllerManager(opts.AssetsDir, c.KubeconfigPath, filepath.Join(certDir, "sa-signer.key"), caFile, cmPort),
 		scheduler(opts.AssetsDir, c.KubeconfigPath, schedulerPort),
-		kwok(opts.AssetsDir, c.KubeconfigPath, stages),
+		kwokSpec,
 	} {
 		p, err := startProcess(ctx, spec, c.LogDir)
 		if err != nil {
@@ -181,6 +206,7 @@ func (c *Cluster) startNodeComponents(opts Options) error {
 		}
 		c.processes = append(c.processes, p)
 	}
+	kwokProcess := c.processes[len(c.processes)-1]
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return err
@@ -192,7 +218,18 @@ func (c *Cluster) startNodeComponents(opts Options) error {
 	if err := createNodes(ctx, cs, nodes); err != nil {
 		return err
 	}
-	return waitNodesReady(ctx, cs, nodes, c.processes[len(c.processes)-1])
+	if err := waitNodesReady(ctx, cs, nodes, kwokProcess); err != nil {
+		return err
+	}
+	if !opts.MetricsServer {
+		return nil
+	}
+	p, err := startProcess(ctx, metricsServer(opts.AssetsDir, c.KubeconfigPath, c.aggregation, serving, metricsPort), c.LogDir)
+	if err != nil {
+		return err
+	}
+	c.processes = append(c.processes, p)
+	return registerMetricsAPI(ctx, c.Config, c.aggregation.ca, metricsPort)
 }
 
 func (c *Cluster) logFile(name string) (*os.File, error) {

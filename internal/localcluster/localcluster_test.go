@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/ptr"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -30,9 +32,9 @@ func assetsDir(t *testing.T) string {
 
 // The cluster the operator and its tests run on does what a real one does with what Landlord
 // creates: Deployments roll out onto nodes, pools keep their pods, namespaces are emptied and
-// removed, and quotas count.
+// removed, quotas count, and the metrics API reports what each pod uses.
 func TestAWholeClusterRunsWorkloadsOnSimulatedNodes(t *testing.T) {
-	c, err := Start(Options{AssetsDir: assetsDir(t), DataDir: dataDir(t)})
+	c, err := Start(Options{AssetsDir: assetsDir(t), DataDir: dataDir(t), MetricsServer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +76,7 @@ func TestAWholeClusterRunsWorkloadsOnSimulatedNodes(t *testing.T) {
 		return d
 	}
 	for _, d := range []*appsv1.Deployment{
-		deployment("web", "", nil, "nginx:1.27"),
+		deployment("web", "", map[string]string{UsageCPUAnnotation: "150m", UsageMemoryAnnotation: "100Mi"}, "nginx:1.27"),
 		deployment("pooled", "pool-a", nil, "nginx:1.27"),
 		deployment("unready", "", map[string]string{NeverReadyAnnotation: "true"}, "nginx:1.27"),
 		deployment("unpullable", "", nil, UnpullableImage),
@@ -169,6 +171,29 @@ func TestAWholeClusterRunsWorkloadsOnSimulatedNodes(t *testing.T) {
 			used := q.Status.Used[corev1.ResourcePods]
 			return used.Value() == 8, nil
 		})
+	})
+	t.Run("the metrics API reports what each pod is said to use", func(t *testing.T) {
+		mc := metricsclient.NewForConfigOrDie(c.Config)
+		// metrics-server reports CPU once it has scraped twice (a rate of kwok's counter).
+		var got *metricsv1beta1.PodMetricsList
+		eventually(t, "the web pods' metrics", func(ctx context.Context) (bool, error) {
+			var err error
+			got, err = mc.MetricsV1beta1().PodMetricses("shop").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+			return err == nil && len(got.Items) == 2, nil
+		})
+		for _, p := range got.Items {
+			if len(p.Containers) != 1 {
+				t.Fatalf("pod %s has metrics of %d containers, want 1", p.Name, len(p.Containers))
+			}
+			usage := p.Containers[0].Usage
+			if memory := usage[corev1.ResourceMemory]; memory.Cmp(resource.MustParse("100Mi")) != 0 {
+				t.Errorf("pod %s uses %s of memory, want 100Mi", p.Name, memory.String())
+			}
+			// A rate between two scrapes, timed by each end: within 2% of what kwok plays.
+			if cpu := usage[corev1.ResourceCPU]; cpu.MilliValue() < 147 || cpu.MilliValue() > 153 {
+				t.Errorf("pod %s uses %s of CPU, want 150m", p.Name, cpu.String())
+			}
+		}
 	})
 	t.Run("a deleted namespace is emptied and removed", func(t *testing.T) {
 		if err := cs.CoreV1().Namespaces().Delete(ctx, "shop", metav1.DeleteOptions{}); err != nil {

@@ -58,9 +58,15 @@ func (n Node) Object() *corev1.Node {
 				corev1.LabelArchStable:    "amd64",
 				"node.kubernetes.io/role": "agent",
 			},
-			Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0"},
+			Annotations: map[string]string{
+				"node.alpha.kubernetes.io/ttl": "0",
+				// Where kwok serves this node's kubelet resource metrics, for metrics-server.
+				resourceMetricsPathAnnotation: resourceMetricsPath(n.Name),
+			},
 		},
 		Status: corev1.NodeStatus{
+			// Both, so that kwok's stage writes none: it would replace the list with the one it lacks.
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: nodeIP}, {Type: corev1.NodeHostName, Address: n.Name}},
 			Capacity: corev1.ResourceList{
 				corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
 				corev1.ResourcePods: resource.MustParse("500"),
@@ -77,14 +83,43 @@ func (n Node) Object() *corev1.Node {
 	return node
 }
 
-// createNodes creates the nodes that do not exist yet (a restarted cluster keeps its nodes).
+// nodeIP is every simulated node's address: kwok's server's.
+const nodeIP = "127.0.0.1"
+
+// createNodes creates the nodes that do not exist yet (a restarted cluster keeps its nodes), and
+// brings a node kept from an older local cluster to the address and metrics path nodes have now.
 func createNodes(ctx context.Context, cs kubernetes.Interface, nodes []Node) error {
 	for _, n := range nodes {
-		if _, err := cs.CoreV1().Nodes().Create(ctx, n.Object(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		want := n.Object()
+		_, err := cs.CoreV1().Nodes().Create(ctx, want, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			err = updateNode(ctx, cs, want)
+		}
+		if err != nil {
 			return fmt.Errorf("creating node %s: %w", n.Name, err)
 		}
 	}
 	return nil
+}
+
+func updateNode(ctx context.Context, cs kubernetes.Interface, want *corev1.Node) error {
+	node, err := cs.CoreV1().Nodes().Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if path := want.Annotations[resourceMetricsPathAnnotation]; node.Annotations[resourceMetricsPathAnnotation] != path {
+		metav1.SetMetaDataAnnotation(&node.ObjectMeta, resourceMetricsPathAnnotation, path)
+		if node, err = cs.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	i := slices.IndexFunc(node.Status.Addresses, func(a corev1.NodeAddress) bool { return a.Type == corev1.NodeInternalIP })
+	if i >= 0 && node.Status.Addresses[i].Address == nodeIP {
+		return nil
+	}
+	node.Status.Addresses = want.Status.Addresses
+	_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	return err
 }
 
 // waitNodesReady waits until kwok reports every node Ready and the node lifecycle controller

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,9 +97,23 @@ func kwok(assets, kubeconfig, stages string) processSpec {
 			// Leases are the nodes' heartbeats, as a kubelet's are.
 			"--node-lease-duration-seconds=40",
 			"--cidr=10.244.0.0/16",
-			"--node-ip=10.240.0.1",
+			// metrics-server reaches a node at its InternalIP; every node's is kwok's server.
+			"--node-ip=" + nodeIP,
 		},
 	}
+}
+
+// servingNodes makes kwok serve each node's kubelet endpoints (its resource metrics among
+// them) on 127.0.0.1:port, which it writes as each node's status port, with serving's
+// certificate.
+func (spec processSpec) servingNodes(port int, serving servingCert) processSpec {
+	spec.args = append(slices.Clone(spec.args),
+		"--node-port="+strconv.Itoa(port),
+		"--server-address=127.0.0.1:"+strconv.Itoa(port),
+		"--tls-cert-file="+serving.certFile,
+		"--tls-private-key-file="+serving.keyFile,
+	)
+	return spec
 }
 
 // process is one running process of the cluster.
@@ -191,6 +206,21 @@ func (p *process) stop() error {
 	}
 	<-p.exited
 	return nil
+}
+
+// freePorts are n distinct TCP ports free now on the loopback interface (see freePort).
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
 }
 
 // freePort is a TCP port free now on the loopback interface. Another process may take it

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -381,8 +382,13 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	}
 	clk := cmp.Or[clock.WithTicker](opts.Clock, clock.RealClock{})
 	usageChanged := make(chan event.GenericEvent)
+	podMetrics, err := metricsclient.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, err
+	}
 	sampler := &usage.Sampler{
-		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Objects: managed, Provisioners: conns, Namespace: cfg.NamespaceName, QuotaName: resources.QuotaName,
+		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Objects: managed, Provisioners: conns,
+		PodMetrics: usage.MetricsAPI{Client: podMetrics}, Namespace: cfg.NamespaceName, QuotaName: resources.QuotaName,
 		Interval: cfg.Usage.Interval.Duration, Timeout: cfg.Databases.Timeout.Duration, Clock: clk, Shard: opts.Shard, Changed: usageChanged,
 	}
 	if err := mgr.Add(sampler); err != nil {

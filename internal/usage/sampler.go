@@ -1,6 +1,6 @@
 // Package usage samples what each tenant uses, for billing: what its namespace's ResourceQuota
-// counts (one list request per 500 tenants) and the size of each of its databases (one query
-// per DatabaseServer). A sample that differs from a tenant's status.usage is handed to the
+// counts (one list request per 500 tenants), what its pods use where the cluster serves a metrics
+// API (one list request), and the size of each of its databases (one query per DatabaseServer). A sample that differs from a tenant's status.usage is handed to the
 // tenant controller, which writes it with the rest of the status; an unchanged tenant costs no
 // request of its own.
 package usage
@@ -43,12 +43,14 @@ type Sampler struct {
 	// shard lists its own tenants' quotas only.
 	Objects      labels.Selector
 	Provisioners Provisioners
+	// PodMetrics, when set, reads what the tenants' pods use.
+	PodMetrics PodMetrics
 	// Namespace is a tenant's namespace name.
 	Namespace func(tenant string) string
 	// QuotaName is the name of the ResourceQuota in each tenant namespace.
 	QuotaName string
 	Interval  time.Duration
-	// Timeout bounds each server's query.
+	// Timeout bounds each server's query, and the metrics API's.
 	Timeout time.Duration
 	Clock   clock.WithTicker
 	// Shard is the operator shard whose tenants are sampled ("" for the default shard).
@@ -139,6 +141,7 @@ func (s *Sampler) Sample(ctx context.Context) {
 		samples.WithLabelValues(resultError).Inc()
 		return
 	}
+	pods := s.podsUsed(ctx, logger)
 	sizes := s.sizes(ctx, logger, servers)
 	now := metav1.NewTime(s.Clock.Now())
 	var changed []*tenancyv1alpha1.Tenant
@@ -153,8 +156,9 @@ func (s *Sampler) Sample(ctx context.Context) {
 		// A Purged tenant uses nothing: its namespace and databases are gone.
 		var u tenancyv1alpha1.TenantUsage
 		if t.Spec.State != tenancyv1alpha1.StatePurged {
-			if t.Status.Namespace != "" {
-				u.Resources = used[s.Namespace(t.Name)]
+			if ns := s.Namespace(t.Name); t.Status.Namespace != "" {
+				u.Resources = used[ns]
+				u.Used = pods.of(t, ns)
 			}
 			var missing int
 			u.Databases, missing = databases(t, sizes)
@@ -175,7 +179,7 @@ func (s *Sampler) Sample(ctx context.Context) {
 	}
 	s.mu.Unlock()
 	result := resultSuccess
-	if len(sizes.failed) > 0 {
+	if len(sizes.failed) > 0 || pods.failed {
 		result = resultError
 	}
 	samples.WithLabelValues(result).Inc()
@@ -234,6 +238,45 @@ func (s *Sampler) quotasUsed(ctx context.Context) (map[string]corev1.ResourceLis
 			return out, nil
 		}
 	}
+}
+
+// podUsage is what the metrics API reported of each namespace's pods.
+type podUsage struct {
+	byNamespace map[string]corev1.ResourceList
+	// served is whether the cluster serves a metrics API; failed, whether it did not answer.
+	served, failed bool
+}
+
+func (s *Sampler) podsUsed(ctx context.Context, logger logr.Logger) podUsage {
+	if s.PodMetrics == nil {
+		return podUsage{}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	defer cancel()
+	used, served, err := s.PodMetrics.Used(ctx)
+	if err != nil {
+		logger.Error(err, "reading what pods use from the metrics API; tenants keep their last figures")
+		return podUsage{served: true, failed: true}
+	}
+	return podUsage{byNamespace: used, served: served}
+}
+
+// of is what t's pods, in namespace ns, use: nothing without a metrics API, t's last figures
+// while the API does not answer, and zero when it reports no pod of ns.
+func (p podUsage) of(t *tenancyv1alpha1.Tenant, ns string) corev1.ResourceList {
+	switch {
+	case p.failed:
+		if t.Status.Usage == nil {
+			return nil
+		}
+		return t.Status.Usage.Used.DeepCopy()
+	case !p.served:
+		return nil
+	}
+	if u, ok := p.byNamespace[ns]; ok {
+		return u
+	}
+	return noPods.DeepCopy()
 }
 
 // serverSizes are the database sizes of each server asked, and the servers that failed.
@@ -316,5 +359,6 @@ func same(status, sample *tenancyv1alpha1.TenantUsage) bool {
 		return false
 	}
 	return equality.Semantic.DeepEqual(status.Resources, sample.Resources) &&
+		equality.Semantic.DeepEqual(status.Used, sample.Used) &&
 		equality.Semantic.DeepEqual(status.Databases, sample.Databases)
 }

@@ -1,9 +1,19 @@
 package usage
 
 import (
+	"context"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
+	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 	"k8s.io/utils/ptr"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -81,4 +91,76 @@ func TestTheSamplerCoversTheTenantsItsShardWrites(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestWhatATenantsPodsUseFollowsWhatTheMetricsAPIAnswered(t *testing.T) {
+	last := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	tenant := &tenancyv1alpha1.Tenant{Status: tenancyv1alpha1.TenantStatus{Usage: &tenancyv1alpha1.TenantUsage{Used: last}}}
+	reported := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("300m"), corev1.ResourceMemory: resource.MustParse("200Mi")}
+	for _, tc := range []struct {
+		name string
+		pods podUsage
+		want corev1.ResourceList
+	}{
+		{"a cluster with no metrics API records nothing", podUsage{}, nil},
+		{"a metrics API that did not answer leaves the last figures", podUsage{served: true, failed: true}, last},
+		{"a namespace the API reports takes its figures", podUsage{served: true, byNamespace: map[string]corev1.ResourceList{"tenant-acme": reported}}, reported},
+		{"a namespace with no pod reported uses nothing", podUsage{served: true, byNamespace: map[string]corev1.ResourceList{"tenant-other": reported}}, used(0, 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.pods.of(tenant, "tenant-acme")
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("used = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTheMetricsAPIsFiguresAreSummedByNamespaceAndRounded(t *testing.T) {
+	container := func(cpu, memory string) metricsv1beta1.ContainerMetrics {
+		return metricsv1beta1.ContainerMetrics{Usage: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}
+	}
+	pod := func(ns, name string, containers ...metricsv1beta1.ContainerMetrics) *metricsv1beta1.PodMetrics {
+		return &metricsv1beta1.PodMetrics{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Containers: containers}
+	}
+	cs := metricsfake.NewSimpleClientset()
+	cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, &metricsv1beta1.PodMetricsList{Items: []metricsv1beta1.PodMetrics{
+			// 149.6m + 150.3m + 0.2m = 300.1m; 100Mi + 100Mi + 300KiB (under half a MiB).
+			*pod("tenant-a", "web-1", container("149600000n", "100Mi"), container("200000n", "300Ki")),
+			*pod("tenant-a", "web-2", container("150300000n", "100Mi")),
+			*pod("tenant-b", "db-0", container("1", "1Gi")),
+		}}, nil
+	})
+	got, served, err := MetricsAPI{Client: cs}.Used(context.Background())
+	if err != nil || !served {
+		t.Fatalf("Used: served=%v, %v", served, err)
+	}
+	for ns, want := range map[string]corev1.ResourceList{"tenant-a": used(300_100_000, 200<<20), "tenant-b": used(1_000_000_000, 1<<30)} {
+		if !equality.Semantic.DeepEqual(got[ns], want) {
+			t.Errorf("%s uses %v, want %v", ns, got[ns], want)
+		}
+	}
+	if cpu := got["tenant-a"][corev1.ResourceCPU]; cpu.String() != "300m" {
+		t.Errorf("tenant-a's CPU is %s, want 300m (to the millicore)", cpu.String())
+	}
+
+	t.Run("a cluster that serves no metrics API is no error", func(t *testing.T) {
+		cs := metricsfake.NewSimpleClientset()
+		cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "metrics.k8s.io", Resource: "pods"}, "")
+		})
+		if _, served, err := (MetricsAPI{Client: cs}).Used(context.Background()); served || err != nil {
+			t.Errorf("Used: served=%v, %v; want not served, no error", served, err)
+		}
+	})
+	t.Run("a metrics API that does not answer is an error", func(t *testing.T) {
+		cs := metricsfake.NewSimpleClientset()
+		cs.PrependReactor("list", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewServiceUnavailable("the metrics API is unavailable")
+		})
+		if _, _, err := (MetricsAPI{Client: cs}).Used(context.Background()); err == nil {
+			t.Error("Used: no error")
+		}
+	})
 }

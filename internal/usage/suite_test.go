@@ -24,7 +24,8 @@ import (
 )
 
 // The usage sampler runs as the operator runs it, against the whole local cluster (the real
-// quota controller counts what tenants create) and real PostgreSQL and MariaDB servers. Its
+// quota controller counts what tenants create, and metrics-server serves the metrics API from
+// the usage kwok plays for each pod) and real PostgreSQL and MariaDB servers. Its
 // clock is a fake one that the tests step by usage.interval to take a sample.
 var (
 	env      *testenv.Env
@@ -53,7 +54,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	var err error
-	if env, err = testenv.Start(); err != nil {
+	if env, err = testenv.StartWith(testenv.Options{MetricsServer: true}); err != nil {
 		return fail(err)
 	}
 	defer func() { _ = env.Stop() }()

@@ -15,14 +15,16 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
+	"github.com/landlord-dev/landlord/internal/localcluster"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // TestATenantsUsageIsWhatItsServersAndQuotaReport: a tenant's status.usage holds what the quota
-// controller counts in its namespace and the size of each database as its server reports it,
-// and a sample costs one query per server and, for a tenant whose usage did not change, no
-// request at all.
+// controller counts in its namespace, what its pods use as the metrics API reports it, and the
+// size of each database as its server reports it; a sample costs one query per server, one list
+// of quotas and one of pod metrics, and, for a tenant whose usage did not change, no request of
+// its own.
 func TestATenantsUsageIsWhatItsServersAndQuotaReport(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
@@ -40,12 +42,15 @@ func TestATenantsUsageIsWhatItsServersAndQuotaReport(t *testing.T) {
 		},
 	})
 	erin := impersonate(t, "erin")
-	g.Expect(erin.Create(ctx, testenv.RestrictedDeployment(ns, "web", 2))).To(Succeed())
+	web := testenv.RestrictedDeployment(ns, "web", 2)
+	// What each pod uses, as kwok plays it and metrics-server reports it.
+	web.Spec.Template.Annotations = map[string]string{localcluster.UsageCPUAnnotation: "150m", localcluster.UsageMemoryAnnotation: "100Mi"}
+	g.Expect(erin.Create(ctx, web)).To(Succeed())
 	testenv.WaitPodsRunning(t, k8s, ns, 2, timeout)
 	fill(t, name, "app", database.Postgres, 3000)
 	fill(t, name, "legacy", database.MySQL, 3000)
 
-	t.Run("the sample holds the quota's counts and each database's size as its server reports it", func(t *testing.T) {
+	t.Run("the sample holds the quota's counts, what the pods use and each database's size as its server reports it", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Eventually(func(g Gomega) {
 			sample()
@@ -59,12 +64,17 @@ func TestATenantsUsageIsWhatItsServersAndQuotaReport(t *testing.T) {
 				g.Expect(got.Cmp(used)).To(BeZero(), "%s: status says %s, the quota %s", res, got.String(), used.String())
 			}
 			g.Expect(tenant.Status.Usage.Resources.Pods().Value()).To(BeEquivalentTo(2))
+			// Two pods of 100Mi; two of 150m, each a rate metrics-server takes between two
+			// scrapes of kwok's counter, timed by each end: within 2%.
+			g.Expect(tenant.Status.Usage.Used.Memory().String()).To(Equal("200Mi"))
+			g.Expect(tenant.Status.Usage.Used.Cpu().MilliValue()).To(BeNumerically("~", 300, 6), "CPU used: %s", tenant.Status.Usage.Used.Cpu())
 			g.Expect(tenant.Status.Usage.Databases).To(ConsistOf(
 				tenancyv1alpha1.DatabaseUsage{Engine: tenancyv1alpha1.EnginePostgres, Name: "app", Bytes: reported(t, name, "app", database.Postgres)},
 				tenancyv1alpha1.DatabaseUsage{Engine: tenancyv1alpha1.EngineMySQL, Name: "legacy", Bytes: reported(t, name, "legacy", database.MySQL)},
 			))
 			g.Expect(bytesOf(tenant.Status.Usage, "app")).To(BeNumerically(">", 1_000_000), "3,000 rows of 500 bytes")
-		}).WithTimeout(timeout).Should(Succeed())
+			// metrics-server reports a pod's CPU once it has scraped it twice, 10 s apart.
+		}).WithTimeout(3 * timeout).Should(Succeed())
 	})
 
 	t.Run("a sample asks each server once and writes nothing for a tenant whose usage did not change", func(t *testing.T) {
@@ -104,10 +114,10 @@ func TestATenantsUsageIsWhatItsServersAndQuotaReport(t *testing.T) {
 			g.Expect(sizes(myServer)).To(Equal(my+1), "queries to %s in one sample", myServer)
 			g.Expect(getTenant(g, name).ResourceVersion).To(Equal(before.ResourceVersion), "the sample changed the tenant's usage")
 			// The quotas' counts are listed (the cache does not keep them), one request per 500
-			// tenants; nothing else is sent.
+			// tenants, and the pods' metrics (metrics.k8s.io's pods) once; nothing else is sent.
 			made := op.Requests.Snapshot().Sub(requests)
 			// (The counter names a list by its HTTP verb.)
-			NewWithT(t).Expect(made).To(Equal(testenv.Counts{"GET resourcequotas": 1}), "requests made by a sample that changed nothing")
+			NewWithT(t).Expect(made).To(Equal(testenv.Counts{"GET resourcequotas": 1, "GET pods": 1}), "requests made by a sample that changed nothing")
 		}).WithTimeout(2 * timeout).Should(Succeed())
 	})
 
@@ -200,6 +210,48 @@ func TestATenantsCostCodeReachesItsNamespaceAndPods(t *testing.T) {
 		g.Expect(err).To(HaveOccurred())
 		g.Expect(err.Error()).To(ContainSubstring(tenancyv1alpha1.CostCodeLabel))
 	})
+}
+
+// TestADatabaseServerThatCannotBeAskedLeavesItsTenantsFiguresAsTheyWere: a sample during an
+// outage counts an error and writes nothing; the figures stand until the server answers again.
+func TestADatabaseServerThatCannotBeAskedLeavesItsTenantsFiguresAsTheyWere(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	// A server of this test's own, so that stopping it stops no other test's.
+	inst, err := dbtest.StartPostgres()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = inst.Close() })
+	g.Expect(env.RegisterDatabaseServer(ctx, opConfig.Databases.CredentialsNamespace, "pg-outage", inst)).To(Succeed())
+	const name = "outage"
+	createTenant(t, &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: tenancyv1alpha1.TenantSpec{Organization: "Outage Inc.", Email: "ops@outage.example.com",
+			Databases: tenancyv1alpha1.Databases{Postgres: []tenancyv1alpha1.Database{{Name: "app", Server: "pg-outage"}}}},
+	})
+	// The size the server reports before it stops: an empty database holds still, so every
+	// sample taken before the outage, written whenever, records this figure.
+	var measured int64
+	g.Eventually(func(g Gomega) {
+		sample()
+		measured = reportedOn(t, inst.Server, name, "app")
+		g.Expect(getTenant(g, name).Status.Usage).NotTo(BeNil())
+		g.Expect(bytesOf(getTenant(g, name).Status.Usage, "app")).To(Equal(measured))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	g.Expect(inst.Stop()).To(Succeed())
+	defer func() { g.Expect(inst.Start()).To(Succeed()) }()
+	errors := func() float64 {
+		v, err := testenv.OperatorMetric("landlord_usage_samples_total", map[string]string{"result": "error"})
+		g.Expect(err).NotTo(HaveOccurred())
+		return v
+	}
+	failed := errors()
+	sample()
+	g.Eventually(errors).WithTimeout(timeout).Should(BeNumerically(">", failed), "a sample with a server down is counted as an error")
+	g.Eventually(op.Idle).WithTimeout(timeout).Should(BeTrue())
+	// (The quota's counts may still change the usage meanwhile: only the database's figure is
+	// looked at.)
+	g.Expect(bytesOf(getTenant(g, name).Status.Usage, "app")).To(Equal(measured), "the database's figure changed during the outage")
 }
 
 // bytesOf is the size usage records for the database of that name, -1 for none.

@@ -191,6 +191,41 @@ func TestOnlyThePromisePagesNameTests(t *testing.T) {
 	}
 }
 
+// A promise is only as good as the test that proves it: every test docs/security.md and
+// docs/testing.md name is a test function of the repository, so that a test removed or renamed
+// takes its promise's row with it, or a new test's name.
+func TestEveryTestTheDocsNameExists(t *testing.T) {
+	defined := map[string]bool{}
+	funcRE := regexp.MustCompile(`(?m)^func (Test[A-Z][A-Za-z0-9_]*)\(`)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "bin" || strings.HasPrefix(d.Name(), ".")) && p != root {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, "_test.go") {
+			for _, m := range funcRE.FindAllStringSubmatch(string(must(os.ReadFile(p))), -1) {
+				defined[m[1]] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testRE := regexp.MustCompile(`\bTest[A-Z][A-Za-z0-9_]*`)
+	for _, page := range []string{"docs/security.md", "docs/testing.md"} {
+		for i, line := range strings.Split(string(must(os.ReadFile(filepath.Join(root, page)))), "\n") {
+			for _, name := range testRE.FindAllString(line, -1) {
+				if !defined[name] {
+					t.Errorf("%s:%d names %s, which no _test.go file defines", page, i+1, name)
+				}
+			}
+		}
+	}
+}
+
 // Every Mermaid diagram of the docs parses under the subset CheckMermaid knows, with consistent
 // node ids.
 func TestEveryMermaidDiagramParses(t *testing.T) {

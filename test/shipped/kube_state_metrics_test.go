@@ -65,6 +65,10 @@ func resolve(schema apiextensionsv1.JSONSchemaProps, path []string) (apiextensio
 			return apiextensionsv1.JSONSchemaProps{Type: "string"}, ""
 		}
 		next, ok := schema.Properties[elem]
+		if !ok && schema.AdditionalProperties != nil && schema.AdditionalProperties.Schema != nil {
+			// A map (a ResourceList): any key, of the values' schema.
+			next, ok = *schema.AdditionalProperties.Schema, true
+		}
 		if !ok {
 			return schema, "no field " + elem + " in " + strings.Join(path[:i+1], ".")
 		}

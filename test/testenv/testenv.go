@@ -63,6 +63,8 @@ type Options struct {
 	// APIServerOnly runs etcd and kube-apiserver alone, without the controller-manager,
 	// scheduler and simulated nodes.
 	APIServerOnly bool
+	// MetricsServer serves the metrics API (localcluster.Options.MetricsServer).
+	MetricsServer bool
 }
 
 // Start starts a whole local cluster (internal/localcluster) and installs Landlord's CRDs, the
@@ -81,7 +83,7 @@ func StartWith(opts Options) (*Env, error) {
 		return nil, err
 	}
 	cluster, err := localcluster.Start(localcluster.Options{
-		AssetsDir: assets, DataDir: dataDir, APIServerOnly: opts.APIServerOnly,
+		AssetsDir: assets, DataDir: dataDir, APIServerOnly: opts.APIServerOnly, MetricsServer: opts.MetricsServer,
 		CRDDir:    filepath.Join(root, "config", "crd", "bases"),
 		Manifests: []string{filepath.Join(root, "config", "rbac", "tenant_roles.yaml")},
 	})
