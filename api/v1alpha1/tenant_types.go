@@ -413,11 +413,11 @@ type TenantUsage struct {
 	// +optional
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 
-	// Used is what the tenant's pods use, summed over them, as the cluster's metrics API
-	// (metrics.k8s.io, as metrics-server serves it) reported it at the sample: cpu (to the
-	// millicore) and memory (working set, to the mebibyte). Absent when the cluster serves no
-	// metrics API; kept at its last figures while the API does not answer; zero for a tenant
-	// with no pod running; empty while the tenant has no namespace.
+	// Used is what the tenant's pods use now (cpu to the millicore, memory as working set to the
+	// mebibyte), summed, from the cluster's metrics API (metrics.k8s.io) at the sample: a gauge,
+	// not a metered total. Absent without the API; zero with no pod; last figures kept while
+	// the API does not answer or has not reported the quota's pods; moves beyond 5% (at least
+	// 10m, 16Mi) are written.
 	// +optional
 	Used corev1.ResourceList `json:"used,omitempty"`
 

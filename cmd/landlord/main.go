@@ -77,8 +77,9 @@ func main() {
 	opts.RefuseBehindLeader = !waitFor
 	// The embedded cluster serves the metrics API (kubectl top, the usage its tenants' pods are
 	// billed for) where the assets hold metrics-server, as make control-plane builds them.
-	_, noMetricsServer := os.Stat(filepath.Join(assetsDir, localcluster.MetricsServerBinary))
-	local := localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir, Manifests: splitList(manifests), MetricsServer: noMetricsServer == nil}
+	_, statErr := os.Stat(filepath.Join(assetsDir, localcluster.MetricsServerBinary))
+	hasMetricsServer := statErr == nil
+	local := localcluster.Options{AssetsDir: assetsDir, DataDir: embeddedDir, CRDDir: crdDir, Manifests: splitList(manifests), MetricsServer: hasMetricsServer}
 	if err := run(ctx, configPath, overrides, embedded, local, opts); err != nil {
 		ctrl.Log.WithName("setup").Error(err, "landlord stopped")
 		os.Exit(1)

@@ -45,7 +45,7 @@ func newUsageCommand(root *rootOptions) *cobra.Command {
 		Long: `Report what each tenant uses, as the operator last sampled it (usage.interval): CPU and memory
 requested and limited, storage requested by volume claims and object counts (what the tenant
 namespace's ResourceQuota counts), CPU and memory its pods use (where the cluster serves the
-metrics API; blank otherwise), the bytes each database holds on its server, the tenant's cost
+metrics API: "-" in the table, blank in CSV and null in JSON otherwise), the bytes each database holds on its server, the tenant's cost
 code, and the days of the period the tenant existed (for prorating a tenant created during it).
 
 The period is --period (a month, YYYY-MM) or --since and --until (dates or RFC 3339 times), by

@@ -18,10 +18,10 @@ import (
 func TestUsageReport(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	sampled := metav1.NewTime(now.Add(-10 * time.Minute))
-	// What the metrics API reported; bolt was sampled where none was served.
+	// What the metrics API reported; crux's pods were never measured.
 	used := map[string]corev1.ResourceList{
 		"acme": {corev1.ResourceCPU: resource.MustParse("420m"), corev1.ResourceMemory: resource.MustParse("300Mi")},
-		"dawn": {corev1.ResourceCPU: resource.MustParse("900m"), corev1.ResourceMemory: resource.MustParse("100Mi")},
+		"bolt": {corev1.ResourceCPU: resource.MustParse("900m"), corev1.ResourceMemory: resource.MustParse("100Mi")},
 	}
 	tenant := func(name, costCode string, created time.Time, state tenancyv1alpha1.TenantState, cpu, memory string, db int64) tenancyv1alpha1.Tenant {
 		t := tenancyv1alpha1.Tenant{
@@ -63,7 +63,8 @@ func TestUsageReport(t *testing.T) {
 		{"a label selector selects its tenants", usageOptions{sortBy: "tenant", selector: "plan!=pro"}, nil},
 		{"sorted by CPU requested, the largest comes first", usageOptions{sortBy: "cpu"}, []string{"acme", "bolt", "crux"}},
 		{"sorted by memory requested, the largest comes first", usageOptions{sortBy: "memory"}, []string{"bolt", "acme", "crux"}},
-		{"sorted by CPU used, the largest comes first and the unmeasured last", usageOptions{sortBy: "cpu-used"}, []string{"acme", "bolt", "crux"}},
+		{"sorted by CPU used, the largest comes first and the unmeasured last", usageOptions{sortBy: "cpu-used"}, []string{"bolt", "acme", "crux"}},
+		{"sorted by memory used, the largest comes first and the unmeasured last", usageOptions{sortBy: "memory-used"}, []string{"acme", "bolt", "crux"}},
 		{"sorted by days in the period, the oldest tenant comes first", usageOptions{sortBy: "days"}, []string{"acme", "bolt", "crux"}},
 		{"a month before a tenant's creation leaves it out", usageOptions{sortBy: "tenant", period: "2026-10"}, []string{"acme"}},
 	} {
@@ -123,8 +124,8 @@ func TestUsageReport(t *testing.T) {
 				t.Errorf("%s = %q, want %q", col, row[col], want)
 			}
 		}
-		if used := records[2][len(records[2])-2:]; used[0] != "" || used[1] != "" {
-			t.Errorf("a tenant sampled without a metrics API has used %q, want blanks, not zeros", used)
+		if used := records[3][len(records[3])-2:]; used[0] != "" || used[1] != "" {
+			t.Errorf("a tenant whose pods were not measured has used %q, want blanks, not zeros", used)
 		}
 		if records[3][8] != "" {
 			t.Errorf("a tenant never sampled has sampled_at %q, want empty", records[3][8])

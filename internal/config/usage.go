@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // DefaultUsageInterval is how often usage is sampled unless configured.
@@ -20,11 +21,18 @@ type Usage struct {
 	// list request per 500 tenants) and, in one query per DatabaseServer, the size of every
 	// database. A tenant whose usage is unchanged is not written. Default 15m, at least 1m.
 	Interval metav1.Duration `json:"interval,omitempty"`
+	// PodMetrics samples what the tenants' pods use (status.usage.used) from the cluster's
+	// metrics API (metrics.k8s.io), in one list request of every pod per sample, where the
+	// cluster serves one. false asks nothing and leaves used out. Default true.
+	PodMetrics *bool `json:"podMetrics,omitempty"`
 }
 
 func (u *Usage) applyDefaults() {
 	if u.Interval.Duration == 0 {
 		u.Interval.Duration = DefaultUsageInterval
+	}
+	if u.PodMetrics == nil {
+		u.PodMetrics = ptr.To(true)
 	}
 }
 

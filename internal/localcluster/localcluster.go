@@ -215,14 +215,20 @@ func (c *Cluster) startNodeComponents(opts Options) error {
 	if nodes == nil {
 		nodes = DefaultNodes()
 	}
-	if err := createNodes(ctx, cs, nodes); err != nil {
+	servedPort := 0
+	if opts.MetricsServer {
+		servedPort = nodePort
+	}
+	if err := createNodes(ctx, cs, nodes, servedPort); err != nil {
 		return err
 	}
 	if err := waitNodesReady(ctx, cs, nodes, kwokProcess); err != nil {
 		return err
 	}
 	if !opts.MetricsServer {
-		return nil
+		// A metrics API registered by an earlier start with metrics-server would be served by
+		// nothing now: discovery would fail, and with it namespace deletion.
+		return unregisterMetricsAPI(ctx, c.Config)
 	}
 	p, err := startProcess(ctx, metricsServer(opts.AssetsDir, c.KubeconfigPath, c.aggregation, serving, metricsPort), c.LogDir)
 	if err != nil {

@@ -225,11 +225,13 @@ func dataDir(t *testing.T) string {
 func resourceQuantity(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
 
 // make run keeps the cluster's data between runs (docs/getting-started.md: tenants survive a restart): a cluster
-// started again on the same directory has what the last one had, and its nodes Ready again.
+// started again on the same directory has what the last one had, its nodes Ready again, and the
+// metrics API reporting its pods (kwok serves the nodes on a new port at each start).
 func TestAClusterStartedAgainOnItsDataKeepsWhatItHad(t *testing.T) {
 	dir := dataDir(t)
 	ctx := context.Background()
-	c, err := Start(Options{AssetsDir: assetsDir(t), DataDir: dir})
+	opts := Options{AssetsDir: assetsDir(t), DataDir: dir, MetricsServer: true}
+	c, err := Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,12 +239,19 @@ func TestAClusterStartedAgainOnItsDataKeepsWhatItHad(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kept", Name: "busy", Annotations: map[string]string{UsageMemoryAnnotation: "42Mi"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+	}
+	if _, err := cs.CoreV1().Pods("kept").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
 	// Start returns only once every node is Ready again, the ones it found included.
-	c, err = Start(Options{AssetsDir: assetsDir(t), DataDir: dir})
+	c, err = Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,4 +271,32 @@ func TestAClusterStartedAgainOnItsDataKeepsWhatItHad(t *testing.T) {
 	if len(nodes.Items) != len(DefaultNodes()) {
 		t.Errorf("%d nodes after the restart, want %d", len(nodes.Items), len(DefaultNodes()))
 	}
+	mc := metricsclient.NewForConfigOrDie(c.Config)
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		m, err := mc.MetricsV1beta1().PodMetricses("kept").Get(ctx, "busy", metav1.GetOptions{})
+		if err != nil || len(m.Containers) != 1 {
+			return false, nil
+		}
+		memory := m.Containers[0].Usage[corev1.ResourceMemory]
+		return memory.Cmp(resource.MustParse("42Mi")) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("the metrics API does not report the pod kept from before the restart: %v (metrics-server's log: %s)", err, filepath.Join(c.LogDir, "metrics-server.log"))
+	}
+
+	t.Run("a start without metrics-server unregisters the metrics API an earlier one served", func(t *testing.T) {
+		if err := c.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if c, err = Start(Options{AssetsDir: assetsDir(t), DataDir: dir}); err != nil {
+			t.Fatal(err)
+		}
+		cs := kubernetes.NewForConfigOrDie(c.Config)
+		if _, err := cs.Discovery().ServerGroups(); err != nil {
+			t.Errorf("discovery: %v", err)
+		}
+		if _, err := cs.Discovery().ServerResourcesForGroupVersion("metrics.k8s.io/v1beta1"); !apierrors.IsNotFound(err) {
+			t.Errorf("metrics.k8s.io/v1beta1 after a start without metrics-server: %v, want NotFound", err)
+		}
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	_ "embed"
+	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -79,8 +81,12 @@ func writeAggregation(dir string) (aggregation, error) {
 	if err != nil {
 		return a, err
 	}
+	caSerial, err := serial()
+	if err != nil {
+		return a, err
+	}
 	caTemplate := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
+		SerialNumber:          caSerial,
 		Subject:               pkix.Name{CommonName: "landlord-local-aggregation-ca"},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
@@ -100,7 +106,7 @@ func writeAggregation(dir string) (aggregation, error) {
 	if err := os.WriteFile(a.caFile, a.ca, 0o600); err != nil {
 		return a, err
 	}
-	for i, leaf := range []struct {
+	for _, leaf := range []struct {
 		pair     keyPair
 		template x509.Certificate
 	}{
@@ -116,7 +122,9 @@ func writeAggregation(dir string) (aggregation, error) {
 		}},
 	} {
 		template := leaf.template
-		template.SerialNumber = big.NewInt(int64(i + 2))
+		if template.SerialNumber, err = serial(); err != nil {
+			return a, err
+		}
 		template.NotBefore, template.NotAfter = now.Add(-time.Hour), now.Add(10*365*24*time.Hour)
 		template.KeyUsage = x509.KeyUsageDigitalSignature
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -139,6 +147,12 @@ func writeAggregation(dir string) (aggregation, error) {
 		}
 	}
 	return a, nil
+}
+
+// serial is a random certificate serial number: each start makes its certificates anew, and no
+// two certificates of one issuer name should share one.
+func serial() (*big.Int, error) {
+	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 }
 
 // configure turns on kube-apiserver's aggregation layer.
@@ -208,11 +222,11 @@ func registerMetricsAPI(ctx context.Context, cfg *rest.Config, caBundle []byte, 
 		"spec": map[string]any{
 			"group": "metrics.k8s.io", "version": "v1beta1",
 			"service":              map[string]any{"name": "metrics-server", "namespace": "kube-system", "port": int64(port)},
-			"caBundle":             caBundle,
+			"caBundle":             base64.StdEncoding.EncodeToString(caBundle),
 			"groupPriorityMinimum": int64(100), "versionPriority": int64(100),
 		},
 	}}
-	for _, obj := range []*unstructured.Unstructured{service, apiService} {
+	for _, obj := range []*unstructured.Unstructured{service, apiService.DeepCopy()} {
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("landlord-local-cluster"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("registering the metrics API: %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
@@ -231,6 +245,23 @@ func registerMetricsAPI(ctx context.Context, cfg *rest.Config, caBundle []byte, 
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for the metrics API (v1beta1.metrics.k8s.io) to be available: %w", err)
+	}
+	return nil
+}
+
+// unregisterMetricsAPI removes the metrics API's registration, if an earlier start made one.
+func unregisterMetricsAPI(ctx context.Context, cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	for _, obj := range []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService", "metadata": map[string]any{"name": "v1beta1.metrics.k8s.io"}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "metrics-server", "namespace": "kube-system"}}},
+	} {
+		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing the metrics API an earlier start registered: %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
 	}
 	return nil
 }

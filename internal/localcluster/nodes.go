@@ -87,10 +87,13 @@ func (n Node) Object() *corev1.Node {
 const nodeIP = "127.0.0.1"
 
 // createNodes creates the nodes that do not exist yet (a restarted cluster keeps its nodes), and
-// brings a node kept from an older local cluster to the address and metrics path nodes have now.
-func createNodes(ctx context.Context, cs kubernetes.Interface, nodes []Node) error {
+// brings a node kept from an earlier start to the address, metrics path and kwok server port
+// (port, 0 for none) nodes have now: kwok writes a node's status port only as the node becomes
+// Ready, and one kept Ready would send metrics-server to the last start's port.
+func createNodes(ctx context.Context, cs kubernetes.Interface, nodes []Node, port int) error {
 	for _, n := range nodes {
 		want := n.Object()
+		want.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
 		_, err := cs.CoreV1().Nodes().Create(ctx, want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			err = updateNode(ctx, cs, want)
@@ -114,10 +117,14 @@ func updateNode(ctx context.Context, cs kubernetes.Interface, want *corev1.Node)
 		}
 	}
 	i := slices.IndexFunc(node.Status.Addresses, func(a corev1.NodeAddress) bool { return a.Type == corev1.NodeInternalIP })
-	if i >= 0 && node.Status.Addresses[i].Address == nodeIP {
+	port := want.Status.DaemonEndpoints.KubeletEndpoint.Port
+	if i >= 0 && node.Status.Addresses[i].Address == nodeIP && (port == 0 || node.Status.DaemonEndpoints.KubeletEndpoint.Port == port) {
 		return nil
 	}
 	node.Status.Addresses = want.Status.Addresses
+	if port != 0 {
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = port
+	}
 	_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 	return err
 }

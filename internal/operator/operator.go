@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	k8sfields "k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -382,14 +383,22 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	}
 	clk := cmp.Or[clock.WithTicker](opts.Clock, clock.RealClock{})
 	usageChanged := make(chan event.GenericEvent)
-	podMetrics, err := metricsclient.NewForConfig(mgr.GetConfig())
-	if err != nil {
-		return nil, err
-	}
 	sampler := &usage.Sampler{
 		Reader: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Objects: managed, Provisioners: conns,
-		PodMetrics: usage.MetricsAPI{Client: podMetrics}, Namespace: cfg.NamespaceName, QuotaName: resources.QuotaName,
+		Namespace: cfg.NamespaceName, QuotaName: resources.QuotaName,
 		Interval: cfg.Usage.Interval.Duration, Timeout: cfg.Databases.Timeout.Duration, Clock: clk, Shard: opts.Shard, Changed: usageChanged,
+	}
+	if *cfg.Usage.PodMetrics {
+		// Protobuf: the list holds every pod of the cluster, and protobuf is the smaller and
+		// cheaper to decode (metrics-server serves it, as kubectl top asks for it).
+		metricsCfg := rest.CopyConfig(mgr.GetConfig())
+		metricsCfg.ContentType = runtime.ContentTypeProtobuf
+		metricsCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+		podMetrics, err := metricsclient.NewForConfig(metricsCfg)
+		if err != nil {
+			return nil, err
+		}
+		sampler.PodMetrics = usage.MetricsAPI{Client: podMetrics}
 	}
 	if err := mgr.Add(sampler); err != nil {
 		return nil, err

@@ -4,14 +4,15 @@ import "github.com/prometheus/client_golang/prometheus"
 
 const (
 	resultSuccess = "success"
-	// resultError: the tenants could not be listed, or a server could not be asked.
+	// resultError: the tenants could not be listed, or a server or the metrics API could not be
+	// asked.
 	resultError = "error"
 )
 
 var (
 	samples = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "landlord_usage_samples_total",
-		Help: "Usage samples taken, by result (success; error when a database server could not be asked and its databases kept their last figures).",
+		Help: "Usage samples taken, by result (success; error when a database server or the metrics API could not be asked, and what it measures kept its last figures).",
 	}, []string{"result"})
 	sampleSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "landlord_usage_sample_duration_seconds",
@@ -26,6 +27,10 @@ var (
 		Name: "landlord_usage_databases_unmeasured",
 		Help: "Tenant databases whose server answered the last sample without them (the administrator may not measure them): they keep their last figures.",
 	})
+	unmeasuredPods = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "landlord_usage_pods_unmeasured",
+		Help: "Tenants whose pods the metrics API did not report at the last sample (not yet scraped, or on a node it cannot reach; or the API did not answer): what their pods use keeps its last figures.",
+	})
 	tenantsChanged = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "landlord_usage_tenants_changed_total",
 		Help: "Tenants whose sampled usage differed from their status and was handed to the tenant controller to write.",
@@ -34,5 +39,5 @@ var (
 
 // Collectors are the usage metrics, for the operator to register once.
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{samples, sampleSeconds, lastSample, unmeasuredDatabases, tenantsChanged}
+	return []prometheus.Collector{samples, sampleSeconds, lastSample, unmeasuredDatabases, unmeasuredPods, tenantsChanged}
 }

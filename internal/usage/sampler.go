@@ -1,6 +1,7 @@
 // Package usage samples what each tenant uses, for billing: what its namespace's ResourceQuota
-// counts (one list request per 500 tenants), what its pods use where the cluster serves a metrics
-// API (one list request), and the size of each of its databases (one query per DatabaseServer). A sample that differs from a tenant's status.usage is handed to the
+// counts (one list request per 500 tenants), what its pods use where the cluster serves a
+// metrics API (one list request), and the size of each of its databases (one query per
+// DatabaseServer). A sample that differs from a tenant's status.usage is handed to the
 // tenant controller, which writes it with the rest of the status; an unchanged tenant costs no
 // request of its own.
 package usage
@@ -15,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,12 +47,14 @@ type Sampler struct {
 	Provisioners Provisioners
 	// PodMetrics, when set, reads what the tenants' pods use.
 	PodMetrics PodMetrics
+	// PodMetricsTimeout bounds the metrics API's list.
+	PodMetricsTimeout time.Duration
 	// Namespace is a tenant's namespace name.
 	Namespace func(tenant string) string
 	// QuotaName is the name of the ResourceQuota in each tenant namespace.
 	QuotaName string
 	Interval  time.Duration
-	// Timeout bounds each server's query, and the metrics API's.
+	// Timeout bounds each server's query.
 	Timeout time.Duration
 	Clock   clock.WithTicker
 	// Shard is the operator shard whose tenants are sampled ("" for the default shard).
@@ -62,6 +66,10 @@ type Sampler struct {
 	// pending holds the samples that differ from their tenant's status until the status
 	// shows them (or the next sample finds them equal): a fleet at rest holds none.
 	pending map[string]pendingSample
+	// unserved counts the samples in a row that found no metrics API: the first keeps the
+	// tenants' figures (an APIService re-created, an API server still discovering), the next
+	// clears them.
+	unserved int
 }
 
 type pendingSample struct {
@@ -141,7 +149,10 @@ func (s *Sampler) Sample(ctx context.Context) {
 		samples.WithLabelValues(resultError).Inc()
 		return
 	}
-	pods := s.podsUsed(ctx, logger)
+	var pods podUsage
+	if len(mine) > 0 {
+		pods = s.podsUsed(ctx, logger)
+	}
 	sizes := s.sizes(ctx, logger, servers)
 	now := metav1.NewTime(s.Clock.Now())
 	var changed []*tenancyv1alpha1.Tenant
@@ -150,15 +161,20 @@ func (s *Sampler) Sample(ctx context.Context) {
 		s.pending = map[string]pendingSample{}
 	}
 	seen := make(map[string]bool, len(mine))
-	unmeasured := 0
+	unmeasured, podsUnmeasured := 0, 0
 	for _, t := range mine {
 		seen[t.Name] = true
 		// A Purged tenant uses nothing: its namespace and databases are gone.
 		var u tenancyv1alpha1.TenantUsage
 		if t.Spec.State != tenancyv1alpha1.StatePurged {
-			if ns := s.Namespace(t.Name); t.Status.Namespace != "" {
+			ns := ""
+			if t.Status.Namespace != "" {
+				ns = s.Namespace(t.Name)
 				u.Resources = used[ns]
-				u.Used = pods.of(t, ns)
+			}
+			var measured bool
+			if u.Used, measured = pods.of(t, ns, u.Resources); !measured {
+				podsUnmeasured++
 			}
 			var missing int
 			u.Databases, missing = databases(t, sizes)
@@ -186,6 +202,7 @@ func (s *Sampler) Sample(ctx context.Context) {
 	sampleSeconds.Observe(s.Clock.Since(start).Seconds())
 	lastSample.Set(float64(s.Clock.Now().Unix()))
 	unmeasuredDatabases.Set(float64(unmeasured))
+	unmeasuredPods.Set(float64(podsUnmeasured))
 	if unmeasured > 0 {
 		logger.Info("databases their servers did not report keep their last figures: the administrator may not measure them",
 			"databases", unmeasured)
@@ -243,40 +260,61 @@ func (s *Sampler) quotasUsed(ctx context.Context) (map[string]corev1.ResourceLis
 // podUsage is what the metrics API reported of each namespace's pods.
 type podUsage struct {
 	byNamespace map[string]corev1.ResourceList
-	// served is whether the cluster serves a metrics API; failed, whether it did not answer.
-	served, failed bool
+	// served is whether the cluster serves a metrics API; failed, whether it did not answer;
+	// gone, whether this is the first sample to find no API where the last one found one.
+	served, failed, gone bool
 }
+
+// defaultPodMetricsTimeout bounds the metrics API's list when PodMetricsTimeout is not set.
+const defaultPodMetricsTimeout = time.Minute
 
 func (s *Sampler) podsUsed(ctx context.Context, logger logr.Logger) podUsage {
 	if s.PodMetrics == nil {
 		return podUsage{}
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.PodMetricsTimeout, defaultPodMetricsTimeout))
 	defer cancel()
 	used, served, err := s.PodMetrics.Used(ctx)
 	if err != nil {
 		logger.Error(err, "reading what pods use from the metrics API; tenants keep their last figures")
 		return podUsage{served: true, failed: true}
 	}
-	return podUsage{byNamespace: used, served: served}
+	if !served {
+		s.unserved++
+		// One answer that there is no metrics API does not clear a fleet's figures: the API
+		// may be back at the next sample. (A cluster that never had one has no figures to keep.)
+		return podUsage{gone: s.unserved == 1}
+	}
+	s.unserved = 0
+	return podUsage{byNamespace: used, served: true}
 }
 
-// of is what t's pods, in namespace ns, use: nothing without a metrics API, t's last figures
-// while the API does not answer, and zero when it reports no pod of ns.
-func (p podUsage) of(t *tenancyv1alpha1.Tenant, ns string) corev1.ResourceList {
-	switch {
-	case p.failed:
+// of is what t's pods, in namespace ns ("" while t has none), use, and whether the metrics API
+// measured it: nothing without a metrics API; t's last figures while the API does not answer,
+// or reports none of the pods ns's quota counts (pods it has not scraped twice yet, pods on a
+// node it cannot reach), rather than a zero that is not known; zero for a tenant with no pod.
+func (p podUsage) of(t *tenancyv1alpha1.Tenant, ns string, counted corev1.ResourceList) (corev1.ResourceList, bool) {
+	last := func() corev1.ResourceList {
 		if t.Status.Usage == nil {
 			return nil
 		}
 		return t.Status.Usage.Used.DeepCopy()
+	}
+	switch {
+	case p.failed:
+		return last(), false
+	case p.gone:
+		return last(), true
 	case !p.served:
-		return nil
+		return nil, true
 	}
-	if u, ok := p.byNamespace[ns]; ok {
-		return u
+	if u, ok := p.byNamespace[ns]; ok && ns != "" {
+		return u, true
 	}
-	return noPods.DeepCopy()
+	if pods, ok := counted[corev1.ResourcePods]; ok && !pods.IsZero() {
+		return last(), false
+	}
+	return noPods.DeepCopy(), true
 }
 
 // serverSizes are the database sizes of each server asked, and the servers that failed.
@@ -353,12 +391,50 @@ func lastFigure(t *tenancyv1alpha1.Tenant, d tenancyv1alpha1.DatabaseStatus) *te
 	return nil
 }
 
-// same reports whether a sample's figures are those of the status (the time aside).
+// same reports whether a sample's figures are those of the status (the time aside); what pods
+// use is the same within usedTolerance.
 func same(status, sample *tenancyv1alpha1.TenantUsage) bool {
 	if status == nil {
 		return false
 	}
 	return equality.Semantic.DeepEqual(status.Resources, sample.Resources) &&
-		equality.Semantic.DeepEqual(status.Used, sample.Used) &&
+		closeEnough(status.Used, sample.Used) &&
 		equality.Semantic.DeepEqual(status.Databases, sample.Databases)
+}
+
+// usedTolerance is how far what pods use may move and leave a tenant's status as it is: the
+// larger of a share of the figure and a floor, per resource. A rate measured over seconds moves
+// at every sample; without it, every tenant with a pod would be written every interval.
+var usedTolerance = map[corev1.ResourceName]struct {
+	percent int64
+	floor   resource.Quantity
+}{
+	corev1.ResourceCPU:    {5, resource.MustParse("10m")},
+	corev1.ResourceMemory: {5, resource.MustParse("16Mi")},
+}
+
+// closeEnough reports whether was and now hold the same resources, each within usedTolerance
+// of was (exactly, for a resource it does not name).
+func closeEnough(was, now corev1.ResourceList) bool {
+	if len(was) != len(now) || (was == nil) != (now == nil) {
+		return false
+	}
+	for name, w := range was {
+		n, ok := now[name]
+		if !ok {
+			return false
+		}
+		tol, ok := usedTolerance[name]
+		if !ok {
+			if w.Cmp(n) != 0 {
+				return false
+			}
+			continue
+		}
+		diff := max(n.MilliValue()-w.MilliValue(), w.MilliValue()-n.MilliValue())
+		if diff > max(w.MilliValue()*tol.percent/100, tol.floor.MilliValue()) {
+			return false
+		}
+	}
+	return true
 }

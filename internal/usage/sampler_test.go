@@ -16,6 +16,7 @@ import (
 	metricsfake "k8s.io/metrics/pkg/client/clientset/versioned/fake"
 	"k8s.io/utils/ptr"
 
+	"github.com/go-logr/logr"
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
@@ -97,20 +98,59 @@ func TestWhatATenantsPodsUseFollowsWhatTheMetricsAPIAnswered(t *testing.T) {
 	last := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
 	tenant := &tenancyv1alpha1.Tenant{Status: tenancyv1alpha1.TenantStatus{Usage: &tenancyv1alpha1.TenantUsage{Used: last}}}
 	reported := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("300m"), corev1.ResourceMemory: resource.MustParse("200Mi")}
+	twoPods := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}
+	noPod := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}
+	served := func(byNamespace map[string]corev1.ResourceList) podUsage {
+		return podUsage{served: true, byNamespace: byNamespace}
+	}
 	for _, tc := range []struct {
-		name string
-		pods podUsage
-		want corev1.ResourceList
+		name         string
+		pods         podUsage
+		namespace    string
+		counted      corev1.ResourceList
+		want         corev1.ResourceList
+		wantMeasured bool
 	}{
-		{"a cluster with no metrics API records nothing", podUsage{}, nil},
-		{"a metrics API that did not answer leaves the last figures", podUsage{served: true, failed: true}, last},
-		{"a namespace the API reports takes its figures", podUsage{served: true, byNamespace: map[string]corev1.ResourceList{"tenant-acme": reported}}, reported},
-		{"a namespace with no pod reported uses nothing", podUsage{served: true, byNamespace: map[string]corev1.ResourceList{"tenant-other": reported}}, used(0, 0)},
+		{"a cluster with no metrics API records nothing", podUsage{}, "tenant-acme", twoPods, nil, true},
+		{"the first sample to find the API gone leaves the last figures", podUsage{gone: true}, "tenant-acme", twoPods, last, true},
+		{"a metrics API that did not answer leaves the last figures, unmeasured", podUsage{served: true, failed: true}, "tenant-acme", twoPods, last, false},
+		{"a namespace the API reports takes its figures", served(map[string]corev1.ResourceList{"tenant-acme": reported}), "tenant-acme", twoPods, reported, true},
+		{"pods the quota counts but the API did not report leave the last figures, unmeasured", served(map[string]corev1.ResourceList{"tenant-other": reported}), "tenant-acme", twoPods, last, false},
+		{"a namespace with no pod uses nothing", served(map[string]corev1.ResourceList{"tenant-other": reported}), "tenant-acme", noPod, used(0, 0), true},
+		{"a tenant without a namespace uses nothing", served(map[string]corev1.ResourceList{"tenant-other": reported}), "", nil, used(0, 0), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.pods.of(tenant, "tenant-acme")
-			if !equality.Semantic.DeepEqual(got, tc.want) {
-				t.Errorf("used = %v, want %v", got, tc.want)
+			got, measured := tc.pods.of(tenant, tc.namespace, tc.counted)
+			if !equality.Semantic.DeepEqual(got, tc.want) || measured != tc.wantMeasured {
+				t.Errorf("used = %v (measured %v), want %v (measured %v)", got, measured, tc.want, tc.wantMeasured)
+			}
+		})
+	}
+}
+
+func TestWhatPodsUseIsWrittenOnlyWhenItMovesBeyondItsTolerance(t *testing.T) {
+	list := func(cpu, memory string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+	}
+	for _, tc := range []struct {
+		name     string
+		was, now corev1.ResourceList
+		same     bool
+	}{
+		{"the same figures are the same", list("300m", "200Mi"), list("300m", "200Mi"), true},
+		{"CPU within 10m of a small figure is the same", list("100m", "200Mi"), list("110m", "200Mi"), true},
+		{"CPU 11m off a small figure is not", list("100m", "200Mi"), list("111m", "200Mi"), false},
+		{"CPU within 5% of a large figure is the same", list("4", "200Mi"), list("4200m", "200Mi"), true},
+		{"CPU 6% off a large figure is not", list("4", "200Mi"), list("4240m", "200Mi"), false},
+		{"memory within 16Mi is the same", list("1", "100Mi"), list("1", "116Mi"), true},
+		{"memory 17Mi off a small figure is not", list("1", "100Mi"), list("1", "83Mi"), false},
+		{"memory within 5% of a large figure is the same", list("1", "10Gi"), list("1", "10500Mi"), true},
+		{"measured where nothing was is not the same", nil, list("0", "0"), false},
+		{"nothing where something was measured is not the same", list("0", "0"), nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := closeEnough(tc.was, tc.now); got != tc.same {
+				t.Errorf("closeEnough(%v, %v) = %v, want %v", tc.was, tc.now, got, tc.same)
 			}
 		})
 	}
@@ -163,4 +203,21 @@ func TestTheMetricsAPIsFiguresAreSummedByNamespaceAndRounded(t *testing.T) {
 			t.Error("Used: no error")
 		}
 	})
+}
+
+// notServed is a metrics API answering that the cluster serves none.
+type notServed struct{}
+
+func (notServed) Used(context.Context) (map[string]corev1.ResourceList, bool, error) {
+	return nil, false, nil
+}
+
+func TestOneAnswerThatThereIsNoMetricsAPIDoesNotClearTheFleetsFigures(t *testing.T) {
+	s := &Sampler{PodMetrics: notServed{}}
+	if first := s.podsUsed(context.Background(), logr.Discard()); !first.gone {
+		t.Errorf("the first sample without the API = %+v, want the figures kept (gone)", first)
+	}
+	if second := s.podsUsed(context.Background(), logr.Discard()); second.gone || second.served {
+		t.Errorf("the second sample in a row without the API = %+v, want the figures cleared", second)
+	}
 }
