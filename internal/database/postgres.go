@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"strconv"
@@ -547,16 +548,25 @@ func (p *postgres) prepareMarkers(ctx context.Context, conn *pgx.Conn) error {
 		return nil
 	}
 	var err error
-	// Two provisioners creating the table at once: the later one fails on the earlier one's
-	// catalog rows, and finds them the second time.
-	for range 2 {
+	// Provisioners creating the table at once (replicas, a restart beside a running one): a
+	// later one fails on an earlier one's catalog rows, or on its change of the same ACL, and
+	// finds them done on a later try. Each try is one transaction; with several at once, one
+	// may lose more than one race, so a few tries, each after a pause that grows and differs.
+	const tries = 6
+	for try := range tries {
 		var where int32
 		if where, err = p.createMarkers(ctx, conn); err == nil {
 			p.markers.Store(where)
 			return nil
 		}
-		if !pgIs(err, pgerrcode.UniqueViolation, pgerrcode.DuplicateSchema, pgerrcode.DuplicateTable) && !concurrentlyUpdated(err) {
+		if !pgIs(err, pgerrcode.UniqueViolation, pgerrcode.DuplicateSchema, pgerrcode.DuplicateTable) && !concurrentlyUpdated(err) || try == tries-1 {
 			break
+		}
+		pause := time.Duration(try+1) * (10*time.Millisecond + rand.N(20*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return p.wrap(errors.Join(err, ctx.Err()), "creating Landlord's owners table")
+		case <-time.After(pause):
 		}
 	}
 	return p.wrap(err, "creating Landlord's owners table")

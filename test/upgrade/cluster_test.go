@@ -199,12 +199,15 @@ type operator struct {
 // cluster (the store in a directory of the cluster's, where the Deployment mounts its volume),
 // as the installed ServiceAccount, electing its leader as a Deployment's replicas do. It waits
 // until the operator reports ready.
-func (c *cluster) startOperator(t *testing.T, r release) *operator {
+func (c *cluster) startOperator(t *testing.T, r release, edits ...func(config string) string) *operator {
 	t.Helper()
 	configMap := c.kubectl(t, "-n", "landlord-system", "get", "deployment", "landlord-controller-manager",
 		"-o", `jsonpath={.spec.template.spec.volumes[?(@.name=="config")].configMap.name}`)
 	cfg := c.kubectl(t, "-n", "landlord-system", "get", "configmap", configMap, "-o", `jsonpath={.data.landlord\.yaml}`)
 	cfg = strings.ReplaceAll(cfg, "/var/lib/landlord/secrets", filepath.Join(c.dir, "secrets"))
+	for _, edit := range edits {
+		cfg = edit(cfg)
+	}
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
 	cfgPath := filepath.Join(c.dir, "landlord-"+stamp+".yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {

@@ -204,6 +204,67 @@ spec:
 		c.waitAllReady(t)
 		c.expectCredentialsKept(t, before)
 	})
+	t.Run("the first usage sample writes each tenant's status once, and the next one nothing", func(t *testing.T) {
+		op = c.restartSamplingUsage(t, op)
+	})
+	return op
+}
+
+// restartSamplingUsage restarts the operator with a usage interval of a minute, and checks what
+// docs/upgrading.md says of the first sample after an upgrade: nothing is written before it, it
+// writes each tenant's status once (the release before had no status.usage), and the next
+// sample writes nothing, no tenant's usage having changed.
+func (c *cluster) restartSamplingUsage(t *testing.T, old *operator) *operator {
+	t.Helper()
+	const interval = time.Minute
+	// What the running operator still had to write (a DatabaseServer's count of the tenant
+	// just created) is its, not the sample's.
+	c.settledWrites(t, old.started)
+	old.stop(t)
+	op := c.startOperator(t, current, func(cfg string) string {
+		return cfg + "\nusage:\n  interval: " + interval.String() + "\n"
+	})
+	sampled := map[string]bool{}
+	for _, tenant := range c.tenants(t) {
+		if suspended, _, _ := unstructured.NestedBool(tenant.Object, "spec", "suspend"); !suspended && tenant.GetDeletionTimestamp() == nil {
+			sampled[tenant.GetName()] = true
+		}
+	}
+	eventually(t, "every tenant's usage sampled", func() error {
+		for _, tenant := range c.tenants(t) {
+			if _, found, _ := unstructured.NestedMap(tenant.Object, "status", "usage"); sampled[tenant.GetName()] && !found {
+				return fmt.Errorf("tenant %s has no status.usage yet", tenant.GetName())
+			}
+		}
+		return nil
+	})
+	check := func(writes []write, wantPerTenant int) {
+		t.Helper()
+		perTenant, events := map[string]int{}, 0
+		for _, w := range writes {
+			switch {
+			case w.key == "PATCH tenants/status":
+				perTenant[w.name]++
+			case w.key == "POST events" && events == 0:
+				// The leader election's event.
+				events++
+			default:
+				t.Errorf("a write other than a tenant's usage: %s", w)
+			}
+		}
+		for name := range sampled {
+			if perTenant[name] != wantPerTenant {
+				t.Errorf("tenant %s: %d status writes, want %d", name, perTenant[name], wantPerTenant)
+			}
+		}
+	}
+	first := c.settledWrites(t, op.started)
+	t.Logf("the first sample's writes (%d tenants sampled):\n%s", len(sampled), joinWrites(first))
+	check(first, 1)
+	// Nothing can be awaited to show that nothing is written: the second sample is due an
+	// interval after the first, and its writes, were there any, within a few seconds of it.
+	time.Sleep(time.Until(op.started.Add(2*interval + 15*time.Second)))
+	check(c.operatorWrites(t, op.started), 1)
 	return op
 }
 
