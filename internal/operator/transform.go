@@ -17,6 +17,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/component"
+	"github.com/landlord-dev/landlord/internal/usage"
 )
 
 // cacheTransform shapes every object as it enters the operator's cache, so that memory follows
@@ -29,6 +30,7 @@ import (
 //     (apply.KeepInCache) in place of their body, except what Landlord reads: a
 //     tenant's database credentials and its namespace are kept whole, a quota keeps its pods
 //     count, and a rendered component object kstatus's verdict on it (apply.HealthAnnotation);
+//   - a Tenant's status.usage is kept as JSON (usage.Compact), decoded by what reads it;
 //   - strings repeated across objects (namespaces, label keys and values, owner references) are
 //     stored once, and so are equal label maps and owner reference lists (intern.go).
 func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
@@ -54,6 +56,11 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 		m.SetManagedFields(shapedFields)
 		if ownedByTenant(m) {
 			if err := keepWhatIsCompared(scheme, obj, m); err != nil {
+				return nil, err
+			}
+		}
+		if t, ok := obj.(*tenancyv1alpha1.Tenant); ok {
+			if err := usage.Compact(t); err != nil {
 				return nil, err
 			}
 		}

@@ -3,10 +3,12 @@ package operator
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +18,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/component"
+	"github.com/landlord-dev/landlord/internal/usage"
 )
 
 // fields is a managed-fields entry: Landlord's applies, everyone else's updates.
@@ -242,4 +245,50 @@ func TestTheContentDigestFollowsContentNotStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Tenant's status.usage is a dozen quantities: the cache keeps it as JSON, which what reads it
+// decodes, and a copy about to be written gets it back whole.
+func TestTheCacheKeepsATenantsUsageCompact(t *testing.T) {
+	sampled := &tenancyv1alpha1.TenantUsage{
+		SampledAt: metav1.NewTime(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)),
+		Resources: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("1500m"), corev1.ResourcePods: resource.MustParse("3")},
+		Used:      corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("420m"), corev1.ResourceMemory: resource.MustParse("300Mi")},
+		Databases: []tenancyv1alpha1.DatabaseUsage{{Engine: tenancyv1alpha1.EnginePostgres, Name: "app", Bytes: 7_654_321}},
+	}
+	tenant := func() *tenancyv1alpha1.Tenant {
+		return &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Status: tenancyv1alpha1.TenantStatus{Usage: sampled.DeepCopy()}}
+	}
+
+	t.Run("the cached tenant holds its usage as JSON, and what reads it finds it whole", func(t *testing.T) {
+		out, err := cacheTransform(tenancyv1alpha1.Scheme())(tenant())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached := out.(*tenancyv1alpha1.Tenant)
+		if cached.Status.Usage != nil {
+			t.Errorf("the cache keeps the typed usage: %+v", cached.Status.Usage)
+		}
+		if got := usage.Of(cached); !equality.Semantic.DeepEqual(got, sampled) {
+			t.Errorf("usage.Of(cached) = %+v, want %+v", got, sampled)
+		}
+		restored := cached.DeepCopy()
+		usage.Restore(restored)
+		if _, ok := restored.Annotations[usage.CachedAnnotation]; ok || !equality.Semantic.DeepEqual(restored.Status.Usage, sampled) {
+			t.Errorf("restored = annotations %v, usage %+v; want no cache record and the usage whole", restored.Annotations, restored.Status.Usage)
+		}
+	})
+
+	t.Run("a usage record the server holds is not the cache's and is dropped", func(t *testing.T) {
+		forged := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme", Annotations: map[string]string{
+			usage.CachedAnnotation: `{"sampledAt":"2026-12-01T00:00:00Z","databases":[{"engine":"postgres","name":"app","bytes":1}]}`,
+		}}}
+		out, err := cacheTransform(tenancyv1alpha1.Scheme())(forged)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := usage.Of(out.(*tenancyv1alpha1.Tenant)); got != nil {
+			t.Errorf("usage.Of = %+v from an annotation set on the server, want none", got)
+		}
+	})
 }

@@ -106,7 +106,7 @@ func (s *Sampler) For(t *tenancyv1alpha1.Tenant) (*tenancyv1alpha1.TenantUsage, 
 	if !ok || p.uid != t.UID {
 		return nil, false
 	}
-	if same(t.Status.Usage, &p.usage) {
+	if same(Of(t), &p.usage) {
 		// The status shows it: nothing more to hand over.
 		delete(s.pending, t.Name)
 		return nil, false
@@ -164,6 +164,8 @@ func (s *Sampler) Sample(ctx context.Context) {
 	unmeasured, podsUnmeasured := 0, 0
 	for _, t := range mine {
 		seen[t.Name] = true
+		// What the status holds: the cache keeps it compact (Compact), decoded here.
+		last := Of(t)
 		// A Purged tenant uses nothing: its namespace and databases are gone.
 		var u tenancyv1alpha1.TenantUsage
 		if t.Spec.State != tenancyv1alpha1.StatePurged {
@@ -173,14 +175,14 @@ func (s *Sampler) Sample(ctx context.Context) {
 				u.Resources = used[ns]
 			}
 			var measured bool
-			if u.Used, measured = pods.of(t, ns, u.Resources); !measured {
+			if u.Used, measured = pods.of(last, ns, u.Resources); !measured {
 				podsUnmeasured++
 			}
 			var missing int
-			u.Databases, missing = databases(t, sizes)
+			u.Databases, missing = databases(t, last, sizes)
 			unmeasured += missing
 		}
-		if same(t.Status.Usage, &u) {
+		if same(last, &u) {
 			delete(s.pending, t.Name)
 			continue
 		}
@@ -289,16 +291,17 @@ func (s *Sampler) podsUsed(ctx context.Context, logger logr.Logger) podUsage {
 	return podUsage{byNamespace: used, served: true}
 }
 
-// of is what t's pods, in namespace ns ("" while t has none), use, and whether the metrics API
-// measured it: nothing without a metrics API; t's last figures while the API does not answer,
-// or reports none of the pods ns's quota counts (pods it has not scraped twice yet, pods on a
-// node it cannot reach), rather than a zero that is not known; zero for a tenant with no pod.
-func (p podUsage) of(t *tenancyv1alpha1.Tenant, ns string, counted corev1.ResourceList) (corev1.ResourceList, bool) {
+// of is what a tenant's pods, in namespace ns ("" while it has none), use, and whether the
+// metrics API measured it: nothing without a metrics API; the last figures (of status, the
+// tenant's status.usage) while the API does not answer, or reports none of the pods ns's quota
+// counts (pods it has not scraped twice yet, pods on a node it cannot reach), rather than a
+// zero that is not known; zero for a tenant with no pod.
+func (p podUsage) of(status *tenancyv1alpha1.TenantUsage, ns string, counted corev1.ResourceList) (corev1.ResourceList, bool) {
 	last := func() corev1.ResourceList {
-		if t.Status.Usage == nil {
+		if status == nil {
 			return nil
 		}
-		return t.Status.Usage.Used.DeepCopy()
+		return status.Used.DeepCopy()
 	}
 	switch {
 	case p.failed:
@@ -353,10 +356,11 @@ func (s *Sampler) serverSizes(ctx context.Context, name string) (map[string]int6
 }
 
 // databases is the size of each of t's databases: as its server reported it, or, where the
-// server could not be asked or did not report it, the figure t's status already has. It also
+// server could not be asked or did not report it, the figure status (t's status.usage) already
+// has. It also
 // counts the databases whose server answered without them (the administrator may not measure
 // them).
-func databases(t *tenancyv1alpha1.Tenant, sizes serverSizes) (out []tenancyv1alpha1.DatabaseUsage, unmeasured int) {
+func databases(t *tenancyv1alpha1.Tenant, status *tenancyv1alpha1.TenantUsage, sizes serverSizes) (out []tenancyv1alpha1.DatabaseUsage, unmeasured int) {
 	for _, d := range t.Status.Databases {
 		u := tenancyv1alpha1.DatabaseUsage{Engine: d.Engine, Name: d.Name}
 		reported, answered := sizes.byServer[d.Server]
@@ -366,7 +370,7 @@ func databases(t *tenancyv1alpha1.Tenant, sizes serverSizes) (out []tenancyv1alp
 		}
 		if ok {
 			u.Bytes = bytes
-		} else if last := lastFigure(t, d); last != nil {
+		} else if last := lastFigure(status, d); last != nil {
 			u.Bytes = last.Bytes
 		} else {
 			continue
@@ -379,13 +383,13 @@ func databases(t *tenancyv1alpha1.Tenant, sizes serverSizes) (out []tenancyv1alp
 	return out, unmeasured
 }
 
-func lastFigure(t *tenancyv1alpha1.Tenant, d tenancyv1alpha1.DatabaseStatus) *tenancyv1alpha1.DatabaseUsage {
-	if t.Status.Usage == nil {
+func lastFigure(status *tenancyv1alpha1.TenantUsage, d tenancyv1alpha1.DatabaseStatus) *tenancyv1alpha1.DatabaseUsage {
+	if status == nil {
 		return nil
 	}
-	for i, u := range t.Status.Usage.Databases {
+	for i, u := range status.Databases {
 		if u.Engine == d.Engine && u.Name == d.Name {
-			return &t.Status.Usage.Databases[i]
+			return &status.Databases[i]
 		}
 	}
 	return nil

@@ -36,7 +36,7 @@ func TestDatabasesKeepTheirLastFigureWhereTheServerCouldNotBeAsked(t *testing.T)
 		byServer: map[string]map[string]int64{"pg": {"t_acme_app": 150, "t_other_app": 9}},
 		failed:   map[string]bool{"my": true, "down": true},
 	}
-	got, unmeasured := databases(tenant, sizes)
+	got, unmeasured := databases(tenant, tenant.Status.Usage, sizes)
 	if unmeasured != 0 {
 		t.Errorf("%d databases counted unmeasured; every server that answered reported its database", unmeasured)
 	}
@@ -60,7 +60,7 @@ func TestADatabaseItsServerDidNotReportIsCounted(t *testing.T) {
 		Databases: []tenancyv1alpha1.DatabaseStatus{{Engine: tenancyv1alpha1.EnginePostgres, Name: "app", Server: "pg", Database: "t_acme_app"}},
 		Usage:     &tenancyv1alpha1.TenantUsage{Databases: []tenancyv1alpha1.DatabaseUsage{{Engine: tenancyv1alpha1.EnginePostgres, Name: "app", Bytes: 100}}},
 	}}
-	got, unmeasured := databases(tenant, serverSizes{byServer: map[string]map[string]int64{"pg": {}}})
+	got, unmeasured := databases(tenant, tenant.Status.Usage, serverSizes{byServer: map[string]map[string]int64{"pg": {}}})
 	if unmeasured != 1 || len(got) != 1 || got[0].Bytes != 100 {
 		t.Errorf("databases = %+v, %d unmeasured; want the last figure kept, and 1 unmeasured", got, unmeasured)
 	}
@@ -120,7 +120,7 @@ func TestWhatATenantsPodsUseFollowsWhatTheMetricsAPIAnswered(t *testing.T) {
 		{"a tenant without a namespace uses nothing", served(map[string]corev1.ResourceList{"tenant-other": reported}), "", nil, used(0, 0), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, measured := tc.pods.of(tenant, tc.namespace, tc.counted)
+			got, measured := tc.pods.of(tenant.Status.Usage, tc.namespace, tc.counted)
 			if !equality.Semantic.DeepEqual(got, tc.want) || measured != tc.wantMeasured {
 				t.Errorf("used = %v (measured %v), want %v (measured %v)", got, measured, tc.want, tc.wantMeasured)
 			}

@@ -35,6 +35,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/secret"
+	"github.com/landlord-dev/landlord/internal/usage"
 )
 
 // stalledRetry is how often a stalled tenant is looked at again. A stall waits for a person
@@ -235,6 +236,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The cache does not show this reconciler's last write yet (own_writes.go).
 		t = fresher
 	}
+	// The cache keeps status.usage compact; what is written is computed against it whole.
+	usage.Restore(t)
 	read := t.ResourceVersion
 	defer func() {
 		// Every write below updates t in place with what the API server answered.
