@@ -15,6 +15,20 @@ var cacheOnly = map[string]bool{
 	ForeignFieldsAnnotation: true, HealthAnnotation: true,
 }
 
+// CacheMarker stands in the operator's cache for the managed fields its transform drops: one
+// entry, shared by every object, that no API server writes (its manager is not a name a client
+// may send with an empty field set), so an object carrying it was shaped by the cache.
+var CacheMarker = []metav1.ManagedFieldsEntry{{Manager: "landlord-cache"}}
+
+// ShapedByCache is whether the operator's cache transform shaped m: the records it keeps in
+// annotations are its own only then. Compared by value: an unstructured object keeps a copy of
+// what it is given. Every entry the API server writes names its operation, so none is taken
+// for the marker.
+func ShapedByCache(m metav1.Object) bool {
+	fields := m.GetManagedFields()
+	return len(fields) == 1 && fields[0].Manager == CacheMarker[0].Manager && fields[0].Operation == ""
+}
+
 // HealthAnnotation is set in the operator's cache, never on the server, on rendered component
 // objects kept without their body: kstatus's verdict on the whole object, worked out when it
 // entered the cache (see the component package).

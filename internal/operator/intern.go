@@ -17,6 +17,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/usage"
 )
 
 // internMetadata stores the strings that repeat across a tenant's objects, and across tenants,
@@ -45,7 +46,9 @@ func internMetadata(obj any, m metav1.Object, shared *sharing) {
 	if len(annotations) == 0 {
 		return
 	}
-	if _, digest := annotations[apply.HashAnnotation]; !digest {
+	_, digest := annotations[apply.HashAnnotation]
+	_, sampled := annotations[usage.CachedAnnotation]
+	if !digest && !sampled {
 		// Without a digest of the object, annotations repeat across tenants: a shared
 		// secret's copies all name the same source at the same hash, and every healthy
 		// ConfigMap a component renders has the same health.
@@ -54,7 +57,7 @@ func internMetadata(obj any, m metav1.Object, shared *sharing) {
 	}
 	out := make(map[string]string, len(annotations))
 	for k, v := range annotations {
-		// Values are mostly digests, unique to the object; keys repeat.
+		// Values are mostly digests or a tenant's usage, unique to the object; keys repeat.
 		out[intern(k)] = v
 	}
 	m.SetAnnotations(out)

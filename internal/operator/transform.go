@@ -40,7 +40,7 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 		if err != nil {
 			return obj, nil
 		}
-		if apply.CachedDigest(m) != "" || shaped(m) {
+		if apply.CachedDigest(m) != "" || apply.ShapedByCache(m) {
 			// Already shaped: an informer may hand the same object over twice (its initial
 			// list). The record can only be the transform's own: the API server clears
 			// selfLink before it stores an object, so none comes from it. Shaping again would
@@ -53,7 +53,7 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 		}
 		m.SetSelfLink("")
 		apply.MarkForeignFields(m)
-		m.SetManagedFields(shapedFields)
+		m.SetManagedFields(apply.CacheMarker)
 		if ownedByTenant(m) {
 			if err := keepWhatIsCompared(scheme, obj, m); err != nil {
 				return nil, err
@@ -67,19 +67,6 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 		internMetadata(obj, m, shared)
 		return obj, nil
 	}
-}
-
-// shapedFields stands in the cache for the managed fields the transform drops: one entry, shared
-// by every object, that no API server writes (its manager is not a name a client may send with
-// an empty field set), so an object carrying it has been shaped.
-var shapedFields = []metav1.ManagedFieldsEntry{{Manager: "landlord-cache"}}
-
-// shaped is whether the transform already shaped m. Compared by value: an unstructured object
-// keeps a copy of what it is given. Every entry the API server writes names its operation, so
-// none is taken for the marker.
-func shaped(m metav1.Object) bool {
-	fields := m.GetManagedFields()
-	return len(fields) == 1 && fields[0].Manager == shapedFields[0].Manager && fields[0].Operation == ""
 }
 
 // ownedByTenant reports whether a Tenant controls obj.

@@ -64,7 +64,7 @@ func TestCacheTransform(t *testing.T) {
 			if got := q.Annotations[apply.ForeignFieldsAnnotation]; got != tc.want {
 				t.Errorf("mark = %q, want %q", got, tc.want)
 			}
-			if !shaped(q) {
+			if !apply.ShapedByCache(q) {
 				t.Errorf("managed fields kept: %v", q.ManagedFields)
 			}
 		})
@@ -88,7 +88,7 @@ func TestCacheTransform(t *testing.T) {
 		out, _ := cacheTransform(tenancyv1alpha1.Scheme())(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "landlord"}},
 		}})
-		if !shaped(out.(*rbacv1.RoleBinding)) {
+		if !apply.ShapedByCache(out.(*rbacv1.RoleBinding)) {
 			t.Error("managed fields kept")
 		}
 	})
@@ -283,6 +283,15 @@ func TestTheCacheKeepsATenantsUsageCompact(t *testing.T) {
 		forged := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme", Annotations: map[string]string{
 			usage.CachedAnnotation: `{"sampledAt":"2026-12-01T00:00:00Z","databases":[{"engine":"postgres","name":"app","bytes":1}]}`,
 		}}}
+		// As the API server answers a write: the tenant as it holds it, never through the cache.
+		if got := usage.Of(forged); got != nil {
+			t.Errorf("usage.Of = %+v from a tenant as the server holds it, want none", got)
+		}
+		answered := forged.DeepCopy()
+		usage.Restore(answered)
+		if _, ok := answered.Annotations[usage.CachedAnnotation]; ok || answered.Status.Usage != nil {
+			t.Errorf("restored = annotations %v, usage %+v; want neither", answered.Annotations, answered.Status.Usage)
+		}
 		out, err := cacheTransform(tenancyv1alpha1.Scheme())(forged)
 		if err != nil {
 			t.Fatal(err)

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/apply"
 )
 
 // CachedAnnotation is set in the operator's cache, never on the server, on a Tenant whose
 // status.usage the cache keeps as this JSON in place of the typed struct: a sample of a dozen
-// quantities is about 2.4 KB decoded and 0.3 KB as JSON, and only the sampler and a status
-// write read it.
+// quantities is about 2.4 KB decoded and a few hundred bytes as JSON, and only the sampler and
+// a status write read it. It is trusted only on an object the cache shaped
+// (apply.ShapedByCache): one set on the server is never the cache's.
 const CachedAnnotation = "tenancy.landlord.dev/cached-usage"
 
 // Compact moves t's status.usage into CachedAnnotation, for the operator's cache transform. A
@@ -39,7 +41,7 @@ func Of(t *tenancyv1alpha1.Tenant) *tenancyv1alpha1.TenantUsage {
 		return t.Status.Usage
 	}
 	raw, ok := t.Annotations[CachedAnnotation]
-	if !ok {
+	if !ok || !apply.ShapedByCache(t) {
 		return nil
 	}
 	u := &tenancyv1alpha1.TenantUsage{}
