@@ -263,7 +263,7 @@ func (s *Sampler) quotasUsed(ctx context.Context) (map[string]corev1.ResourceLis
 type podUsage struct {
 	byNamespace map[string]corev1.ResourceList
 	// served is whether the cluster serves a metrics API; failed, whether it did not answer;
-	// gone, whether this is the first sample to find no API where the last one found one.
+	// gone, whether this is the first sample in a row to find none (the figures are kept).
 	served, failed, gone bool
 }
 
