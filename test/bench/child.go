@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -38,6 +39,8 @@ type childFlags struct {
 	concurrency int
 	// yieldInFlight is client.yield.inFlight; the configured default when 0.
 	yieldInFlight int
+	// usageInterval is usage.interval; the configured default when 0.
+	usageInterval time.Duration
 	// profile, when set, is where the process writes a CPU profile from its start until
 	// /profile/stop: how the benchmark profiles a restart.
 	profile string
@@ -63,7 +66,7 @@ func (c *childFlags) args() []string {
 		"-child-kubeconfig", c.kubeconfig, "-child-store", c.storeDir,
 		"-child-metrics", c.metricsAddr, "-child-control", c.controlAddr,
 		"-qps", fmt.Sprint(c.qps), "-concurrency", fmt.Sprint(c.concurrency),
-		"-yield-in-flight", fmt.Sprint(c.yieldInFlight),
+		"-yield-in-flight", fmt.Sprint(c.yieldInFlight), "-usage-interval", c.usageInterval.String(),
 		"-child-profile", c.profile, "-child-shard", c.shard,
 	}
 }
@@ -97,6 +100,9 @@ func runChild(c childFlags) error {
 	}
 	if c.yieldInFlight != 0 {
 		cfg.Client.Yield.InFlight = c.yieldInFlight
+	}
+	if c.usageInterval > 0 {
+		cfg.Usage.Interval.Duration = c.usageInterval
 	}
 	store, err := secret.NewFileStore(c.storeDir, c.storeDir+"/key.json")
 	if err != nil {

@@ -62,6 +62,8 @@ type params struct {
 	qps     float64
 	// yieldInFlight is client.yield.inFlight; the configured default when 0.
 	yieldInFlight int
+	// usageInterval is usage.interval; the configured default when 0.
+	usageInterval time.Duration
 	// settle is how long the operator is left alone after the phases, for its steady state.
 	settle      time.Duration
 	concurrency int
@@ -91,6 +93,7 @@ func main() {
 	flag.Float64Var(&p.qps, "qps", 0, "Operator client QPS (burst is twice this); the configured default when 0.")
 	flag.IntVar(&p.concurrency, "concurrency", 0, "MaxConcurrentReconciles; the configured default when 0.")
 	flag.IntVar(&p.yieldInFlight, "yield-in-flight", 0, "client.yield.inFlight: background writes in flight while a claim binds (-1: no yielding); the configured default when 0.")
+	flag.DurationVar(&p.usageInterval, "usage-interval", 0, "usage.interval of the operator (at least 1m): tenants' status.usage is sampled, and kept in the operator's cache, that often; the configured default (15m) when 0.")
 	flag.IntVar(&p.postgres, "postgres", 0, "PostgreSQL databases per tenant, on a real server the benchmark starts.")
 	flag.BoolVar(&p.component, "component", false, "Give each tenant a component rendering a ConfigMap and a Service.")
 	flag.IntVar(&p.claims, "claims", 0, "Fill a pool with this many spares, then claim them all and report claim → Bound latency.")
@@ -118,7 +121,7 @@ func main() {
 	child.bind(flag.CommandLine)
 	p.soak.bind(flag.CommandLine)
 	flag.Parse()
-	child.qps, child.concurrency, child.yieldInFlight = p.qps, p.concurrency, p.yieldInFlight
+	child.qps, child.concurrency, child.yieldInFlight, child.usageInterval = p.qps, p.concurrency, p.yieldInFlight, p.usageInterval
 	// As cmd/landlord logs: a stop does not log what it cuts short as errors.
 	ctrl.SetLogger(shutdown.QuietLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel))))
 	var err error
