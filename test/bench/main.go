@@ -288,7 +288,7 @@ func run(p params) error {
 		}
 	}
 
-	child := childFlags{storeDir: storeDir, qps: p.qps, concurrency: p.concurrency, yieldInFlight: p.yieldInFlight, kubeconfig: filepath.Join(work, "operator.kubeconfig"), memLimit: p.memLimit}
+	child := childFlags{storeDir: storeDir, qps: p.qps, concurrency: p.concurrency, yieldInFlight: p.yieldInFlight, usageInterval: p.usageInterval, kubeconfig: filepath.Join(work, "operator.kubeconfig"), memLimit: p.memLimit}
 	if err := writeOperatorKubeconfig(env, child.kubeconfig); err != nil {
 		return err
 	}
