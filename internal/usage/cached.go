@@ -53,16 +53,54 @@ func Of(t *tenancyv1alpha1.Tenant) *tenancyv1alpha1.TenantUsage {
 	return u
 }
 
-// Restore gives t, a copy of a cached Tenant about to be changed and written, its status.usage
-// back and drops CachedAnnotation, so that what is written is computed against what the server
-// holds and never carries the annotation.
-func Restore(t *tenancyv1alpha1.Tenant) {
-	if _, ok := t.Annotations[CachedAnnotation]; !ok {
-		return
+// Record is a Tenant's status.usage as a copy of a cached Tenant held it: taken off the copy by
+// Take, and decoded only when asked for, so that a reconcile that writes no usage (nearly all
+// of them) decodes nothing.
+type Record struct {
+	raw     string
+	decoded *tenancyv1alpha1.TenantUsage
+	done    bool
+}
+
+// Take takes the cache's record off t, a copy of a cached Tenant about to be reconciled, so that
+// t's metadata is the server's: nothing written or fingerprinted carries the record. t's
+// status.usage stays as it was: nil from the cache, whole in an API server's answer.
+func Take(t *tenancyv1alpha1.Tenant) *Record {
+	r := &Record{decoded: t.Status.Usage, done: t.Status.Usage != nil}
+	raw, ok := t.Annotations[CachedAnnotation]
+	if !ok {
+		r.done = true
+		return r
 	}
-	t.Status.Usage = Of(t)
+	if !r.done && apply.ShapedByCache(t) {
+		r.raw = raw
+	} else {
+		r.done = true
+	}
 	delete(t.Annotations, CachedAnnotation)
 	if len(t.Annotations) == 0 {
 		t.Annotations = nil
 	}
+	return r
+}
+
+// Usage is the status.usage the record holds, decoded once.
+func (r *Record) Usage() *tenancyv1alpha1.TenantUsage {
+	if !r.done {
+		r.done = true
+		u := &tenancyv1alpha1.TenantUsage{}
+		// Only the cache writes it, from a value the server decoded: an error is unreachable,
+		// and taken as no usage (the next sample writes it again).
+		if err := json.Unmarshal([]byte(r.raw), u); err == nil {
+			r.decoded = u
+		}
+	}
+	return r.decoded
+}
+
+// Restore gives t, a copy of a cached Tenant about to be changed and written, its status.usage
+// back and drops CachedAnnotation, so that what is written is computed against what the server
+// holds and never carries the annotation.
+func Restore(t *tenancyv1alpha1.Tenant) {
+	t.Status.Usage = Take(t).Usage()
 }

@@ -98,15 +98,16 @@ func (s *Sampler) Start(ctx context.Context) error {
 	}
 }
 
-// For is the sample to record in t's status, if one differs from it.
-func (s *Sampler) For(t *tenancyv1alpha1.Tenant) (*tenancyv1alpha1.TenantUsage, bool) {
+// For is the sample to record in t's status, if one differs from status, the usage t's status
+// holds (asked for only when a sample is pending: a cached tenant's is decoded on demand).
+func (s *Sampler) For(t *tenancyv1alpha1.Tenant, status func() *tenancyv1alpha1.TenantUsage) (*tenancyv1alpha1.TenantUsage, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.pending[t.Name]
 	if !ok || p.uid != t.UID {
 		return nil, false
 	}
-	if same(Of(t), &p.usage) {
+	if same(status(), &p.usage) {
 		// The status shows it: nothing more to hand over.
 		delete(s.pending, t.Name)
 		return nil, false

@@ -211,7 +211,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // UsageSamples are the usage samples that differ from tenants' status (usage.Sampler).
 type UsageSamples interface {
-	For(t *tenancyv1alpha1.Tenant) (*tenancyv1alpha1.TenantUsage, bool)
+	// For is the sample to write, if one differs from status (t's status.usage, decoded on
+	// demand).
+	For(t *tenancyv1alpha1.Tenant, status func() *tenancyv1alpha1.TenantUsage) (*tenancyv1alpha1.TenantUsage, bool)
 }
 
 // Reconcile converges one tenant: fetch it, make deletion orderly (finalize a deleted tenant;
@@ -236,8 +238,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The cache does not show this reconciler's last write yet (own_writes.go).
 		t = fresher
 	}
-	// The cache keeps status.usage compact; what is written is computed against it whole.
-	usage.Restore(t)
+	// The cache keeps status.usage compact, in a record of its own on the copy: taken off, and
+	// decoded only for a status write that carries a new sample.
+	usageRecord := usage.Take(t)
 	read := t.ResourceVersion
 	defer func() {
 		// Every write below updates t in place with what the API server answered.
@@ -289,7 +292,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	results := r.runPhases(ctx, s, phases)
 	next := computeStatus(t, s.namespace, s.status, results)
 	if r.Usage != nil {
-		if u, ok := r.Usage.For(t); ok {
+		if u, ok := r.Usage.For(t, usageRecord.Usage); ok {
+			// The write is a merge patch, which removes only what it names: it is computed
+			// against the usage the server holds.
+			t.Status.Usage = usageRecord.Usage()
 			next.Usage = u
 		}
 	}
