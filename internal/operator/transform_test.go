@@ -273,7 +273,7 @@ func TestTheCacheKeepsATenantsUsageCompact(t *testing.T) {
 			t.Errorf("usage.Of(cached) = %+v, want %+v", got, sampled)
 		}
 		restored := cached.DeepCopy()
-		usage.Restore(restored)
+		restored.Status.Usage = usage.Take(restored).Usage()
 		if _, ok := restored.Annotations[usage.CachedAnnotation]; ok || !equality.Semantic.DeepEqual(restored.Status.Usage, sampled) {
 			t.Errorf("restored = annotations %v, usage %+v; want no cache record and the usage whole", restored.Annotations, restored.Status.Usage)
 		}
@@ -288,7 +288,7 @@ func TestTheCacheKeepsATenantsUsageCompact(t *testing.T) {
 			t.Errorf("usage.Of = %+v from a tenant as the server holds it, want none", got)
 		}
 		answered := forged.DeepCopy()
-		usage.Restore(answered)
+		answered.Status.Usage = usage.Take(answered).Usage()
 		if _, ok := answered.Annotations[usage.CachedAnnotation]; ok || answered.Status.Usage != nil {
 			t.Errorf("restored = annotations %v, usage %+v; want neither", answered.Annotations, answered.Status.Usage)
 		}

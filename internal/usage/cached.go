@@ -35,7 +35,8 @@ func Compact(t *tenancyv1alpha1.Tenant) error {
 	return nil
 }
 
-// Of is t's status.usage, whether t came from the API server or from the cache (Compact).
+// Of is t's status.usage, whether t came from the API server or from the cache (Compact),
+// without changing t: what the sampler reads the cache's tenants with.
 func Of(t *tenancyv1alpha1.Tenant) *tenancyv1alpha1.TenantUsage {
 	if t.Status.Usage != nil {
 		return t.Status.Usage
@@ -44,13 +45,7 @@ func Of(t *tenancyv1alpha1.Tenant) *tenancyv1alpha1.TenantUsage {
 	if !ok || !apply.ShapedByCache(t) {
 		return nil
 	}
-	u := &tenancyv1alpha1.TenantUsage{}
-	if err := json.Unmarshal([]byte(raw), u); err != nil {
-		// Only the cache writes it, from a value the server decoded: unreachable. Taken as no
-		// usage, the next sample writes it again.
-		return nil
-	}
-	return u
+	return (&Record{raw: raw}).Usage()
 }
 
 // Record is a Tenant's status.usage as a copy of a cached Tenant held it: taken off the copy by
@@ -96,11 +91,4 @@ func (r *Record) Usage() *tenancyv1alpha1.TenantUsage {
 		}
 	}
 	return r.decoded
-}
-
-// Restore gives t, a copy of a cached Tenant about to be changed and written, its status.usage
-// back and drops CachedAnnotation, so that what is written is computed against what the server
-// holds and never carries the annotation.
-func Restore(t *tenancyv1alpha1.Tenant) {
-	t.Status.Usage = Take(t).Usage()
 }

@@ -20,7 +20,7 @@ import (
 
 // A status write is a JSON merge patch, which leaves alone what it does not name: computed
 // against a cached tenant whose usage is compact, it could not remove what a sample no longer
-// has. Restored, it removes it.
+// has. Taken and decoded, as the reconciler does for a pending sample, it removes it.
 func TestAStatusWriteFromACachedTenantRemovesWhatTheSampleNoLongerHas(t *testing.T) {
 	sampled := &tenancyv1alpha1.TenantUsage{
 		SampledAt: metav1.Now(),
@@ -38,7 +38,7 @@ func TestAStatusWriteFromACachedTenantRemovesWhatTheSampleNoLongerHas(t *testing
 		wantNull bool
 	}{
 		{"restored, the write removes what pods use once the metrics API is gone", true, true},
-		{"not restored, it could not: the reason Restore exists", false, false},
+		{"not restored, it could not: the reason the reconciler decodes it", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var patch string
@@ -51,7 +51,7 @@ func TestAStatusWriteFromACachedTenantRemovesWhatTheSampleNoLongerHas(t *testing
 			}).Build()
 			tenant := cached.DeepCopy()
 			if tc.restore {
-				usage.Restore(tenant)
+				tenant.Status.Usage = usage.Take(tenant).Usage() // as the reconciler does for a pending sample
 			}
 			next := *tenant.Status.DeepCopy()
 			next.Usage = &tenancyv1alpha1.TenantUsage{SampledAt: metav1.Now(), Resources: sampled.Resources}
