@@ -394,8 +394,12 @@ func run(p params) error {
 				fmt.Fprintln(os.Stderr, "profile:", err)
 			}
 		}
+		apiserver := profileAPIServer(ctx, env.Clientset.RESTClient(), strings.TrimSuffix(file, ".cpu.pprof")+".apiserver.cpu.pprof")
 		return func() {
 			if _, err := op.post("/profile/stop?heap=" + strings.TrimSuffix(file, ".cpu.pprof") + ".heap.pprof"); err != nil {
+				fmt.Fprintln(os.Stderr, "profile:", err)
+			}
+			if err := <-apiserver; err != nil {
 				fmt.Fprintln(os.Stderr, "profile:", err)
 			}
 		}

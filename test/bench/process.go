@@ -19,6 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/rest"
 
 	"github.com/landlord-dev/landlord/test/testenv"
 )
@@ -270,3 +271,23 @@ func controlPlaneCPU() (apiserver, etcd float64) {
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on Linux.
 const clockTicks = 100
+
+// apiServerProfileSeconds is how much of a phase the API server's CPU profile covers: its
+// profile endpoint takes the duration up front, and a phase's length is not known then.
+const apiServerProfileSeconds = 30
+
+// profileAPIServer takes the API server's CPU profile of the next apiServerProfileSeconds
+// (kube-apiserver serves /debug/pprof to an administrator) into file, and reports when done.
+func profileAPIServer(ctx context.Context, rc rest.Interface, file string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		raw, err := rc.Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", strconv.Itoa(apiServerProfileSeconds)).DoRaw(ctx)
+		if err != nil {
+			done <- fmt.Errorf("the API server's CPU profile: %w", err)
+			return
+		}
+		done <- os.WriteFile(file, raw, 0o644)
+	}()
+	return done
+}
