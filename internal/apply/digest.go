@@ -121,6 +121,10 @@ func KeepInCache(obj metav1.Object, digest string) {
 		return
 	}
 	obj.SetSelfLink(cacheRecordPrefix + digest + applied)
+	// Nor its UID: 48 bytes of each of these objects, about 7 MiB at 10,000 tenants, that no
+	// comparison reads. The one write that named it, a delete's precondition, stands on the
+	// resourceVersion read instead (writes.DeleteIfControlled).
+	obj.SetUID("")
 }
 
 // cacheRecordPrefix starts a record KeepInCache wrote; a selfLink that does not start with it

@@ -7,12 +7,14 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
@@ -48,6 +50,49 @@ func TestTheCacheKeepsATenantsObjectsAsMetadataAndADigest(t *testing.T) {
 		typed := &networkingv1.NetworkPolicy{}
 		g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(read.Object, typed)).To(Succeed())
 		g.Expect(apply.ContentDigest(typed)).To(Equal(apply.CachedDigest(cached)))
+		g.Expect(cached.UID).To(BeEmpty(), "the cache keeps the UID of an object it holds without its body")
+		g.Expect(live.UID).NotTo(BeEmpty())
+	})
+
+	// Deletes of what the cache holds without a UID (a shared secret's copy no one shares any
+	// more, a component's object no version renders) stand on the resourceVersion read: never
+	// the object someone re-created under the name since.
+	t.Run("an object read from the cache is deleted only as it was read", func(t *testing.T) {
+		g := NewWithT(t)
+		tenant := &tenancyv1alpha1.Tenant{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, tenant)).To(Succeed())
+		key := client.ObjectKey{Namespace: ns, Name: resources.DefaultDenyPolicy}
+		stale := &networkingv1.NetworkPolicy{}
+		g.Expect(op.GetCache().Get(ctx, key, stale)).To(Succeed())
+		live := &networkingv1.NetworkPolicy{}
+		g.Expect(k8s.Get(ctx, key, live)).To(Succeed())
+		// Deleted by hand: the operator puts it back, a new object under the same name.
+		g.Expect(k8s.Delete(ctx, live)).To(Succeed())
+		replaced := &networkingv1.NetworkPolicy{}
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, key, replaced)).To(Succeed())
+			g.Expect(replaced.UID).NotTo(Equal(live.UID))
+		}).WithTimeout(timeout).Should(Succeed())
+
+		deleted, err := writes.DeleteIfControlled(ctx, k8s, stale, tenant)
+		g.Expect(deleted).To(BeFalse(), "the copy read before the policy was re-created deleted it")
+		g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "want a conflict, got %v", err)
+		g.Expect(k8s.Get(ctx, key, &networkingv1.NetworkPolicy{})).To(Succeed())
+
+		fresh := &networkingv1.NetworkPolicy{}
+		g.Eventually(func(g Gomega) {
+			g.Expect(op.GetCache().Get(ctx, key, fresh)).To(Succeed())
+			g.Expect(fresh.ResourceVersion).To(Equal(replaced.ResourceVersion))
+		}).WithTimeout(timeout).Should(Succeed())
+		deleted, err = writes.DeleteIfControlled(ctx, k8s, fresh, tenant)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(deleted).To(BeTrue())
+		// And put back again.
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, key, live)).To(Succeed())
+			g.Expect(live.UID).NotTo(Equal(replaced.UID))
+		}).WithTimeout(timeout).Should(Succeed())
+		waitReady(t, name)
 	})
 
 	t.Run("the quota controller counting a pod costs the operator no request", func(t *testing.T) {

@@ -96,7 +96,7 @@ func TestCacheTransform(t *testing.T) {
 
 func tenantOwned(labels map[string]string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
-		Namespace: "tenant-acme", Name: "x", Labels: labels, ResourceVersion: "5",
+		Namespace: "tenant-acme", Name: "x", Labels: labels, ResourceVersion: "5", UID: "object-uid",
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "tenancy.landlord.dev/v1alpha1", Kind: "Tenant", Name: "acme", UID: "u1", Controller: ptr.To(true)}},
 	}
 }
@@ -150,7 +150,7 @@ func TestTheCacheKeepsATenantsObjectsWithoutTheirBody(t *testing.T) {
 			}},
 		{"a rendered object keeps its health in place of its body and status", &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apps/v1", "kind": "Deployment",
-			"metadata": map[string]any{"namespace": "tenant-acme", "name": "web", "generation": int64(2), "resourceVersion": "5",
+			"metadata": map[string]any{"namespace": "tenant-acme", "name": "web", "generation": int64(2), "resourceVersion": "5", "uid": "object-uid",
 				"labels":          map[string]any{"tenancy.landlord.dev/component": "web"},
 				"ownerReferences": []any{map[string]any{"apiVersion": "tenancy.landlord.dev/v1alpha1", "kind": "Tenant", "name": "acme", "uid": "u1", "controller": true}}},
 			"spec":   map[string]any{"replicas": int64(3)},
@@ -177,6 +177,10 @@ func TestTheCacheKeepsATenantsObjectsWithoutTheirBody(t *testing.T) {
 			// A content digest stands for the body exactly when the body is gone.
 			if got := apply.CachedDigest(obj) != ""; got != tc.dropped {
 				t.Errorf("body dropped = %v, want %v", got, tc.dropped)
+			}
+			// The UID goes with the body; an object kept whole keeps it.
+			if uid := obj.GetUID(); (uid == "") != tc.dropped {
+				t.Errorf("UID %q kept with the body dropped = %v", uid, tc.dropped)
 			}
 			tc.check(t, obj)
 		})

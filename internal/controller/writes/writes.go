@@ -6,6 +6,7 @@ package writes
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,15 +25,25 @@ func PatchStatus[S any](ctx context.Context, c client.Client, obj client.Object,
 }
 
 // DeleteIfControlled deletes obj, as read, when owner controls it, and reports whether it sent
-// the delete. The UID precondition means an object re-created under the same name since it was
-// read (by someone else, for something else) is never deleted in its place; one already gone is
-// no error.
+// the delete. The precondition means an object re-created under the same name since it was
+// read (by someone else, for something else) is never deleted in its place: its UID, or, for an
+// object the operator's cache keeps without one (apply.KeepInCache), its resourceVersion, which
+// also refuses a delete of the same object changed since (a conflict: the next reconcile reads
+// it again). One already gone is no error.
 func DeleteIfControlled(ctx context.Context, c client.Client, obj client.Object, owner metav1.Object) (bool, error) {
 	if !metav1.IsControlledBy(obj, owner) {
 		return false, nil
 	}
-	uid := obj.GetUID()
-	if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+	var read client.Preconditions
+	switch uid, rv := obj.GetUID(), obj.GetResourceVersion(); {
+	case uid != "":
+		read.UID = &uid
+	case rv != "":
+		read.ResourceVersion = &rv
+	default:
+		return false, fmt.Errorf("deleting %s: it was not read from the API server", ObjectRef(obj))
+	}
+	if err := c.Delete(ctx, obj, read); client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
 	return true, nil
