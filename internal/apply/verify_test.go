@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -75,9 +74,9 @@ func TestVerifyComparesWithTheAPIServersCopyRatherThanTrustingTheCachesRecord(t 
 					cached.DeepCopyInto(obj.(*corev1.ResourceQuota))
 					return nil
 				},
-				Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 					writes++
-					return c.Apply(ctx, obj, opts...)
+					return c.Patch(ctx, obj, patch, opts...)
 				},
 			})
 			apiReader := interceptor.NewClient(server, interceptor.Funcs{
