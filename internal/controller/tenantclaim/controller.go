@@ -124,9 +124,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonPoolNotFound, fmt.Sprintf("TenantPool %s is being deleted", claim.Spec.Pool))
 	}
 
-	// The pool's unallocated tenants only: what it handed out is not visited.
+	// The pool's unallocated tenants only: what it handed out is not visited. Read without a
+	// copy (a signup waits on this, and a pool of hundreds would be copied for each): they are
+	// only read, and bind copies the one it writes.
 	spares := &tenancyv1alpha1.TenantList{}
-	if err := r.Client.List(ctx, spares, client.MatchingFields{indexes.TenantPool: pool.Name}); err != nil {
+	if err := r.Client.List(ctx, spares, client.MatchingFields{indexes.TenantPool: pool.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	var candidates []*tenancyv1alpha1.Tenant
