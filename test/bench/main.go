@@ -102,7 +102,7 @@ func main() {
 	flag.StringVar(&p.jsonOut, "json", "", "Also write the report as JSON to this file.")
 	flag.BoolVar(&p.baselineFresh, "baseline-fresh", false, "Run the raw-write baseline on a fresh control plane (with only the admission policies the operator installs), not on the one holding the other phases' tenants.")
 	flag.DurationVar(&p.settle, "settle", 0, "After the shared-secret change (before the claims), leave the operator alone this long, sampling its RSS, for its memory at steady state with N tenants.")
-	flag.StringVar(&p.profileDir, "profile", "", "Write the operator's CPU profile of each phase, and a heap profile at the end, to this directory.")
+	flag.StringVar(&p.profileDir, "profile", "", "Write the operator's CPU profile of each phase and its heap at the end of each, and the API server's CPU profile of the first 30 seconds of each phase and of each raw-write baseline, to this directory.")
 	flag.StringVar(&p.memLimit, "operator-gomemlimit", "", "GOMEMLIMIT of the operator process (e.g. 900MiB), as the shipped Deployment sets it.")
 	flag.IntVar(&p.shards, "shards", 1, "Operator shards, each its own process: the default shard and shards s1, s2…, every tenant labelled for one in turn. With more than one, only the create and resync phases run, and each shard's figures are reported.")
 	flag.Func("baseline", "Comma-separated concurrencies of the raw-write baseline, one run each (e.g. 16,64), after the other phases, with the operator stopped; none when empty.", func(v string) error {
@@ -689,9 +689,20 @@ func run(p params) error {
 			rep.BaselineFresh = true
 		}
 		for i, concurrency := range p.baseline {
+			var apiserver <-chan error
+			if p.profileDir != "" {
+				// The same window of the API server as Landlord's create: what a create costs
+				// it beside an apply.
+				apiserver = profileAPIServer(ctx, baseEnv.Clientset.RESTClient(), filepath.Join(p.profileDir, fmt.Sprintf("baseline-%d.apiserver.cpu.pprof", concurrency)))
+			}
 			b, err := runBaseline(ctx, baseEnv, tpl, fmt.Sprintf("raw%d-", i), p.tenants, concurrency)
 			if err != nil {
 				return fmt.Errorf("raw-write baseline: %w", err)
+			}
+			if apiserver != nil {
+				if err := <-apiserver; err != nil {
+					fmt.Fprintln(os.Stderr, "profile:", err)
+				}
 			}
 			rep.Baselines = append(rep.Baselines, *b)
 		}
