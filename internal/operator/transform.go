@@ -54,7 +54,7 @@ func cacheTransform(scheme *runtime.Scheme) toolscache.TransformFunc {
 		m.SetSelfLink("")
 		apply.MarkForeignFields(m)
 		m.SetManagedFields(apply.CacheMarker)
-		if ownedByTenant(m) {
+		if ownedByTenant(m) && !landlordKind(scheme, obj) {
 			if err := keepWhatIsCompared(scheme, obj, m); err != nil {
 				return nil, err
 			}
@@ -77,6 +77,18 @@ func ownedByTenant(m metav1.Object) bool {
 		}
 	}
 	return false
+}
+
+// landlordKind reports whether obj is of Landlord's own API. Landlord builds none of those for
+// a tenant; one that names a Tenant as its controller was made so by someone else, and the
+// controllers of its kind read it whole (its spec, its UID), as any other.
+func landlordKind(scheme *runtime.Scheme, obj any) bool {
+	o, ok := obj.(runtime.Object)
+	if !ok {
+		return false
+	}
+	gvk, err := apiutil.GVKForObject(o, scheme)
+	return err == nil && gvk.Group == tenancyv1alpha1.GroupVersion.Group
 }
 
 // keepWhatIsCompared digests obj's content and drops the body of the kinds Landlord never reads

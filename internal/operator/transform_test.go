@@ -208,6 +208,16 @@ func TestTheCacheKeepsATenantsObjectsWithoutTheirBody(t *testing.T) {
 			t.Errorf("record %q after a second pass", got)
 		}
 	})
+	t.Run("an object of Landlord's own API is kept whole, whatever controller it names", func(t *testing.T) {
+		claim := &tenancyv1alpha1.TenantClaim{ObjectMeta: tenantOwned(nil), Spec: tenancyv1alpha1.TenantClaimSpec{Pool: "standard"}}
+		out, err := cacheTransform(tenancyv1alpha1.Scheme())(claim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := out.(*tenancyv1alpha1.TenantClaim); c.Spec.Pool != "standard" || c.UID == "" || apply.CachedDigest(c) != "" {
+			t.Errorf("a claim naming a Tenant as its controller was reshaped: %+v", c)
+		}
+	})
 	t.Run("an object no tenant controls is kept whole", func(t *testing.T) {
 		out, _ := cacheTransform(tenancyv1alpha1.Scheme())(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "landlord-templates", Name: "s"}, Data: map[string][]byte{"k": []byte("v")}})
 		s := out.(*corev1.Secret)

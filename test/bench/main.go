@@ -383,10 +383,12 @@ func run(p params) error {
 		return filepath.Join(p.profileDir, strings.ReplaceAll(name, " ", "-")+".cpu.pprof")
 	}
 	// profile starts a CPU profile of the phase; a restarted process profiles itself from its
-	// start (child.profile), and stop ends whichever profile runs at the end of the phase.
-	profile := func(name string) func() {
+	// start (child.profile), and stop ends whichever profile runs at the end of the phase. What
+	// stop returns waits for the API server's profile, which may outlast a short phase: called
+	// once the phase's readings are taken, so that they cover the phase alone.
+	profile := func(name string) func() func() {
 		if p.profileDir == "" {
-			return func() {}
+			return func() func() { return func() {} }
 		}
 		file := profileFile(name)
 		if name != phaseRestart {
@@ -395,12 +397,14 @@ func run(p params) error {
 			}
 		}
 		apiserver := profileAPIServer(ctx, env.Clientset.RESTClient(), strings.TrimSuffix(file, ".cpu.pprof")+".apiserver.cpu.pprof")
-		return func() {
+		return func() func() {
 			if _, err := op.post("/profile/stop?heap=" + strings.TrimSuffix(file, ".cpu.pprof") + ".heap.pprof"); err != nil {
 				fmt.Fprintln(os.Stderr, "profile:", err)
 			}
-			if err := <-apiserver; err != nil {
-				fmt.Fprintln(os.Stderr, "profile:", err)
+			return func() {
+				if err := <-apiserver; err != nil {
+					fmt.Fprintln(os.Stderr, "profile:", err)
+				}
 			}
 		}
 	}
@@ -449,7 +453,7 @@ func run(p params) error {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 		}
-		stopProfile()
+		profiled := stopProfile()
 		apiserver1, etcd1 := controlPlaneCPU()
 		server1, err := env.APIServerRequests(ctx)
 		if err != nil {
@@ -476,6 +480,7 @@ func run(p params) error {
 		if op == proc0 {
 			opClient = opClient.Sub(client0)
 		}
+		profiled()
 		ph := phase{
 			Name: name, Seconds: elapsed.Seconds(), Operator: opCounts, Bench: bench, ControlPlane: controlPlane, OperatorClient: opClient,
 			Reconciles: int(s1.reconciles - s0.reconciles), CPUSeconds: s1.cpuSeconds - s0.cpuSeconds,

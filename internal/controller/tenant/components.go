@@ -468,7 +468,7 @@ func (r *Reconciler) prune(ctx context.Context, s *tenantScope, inventory []stri
 			}
 			return err
 		}
-		if _, err := writes.DeleteIfControlled(ctx, r.Client, obj, s.tenant); err != nil {
+		if _, err := writes.DeleteIfControlled(ctx, r.Client, r.APIReader, obj, s.tenant); err != nil {
 			return fmt.Errorf("pruning %s %s: %w", gk.Kind, name, err)
 		}
 	}

@@ -265,7 +265,7 @@ func (r *Reconciler) releaseDatabase(ctx context.Context, s *tenantScope, st *te
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: st.SecretName}, sec)
 	switch {
 	case err == nil:
-		if _, err := writes.DeleteIfControlled(ctx, r.Client, sec, t); err != nil {
+		if _, err := writes.DeleteIfControlled(ctx, r.Client, r.APIReader, sec, t); err != nil {
 			return fmt.Errorf("removing secret %s/%s: %w", s.namespace, sec.Name, err)
 		}
 	case !apierrors.IsNotFound(err):

@@ -68,7 +68,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) er
 				return err
 			}
 		}
-		deleted, err := writes.DeleteIfControlled(ctx, r.Client, ns, t)
+		deleted, err := writes.DeleteIfControlled(ctx, r.Client, r.APIReader, ns, t)
 		if err != nil {
 			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
 		}

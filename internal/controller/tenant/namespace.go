@@ -237,7 +237,7 @@ func (r *Reconciler) rebind(ctx context.Context, applier *apply.Applier, t *tena
 	if live.RoleRef == desired.RoleRef {
 		return apply.Unchanged, fmt.Errorf("applying RoleBinding %s: the API server refused it although its roleRef is unchanged", desired.Name)
 	}
-	switch deleted, err := writes.DeleteIfControlled(ctx, r.Client, live, t); {
+	switch deleted, err := writes.DeleteIfControlled(ctx, r.Client, r.APIReader, live, t); {
 	case err != nil:
 		return apply.Unchanged, err
 	case !deleted:
@@ -290,7 +290,7 @@ func (r *Reconciler) removeNamespace(ctx context.Context, s *tenantScope) outcom
 				return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 			}
 		}
-		deleted, err := writes.DeleteIfControlled(ctx, r.Client, ns, t)
+		deleted, err := writes.DeleteIfControlled(ctx, r.Client, r.APIReader, ns, t)
 		switch {
 		case err != nil:
 			return failedf(tenancyv1alpha1.ReasonApplyFailed, "deleting namespace %s: %w", s.namespace, err)

@@ -46,7 +46,7 @@ func (r *Reconciler) copySharedSecrets(ctx context.Context, s *tenantScope) outc
 	}
 	for i := range copies.Items {
 		if c := &copies.Items[i]; !keep[c.Name] {
-			if _, err := writes.DeleteIfControlled(ctx, r.Client, c, t); err != nil {
+			if _, err := writes.DeleteIfControlled(ctx, r.Client, r.APIReader, c, t); err != nil {
 				return failedf(tenancyv1alpha1.ReasonApplyFailed, "removing secret %s/%s: %w", s.namespace, c.Name, err)
 			}
 		}

@@ -319,7 +319,7 @@ func deletePlan(ctx context.Context, c client.Client, namespace, name string, ow
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	_, err := writes.DeleteIfControlled(ctx, c, s, owner)
+	_, err := writes.DeleteIfControlled(ctx, c, nil, s, owner)
 	return err
 }
 

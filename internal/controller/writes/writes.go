@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // PatchStatus sets *field, obj's status, to status and patches it, only when it differs: a
@@ -24,26 +25,37 @@ func PatchStatus[S any](ctx context.Context, c client.Client, obj client.Object,
 	return client.IgnoreNotFound(c.Status().Patch(ctx, obj, client.MergeFromWithOptions(orig, opts...)))
 }
 
-// DeleteIfControlled deletes obj, as read, when owner controls it, and reports whether it sent
-// the delete. The precondition means an object re-created under the same name since it was
-// read (by someone else, for something else) is never deleted in its place: its UID, or, for an
-// object the operator's cache keeps without one (apply.KeepInCache), its resourceVersion, which
-// also refuses a delete of the same object changed since (a conflict: the next reconcile reads
-// it again). One already gone is no error.
-func DeleteIfControlled(ctx context.Context, c client.Client, obj client.Object, owner metav1.Object) (bool, error) {
+// DeleteIfControlled deletes obj when owner controls it, and reports whether it sent the
+// delete. The UID precondition means an object re-created under the same name since it was read
+// (by someone else, for something else) is never deleted in its place; one already gone is no
+// error. An object the operator's cache keeps without its UID (apply.KeepInCache) is looked up
+// on the API server first (its metadata, through reader): the object standing under the name
+// now is deleted if owner controls it, by its UID. Not by the resourceVersion read: any write
+// since (a status, a scale, which a tenant may make) would refuse that delete, again and again.
+func DeleteIfControlled(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, owner metav1.Object) (bool, error) {
 	if !metav1.IsControlledBy(obj, owner) {
 		return false, nil
 	}
-	var read client.Preconditions
-	switch uid, rv := obj.GetUID(), obj.GetResourceVersion(); {
-	case uid != "":
-		read.UID = &uid
-	case rv != "":
-		read.ResourceVersion = &rv
-	default:
-		return false, fmt.Errorf("deleting %s: it was not read from the API server", ObjectRef(obj))
+	uid := obj.GetUID()
+	if uid == "" {
+		if reader == nil {
+			return false, fmt.Errorf("deleting %s: it was read without its UID, and there is no reader to look it up", ObjectRef(obj))
+		}
+		gvk, err := apiutil.GVKForObject(obj, c.Scheme())
+		if err != nil {
+			return false, err
+		}
+		live := &metav1.PartialObjectMetadata{}
+		live.SetGroupVersionKind(gvk)
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		if !metav1.IsControlledBy(live, owner) {
+			return false, nil
+		}
+		uid = live.GetUID()
 	}
-	if err := c.Delete(ctx, obj, read); client.IgnoreNotFound(err) != nil {
+	if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
 	return true, nil
