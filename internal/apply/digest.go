@@ -122,8 +122,9 @@ func KeepInCache(obj metav1.Object, digest string) {
 	}
 	obj.SetSelfLink(cacheRecordPrefix + digest + applied)
 	// Nor its UID: 48 bytes of each of these objects, about 7 MiB at 10,000 tenants, that no
-	// comparison reads. The one write that named it, a delete's precondition, stands on the
-	// resourceVersion read instead (writes.DeleteIfControlled).
+	// comparison reads. The one write that named it, a delete's precondition, looks the name up
+	// on the API server first (writes.DeleteIfControlled). (controller-runtime's opt-in
+	// read-your-writes consistency tracks deletes by the UID the cache shows: not for this cache.)
 	obj.SetUID("")
 }
 
