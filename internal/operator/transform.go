@@ -27,9 +27,10 @@ import (
 //     someone else owns a field in an object's body (apply.MarkForeignFields), which drift
 //     repair acts on;
 //   - the objects a tenant owns keep their metadata and a digest of their content
-//     (apply.KeepInCache) in place of their body, except what Landlord reads: a
-//     tenant's database credentials and its namespace are kept whole, a quota keeps its pods
-//     count, and a rendered component object kstatus's verdict on it (apply.HealthAnnotation);
+//     (apply.KeepInCache) in place of their body and UID, except what Landlord reads:
+//     objects of Landlord's own API, a tenant's database credentials and its namespace are
+//     kept whole, a quota keeps its pods count, and a rendered component object kstatus's
+//     verdict on it (apply.HealthAnnotation);
 //   - a Tenant's status.usage is kept as JSON (usage.Compact), decoded by what reads it;
 //   - strings repeated across objects (namespaces, label keys and values, owner references) are
 //     stored once, and so are equal label maps and owner reference lists (intern.go).

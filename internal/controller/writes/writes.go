@@ -50,7 +50,8 @@ func DeleteIfControlled(ctx context.Context, c client.Client, reader client.Read
 		if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		if !metav1.IsControlledBy(live, owner) {
+		if !metav1.IsControlledBy(live, owner) || !live.GetDeletionTimestamp().IsZero() {
+			// Someone else's, or already going (a finalizer holds it): nothing to send.
 			return false, nil
 		}
 		uid = live.GetUID()
