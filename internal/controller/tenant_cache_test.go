@@ -89,6 +89,19 @@ func TestTheCacheKeepsATenantsObjectsAsMetadataAndADigest(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(deleted).To(BeFalse(), "someone else's object under the name was deleted")
 		g.Expect(k8s.Get(ctx, key, &corev1.ConfigMap{})).To(Succeed())
+		g.Expect(k8s.Delete(ctx, foreign)).To(Succeed())
+
+		// The tenant's, already being deleted and held by a finalizer: no second delete.
+		held := owned.DeepCopy()
+		held.ResourceVersion, held.UID, held.Finalizers = "", "", []string{"example.com/hold"}
+		g.Expect(k8s.Create(ctx, held)).To(Succeed())
+		g.Expect(k8s.Delete(ctx, held)).To(Succeed())
+		deleted, err = writes.DeleteIfControlled(ctx, k8s, k8s, read, tenant)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(deleted).To(BeFalse(), "a delete was sent for an object already being deleted")
+		g.Expect(k8s.Get(ctx, key, held)).To(Succeed())
+		held.Finalizers = nil
+		g.Expect(k8s.Update(ctx, held)).To(Succeed())
 	})
 
 	t.Run("the quota controller counting a pod costs the operator no request", func(t *testing.T) {
