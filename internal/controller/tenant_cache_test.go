@@ -58,7 +58,7 @@ func TestTheCacheKeepsATenantsObjectsAsMetadataAndADigest(t *testing.T) {
 	// A delete of what the cache holds without a UID (a shared secret's copy no one shares any
 	// more, a component's object no version renders) looks the name up first: it removes the
 	// tenant's object standing there, however often it was written since it was read (a tenant
-	// may scale a Deployment in a loop), and never one someone else put there.
+	// may scale a Deployment in a loop), and never one the tenant does not control.
 	t.Run("an object the cache holds without its UID is deleted only while the tenant controls it", func(t *testing.T) {
 		g := NewWithT(t)
 		tenant := &tenancyv1alpha1.Tenant{}
