@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -196,4 +197,69 @@ func gauge(name string) float64 {
 		}
 	}
 	return -1
+}
+
+// A tenant admin may edit Secrets, the ones Landlord writes into its namespace included, but may
+// not set, change or remove Landlord's labels on them. A copy of a shared secret, or a
+// database's credentials, whose controller reference the tenant took off is still Landlord's by
+// those labels: a secret no longer shared with the tenant, and the credentials of a database
+// taken out of its spec, leave its namespace all the same.
+func TestATenantAdminCannotKeepWhatLandlordTakesAway(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	const name, secret = "share-kept", "revoked-key"
+	storeShared(t, secret, "r1", func(s *corev1.Secret) {
+		s.Annotations = map[string]string{tenancyv1alpha1.TenantSelectorAnnotation: "share=" + name}
+	})
+	t.Cleanup(func() {
+		_ = store.Delete(ctx, opConfig.Secrets.TemplateNamespace, secret)
+		op.TemplateSync.Trigger()
+	})
+	createTenant(t, newTenant(name, func(t *tenancyv1alpha1.Tenant) {
+		t.Labels = map[string]string{"share": name}
+		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "Group", Name: "oidc:" + name + ".admins"}}
+		t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "dropped"}}
+	}))
+	ns := opConfig.NamespaceName(name)
+	g.Eventually(func(g Gomega) { g.Expect(secretValue(g, name, secret)).To(Equal("r1")) }).WithTimeout(timeout).Should(Succeed())
+	taken := map[string]*corev1.Secret{
+		"a copy of a secret no longer shared leaves":                named(&corev1.Secret{}, ns, secret),
+		"the credentials of a database taken out of the spec leave": named(&corev1.Secret{}, ns, tenancyv1alpha1.DatabaseSecretName("dropped")),
+	}
+
+	// Suspended, the tenant gets no write of Landlord's: the references stay off while what
+	// the Secrets were for goes.
+	setSuspend(g, name, true)
+	waitSuspended(t, name)
+	admin := impersonate(t, "mallory", "oidc:"+name+".admins")
+	for _, s := range taken {
+		g.Expect(admin.Patch(ctx, s, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"ownerReferences":null}}`)))).To(Succeed())
+		g.Expect(s.OwnerReferences).To(BeEmpty())
+		g.Expect(s.Labels).To(HaveKeyWithValue(tenancyv1alpha1.TenantLabel, name))
+		// The operator's cache has seen the change: a Secret read from before it still names
+		// the tenant its controller, and would be deleted on that word.
+		g.Eventually(func(g Gomega) {
+			cached := &corev1.Secret{}
+			g.Expect(op.GetCache().Get(ctx, client.ObjectKeyFromObject(s), cached)).To(Succeed())
+			g.Expect(cached.OwnerReferences).To(BeEmpty())
+		}).WithTimeout(timeout).Should(Succeed())
+	}
+
+	unstoreShared(t, secret)
+	// Gone from the template namespace, as the operator's cache sees it, before the tenant is
+	// reconciled again: otherwise that reconcile may still copy it, and put the reference back.
+	g.Eventually(func() bool {
+		err := op.GetCache().Get(ctx, client.ObjectKey{Namespace: opConfig.Secrets.TemplateNamespace, Name: secret}, &corev1.Secret{})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(timeout).Should(BeTrue())
+	g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false,"databases":{"postgres":null}}}`)))).To(Succeed())
+	waitReady(t, name)
+	for what, s := range taken {
+		t.Run(what+" the namespace without their controller reference", func(t *testing.T) {
+			NewWithT(t).Eventually(func() bool {
+				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{}))
+			}).WithTimeout(timeout).Should(BeTrue(), "the tenant kept %s", s.Name)
+		})
+	}
 }

@@ -265,7 +265,10 @@ func (r *Reconciler) releaseDatabase(ctx context.Context, s *tenantScope, st *te
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: st.SecretName}, sec)
 	switch {
 	case err == nil:
-		if _, err := writes.DeleteIfControlled(ctx, r.Client, r.APIReader, sec, t); err != nil {
+		// Known by its labels, which only the operator may set, change or remove in the tenant's
+		// namespace: a tenant admin who took its controller reference off keeps it no more.
+		labels := map[string]string{tenancyv1alpha1.TenantLabel: t.Name, tenancyv1alpha1.DatabaseEngineLabel: string(st.Engine)}
+		if _, err := writes.DeleteIfLabelled(ctx, r.Client, r.APIReader, sec, labels); err != nil {
 			return fmt.Errorf("removing secret %s/%s: %w", s.namespace, sec.Name, err)
 		}
 	case !apierrors.IsNotFound(err):

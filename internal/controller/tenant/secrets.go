@@ -38,15 +38,17 @@ func (r *Reconciler) copySharedSecrets(ctx context.Context, s *tenantScope) outc
 		}
 	}
 
+	// A copy is known by its labels, which only the operator may set, change or remove in the
+	// tenant's namespace: a tenant admin may edit Secrets, and so take a copy's controller
+	// reference off, but a secret no longer shared leaves all the same.
+	copyLabels := client.MatchingLabels{tenancyv1alpha1.SharedCopyLabel: "true", tenancyv1alpha1.TenantLabel: t.Name}
 	copies := &corev1.SecretList{}
-	if err := r.Client.List(ctx, copies, client.InNamespace(s.namespace), client.MatchingLabels{
-		tenancyv1alpha1.SharedCopyLabel: "true", tenancyv1alpha1.TenantLabel: t.Name,
-	}); err != nil {
+	if err := r.Client.List(ctx, copies, client.InNamespace(s.namespace), copyLabels); err != nil {
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	for i := range copies.Items {
 		if c := &copies.Items[i]; !keep[c.Name] {
-			if _, err := writes.DeleteIfControlled(ctx, r.Client, r.APIReader, c, t); err != nil {
+			if _, err := writes.DeleteIfLabelled(ctx, r.Client, r.APIReader, c, copyLabels); err != nil {
 				return failedf(tenancyv1alpha1.ReasonApplyFailed, "removing secret %s/%s: %w", s.namespace, c.Name, err)
 			}
 		}

@@ -1,5 +1,5 @@
 // Package writes holds the writes every reconciler makes the same way: a status patched only
-// when it changed, a delete only of what the owner controls, as it was read, a conflict retried
+// when it changed, a delete only of what the owner controls (or Landlord's labels mark), as it was read, a conflict retried
 // rather than logged, and a repaired drift counted, logged and recorded as an event; and the
 // names (log keys, references in messages) those writes give the objects they touch.
 package writes
@@ -33,7 +33,29 @@ func PatchStatus[S any](ctx context.Context, c client.Client, obj client.Object,
 // now is deleted if owner controls it, by its UID. Not by the resourceVersion read: any write
 // since (a status, a scale, which a tenant may make) would refuse that delete, again and again.
 func DeleteIfControlled(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, owner metav1.Object) (bool, error) {
-	if !metav1.IsControlledBy(obj, owner) {
+	return deleteIf(ctx, c, reader, obj, func(o metav1.Object) bool { return metav1.IsControlledBy(o, owner) })
+}
+
+// DeleteIfLabelled is DeleteIfControlled for an object Landlord marks as its own by labels that
+// only its operator may set, change or remove in a tenant namespace (the managed-labels
+// policy): one that carries every label of labels is deleted, whatever its owner references
+// say. A tenant that may edit the object may take its controller reference off; it cannot take
+// it out of Landlord's hands that way.
+func DeleteIfLabelled(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, labels map[string]string) (bool, error) {
+	return deleteIf(ctx, c, reader, obj, func(o metav1.Object) bool {
+		for k, v := range labels {
+			if got, ok := o.GetLabels()[k]; !ok || got != v {
+				return false
+			}
+		}
+		return len(labels) > 0
+	})
+}
+
+// deleteIf deletes obj, as it was read or as it stands now under its name, when ours says so of
+// it (see DeleteIfControlled).
+func deleteIf(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, ours func(metav1.Object) bool) (bool, error) {
+	if !ours(obj) {
 		return false, nil
 	}
 	uid := obj.GetUID()
@@ -50,7 +72,7 @@ func DeleteIfControlled(ctx context.Context, c client.Client, reader client.Read
 		if err := reader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		if !metav1.IsControlledBy(live, owner) || !live.GetDeletionTimestamp().IsZero() {
+		if !ours(live) || !live.GetDeletionTimestamp().IsZero() {
 			// Someone else's, or already going (a finalizer holds it): nothing to send.
 			return false, nil
 		}
