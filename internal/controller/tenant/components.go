@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -462,13 +463,27 @@ func (r *Reconciler) prune(ctx context.Context, s *tenantScope, inventory []stri
 		if err := r.Kinds.ensure(ctx, mapping.GroupVersionKind); err != nil {
 			return err
 		}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, obj); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
+		key := client.ObjectKey{Namespace: s.namespace, Name: name}
+		var target client.Object = obj
+		switch err := r.Client.Get(ctx, key, obj); {
+		case apierrors.IsNotFound(err):
+			// The cache may not hold it and still it may be there: created by the reconcile
+			// before, with the watch behind, or out of the cache's selection since. Forgotten
+			// from the inventory, it would stay in the tenant's namespace for good: its metadata
+			// is read from the API server instead, and gone only when it is gone there.
+			live := &metav1.PartialObjectMetadata{}
+			live.SetGroupVersionKind(mapping.GroupVersionKind)
+			if err := r.APIReader.Get(ctx, key, live); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return err
 			}
+			target = live
+		case err != nil:
 			return err
 		}
-		if _, err := writes.DeleteIfControlled(ctx, r.Client, r.APIReader, obj, s.tenant); err != nil {
+		if _, err := writes.DeleteIfControlled(ctx, r.Client, r.APIReader, target, s.tenant); err != nil {
 			return fmt.Errorf("pruning %s %s: %w", gk.Kind, name, err)
 		}
 	}
