@@ -58,7 +58,8 @@ const (
 	// ReasonInvalidObject: the API server rejected an object Landlord built, or a shared secret
 	// could not be copied.
 	ReasonInvalidObject = "InvalidObject"
-	// ReasonKindNotAllowed: a component renders a kind the operator may not list and watch.
+	// ReasonKindNotAllowed: a component renders a kind the operator may not get, list, watch, create,
+	// patch or delete.
 	ReasonKindNotAllowed = "KindNotAllowed"
 	// ReasonDomainConflict: a domain of the tenant is another tenant's, or no tenant's to take
 	// (a wildcard over a public suffix, a name under the base domain).

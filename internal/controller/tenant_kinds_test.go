@@ -3,10 +3,12 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,21 +16,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // The test operator allows components to render Gadgets, so that a Gadget reaches the question
 // whether the operator may watch the kind, rather than stopping at the allowlist.
 func init() {
-	opConfig.Components.AllowedKinds = append(opConfig.Components.AllowedKinds, metav1.GroupKind{Group: "kinds.example.com", Kind: "Gadget"})
+	opConfig.Components.AllowedKinds = append(opConfig.Components.AllowedKinds,
+		metav1.GroupKind{Group: "kinds.example.com", Kind: "Gadget"}, metav1.GroupKind{Group: "kinds.example.com", Kind: "Widget"})
 }
 
 // gadgetCRD is a kind the operator's role does not grant: nothing in config/rbac names it.
-func gadgetCRD() *apiextensionsv1.CustomResourceDefinition {
+func gadgetCRD() *apiextensionsv1.CustomResourceDefinition { return exampleCRD("Gadget") }
+
+// exampleCRD is a namespaced kind of kinds.example.com that holds anything.
+func exampleCRD(kind string) *apiextensionsv1.CustomResourceDefinition {
+	singular := strings.ToLower(kind)
 	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "gadgets.kinds.example.com"},
+		ObjectMeta: metav1.ObjectMeta{Name: singular + "s.kinds.example.com"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "kinds.example.com",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: singular + "s", Singular: singular, Kind: kind, ListKind: kind + "List"},
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1", Served: true, Storage: true,
@@ -84,6 +92,35 @@ func TestAKindTheOperatorMayNotWatchStallsOnlyItsTenant(t *testing.T) {
 	t.Run("another tenant's component rolls out meanwhile", func(t *testing.T) {
 		createTenant(t, newTenant("kinds-settings", pin("settings", "1.0.0", "")))
 	})
+}
+
+// A kind the operator may watch but not write is no better than one it may not watch: every
+// apply would be refused, and retried for ever as a failure the next attempt might mend. The
+// tenant stalls instead, naming the kind and what the operator may not do with it.
+func TestAKindTheOperatorMayWatchButNotWriteStallsItsTenant(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	installCRD(t, exampleCRD("Widget"))
+	read := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "landlord-test-widgets-read"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"kinds.example.com"}, Resources: []string{"widgets"}, Verbs: []string{"list", "watch"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: read.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: read.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: testenv.OperatorUser}},
+	}
+	for _, obj := range []client.Object{read, binding} {
+		g.Expect(k8s.Create(ctx, obj)).To(Succeed())
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), obj) })
+	}
+	publish(t, "widget", "1.0.0", strings.ReplaceAll(gadgetManifests, "Gadget", "Widget"), "")
+	name := "kinds-widget"
+	g.Expect(k8s.Create(ctx, newTenant(name, pin("widget", "1.0.0", "")))).To(Succeed())
+	t.Cleanup(func() { deleteTenant(t, name) })
+
+	msg := waitComponentsStalled(t, name, tenancyv1alpha1.ReasonKindNotAllowed)
+	g.Expect(msg).To(And(ContainSubstring("widgets.kinds.example.com"), ContainSubstring("may not get, create, patch and delete")))
 }
 
 // RBAC, NetworkPolicies, quotas and limit ranges in the tenant namespace are what the tenant's

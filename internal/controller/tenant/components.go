@@ -62,15 +62,30 @@ type kindInformer struct {
 	started  time.Time
 }
 
-// kindNotAllowedError is a kind the operator may not list and watch: only a person can change
-// that, by granting it or by taking the kind out of the template.
+// kindNotAllowedError is a kind the operator may not read or write as a component's objects
+// need: only a person can change that, by granting it or by taking the kind out of the template.
 type kindNotAllowedError struct {
 	gvk      schema.GroupVersionKind
 	resource string
+	verbs    []string
 }
 
 func (e *kindNotAllowedError) Error() string {
-	return fmt.Sprintf("the operator may not list and watch %s (kind %s): grant Landlord's ServiceAccount get, list and watch on it, and the writes the component needs, or take the kind out of the template", e.resource, e.gvk.Kind)
+	return fmt.Sprintf("the operator may not %s %s (kind %s): grant Landlord's ServiceAccount %s on it, or take the kind out of the template",
+		andList(e.verbs), e.resource, e.gvk.Kind, andList(componentKindVerbs))
+}
+
+// componentKindVerbs is what the operator does with a kind its components render: its informer
+// lists and watches it, a cache miss or a comparison reads it (get), an apply creates or patches
+// it, and a prune deletes it.
+var componentKindVerbs = []string{"get", "list", "watch", "create", "patch", "delete"}
+
+// andList joins words as a sentence does: "a", "a and b", "a, b and c".
+func andList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 func (w *kindWatches) ensure(ctx context.Context, gvk schema.GroupVersionKind) error {
@@ -132,15 +147,18 @@ func (w *kindWatches) start(ctx context.Context, gvk schema.GroupVersionKind) (k
 	return kind, nil
 }
 
-// allowed asks the API server whether the operator may list and watch the kind in every
-// namespace, as its informers do. A kind once allowed is not asked about again.
+// allowed asks the API server whether the operator may do with the kind, in every namespace,
+// what it does with a component's objects (componentKindVerbs). Without list and watch, its
+// informer would never sync; without a write, every apply or prune would be refused and retried
+// for ever. A kind once allowed is not asked about again.
 func (w *kindWatches) allowed(ctx context.Context, gvk schema.GroupVersionKind) error {
 	mapping, err := w.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return fmt.Errorf("finding the resource of %s: %w", gvk.Kind, err)
 	}
 	resource := mapping.Resource.GroupResource().String()
-	for _, verb := range []string{"list", "watch"} {
+	var refused []string
+	for _, verb := range componentKindVerbs {
 		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: gvk.Group, Version: gvk.Version, Resource: mapping.Resource.Resource},
 		}}
@@ -148,8 +166,11 @@ func (w *kindWatches) allowed(ctx context.Context, gvk schema.GroupVersionKind) 
 			return fmt.Errorf("asking whether the operator may %s %s: %w", verb, resource, err)
 		}
 		if !review.Status.Allowed {
-			return &kindNotAllowedError{gvk: gvk, resource: resource}
+			refused = append(refused, verb)
 		}
+	}
+	if len(refused) > 0 {
+		return &kindNotAllowedError{gvk: gvk, resource: resource, verbs: refused}
 	}
 	return nil
 }
