@@ -13,6 +13,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/policy"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
@@ -199,11 +200,15 @@ func gauge(name string) float64 {
 	return -1
 }
 
-// A tenant admin may edit Secrets, the ones Landlord writes into its namespace included, but may
-// not set, change or remove Landlord's labels on them. A copy of a shared secret, or a
-// database's credentials, whose controller reference the tenant took off is still Landlord's by
-// those labels: a secret no longer shared with the tenant, and the credentials of a database
-// taken out of its spec, leave its namespace all the same.
+// The Secrets Landlord writes into a tenant's namespace (copies of shared secrets, databases'
+// credentials) are the platform's: a tenant admin, who writes Secrets of its own, cannot change
+// or delete them. Landlord puts back what is changed in them, but not what it does not set: a
+// tenant that took a copy's controller reference off, or added a finalizer of its own, would
+// keep a secret no longer shared with it. And a reference taken off anyway (by the platform, or
+// by a tenant before the policy) does not keep one either: Landlord knows its Secrets by its
+// labels, which only the operator sets or removes, so a secret no longer shared with the
+// tenant, and the credentials of a database taken out of its spec, leave its namespace all the
+// same.
 func TestATenantAdminCannotKeepWhatLandlordTakesAway(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
@@ -222,18 +227,65 @@ func TestATenantAdminCannotKeepWhatLandlordTakesAway(t *testing.T) {
 	}))
 	ns := opConfig.NamespaceName(name)
 	g.Eventually(func(g Gomega) { g.Expect(secretValue(g, name, secret)).To(Equal("r1")) }).WithTimeout(timeout).Should(Succeed())
-	taken := map[string]*corev1.Secret{
-		"a copy of a secret no longer shared leaves":                named(&corev1.Secret{}, ns, secret),
-		"the credentials of a database taken out of the spec leave": named(&corev1.Secret{}, ns, tenancyv1alpha1.DatabaseSecretName("dropped")),
+	copied := named(&corev1.Secret{}, ns, secret)
+	credentials := named(&corev1.Secret{}, ns, tenancyv1alpha1.DatabaseSecretName("dropped"))
+	admin := impersonate(t, "mallory", "oidc:"+name+".admins")
+	merge := func(doc string) client.Patch { return client.RawPatch(types.MergePatchType, []byte(doc)) }
+	unowned := merge(`{"metadata":{"ownerReferences":null}}`)
+
+	for _, tc := range []struct {
+		name    string
+		allowed bool
+		do      func() error
+	}{
+		{"a tenant admin taking a copy's controller reference off", false, func() error { return admin.Patch(ctx, copied.DeepCopy(), unowned) }},
+		{"a tenant admin holding a copy with a finalizer of its own", false, func() error {
+			return admin.Patch(ctx, copied.DeepCopy(), merge(`{"metadata":{"finalizers":["example.com/keep"]}}`))
+		}},
+		{"a tenant admin changing a database's credentials", false, func() error {
+			return admin.Patch(ctx, credentials.DeepCopy(), merge(`{"stringData":{"password":"guessed"}}`))
+		}},
+		{"a tenant admin deleting a database's credentials", false, func() error { return admin.Delete(ctx, credentials.DeepCopy()) }},
+		{"a tenant admin writing a Secret of its own", true, func() error {
+			own := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenants-own"}, StringData: map[string]string{"k": "v"}}
+			if err := admin.Create(ctx, own); err != nil {
+				return err
+			}
+			if err := admin.Patch(ctx, own, unowned); err != nil {
+				return err
+			}
+			return admin.Delete(ctx, own)
+		}},
+		{"the platform's administrator changing a copy", true, func() error {
+			return k8s.Patch(ctx, copied.DeepCopy(), merge(`{"metadata":{"annotations":{"example.com/seen":"yes"}}}`), client.DryRunAll)
+		}},
+	} {
+		verdict := " is refused"
+		if tc.allowed {
+			verdict = " is allowed"
+		}
+		t.Run(tc.name+verdict, func(t *testing.T) {
+			g := NewWithT(t)
+			err := tc.do()
+			if tc.allowed {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "expected Forbidden, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring(policy.ManagedSecrets), "the refusal names the policy")
+		})
 	}
 
-	// Suspended, the tenant gets no write of Landlord's: the references stay off while what
-	// the Secrets were for goes.
+	// Suspended, the tenant gets no write of Landlord's: the references stay off while what the
+	// Secrets were for goes.
 	setSuspend(g, name, true)
 	waitSuspended(t, name)
-	admin := impersonate(t, "mallory", "oidc:"+name+".admins")
+	taken := map[string]*corev1.Secret{
+		"a copy of a secret no longer shared leaves":                copied,
+		"the credentials of a database taken out of the spec leave": credentials,
+	}
 	for _, s := range taken {
-		g.Expect(admin.Patch(ctx, s, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"ownerReferences":null}}`)))).To(Succeed())
+		g.Expect(k8s.Patch(ctx, s, unowned)).To(Succeed())
 		g.Expect(s.OwnerReferences).To(BeEmpty())
 		g.Expect(s.Labels).To(HaveKeyWithValue(tenancyv1alpha1.TenantLabel, name))
 		// The operator's cache has seen the change: a Secret read from before it still names
@@ -253,7 +305,7 @@ func TestATenantAdminCannotKeepWhatLandlordTakesAway(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	}).WithTimeout(timeout).Should(BeTrue())
 	g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}},
-		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false,"databases":{"postgres":null}}}`)))).To(Succeed())
+		merge(`{"spec":{"suspend":false,"databases":{"postgres":null}}}`))).To(Succeed())
 	waitReady(t, name)
 	for what, s := range taken {
 		t.Run(what+" the namespace without their controller reference", func(t *testing.T) {

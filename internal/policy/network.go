@@ -224,24 +224,30 @@ func NetworkPolicyPeersPolicy(op Operator) *admissionregistrationv1.ValidatingAd
 
 // ManagedNetworkPoliciesPolicy keeps Landlord's NetworkPolicies in tenant namespaces as Landlord
 // writes them: tenant admins may write NetworkPolicies of their own, and RBAC cannot tell theirs
-// from Landlord's. Landlord's carry its managed-by label and the tenant's, which only the
-// operator may set (ManagedLabelsPolicy). The operator, Kubernetes' controllers (the namespace
-// controller empties a namespace being deleted) and whoever may change the namespace's quota (the
-// platform's administrators) are let through.
+// from Landlord's (see managedObjectsPolicy).
 func ManagedNetworkPoliciesPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
-	p := validatingPolicy(ManagedNetworkPolicies, networkPolicyRule(admissionregistrationv1.Update, admissionregistrationv1.Delete),
+	return managedObjectsPolicy(op, ManagedNetworkPolicies, networkPolicyRule(admissionregistrationv1.Update, admissionregistrationv1.Delete),
+		"Landlord's NetworkPolicies are the tenant's isolation: only the platform changes or deletes them; a NetworkPolicy of the tenant's own opens a path",
+		`'NetworkPolicy ' + oldObject.metadata.name + ' is Landlord\'s, part of the isolation of `+namespaceName+`: only the platform changes or deletes it. `+
+			`To open a path, create a NetworkPolicy of your own; its peers may be pods of `+namespaceName+`, the platform\'s namespaces and the address blocks the platform opens'`)
+}
+
+// managedObjectsPolicy refuses updates and deletes (rules) of Landlord's objects of a kind a
+// tenant role may also write its own of, so that RBAC cannot tell them apart. Landlord's carry
+// its managed-by label and the tenant's, which only the operator may set, change or remove
+// (ManagedLabelsPolicy): the policy selects by them, not by an owner reference a tenant could
+// take off. The operator, Kubernetes' controllers (the namespace controller empties a namespace
+// being deleted) and whoever may change the namespace's quota (the platform's administrators)
+// are let through.
+func managedObjectsPolicy(op Operator, name string, rules []admissionregistrationv1.NamedRuleWithOperations, message, messageExpression string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	p := validatingPolicy(name, rules,
 		admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			MatchConditions: append([]admissionregistrationv1.MatchCondition{{
 				Name: "not-the-operator-nor-kubernetes",
 				Expression: `!(request.userInfo.username in ` + celList(append([]string{op.User}, KubernetesControllers.Users...)) + `) && ` +
 					`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
 			}}, op.trustedCondition()...),
-			Validations: []admissionregistrationv1.Validation{
-				deny(platformAdministrator,
-					"Landlord's NetworkPolicies are the tenant's isolation: only the platform changes or deletes them; a NetworkPolicy of the tenant's own opens a path",
-					`'NetworkPolicy ' + oldObject.metadata.name + ' is Landlord\'s, part of the isolation of `+namespaceName+`: only the platform changes or deletes it. `+
-						`To open a path, create a NetworkPolicy of your own; its peers may be pods of `+namespaceName+`, the platform\'s namespaces and the address blocks the platform opens'`),
-			},
+			Validations: []admissionregistrationv1.Validation{deny(platformAdministrator, message, messageExpression)},
 		})
 	p.Spec.MatchConstraints.ObjectSelector = &metav1.LabelSelector{
 		MatchLabels:      map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue},

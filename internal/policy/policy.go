@@ -64,6 +64,7 @@ func TenantNamespaceObjects(op Operator) []client.Object {
 		RouteHostnamesPolicy(), validatingBinding(RouteHostnames),
 		ManagedLabelsPolicy(op), validatingBinding(ManagedLabels),
 		ComponentObjectsPolicy(op), validatingBinding(ComponentObjects),
+		ManagedSecretsPolicy(op), validatingBinding(ManagedSecrets),
 		PodSchedulingPolicy(), validatingBinding(PodScheduling),
 		DisruptionBudgetsPolicy(), validatingBinding(DisruptionBudgets),
 	}
