@@ -205,14 +205,29 @@ func gauge(name string) float64 {
 // or delete them. Landlord puts back what is changed in them, but not what it does not set: a
 // tenant that took a copy's controller reference off, or added a finalizer of its own, would
 // keep a secret no longer shared with it. And a reference taken off anyway (by the platform, or
-// by a tenant before the policy) does not keep one either: Landlord knows its Secrets by its
-// labels, which only the operator sets or removes, so a secret no longer shared with the
-// tenant, and the credentials of a database taken out of its spec, leave its namespace all the
-// same.
+// by a tenant before the policy), or a finalizer on a Secret of the tenant's own that Landlord's
+// copy took over, does not keep one either: Landlord knows its Secrets by its labels, which only
+// the operator sets or removes, and sets no finalizer on them, so a secret no longer shared with
+// the tenant, and the credentials of a database taken out of its spec, leave its namespace all
+// the same. (What the tenant read while it had them it may have kept: revoking that takes a new
+// value at the source.)
 func TestATenantAdminCannotKeepWhatLandlordTakesAway(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
 	const name, secret = "share-kept", "revoked-key"
+	createTenant(t, newTenant(name, func(t *tenancyv1alpha1.Tenant) {
+		t.Labels = map[string]string{"share": name}
+		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "Group", Name: "oidc:" + name + ".admins"}}
+		t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "dropped"}}
+	}))
+	ns := opConfig.NamespaceName(name)
+	admin := impersonate(t, "mallory", "oidc:"+name+".admins")
+	// Before the secret is shared, the tenant admin makes a Secret of its own under the copy's
+	// name, held by a finalizer: Landlord's copy takes it over, finalizer and all.
+	g.Expect(admin.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: secret, Finalizers: []string{"example.com/keep"}},
+		StringData: map[string]string{"token": "mine"},
+	})).To(Succeed())
 	storeShared(t, secret, "r1", func(s *corev1.Secret) {
 		s.Annotations = map[string]string{tenancyv1alpha1.TenantSelectorAnnotation: "share=" + name}
 	})
@@ -220,16 +235,9 @@ func TestATenantAdminCannotKeepWhatLandlordTakesAway(t *testing.T) {
 		_ = store.Delete(ctx, opConfig.Secrets.TemplateNamespace, secret)
 		op.TemplateSync.Trigger()
 	})
-	createTenant(t, newTenant(name, func(t *tenancyv1alpha1.Tenant) {
-		t.Labels = map[string]string{"share": name}
-		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "Group", Name: "oidc:" + name + ".admins"}}
-		t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "dropped"}}
-	}))
-	ns := opConfig.NamespaceName(name)
 	g.Eventually(func(g Gomega) { g.Expect(secretValue(g, name, secret)).To(Equal("r1")) }).WithTimeout(timeout).Should(Succeed())
 	copied := named(&corev1.Secret{}, ns, secret)
 	credentials := named(&corev1.Secret{}, ns, tenancyv1alpha1.DatabaseSecretName("dropped"))
-	admin := impersonate(t, "mallory", "oidc:"+name+".admins")
 	merge := func(doc string) client.Patch { return client.RawPatch(types.MergePatchType, []byte(doc)) }
 	unowned := merge(`{"metadata":{"ownerReferences":null}}`)
 
@@ -307,8 +315,9 @@ func TestATenantAdminCannotKeepWhatLandlordTakesAway(t *testing.T) {
 	g.Expect(k8s.Patch(ctx, &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		merge(`{"spec":{"suspend":false,"databases":{"postgres":null}}}`))).To(Succeed())
 	waitReady(t, name)
+	g.Expect(copied.Finalizers).To(ConsistOf("example.com/keep"), "the copy took the tenant's Secret over, finalizer and all")
 	for what, s := range taken {
-		t.Run(what+" the namespace without their controller reference", func(t *testing.T) {
+		t.Run(what+" the namespace without their controller reference, whatever finalizer they carry", func(t *testing.T) {
 			NewWithT(t).Eventually(func() bool {
 				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{}))
 			}).WithTimeout(timeout).Should(BeTrue(), "the tenant kept %s", s.Name)

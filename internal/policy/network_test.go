@@ -128,38 +128,55 @@ func TestThePeersPolicyJudgesTenantsNetworkPoliciesByTheirBounds(t *testing.T) {
 	})
 }
 
-// Landlord's own NetworkPolicies are refused to tenant users: the policy reaches updates and
-// deletes of objects labelled as Landlord's for a tenant, and lets the operator and Kubernetes'
-// controllers (the namespace controller empties a namespace being deleted) through.
-func TestLandlordsNetworkPoliciesAreGuardedByTheirLabels(t *testing.T) {
-	p := policy.ManagedNetworkPoliciesPolicy(policy.Operator{User: "system:serviceaccount:ops:landlord"})
-	rules := p.Spec.MatchConstraints.ResourceRules
-	if len(rules) != 1 || !slices.Equal(rules[0].Resources, []string{"networkpolicies"}) ||
-		!slices.Equal(rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete}) {
-		t.Errorf("rules = %+v", rules)
-	}
-	sel, err := metav1.LabelSelectorAsSelector(p.Spec.MatchConstraints.ObjectSelector)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, tc := range map[string]struct {
-		labels  map[string]string
-		guarded bool
+// Landlord's own NetworkPolicies and Secrets are refused to tenant users: each policy reaches
+// updates and deletes of objects labelled as Landlord's for a tenant (labels only the operator
+// sets, so a tenant cannot shed them by taking an owner reference off), and lets the operator
+// and Kubernetes' controllers (the namespace controller empties a namespace being deleted)
+// through. A component's Secrets are the component-objects policy's.
+func TestLandlordsNetworkPoliciesAndSecretsAreGuardedByTheirLabels(t *testing.T) {
+	op := policy.Operator{User: "system:serviceaccount:ops:landlord"}
+	landlords := map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue, tenancyv1alpha1.TenantLabel: "acme"}
+	components := map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue, tenancyv1alpha1.TenantLabel: "acme", tenancyv1alpha1.ComponentLabel: "web"}
+	for _, pc := range []struct {
+		policy              *admissionregistrationv1.ValidatingAdmissionPolicy
+		resource            string
+		componentsOwnGuards bool
 	}{
-		"Landlord's policy":          {map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue, tenancyv1alpha1.TenantLabel: "acme"}, true},
-		"the tenant's own policy":    {map[string]string{"app": "web"}, false},
-		"another tool's policy":      {map[string]string{tenancyv1alpha1.ManagedByLabel: "Helm"}, false},
-		"a policy of Landlord's own": {map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue}, false},
+		{policy.ManagedNetworkPoliciesPolicy(op), "networkpolicies", false},
+		{policy.ManagedSecretsPolicy(op), "secrets", true},
 	} {
-		t.Run(name+map[bool]string{true: " is guarded", false: " is not"}[tc.guarded], func(t *testing.T) {
-			if got := sel.Matches(labels.Set(tc.labels)); got != tc.guarded {
-				t.Errorf("object selector %s matches %v: %v", sel, tc.labels, got)
+		p := pc.policy
+		t.Run(p.Name, func(t *testing.T) {
+			rules := p.Spec.MatchConstraints.ResourceRules
+			if len(rules) != 1 || !slices.Equal(rules[0].Resources, []string{pc.resource}) ||
+				!slices.Equal(rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Update, admissionregistrationv1.Delete}) {
+				t.Errorf("rules = %+v", rules)
+			}
+			sel, err := metav1.LabelSelectorAsSelector(p.Spec.MatchConstraints.ObjectSelector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, tc := range map[string]struct {
+				labels  map[string]string
+				guarded bool
+			}{
+				"Landlord's, for a tenant":      {landlords, true},
+				"a component's":                 {components, !pc.componentsOwnGuards},
+				"the tenant's own":              {map[string]string{"app": "web"}, false},
+				"another tool's":                {map[string]string{tenancyv1alpha1.ManagedByLabel: "Helm"}, false},
+				"Landlord's, for no one tenant": {map[string]string{tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue}, false},
+			} {
+				t.Run(name+map[bool]string{true: " is guarded", false: " is not"}[tc.guarded], func(t *testing.T) {
+					if got := sel.Matches(labels.Set(tc.labels)); got != tc.guarded {
+						t.Errorf("object selector %s matches %v: %v", sel, tc.labels, got)
+					}
+				})
+			}
+			want := `!(request.userInfo.username in ['system:serviceaccount:ops:landlord', 'system:kube-controller-manager']) && ` +
+				`!request.userInfo.username.startsWith('system:serviceaccount:kube-system:')`
+			if len(p.Spec.MatchConditions) != 1 || p.Spec.MatchConditions[0].Expression != want {
+				t.Errorf("match conditions = %+v, want %s", p.Spec.MatchConditions, want)
 			}
 		})
-	}
-	want := `!(request.userInfo.username in ['system:serviceaccount:ops:landlord', 'system:kube-controller-manager']) && ` +
-		`!request.userInfo.username.startsWith('system:serviceaccount:kube-system:')`
-	if len(p.Spec.MatchConditions) != 1 || p.Spec.MatchConditions[0].Expression != want {
-		t.Errorf("match conditions = %+v, want %s", p.Spec.MatchConditions, want)
 	}
 }

@@ -266,7 +266,8 @@ func (r *Reconciler) releaseDatabase(ctx context.Context, s *tenantScope, st *te
 	switch {
 	case err == nil:
 		// Known by its labels, which only the operator may set, change or remove in the tenant's
-		// namespace: a tenant admin who took its controller reference off keeps it no more.
+		// namespace: one whose controller reference was taken off goes all the same. (A database
+		// cannot move to the other engine under its name, so this Secret is no other's.)
 		labels := map[string]string{tenancyv1alpha1.TenantLabel: t.Name, tenancyv1alpha1.DatabaseEngineLabel: string(st.Engine)}
 		if _, err := writes.DeleteIfLabelled(ctx, r.Client, r.APIReader, sec, labels); err != nil {
 			return fmt.Errorf("removing secret %s/%s: %w", s.namespace, sec.Name, err)

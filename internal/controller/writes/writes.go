@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -39,17 +40,30 @@ func DeleteIfControlled(ctx context.Context, c client.Client, reader client.Read
 // DeleteIfLabelled is DeleteIfControlled for an object Landlord marks as its own by labels that
 // only its operator may set, change or remove in a tenant namespace (the managed-labels
 // policy): one that carries every label of labels is deleted, whatever its owner references
-// say. A tenant that may edit the object may take its controller reference off; it cannot take
-// it out of Landlord's hands that way.
+// say, and whatever finalizers it carries. Landlord sets none on what it labels: one there was
+// put by someone else (a tenant's Secret of the same name that Landlord's apply took over, or
+// an edit from before the policies guarded it) to keep the object, and is taken off first,
+// under the object's resourceVersion as read, so that the object does go.
 func DeleteIfLabelled(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, labels map[string]string) (bool, error) {
-	return deleteIf(ctx, c, reader, obj, func(o metav1.Object) bool {
+	ours := func(o metav1.Object) bool {
 		for k, v := range labels {
 			if got, ok := o.GetLabels()[k]; !ok || got != v {
 				return false
 			}
 		}
 		return len(labels) > 0
-	})
+	}
+	if ours(obj) && len(obj.GetFinalizers()) > 0 {
+		orig, _ := obj.DeepCopyObject().(client.Object)
+		obj.SetFinalizers(nil)
+		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("taking the finalizers off %s: %w", ObjectRef(obj), err)
+		}
+	}
+	return deleteIf(ctx, c, reader, obj, ours)
 }
 
 // deleteIf deletes obj, as it was read or as it stands now under its name, when ours says so of
