@@ -14,14 +14,9 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// twoSettings renders a ConfigMap that stays and, while .Values.extra is set, one that goes.
-const twoSettings = `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-data:
-  organization: {{ .Tenant.Organization | quote }}
-{{- if .Values.extra }}
+// twoSettings renders settingsManifests' ConfigMap, which stays, and, while .Values.extra is
+// set, one that goes.
+const twoSettings = settingsManifests + `{{- if .Values.extra }}
 ---
 apiVersion: v1
 kind: ConfigMap
