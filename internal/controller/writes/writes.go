@@ -1,7 +1,8 @@
 // Package writes holds the writes every reconciler makes the same way: a status patched only
-// when it changed, a delete only of what the owner controls (or Landlord's labels mark), as it was read, a conflict retried
-// rather than logged, and a repaired drift counted, logged and recorded as an event; and the
-// names (log keys, references in messages) those writes give the objects they touch.
+// when it changed, a delete only of what the owner controls (or Landlord's labels mark) as it
+// was read, a conflict retried rather than logged, and a repaired drift counted, logged and
+// recorded as an event; and the names (log keys, references in messages) those writes give the
+// objects they touch.
 package writes
 
 import (
