@@ -13,6 +13,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/policy"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
@@ -304,4 +305,31 @@ func TestATenantAdminCannotKeepWhatLandlordTakesAway(t *testing.T) {
 			}).WithTimeout(timeout).Should(BeTrue(), "the tenant kept %s", s.Name)
 		})
 	}
+}
+
+// A Secret is deleted by its labels as they were read: one rewritten since without them (the
+// name now holds a database's credentials, written by the same operator) is not deleted on the
+// word of a stale read; read again, it is judged again.
+func TestASecretIsDeletedByItsLabelsOnlyAsTheyWereRead(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "labelled-deletes"}}
+	g.Expect(k8s.Create(ctx, ns)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	copyLabels := map[string]string{tenancyv1alpha1.SharedCopyLabel: "true", tenancyv1alpha1.TenantLabel: "acme"}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "db-app", Labels: copyLabels}}
+	g.Expect(k8s.Create(ctx, s)).To(Succeed())
+	read := s.DeepCopy()
+
+	s.Labels = map[string]string{tenancyv1alpha1.TenantLabel: "acme", tenancyv1alpha1.DatabaseEngineLabel: "postgres"}
+	g.Expect(k8s.Update(ctx, s)).To(Succeed())
+	deleted, err := writes.DeleteIfLabelled(ctx, k8s, k8s, read, copyLabels)
+	g.Expect(deleted).To(BeFalse(), "deleted on labels it no longer carries")
+	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "want a conflict to retry on, got %v", err)
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{})).To(Succeed())
+
+	deleted, err = writes.DeleteIfLabelled(ctx, k8s, k8s, s, map[string]string{tenancyv1alpha1.DatabaseEngineLabel: "postgres"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(deleted).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(s), &corev1.Secret{}))).To(BeTrue())
 }

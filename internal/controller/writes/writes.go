@@ -35,7 +35,7 @@ func PatchStatus[S any](ctx context.Context, c client.Client, obj client.Object,
 // now is deleted if owner controls it, by its UID. Not by the resourceVersion read: any write
 // since (a status, a scale, which a tenant may make) would refuse that delete, again and again.
 func DeleteIfControlled(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, owner metav1.Object) (bool, error) {
-	return deleteIf(ctx, c, reader, obj, func(o metav1.Object) bool { return metav1.IsControlledBy(o, owner) })
+	return deleteIf(ctx, c, reader, obj, func(o metav1.Object) bool { return metav1.IsControlledBy(o, owner) }, false)
 }
 
 // DeleteIfLabelled is DeleteIfControlled for an object Landlord marks as its own by labels that
@@ -45,6 +45,12 @@ func DeleteIfControlled(ctx context.Context, c client.Client, reader client.Read
 // put by someone else (a tenant's Secret of the same name that Landlord's apply took over, or
 // an edit from before the policies guarded it) to keep the object, and is taken off first,
 // under the object's resourceVersion as read, so that the object does go.
+//
+// The delete stands on that resourceVersion too: labels are judged as they were read, and a
+// name rewritten since (by the operator itself, for another of its objects, as a cache behind
+// may not show yet) is refused with a conflict, and judged again on the next read. Only the
+// operator and the platform write these objects (the managed-secrets policy), so no tenant can
+// hold the delete off by writing.
 func DeleteIfLabelled(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, labels map[string]string) (bool, error) {
 	ours := func(o metav1.Object) bool {
 		for k, v := range labels {
@@ -64,17 +70,17 @@ func DeleteIfLabelled(ctx context.Context, c client.Client, reader client.Reader
 			return false, fmt.Errorf("taking the finalizers off %s: %w", ObjectRef(obj), err)
 		}
 	}
-	return deleteIf(ctx, c, reader, obj, ours)
+	return deleteIf(ctx, c, reader, obj, ours, true)
 }
 
 // deleteIf deletes obj, as it was read or as it stands now under its name, when ours says so of
-// it (see DeleteIfControlled).
-func deleteIf(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, ours func(metav1.Object) bool) (bool, error) {
+// it (see DeleteIfControlled), by the UID of what was judged; asRead also by its resourceVersion.
+func deleteIf(ctx context.Context, c client.Client, reader client.Reader, obj client.Object, ours func(metav1.Object) bool, asRead bool) (bool, error) {
 	if !ours(obj) {
 		return false, nil
 	}
-	uid := obj.GetUID()
-	if uid == "" {
+	var judged metav1.Object = obj
+	if obj.GetUID() == "" {
 		if reader == nil {
 			return false, fmt.Errorf("deleting %s: it was read without its UID, and there is no reader to look it up", ObjectRef(obj))
 		}
@@ -91,9 +97,14 @@ func deleteIf(ctx context.Context, c client.Client, reader client.Reader, obj cl
 			// Someone else's, or already going (a finalizer holds it): nothing to send.
 			return false, nil
 		}
-		uid = live.GetUID()
+		judged = live
 	}
-	if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+	uid, version := judged.GetUID(), judged.GetResourceVersion()
+	pre := client.Preconditions{UID: &uid}
+	if asRead {
+		pre.ResourceVersion = &version
+	}
+	if err := c.Delete(ctx, obj, pre); client.IgnoreNotFound(err) != nil {
 		return false, err
 	}
 	return true, nil
