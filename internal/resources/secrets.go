@@ -61,6 +61,13 @@ func SharedSecrets(t *tenancyv1alpha1.Tenant, namespace string, templates []core
 		if !shared {
 			continue
 		}
+		if db, ok := credentialsNamed(t, src.Name); ok {
+			// One field manager writes both: each apply would take the other's keys away.
+			errs = append(errs, SourceError{Source: src, Err: fmt.Errorf(
+				"secret %s/%s is not copied into %s: tenant %s keeps the credentials of its database %s under that name; give the shared secret another name",
+				src.Namespace, src.Name, namespace, t.Name, db)})
+			continue
+		}
 		meta := objectMeta(t, namespace, src.Name)
 		meta.Labels[tenancyv1alpha1.SharedCopyLabel] = "true"
 		meta.Annotations = map[string]string{
@@ -105,4 +112,18 @@ func TemplateSecret(namespace string, stored *corev1.Secret) *corev1.Secret {
 		Type:       stored.Type,
 		Data:       stored.Data,
 	}
+}
+
+// credentialsNamed is the database of t's spec whose credentials Secret is called name, if any.
+func credentialsNamed(t *tenancyv1alpha1.Tenant, name string) (string, bool) {
+	db, ok := tenancyv1alpha1.DatabaseOfSecret(name)
+	if !ok {
+		return "", false
+	}
+	for _, d := range slices.Concat(t.Spec.Databases.Postgres, t.Spec.Databases.MySQL) {
+		if d.Name == db {
+			return db, true
+		}
+	}
+	return "", false
 }

@@ -1,6 +1,8 @@
 package resources_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,5 +93,44 @@ func TestSecretHashFollowsTypeAndData(t *testing.T) {
 	}
 	if resources.SecretHash(shifted) == resources.SecretHash(unshifted) {
 		t.Error("key/value boundaries are not part of the hash")
+	}
+}
+
+// A shared secret named as a tenant's database credentials (db-<database>) would be written
+// over them by one apply and back by the next, without end, with one field manager: the
+// credentials' keys gone between. It is not copied into that tenant, and the template says why;
+// every other tenant still gets it.
+func TestASharedSecretNamedForADatabasesCredentialsIsNotCopiedOverThem(t *testing.T) {
+	shared := map[string]string{tenancyv1alpha1.SharedLabel: "true"}
+	templates := []corev1.Secret{
+		template(tenancyv1alpha1.DatabaseSecretName("app"), corev1.SecretTypeOpaque, shared, nil),
+		template("api-key", corev1.SecretTypeOpaque, shared, nil),
+	}
+	for name, tc := range map[string]struct {
+		databases tenancyv1alpha1.Databases
+		want      []string
+		refused   bool
+	}{
+		"a tenant with a PostgreSQL database of that name does not get it": {
+			tenancyv1alpha1.Databases{Postgres: []tenancyv1alpha1.Database{{Name: "app"}}}, []string{"api-key"}, true},
+		"a tenant with a MySQL database of that name does not get it": {
+			tenancyv1alpha1.Databases{MySQL: []tenancyv1alpha1.Database{{Name: "app"}}}, []string{"api-key"}, true},
+		"a tenant without one gets it": {
+			tenancyv1alpha1.Databases{Postgres: []tenancyv1alpha1.Database{{Name: "other"}}}, []string{"api-key", "db-app"}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tn := tenant(func(t *tenancyv1alpha1.Tenant) { t.Spec.Databases = tc.databases })
+			copies, invalid := resources.SharedSecrets(tn, "tenant-acme", templates)
+			var got []string
+			for _, c := range copies {
+				got = append(got, c.Name)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("copies = %v, want %v", got, tc.want)
+			}
+			if refused := len(invalid) == 1 && invalid[0].Source.Name == "db-app" && strings.Contains(invalid[0].Err.Error(), "database app"); refused != tc.refused || (!tc.refused && len(invalid) > 0) {
+				t.Errorf("invalid = %+v, want db-app refused naming the database: %v", invalid, tc.refused)
+			}
+		})
 	}
 }
