@@ -61,16 +61,14 @@ type Record struct {
 // t's metadata is the server's: nothing written or fingerprinted carries the record. t's
 // status.usage stays as it was: nil from the cache, whole in an API server's answer.
 func Take(t *tenancyv1alpha1.Tenant) *Record {
-	r := &Record{decoded: t.Status.Usage, done: t.Status.Usage != nil}
+	r := &Record{decoded: t.Status.Usage, done: true}
 	raw, ok := t.Annotations[CachedAnnotation]
 	if !ok {
-		r.done = true
 		return r
 	}
-	if !r.done && apply.ShapedByCache(t) {
-		r.raw = raw
-	} else {
-		r.done = true
+	if t.Status.Usage == nil && apply.ShapedByCache(t) {
+		// The cache's copy: its usage is the record, decoded when asked for.
+		r.raw, r.done = raw, false
 	}
 	delete(t.Annotations, CachedAnnotation)
 	if len(t.Annotations) == 0 {
