@@ -86,12 +86,17 @@ type Isolation struct {
 	// every pod that names none.
 	PriorityClasses []string `json:"priorityClasses,omitempty"`
 	// Tolerations are the taints tenants' pods may tolerate besides their own node pool's and
-	// the node conditions Kubernetes tolerates on its own (node.kubernetes.io/not-ready,
-	// unreachable, and those DaemonSets get), each written as kubectl writes a taint: "key" or
+	// failed nodes' (node.kubernetes.io/not-ready and unreachable, with effect NoExecute, as
+	// Kubernetes tolerates them on every pod), each written as kubectl writes a taint: "key" or
 	// "key=value", then ":Effect" for that effect only. "key" tolerates the taint with operator
 	// Exists, "key=value" with Equal. Empty (the default) allows no other: in particular not the
 	// control plane's taint.
 	Tolerations []string `json:"tolerations,omitempty"`
+	// MaxTerminationGracePeriod is the longest termination grace period a tenant's pod may ask
+	// for (terminationGracePeriodSeconds, in whole seconds; a preStop hook runs within it). A
+	// drain of a node waits that long for each of its pods, so it bounds how long one tenant
+	// can hold the drain of a node it shares with others. Default 5m.
+	MaxTerminationGracePeriod metav1.Duration `json:"maxTerminationGracePeriod,omitempty"`
 	// Audit is what the operator does with objects in tenant namespaces that break an isolation
 	// policy, found when it starts and whenever it puts back a policy that was missing: Delete
 	// (the default) deletes those that reach across tenants and reports the rest, Report only
@@ -113,6 +118,16 @@ type Isolation struct {
 // DefaultPlatformNamespaces are the namespaces network.platformNamespaceSelector lets reach
 // tenants' pods by default: the ingress controller's and monitoring's.
 var DefaultPlatformNamespaces = []string{"ingress-nginx", "monitoring"}
+
+// DisruptionBudgetsQuota is the quota key counting a namespace's PodDisruptionBudgets.
+const DisruptionBudgetsQuota corev1.ResourceName = "count/poddisruptionbudgets.policy"
+
+// DefaultMaxTerminationGracePeriod is isolation.maxTerminationGracePeriod's default: long enough
+// for a server to drain its connections, short enough that a node's drain ends within minutes.
+const DefaultMaxTerminationGracePeriod = 5 * time.Minute
+
+// MaxTerminationGracePeriodBound bounds isolation.maxTerminationGracePeriod itself.
+const MaxTerminationGracePeriodBound = 24 * time.Hour
 
 // MaxIngressClasses bounds isolation.ingressClasses, as the CRD bounds a Tenant's own list.
 const MaxIngressClasses = 16
@@ -473,6 +488,17 @@ func (c *Config) applyDefaults() {
 			corev1.ResourceRequestsStorage:        resource.MustParse("100Gi"),
 		}
 	}
+	// One PodDisruptionBudget per tenant namespace, added key by key to a quota of one's own: two
+	// budgets over one pod make every eviction of it fail, and with it every drain of its node,
+	// and admission cannot see a namespace's other budgets. A platform whose components render
+	// more budgets raises it (defaults.quota, or a tenant's spec.quota), each selecting pods of
+	// its own.
+	if _, ok := c.Defaults.Quota[DisruptionBudgetsQuota]; !ok {
+		c.Defaults.Quota[DisruptionBudgetsQuota] = resource.MustParse("1")
+	}
+	if c.Isolation.MaxTerminationGracePeriod.Duration == 0 {
+		c.Isolation.MaxTerminationGracePeriod.Duration = DefaultMaxTerminationGracePeriod
+	}
 	l := &c.Defaults.Limits
 	if l.Default == nil {
 		l.Default = corev1.ResourceList{
@@ -660,6 +686,9 @@ func (c *Config) Validate() error {
 		seenClasses[class] = true
 	}
 	errs = append(errs, c.Isolation.validateScheduling()...)
+	if d := c.Isolation.MaxTerminationGracePeriod.Duration; d < time.Second || d > MaxTerminationGracePeriodBound || d%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("isolation.maxTerminationGracePeriod: %s is not a whole number of seconds between 1s and %s", d, MaxTerminationGracePeriodBound))
+	}
 	errs = append(errs, c.Isolation.validateAudit()...)
 	errs = append(errs, c.Isolation.validateTrusted(c.NamespacePrefix)...)
 	errs = append(errs, c.Network.validate()...)

@@ -46,8 +46,12 @@ network:
 	if c.NamespaceName("acme") != "t-acme" {
 		t.Errorf("namespace name = %q", c.NamespaceName("acme"))
 	}
-	if q := c.Defaults.Quota[corev1.ResourceRequestsCPU]; q.Cmp(resource.MustParse("1")) != 0 || len(c.Defaults.Quota) != 1 {
+	if q := c.Defaults.Quota[corev1.ResourceRequestsCPU]; q.Cmp(resource.MustParse("1")) != 0 || len(c.Defaults.Quota) != 2 {
 		t.Errorf("quota = %v", c.Defaults.Quota)
+	}
+	// A quota of one's own still holds one disruption budget per tenant namespace.
+	if q := c.Defaults.Quota[config.DisruptionBudgetsQuota]; q.Cmp(resource.MustParse("1")) != 0 {
+		t.Errorf("quota[%s] = %v, want 1", config.DisruptionBudgetsQuota, q)
 	}
 	if c.Controller.MaxConcurrentReconciles != 16 || c.Client.QPS != 200 || c.Client.Burst != 400 {
 		t.Errorf("limits not applied: %+v %+v", c.Controller, c.Client)

@@ -52,6 +52,7 @@ func TestTenantPodsStayWithinTheirSchedulingAllowance(t *testing.T) {
 			Spec: policyv1.PodDisruptionBudgetSpec{
 				Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 				MinAvailable: minAvailable, MaxUnavailable: maxUnavailable,
+				UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
 			},
 		}
 	}
@@ -132,7 +133,12 @@ func TestTenantPodsStayWithinTheirSchedulingAllowance(t *testing.T) {
 	}
 	for _, tc := range admitted {
 		t.Run(tc.name+" is admitted", func(t *testing.T) {
-			NewWithT(t).Expect(admin.Create(ctx, tc.obj)).To(Succeed())
+			var opts []client.CreateOption
+			if _, ok := tc.obj.(*policyv1.PodDisruptionBudget); ok {
+				// The namespace's quota holds one budget: each is judged alone, none kept.
+				opts = append(opts, client.DryRunAll)
+			}
+			NewWithT(t).Expect(admin.Create(ctx, tc.obj, opts...)).To(Succeed())
 		})
 	}
 

@@ -30,6 +30,17 @@ type Operator struct {
 	// Trusted are the platform's own tools (isolation.trustedPrincipals) that the guards over
 	// Landlord's labels, annotations and objects let through, as they let the operator through.
 	Trusted []rbacv1.Subject
+	// MaxTerminationGracePeriodSeconds bounds tenants' pods' termination grace period
+	// (isolation.maxTerminationGracePeriod); 0 is DefaultMaxTerminationGracePeriodSeconds.
+	MaxTerminationGracePeriodSeconds int64
+}
+
+// maxGraceSeconds is the termination grace period tenants' pods may ask for at most.
+func (op Operator) maxGraceSeconds() int64 {
+	if op.MaxTerminationGracePeriodSeconds > 0 {
+		return op.MaxTerminationGracePeriodSeconds
+	}
+	return DefaultMaxTerminationGracePeriodSeconds
 }
 
 // OperatorOf is the operator as a configuration runs it, with its leader election lease in
@@ -42,6 +53,8 @@ func OperatorOf(cfg config.Config, leaseNamespace string) Operator {
 		Namespaces: operatorNamespaces(cfg, leaseNamespace),
 		Network:    NetworkBoundsOf(cfg.Network),
 		Trusted:    cfg.Isolation.TrustedPrincipals,
+		// Whole seconds, as a pod writes it.
+		MaxTerminationGracePeriodSeconds: int64(cfg.Isolation.MaxTerminationGracePeriod.Seconds()),
 	}
 }
 

@@ -65,8 +65,9 @@ func TenantNamespaceObjects(op Operator) []client.Object {
 		ManagedLabelsPolicy(op), validatingBinding(ManagedLabels),
 		ComponentObjectsPolicy(op), validatingBinding(ComponentObjects),
 		ManagedSecretsPolicy(op), validatingBinding(ManagedSecrets),
-		PodSchedulingPolicy(), validatingBinding(PodScheduling),
+		PodSchedulingPolicy(op.maxGraceSeconds()), validatingBinding(PodScheduling),
 		DisruptionBudgetsPolicy(), validatingBinding(DisruptionBudgets),
+		PodFinalizersPolicy(), validatingBinding(PodFinalizers),
 	}
 }
 
