@@ -31,6 +31,9 @@ const (
 	// ConnectionsOvercommittedCondition, on a DatabaseServer and only while true: its tenant
 	// logins may together hold more sessions than the server has slots for.
 	ConnectionsOvercommittedCondition = "ConnectionsOvercommitted"
+	// MaxTenantsReachedCondition, on a TenantPool and only while true: the pool has created
+	// spec.maxTenants tenants that still exist, and creates no spare.
+	MaxTenantsReachedCondition = "MaxTenantsReached"
 )
 
 // Condition reasons.

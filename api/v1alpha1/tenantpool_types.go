@@ -35,6 +35,56 @@ type TenantPoolSpec struct {
 
 	// Template is what spares are created from.
 	Template TenantTemplate `json:"template"`
+
+	// MaxTenants caps the tenants the pool has created that still exist: those it handed out
+	// and its spares (Ready, provisioning or suspended). Every claim bound makes the pool create
+	// a spare in its place, so without a cap each claim is a new tenant for good. At the cap the
+	// pool creates no spare, says so in its MaxTenantsReached condition (Stalled while it holds
+	// fewer spares than replicas), and claims wait with the reason MaxTenantsReached until it is
+	// raised or tenants are deleted. Unlimited when unset.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxTenants *int32 `json:"maxTenants,omitempty"`
+
+	// Claims says whose TenantClaims the pool binds, and what a claim may ask for.
+	// +optional
+	Claims TenantPoolClaims `json:"claims,omitempty"`
+}
+
+// TenantPoolClaims says whose claims a pool binds and which labels they may put on a tenant.
+// A claim the pool does not allow is never bound: it is Stalled with the reason ClaimRefused,
+// naming the field, until it is deleted or the pool allows it.
+type TenantPoolClaims struct {
+	// NamespaceSelector selects the namespaces whose claims the pool binds. Unset, claims from
+	// every namespace are bound: who may create a TenantClaim there is RBAC's to say (the
+	// landlord-claimer ClusterRole, which no built-in role includes).
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// AllowedLabels are the labels a claim may put on its tenant, each with the values it may
+	// take. Shared secrets, rollouts and backup schedules select tenants by label, so a label a
+	// customer chooses (plan: enterprise) would choose what its tenant gets. A claim setting a
+	// label not listed, or to a value not listed, is refused. Empty: a claim sets no label.
+	// +listType=map
+	// +listMapKey=key
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	AllowedLabels []AllowedClaimLabel `json:"allowedLabels,omitempty"`
+}
+
+// AllowedClaimLabel is a label a claim may set.
+type AllowedClaimLabel struct {
+	// Key is the label's key; keys under tenancy.landlord.dev/ are Landlord's.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('tenancy.landlord.dev/')",message="label keys under tenancy.landlord.dev/ are reserved for Landlord"
+	Key string `json:"key"`
+
+	// Values are the values the label may take; empty allows any.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +optional
+	Values []string `json:"values,omitempty"`
 }
 
 // TenantPoolStatus counts the pool's tenants.
@@ -56,7 +106,9 @@ type TenantPoolStatus struct {
 	// Allocated tenants were handed out by this pool; the pool never touches them again.
 	// +optional
 	Allocated int32 `json:"allocated"`
-	// Conditions: Ready (the pool holds replicas Ready spares), Reconciling while filling.
+	// Conditions: Ready (the pool holds replicas Ready spares), Reconciling while filling,
+	// Stalled when spec.maxTenants keeps it from filling, and MaxTenantsReached, True while
+	// it has created spec.maxTenants tenants.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -75,6 +127,7 @@ type TenantPoolStatus struct {
 // +kubebuilder:printcolumn:name="Provisioning",type=integer,JSONPath=`.status.provisioning`
 // +kubebuilder:printcolumn:name="Allocated",type=integer,JSONPath=`.status.allocated`
 // +kubebuilder:printcolumn:name="Suspended",type=integer,JSONPath=`.status.suspended`,priority=1
+// +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.maxTenants`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters, so spare names fit"
 type TenantPool struct {
@@ -114,6 +167,12 @@ const (
 	ReasonNoReadySpare = "NoReadySpare"
 	// ReasonBound: the claim is bound to a tenant.
 	ReasonBound = "Bound"
+	// ReasonClaimRefused: the claim's pool does not bind claims from its namespace, or with
+	// its labels; the claim is never bound unless the pool comes to allow it.
+	ReasonClaimRefused = "ClaimRefused"
+	// ReasonMaxTenantsReached: the pool has created spec.maxTenants tenants and creates no more
+	// spares until it is raised or tenants are deleted.
+	ReasonMaxTenantsReached = "MaxTenantsReached"
 )
 
 // TenantClaimSpec asks a pool for a tenant for one customer.

@@ -135,6 +135,7 @@ func createPool(t *testing.T, c client.Client, name string, replicas int32) {
 		Spec: tenancyv1alpha1.TenantPoolSpec{
 			Replicas: replicas,
 			Template: tenancyv1alpha1.TenantTemplate{Labels: map[string]string{"pool-test": name}},
+			Claims:   tenancyv1alpha1.TenantPoolClaims{AllowedLabels: []tenancyv1alpha1.AllowedClaimLabel{{Key: "plan"}}},
 		},
 	}
 	if err := c.Create(context.Background(), pool); err != nil {

@@ -23,6 +23,7 @@ func newPool(name string, replicas int32) *tenancyv1alpha1.TenantPool {
 		Spec: tenancyv1alpha1.TenantPoolSpec{
 			Replicas: replicas,
 			Template: tenancyv1alpha1.TenantTemplate{Labels: map[string]string{"plan": "standard"}},
+			Claims:   tenancyv1alpha1.TenantPoolClaims{AllowedLabels: []tenancyv1alpha1.AllowedClaimLabel{{Key: "region"}}},
 		},
 	}
 }

@@ -470,6 +470,7 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 	claims := &tenantclaim.Reconciler{
 		Client: mgr.GetClient(), Urgent: urgent, Gate: gate, Config: &cfg,
 		Recorder: mgr.GetEventRecorder("landlord"), MaxConcurrentBinds: cfg.Controller.MaxConcurrentReconciles,
+		Namespaces: mgr.GetAPIReader(),
 	}
 	if err := claims.SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("setting up tenant claim controller: %w", err)

@@ -600,6 +600,7 @@ func TestTheChartRendersEveryValue(t *testing.T) {
 		"ConfigMap/landlord-system/landlord-dashboard",
 		"ClusterRole//landlord-view",
 		"ClusterRole//landlord-edit",
+		"ClusterRole//landlord-claimer",
 		"CustomResourceDefinition//tenants.tenancy.landlord.dev",
 	} {
 		t.Run("helm template with every value on renders "+k, func(t *testing.T) {
@@ -670,7 +671,7 @@ func TestTheAggregatedRolesCoverEveryKind(t *testing.T) {
 		}
 		return resources
 	}
-	view, edit := rules("landlord-view"), rules("landlord-edit")
+	view, edit, claimer := rules("landlord-view"), rules("landlord-edit"), rules("landlord-claimer")
 	for _, c := range []struct {
 		role, label string
 	}{
@@ -685,11 +686,28 @@ func TestTheAggregatedRolesCoverEveryKind(t *testing.T) {
 			}
 		})
 	}
+	t.Run("landlord-claimer is aggregated into no role", func(t *testing.T) {
+		for label := range objects["ClusterRole//landlord-claimer"]["metadata"].(map[string]any)["labels"].(map[string]any) {
+			if strings.HasPrefix(label, "rbac.authorization.k8s.io/aggregate-to-") {
+				t.Errorf("landlord-claimer carries %s", label)
+			}
+		}
+	})
 	for _, name := range policy.CRDNames {
 		plural, _, _ := strings.Cut(name, ".")
-		t.Run("view reads "+plural+" and their status, edit writes "+plural, func(t *testing.T) {
+		t.Run("view reads "+plural+" and their status, edit (or, for claims, claimer) writes "+plural, func(t *testing.T) {
 			if !slices.Equal(view[plural], []any{"get", "list", "watch"}) || !slices.Equal(view[plural+"/status"], []any{"get", "list", "watch"}) {
 				t.Errorf("landlord-view grants %v on %s and %v on its status", view[plural], plural, view[plural+"/status"])
+			}
+			if plural == "tenantclaims" {
+				// Each claim bound is a new tenant: claiming is granted on its own.
+				if _, ok := edit[plural]; ok {
+					t.Errorf("landlord-edit, in every namespace's edit and admin roles, grants %v on tenantclaims", edit[plural])
+				}
+				if !slices.Contains(claimer[plural], any("create")) || !slices.Contains(claimer[plural], any("delete")) {
+					t.Errorf("landlord-claimer grants %v on %s", claimer[plural], plural)
+				}
+				return
 			}
 			if !slices.Contains(edit[plural], any("create")) || !slices.Contains(edit[plural], any("delete")) {
 				t.Errorf("landlord-edit grants %v on %s", edit[plural], plural)

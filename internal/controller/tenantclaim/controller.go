@@ -10,9 +10,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -42,6 +44,10 @@ type Reconciler struct {
 	// Gate holds the operator's background writes back while a bind is under way, so the API
 	// server has room for it; nil holds nothing.
 	Gate *priority.Gate
+	// Namespaces reads a claim's namespace, for a pool that binds claims from some namespaces
+	// only: the cache holds tenants' namespaces, not those claims are made in. Nil reads
+	// through Client.
+	Namespaces client.Reader
 
 	// binds maps each claim this process bound (by namespace and name) to its bind: the claim's
 	// UID and its tenant's name. Keyed by name, so that a claim gone by its next reconcile, which
@@ -61,6 +67,7 @@ type bound struct {
 
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantclaims/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // SetupWithManager registers the controller: Pending claims of a pool are looked at again when
 // one of its spares is Ready (or changes while Ready), or the pool appears or goes. The indexes
@@ -123,6 +130,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Its spares are being deleted: binding one now would hand out a tenant about to go.
 		return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonPoolNotFound, fmt.Sprintf("TenantPool %s is being deleted", claim.Spec.Pool))
 	}
+	var namespaceLabels map[string]string
+	if pool.Spec.Claims.NamespaceSelector != nil {
+		ns := &corev1.Namespace{}
+		if err := r.namespaces().Get(ctx, client.ObjectKey{Name: claim.Namespace}, ns); err != nil {
+			return ctrl.Result{}, err
+		}
+		namespaceLabels = ns.Labels
+	}
+	if why := refusal(pool, claim, namespaceLabels); why != "" {
+		// The claim never binds unless the pool comes to allow it: a change to the pool brings
+		// its pending claims back.
+		return ctrl.Result{}, r.setRefused(ctx, claim, why)
+	}
 
 	// The pool's unallocated tenants only: what it handed out is not visited. Read without a
 	// copy (a signup waits on this, and a pool of hundreds would be copied for each): they are
@@ -148,9 +168,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if bound, err := r.bindOne(ctx, claim, candidates, start); bound || err != nil {
 		return ctrl.Result{}, err
 	}
-	// The pool refills, and a spare turning Ready re-triggers the pool's pending claims.
+	// The pool refills, and a spare turning Ready re-triggers the pool's pending claims; a pool
+	// at its cap refills once it is raised or tenants are deleted.
+	if meta.IsStatusConditionTrue(pool.Status.Conditions, tenancyv1alpha1.MaxTenantsReachedCondition) {
+		return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonMaxTenantsReached,
+			fmt.Sprintf("no Ready spare in pool %s, which has created its spec.maxTenants (%d) tenants; waiting until it is raised or tenants are deleted", pool.Name, ptr.Deref(pool.Spec.MaxTenants, 0)))
+	}
 	return ctrl.Result{}, r.setPending(ctx, claim, tenancyv1alpha1.ReasonNoReadySpare,
 		fmt.Sprintf("no Ready spare in pool %s; waiting for one", pool.Name))
+}
+
+// namespaces is the reader of claims' namespaces.
+func (r *Reconciler) namespaces() client.Reader {
+	if r.Namespaces != nil {
+		return r.Namespaces
+	}
+	return r.Client
 }
 
 // bindOne binds the claim to the first of candidates, from start on, that no other claim takes
@@ -245,6 +278,16 @@ func (r *Reconciler) setBound(ctx context.Context, claim *tenancyv1alpha1.Tenant
 	return nil
 }
 
+// setRefused says the claim's pool does not bind it, once: a Warning event the first time, and
+// the claim Stalled, which kstatus reads as failed.
+func (r *Reconciler) setRefused(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, why string) error {
+	if claim.Status.Reason != tenancyv1alpha1.ReasonClaimRefused || claim.Status.Message != why {
+		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonClaimRefused, "Bind", "%s", why)
+	}
+	return writes.PatchStatus(ctx, r.Client, claim, &claim.Status,
+		claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: tenancyv1alpha1.ReasonClaimRefused, Message: why}))
+}
+
 func (r *Reconciler) setPending(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, reason, msg string) error {
 	return writes.PatchStatus(ctx, r.Client, claim, &claim.Status,
 		claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: reason, Message: msg}))
@@ -252,15 +295,19 @@ func (r *Reconciler) setPending(ctx context.Context, claim *tenancyv1alpha1.Tena
 
 // claimStatus is next, the claim's phase, reason and message, with the kstatus conditions they
 // stand for, so kubectl wait --for=condition=Ready and Flux health checks work on claims: a
-// Bound claim is Ready; a Pending one is Reconciling, not Ready, with the reason it waits. A
-// claim never stalls: a missing pool may yet be created, and an empty one refills.
+// Bound claim is Ready; a Pending one is Reconciling, not Ready, with the reason it waits (a
+// missing pool may yet be created, and an empty one refills); a refused one is Stalled: it
+// waits on a change to its pool, or its own deletion.
 func claimStatus(claim *tenancyv1alpha1.TenantClaim, next tenancyv1alpha1.TenantClaimStatus) tenancyv1alpha1.TenantClaimStatus {
 	next.ObservedGeneration = claim.Generation
 	next.Conditions = append([]metav1.Condition(nil), claim.Status.Conditions...)
 	conds := conditions.For(&next.Conditions, claim.Generation)
-	if next.Phase == tenancyv1alpha1.ClaimBound {
+	switch {
+	case next.Phase == tenancyv1alpha1.ClaimBound:
 		conds.Ready(next.Reason, next.Message)
-	} else {
+	case next.Reason == tenancyv1alpha1.ReasonClaimRefused:
+		conds.Stalled(next.Reason, next.Message)
+	default:
 		conds.Reconciling(next.Reason, next.Message)
 	}
 	return next

@@ -3,6 +3,7 @@ package tenantclaim
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +45,10 @@ func (r *Reconciler) poolHandler() handler.EventHandler {
 			enqueue(ctx, q, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() {
+			// Deleted, a spec that allows claims it refused before, or a cap reached or left,
+			// which claims waiting on the pool say.
+			if e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
+				e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || atMaxTenants(e.ObjectOld) != atMaxTenants(e.ObjectNew) {
 				enqueue(ctx, q, e.ObjectNew)
 			}
 		},
@@ -74,4 +78,10 @@ func (r *Reconciler) pendingClaims(ctx context.Context, pool string) []reconcile
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
 	}
 	return out
+}
+
+// atMaxTenants is whether a pool says it has created spec.maxTenants tenants.
+func atMaxTenants(obj client.Object) bool {
+	pool, ok := obj.(*tenancyv1alpha1.TenantPool)
+	return ok && meta.IsStatusConditionTrue(pool.Status.Conditions, tenancyv1alpha1.MaxTenantsReachedCondition)
 }

@@ -114,7 +114,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		provisioning = append(provisioning, name)
 	}
 
-	plan := planPool(pool.Spec, ready, provisioning, collided)
+	allocated := r.allocations.count(pool.Name)
+	plan := planPool(pool.Spec, allocated+len(suspended), ready, provisioning, collided)
 	for range plan.create {
 		name, err := r.createSpare(ctx, pool)
 		if err != nil {
@@ -155,7 +156,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return result, writes.PatchStatus(ctx, r.Client, pool, &pool.Status,
 		poolStatus(pool, poolCounts{
 			ready: int32(len(ready)), provisioning: int32(len(provisioning)),
-			suspended: int32(len(suspended)), allocated: int32(r.allocations.count(pool.Name)),
+			suspended: int32(len(suspended)), allocated: int32(allocated),
+			tenants: int32(allocated + len(suspended) + len(ready) + len(provisioning)),
 		}))
 }
 
@@ -177,8 +179,10 @@ type poolPlan struct {
 // removes provisioning spares first (they cost least to replace), then ready ones, each in
 // name order so that concurrent reconciles choose the same. Collided spares drew the name of an
 // earlier tenant whose data is kept, and stalled rather than take it: they do not count, and
-// are removed (their deletion leaves the earlier tenant's data alone).
-func planPool(spec tenancyv1alpha1.TenantPoolSpec, ready, provisioning, collided []string) poolPlan {
+// are removed (their deletion leaves the earlier tenant's data alone). With spec.maxTenants it
+// creates no spare past the cap, counting the others the pool created and still has (allocated
+// and suspended) besides its spares.
+func planPool(spec tenancyv1alpha1.TenantPoolSpec, others int, ready, provisioning, collided []string) poolPlan {
 	replicas := int(spec.Replicas)
 	spares := len(ready) + len(provisioning)
 	remove := slices.Sorted(slices.Values(collided))
@@ -187,6 +191,10 @@ func planPool(spec tenancyv1alpha1.TenantPoolSpec, ready, provisioning, collided
 		n := replicas - spares
 		if limit := spec.MaxProvisioning; limit != nil {
 			n = min(n, int(*limit)-len(provisioning))
+		}
+		if limit := spec.MaxTenants; limit != nil {
+			// A collided spare counts until it is gone: its replacement waits for it.
+			n = min(n, int(*limit)-others-spares-len(collided))
 		}
 		return poolPlan{create: max(n, 0), remove: remove}
 	case spares > replicas:
@@ -275,6 +283,9 @@ func (r *Reconciler) createSpare(ctx context.Context, pool *tenancyv1alpha1.Tena
 // poolCounts are a pool's tenants by what they are to it.
 type poolCounts struct {
 	ready, provisioning, suspended, allocated int32
+	// tenants is every tenant the pool created that still exists and stays, spares and
+	// allocated, for spec.maxTenants.
+	tenants int32
 }
 
 // poolStatus is the status of a pool with these counts of spares and allocated tenants.
@@ -289,9 +300,21 @@ func poolStatus(pool *tenancyv1alpha1.TenantPool, n poolCounts) tenancyv1alpha1.
 	if n.suspended > 0 {
 		held = fmt.Sprintf(", %d suspended", n.suspended)
 	}
-	if n.ready >= pool.Spec.Replicas {
-		c.Ready(tenancyv1alpha1.ReasonSucceeded, fmt.Sprintf("%d spares ready%s", n.ready, held))
+	capped := pool.Spec.MaxTenants != nil && n.tenants >= *pool.Spec.MaxTenants
+	if capped {
+		c.Set(tenancyv1alpha1.MaxTenantsReachedCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonMaxTenantsReached,
+			fmt.Sprintf("the pool has created %d tenants (%d allocated), its spec.maxTenants: it creates no spare until that is raised or tenants are deleted", n.tenants, n.allocated))
 	} else {
+		// Present only while true, as Stalled is.
+		c.Remove(tenancyv1alpha1.MaxTenantsReachedCondition)
+	}
+	switch {
+	case n.ready >= pool.Spec.Replicas:
+		c.Ready(tenancyv1alpha1.ReasonSucceeded, fmt.Sprintf("%d spares ready%s", n.ready, held))
+	case capped && n.provisioning == 0:
+		c.Stalled(tenancyv1alpha1.ReasonMaxTenantsReached,
+			fmt.Sprintf("%d of %d spares ready, and the pool has created spec.maxTenants (%d) tenants: raise it, or delete tenants", n.ready, pool.Spec.Replicas, *pool.Spec.MaxTenants))
+	default:
 		c.Reconciling(tenancyv1alpha1.ReasonProgressing,
 			fmt.Sprintf("%d of %d spares ready, %d provisioning%s", n.ready, pool.Spec.Replicas, n.provisioning, held))
 	}

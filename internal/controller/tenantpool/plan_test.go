@@ -16,6 +16,8 @@ func TestPlanPool(t *testing.T) {
 		name                string
 		replicas            int32
 		maxProvisioning     *int32
+		maxTenants          *int32
+		others              int
 		ready, provisioning []string
 		collided            []string
 		create              int
@@ -31,12 +33,16 @@ func TestPlanPool(t *testing.T) {
 		{name: "shrinking to zero removes every spare", replicas: 0, ready: []string{"r1"}, provisioning: []string{"p1"}, remove: []string{"p1", "r1"}},
 		{name: "a spare stalled on an earlier tenant's data is removed and replaced", replicas: 2, ready: []string{"r1"}, collided: []string{"c1"}, create: 1, remove: []string{"c1"}},
 		{name: "a collided spare is removed from a full pool too", replicas: 1, ready: []string{"r1"}, collided: []string{"c1"}, remove: []string{"c1"}},
+		{name: "maxTenants bounds the creates, counting allocated and suspended tenants", replicas: 3, maxTenants: ptr.To[int32](5), others: 3, ready: []string{"r1"}, create: 1},
+		{name: "a pool at maxTenants creates none", replicas: 3, maxTenants: ptr.To[int32](4), others: 3, ready: []string{"r1"}},
+		{name: "a pool past maxTenants (lowered) creates none and removes none it needs", replicas: 3, maxTenants: ptr.To[int32](1), others: 3, ready: []string{"r1"}},
+		{name: "a collided spare counts towards maxTenants until it is gone", replicas: 2, maxTenants: ptr.To[int32](2), ready: []string{"r1"}, collided: []string{"c1"}, remove: []string{"c1"}},
 		{name: "collided spares go first when shrinking", replicas: 0, ready: []string{"r1"}, collided: []string{"c1"}, remove: []string{"c1", "r1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			spec := tenancyv1alpha1.TenantPoolSpec{Replicas: tc.replicas, MaxProvisioning: tc.maxProvisioning}
+			spec := tenancyv1alpha1.TenantPoolSpec{Replicas: tc.replicas, MaxProvisioning: tc.maxProvisioning, MaxTenants: tc.maxTenants}
 			ready, provisioning := slices.Clone(tc.ready), slices.Clone(tc.provisioning)
-			got := planPool(spec, ready, provisioning, tc.collided)
+			got := planPool(spec, tc.others, ready, provisioning, tc.collided)
 			if got.create != tc.create || !slices.Equal(got.remove, tc.remove) {
 				t.Errorf("plan = create %d, remove %v; want create %d, remove %v", got.create, got.remove, tc.create, tc.remove)
 			}
@@ -74,6 +80,38 @@ func TestPoolStatus(t *testing.T) {
 			}
 			if got := meta.IsStatusConditionTrue(s.Conditions, tenancyv1alpha1.ReconcilingCondition); got != tc.reconciling {
 				t.Errorf("Reconciling = %v, want %v", got, tc.reconciling)
+			}
+		})
+	}
+}
+
+func TestAPoolAtMaxTenantsSaysSo(t *testing.T) {
+	pool := &tenancyv1alpha1.TenantPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "standard", Generation: 2},
+		Spec:       tenancyv1alpha1.TenantPoolSpec{Replicas: 3, MaxTenants: ptr.To[int32](10)},
+	}
+	for _, tc := range []struct {
+		name                 string
+		counts               poolCounts
+		ready, stalled, full bool
+	}{
+		{name: "a pool under its cap says nothing of it", counts: poolCounts{ready: 3, allocated: 6, tenants: 9}, ready: true},
+		{name: "a pool at its cap holding its replicas is Ready and says it is at the cap", counts: poolCounts{ready: 3, allocated: 7, tenants: 10}, ready: true, full: true},
+		{name: "a pool at its cap short of spares is Stalled", counts: poolCounts{ready: 1, allocated: 9, tenants: 10}, stalled: true, full: true},
+		{name: "a pool at its cap with spares still provisioning is on its way", counts: poolCounts{ready: 1, provisioning: 1, allocated: 8, tenants: 10}, full: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := poolStatus(pool, tc.counts)
+			if got := meta.IsStatusConditionTrue(s.Conditions, tenancyv1alpha1.ReadyCondition); got != tc.ready {
+				t.Errorf("Ready = %v, want %v: %+v", got, tc.ready, s.Conditions)
+			}
+			stalled := meta.FindStatusCondition(s.Conditions, tenancyv1alpha1.StalledCondition)
+			if (stalled != nil) != tc.stalled || stalled != nil && stalled.Reason != tenancyv1alpha1.ReasonMaxTenantsReached {
+				t.Errorf("Stalled = %+v, want %v with reason MaxTenantsReached", stalled, tc.stalled)
+			}
+			full := meta.FindStatusCondition(s.Conditions, tenancyv1alpha1.MaxTenantsReachedCondition)
+			if (full != nil && full.Status == metav1.ConditionTrue) != tc.full {
+				t.Errorf("MaxTenantsReached = %+v, want %v", full, tc.full)
 			}
 		})
 	}
