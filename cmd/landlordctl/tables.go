@@ -67,8 +67,8 @@ func claimTable(claims []tenancyv1alpha1.TenantClaim) *metav1.Table {
 }
 
 // poolTable is the pools as `get pools` shows them: how many spares each keeps, and how many are
-// Ready, on their way and handed out; wide adds the suspended spares and why the pool is not
-// Ready.
+// Ready, on their way and handed out; wide adds the suspended spares, the cap on the pool's
+// tenants and why the pool is not Ready.
 func poolTable(pools []tenancyv1alpha1.TenantPool) *metav1.Table {
 	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name"},
@@ -77,13 +77,18 @@ func poolTable(pools []tenancyv1alpha1.TenantPool) *metav1.Table {
 		{Name: "Provisioning", Type: "integer"},
 		{Name: "Allocated", Type: "integer"},
 		{Name: "Suspended", Type: "integer", Priority: 1},
+		{Name: "Max", Type: "integer", Priority: 1},
 		{Name: "Age", Type: "string"},
 		{Name: "Message", Type: "string", Priority: 1},
 	}}
 	return withRows(table, pools, func(p *tenancyv1alpha1.TenantPool) []any {
 		_, _, message := readyOf(p.Status.Conditions)
+		var most any = "<none>"
+		if p.Spec.MaxTenants != nil {
+			most = int64(*p.Spec.MaxTenants)
+		}
 		return []any{p.Name, int64(p.Spec.Replicas), int64(p.Status.Ready), int64(p.Status.Provisioning), int64(p.Status.Allocated),
-			int64(p.Status.Suspended), age(p.CreationTimestamp), orNone(message)}
+			int64(p.Status.Suspended), most, age(p.CreationTimestamp), orNone(message)}
 	})
 }
 

@@ -58,6 +58,11 @@ func validateToleration(s string) error {
 	if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
 		return fmt.Errorf("has no taint key: %v (write key, key=value, key:Effect or key=value:Effect)", msgs)
 	}
+	if strings.HasPrefix(key, "node.kubernetes.io/") {
+		// Kubernetes' own: a cordoned node, one under pressure, one that failed. Tolerating them
+		// would put tenants' pods on nodes being drained or evicting other tenants' pods.
+		return fmt.Errorf("names a taint of Kubernetes' node lifecycle (node.kubernetes.io/): tenants' pods may not tolerate cordoned nodes or nodes under pressure")
+	}
 	if hasValue {
 		if msgs := validation.IsValidLabelValue(value); len(msgs) > 0 {
 			return fmt.Errorf("has no taint value: %v", msgs)

@@ -18,6 +18,7 @@ func TestTheSchedulingAllowancesAreValidated(t *testing.T) {
 		{"an empty key is refused", "isolation: {tolerations: [':NoSchedule']}", `isolation.tolerations[0]: ":NoSchedule" has no taint key`},
 		{"a value that is no label value is refused", "isolation: {tolerations: ['dedicated=a b']}", `isolation.tolerations[0]: "dedicated=a b" has no taint value`},
 		{"a toleration listed twice is refused", "isolation: {tolerations: [a, a]}", `isolation.tolerations[1]: "a" is listed twice`},
+		{"a taint of Kubernetes' node lifecycle is refused", "isolation: {tolerations: ['node.kubernetes.io/unschedulable:NoSchedule']}", `isolation.tolerations[0]: "node.kubernetes.io/unschedulable:NoSchedule" names a taint of Kubernetes' node lifecycle`},
 		{"a priority class that is no name is refused", "isolation: {priorityClasses: [Batch_1]}", `isolation.priorityClasses[0]: "Batch_1" is not a PriorityClass name`},
 	}
 	expectParsed(t, cases)

@@ -212,7 +212,7 @@ func TestATenantCannotHoldTheDrainOfItsNode(t *testing.T) {
 		})
 	}
 
-	t.Run("a pod may not keep a drain waiting longer than the grace period the configuration allows", func(t *testing.T) {
+	t.Run("a pod, or its deletion, may not keep a drain waiting longer than the grace period the configuration allows", func(t *testing.T) {
 		hours := int64(365 * 24 * 3600)
 		long := restrictedPod(ns, "long-goodbye", func(p *corev1.Pod) {
 			p.Spec.TerminationGracePeriodSeconds = &hours
@@ -221,8 +221,22 @@ func TestATenantCannotHoldTheDrainOfItsNode(t *testing.T) {
 		create(t, long, true, "pods in tenant-drain-hold may not ask for a termination grace period over 300 seconds")
 		create(t, web(1, func(p *corev1.PodTemplateSpec) { p.Spec.TerminationGracePeriodSeconds = &hours }), true,
 			"the pods of deployments in tenant-drain-hold may not ask for a termination grace period over 300 seconds")
-		create(t, restrictedPod(ns, "polite", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300) }), false, "")
-		NewWithT(t).Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "polite"}})).To(Succeed())
+		polite := restrictedPod(ns, "polite", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300) })
+		create(t, polite, false, "")
+		// Scheduled: the API server deletes a pod on no node at once, whatever grace it is asked for.
+		podsOnTheNode(t, 1)
+
+		// A deletion may not hold the pod instead: not for longer than the bound (the API
+		// server takes any grace period a deletion asks for), nor until dependents the tenant
+		// made with blockOwnerDeletion are gone.
+		g := NewWithT(t)
+		err := admin.Delete(ctx, polite, client.GracePeriodSeconds(hours))
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "expected Forbidden, got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("pods in tenant-drain-hold may not be deleted with a grace period over 300 seconds"))
+		err = admin.Delete(ctx, polite, client.PropagationPolicy(metav1.DeletePropagationForeground))
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "expected Forbidden, got %v", err)
+		g.Expect(err.Error()).To(ContainSubstring("pods in tenant-drain-hold may not be deleted in the foreground"))
+		g.Expect(admin.Delete(ctx, polite, client.GracePeriodSeconds(300))).To(Succeed())
 	})
 
 	t.Run("a pod may not tolerate a cordoned node, nor a node under memory, disk or process pressure", func(t *testing.T) {

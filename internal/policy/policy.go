@@ -67,7 +67,7 @@ func TenantNamespaceObjects(op Operator) []client.Object {
 		ManagedSecretsPolicy(op), validatingBinding(ManagedSecrets),
 		PodSchedulingPolicy(op.maxGraceSeconds()), validatingBinding(PodScheduling),
 		DisruptionBudgetsPolicy(), validatingBinding(DisruptionBudgets),
-		PodFinalizersPolicy(), validatingBinding(PodFinalizers),
+		PodFinalizersPolicy(op.maxGraceSeconds()), validatingBinding(PodFinalizers),
 	}
 }
 

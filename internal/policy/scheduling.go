@@ -89,10 +89,12 @@ func PodSchedulingPolicy(maxGraceSeconds int64) *admissionregistrationv1.Validat
 				{Name: "podSpec", Expression: podSpec("object")},
 				{Name: "what", Expression: `request.resource.resource == 'pods' ? 'pods' : 'the pods of ' + request.resource.resource`},
 				{Name: "priorityClass", Expression: `variables.podSpec.?priorityClassName.orValue('')`},
-				// The pods the DaemonSet controller creates carry the tolerations it adds; what it
-				// copies from, the DaemonSet's template, is judged like any other.
+				// The pods the DaemonSet controller creates (Kubernetes' controllers, for a
+				// DaemonSet that controls the pod) carry the tolerations it adds; what it copies
+				// from, the DaemonSet's template, is judged like any other.
 				{Name: "daemon", Expression: `request.resource.resource == 'pods' && (request.userInfo.username in ` + celList(KubernetesControllers.Users) + ` || ` +
-					`request.userInfo.username == ` + cel(KubernetesControllers.Prefix+"daemon-set-controller") + `)`},
+					`request.userInfo.username == ` + cel(KubernetesControllers.Prefix+"daemon-set-controller") + `) && ` +
+					`object.metadata.?ownerReferences.orValue([]).exists(o, o.kind == 'DaemonSet' && o.?controller.orValue(false))`},
 				{Name: "refused", Expression: `variables.podSpec.?tolerations.orValue([]).filter(t, !(` +
 					`t.?key.orValue('') == ` + cel(poolKey) + ` || ` +
 					`(t.?key.orValue('') in ` + celList(NodeFailureTaints) + ` && t.?effect.orValue('') == 'NoExecute') || ` +
@@ -157,36 +159,52 @@ func podTemplateFinalizers(obj string) string {
 		obj + `.spec.?template.?metadata.?finalizers.orValue([]))`
 }
 
-// PodFinalizersPolicy keeps a tenant's pods free of finalizers of its own. A drain deletes a
-// node's pods and waits for them to be gone; a pod held by a finalizer that nothing removes
-// stays, and the drain with it, for every tenant on the node. Only Kubernetes' controllers
-// add a pod finalizer (the Job controller's batch.kubernetes.io/job-tracking), and they remove
-// it; the templates they create pods from may carry none, or they would copy it.
-func PodFinalizersPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
+// PodFinalizersPolicy keeps a tenant from holding its pods on a node being drained. A drain
+// deletes a node's pods and waits for them to be gone: a pod held by a finalizer that nothing
+// removes stays, and the drain with it, for every tenant on the node. Only Kubernetes'
+// controllers add a pod finalizer of their own (the Job controller's
+// batch.kubernetes.io/job-tracking), and they remove it; the templates they create pods from
+// may carry none, or they would copy it. A tenant's own deletion of a pod may not hold it
+// either: not with a grace period over maxGraceSeconds (the API server takes any, and a later
+// deletion with none leaves it), nor with foreground propagation, which keeps the pod until
+// dependents the tenant makes (with blockOwnerDeletion) are gone.
+func PodFinalizersPolicy(maxGraceSeconds int64) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	deletes := rule("", []string{"v1"}, "pods")
+	deletes.Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}
 	return validatingPolicy(PodFinalizers, []admissionregistrationv1.NamedRuleWithOperations{
 		rule("", []string{"v1"}, "pods", "replicationcontrollers", "podtemplates"),
 		rule("apps", []string{"v1"}, "deployments", "replicasets", "statefulsets", "daemonsets"),
 		rule("batch", []string{"v1"}, "jobs", "cronjobs"),
+		deletes,
 	},
 		admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConditions: []admissionregistrationv1.MatchCondition{{
-				Name: "not-kubernetes",
-				Expression: `!(request.userInfo.username in ` + celList(KubernetesControllers.Users) + `) && ` +
-					`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
-			}},
 			Variables: []admissionregistrationv1.Variable{
+				{Name: "controller", Expression: `request.userInfo.username in ` + celList(KubernetesControllers.Users) + ` || ` +
+					`request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`},
 				{Name: "what", Expression: `request.resource.resource == 'pods' ? 'pods' : 'the pods of ' + request.resource.resource`},
-				// A pod's own finalizers that this request adds: one Kubernetes added stays
-				// removable, and the pod deletable, whoever updates the pod.
-				{Name: "added", Expression: `request.resource.resource != 'pods' ? ` +
-					`(request.resource.resource == 'podtemplates' ? object.template.?metadata.?finalizers.orValue([]) : ` + podTemplateFinalizers("object") + `) : ` +
-					`object.metadata.?finalizers.orValue([]).filter(f, request.operation == 'CREATE' || !(f in oldObject.metadata.?finalizers.orValue([])))`},
+				// The finalizers this request adds: to a pod, those it did not carry (one already
+				// there stays removable, and the pod deletable, whoever updates the pod), but for
+				// the Job controller's own; to a template, those it did not carry, so that an
+				// update leaving an older template alone (a scale, the garbage collector) passes.
+				{Name: "added", Expression: `request.resource.resource == 'pods' ? ` +
+					`object.metadata.?finalizers.orValue([]).filter(f, (request.operation == 'CREATE' || !(f in oldObject.metadata.?finalizers.orValue([]))) && ` +
+					`!(variables.controller && f == 'batch.kubernetes.io/job-tracking')) : ` +
+					`(request.resource.resource == 'podtemplates' ? object.template.?metadata.?finalizers.orValue([]) : ` + podTemplateFinalizers("object") + `).` +
+					`filter(f, request.operation == 'CREATE' || !(f in (request.resource.resource == 'podtemplates' ? oldObject.template.?metadata.?finalizers.orValue([]) : ` + podTemplateFinalizers("oldObject") + `)))`},
 			},
 			Validations: []admissionregistrationv1.Validation{
-				deny(`size(variables.added) == 0`,
+				deny(`request.operation == 'DELETE' || size(variables.added) == 0`,
 					"pods in tenant namespaces may not carry finalizers: a drain of their node would wait for them for ever",
 					`variables.what + ' in `+namespaceName+` may not carry finalizers (' + variables.added.join(', ') + '): '+`+
 						`'a drain of the node would wait for the pod until something removed them'`),
+				deny(`request.operation != 'DELETE' || variables.controller || request.?options.?gracePeriodSeconds.orValue(0) <= `+fmt.Sprint(maxGraceSeconds),
+					fmt.Sprintf("pods in tenant namespaces may not be deleted with a grace period over %d seconds (isolation.maxTerminationGracePeriod): a drain of the node waits for it", maxGraceSeconds),
+					`'pods in `+namespaceName+` may not be deleted with a grace period over `+fmt.Sprint(maxGraceSeconds)+` seconds '+`+
+						`'(gracePeriodSeconds ' + string(request.options.gracePeriodSeconds) + '): a drain of the node waits that long for the pod'`),
+				deny(`request.operation != 'DELETE' || variables.controller || request.?options.?propagationPolicy.orValue('') != 'Foreground'`,
+					"pods in tenant namespaces may not be deleted in the foreground: a drain of the node would wait for their dependents",
+					`'pods in `+namespaceName+` may not be deleted in the foreground (propagationPolicy Foreground): '+`+
+						`'the pod would stay until its dependents are gone, and a drain of the node with it; delete it in the background'`),
 			},
 		})
 }

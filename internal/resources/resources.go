@@ -15,13 +15,15 @@ import (
 
 // Build returns every object an Active or Frozen tenant owns, namespace first, so that a
 // creator applying them in order never writes into a namespace that does not exist yet; all but
-// the NetworkPolicy to its database servers (DatabaseEgress), which follows its placements.
+// the NetworkPolicy to its database servers (DatabaseEgress), which follows its placements. The
+// tenant's role bindings come last: its users get into a namespace already bounded by its quota,
+// limit range and network policies, so that they cannot, say, create budgets the quota would
+// have refused before it exists.
 func Build(t *tenancyv1alpha1.Tenant, cfg *config.Config) []client.Object {
 	ns := cfg.NamespaceName(t.Name)
-	objs := []client.Object{Namespace(t, cfg)}
-	objs = appendObjects(objs, RoleBindings(t, ns)...)
-	objs = append(objs, ResourceQuota(t, cfg, ns), LimitRange(t, cfg, ns))
+	objs := []client.Object{Namespace(t, cfg), ResourceQuota(t, cfg, ns), LimitRange(t, cfg, ns)}
 	objs = appendObjects(objs, NetworkPolicies(t, cfg, ns)...)
+	objs = appendObjects(objs, RoleBindings(t, ns)...)
 	return objs
 }
 

@@ -39,6 +39,9 @@ const (
 	// label: a pool's spares (and tenants labeled by hand). Allocated tenants are left out, so
 	// that a pool reads only its spares however many tenants it has handed out.
 	TenantPool = "metadata.labels.pool,unallocated"
+	// TenantPoolAll indexes every tenant by its pool label, allocated ones too: what a pool
+	// with spec.maxTenants counts, in one read of the cache, before it creates a spare.
+	TenantPoolAll = "metadata.labels.pool"
 	// TenantClaimUID indexes tenants by the UID of the claim they were bound to.
 	TenantClaimUID = "metadata.labels.claim-uid"
 	// PendingClaimPool indexes the claims not yet Bound by the pool they ask for (spec.pool): a
@@ -70,6 +73,7 @@ func Add(ctx context.Context, indexer client.FieldIndexer) error {
 		{&tenancyv1alpha1.Tenant{}, TenantDomain, tenantDomains},
 		{&tenancyv1alpha1.ComponentRollout{}, RolloutReleased, rolloutReleased},
 		{&tenancyv1alpha1.Tenant{}, TenantPool, tenantPool},
+		{&tenancyv1alpha1.Tenant{}, TenantPoolAll, tenantPoolAll},
 		{&tenancyv1alpha1.Tenant{}, TenantClaimUID, tenantClaimUID},
 		{&tenancyv1alpha1.TenantClaim{}, PendingClaimPool, pendingClaimPool},
 	} {
@@ -202,6 +206,13 @@ func tenantPool(obj client.Object) []string {
 		return nil
 	}
 	if pool := t.Labels[tenancyv1alpha1.PoolLabel]; pool != "" {
+		return []string{pool}
+	}
+	return nil
+}
+
+func tenantPoolAll(obj client.Object) []string {
+	if pool := obj.GetLabels()[tenancyv1alpha1.PoolLabel]; pool != "" {
 		return []string{pool}
 	}
 	return nil

@@ -115,7 +115,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	allocated := r.allocations.count(pool.Name)
-	plan := planPool(pool.Spec, allocated+len(suspended), ready, provisioning, collided)
+	existing := 0
+	if pool.Spec.MaxTenants != nil {
+		n, err := r.countTenants(ctx, pool.Name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		existing = n
+	}
+	plan := planPool(pool.Spec, existing, ready, provisioning, collided)
 	for range plan.create {
 		name, err := r.createSpare(ctx, pool)
 		if err != nil {
@@ -157,8 +165,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		poolStatus(pool, poolCounts{
 			ready: int32(len(ready)), provisioning: int32(len(provisioning)),
 			suspended: int32(len(suspended)), allocated: int32(allocated),
-			tenants: int32(allocated + len(suspended) + len(ready) + len(provisioning)),
+			tenants: int32(existing + plan.create),
 		}))
+}
+
+// countTenants is how many tenants the pool has, for spec.maxTenants: every tenant carrying its
+// label (allocated, spare, suspended, collided, being deleted: each exists until it is gone),
+// read from the cache at once, so that a spare a claim has just taken is counted once, spare or
+// allocated; and the spares it created that the cache does not show yet.
+func (r *Reconciler) countTenants(ctx context.Context, pool string) (int, error) {
+	tenants := &tenancyv1alpha1.TenantList{}
+	if err := r.Client.List(ctx, tenants, client.MatchingFields{indexes.TenantPoolAll: pool}, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
+	seen := make(map[string]bool, len(tenants.Items))
+	for i := range tenants.Items {
+		seen[tenants.Items[i].Name] = true
+	}
+	n := len(tenants.Items)
+	for name := range r.pending(r.creating, pool) {
+		if !seen[name] {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // holdsForeignData is whether a spare stalled on data that belongs to another tenant.
@@ -180,9 +210,8 @@ type poolPlan struct {
 // name order so that concurrent reconciles choose the same. Collided spares drew the name of an
 // earlier tenant whose data is kept, and stalled rather than take it: they do not count, and
 // are removed (their deletion leaves the earlier tenant's data alone). With spec.maxTenants it
-// creates no spare past the cap, counting the others the pool created and still has (allocated
-// and suspended) besides its spares.
-func planPool(spec tenancyv1alpha1.TenantPoolSpec, others int, ready, provisioning, collided []string) poolPlan {
+// creates no spare past the cap, given the tenants the pool has: existing (countTenants).
+func planPool(spec tenancyv1alpha1.TenantPoolSpec, existing int, ready, provisioning, collided []string) poolPlan {
 	replicas := int(spec.Replicas)
 	spares := len(ready) + len(provisioning)
 	remove := slices.Sorted(slices.Values(collided))
@@ -193,8 +222,7 @@ func planPool(spec tenancyv1alpha1.TenantPoolSpec, others int, ready, provisioni
 			n = min(n, int(*limit)-len(provisioning))
 		}
 		if limit := spec.MaxTenants; limit != nil {
-			// A collided spare counts until it is gone: its replacement waits for it.
-			n = min(n, int(*limit)-others-spares-len(collided))
+			n = min(n, int(*limit)-existing)
 		}
 		return poolPlan{create: max(n, 0), remove: remove}
 	case spares > replicas:

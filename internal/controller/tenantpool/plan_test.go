@@ -17,7 +17,7 @@ func TestPlanPool(t *testing.T) {
 		replicas            int32
 		maxProvisioning     *int32
 		maxTenants          *int32
-		others              int
+		existing            int
 		ready, provisioning []string
 		collided            []string
 		create              int
@@ -33,16 +33,16 @@ func TestPlanPool(t *testing.T) {
 		{name: "shrinking to zero removes every spare", replicas: 0, ready: []string{"r1"}, provisioning: []string{"p1"}, remove: []string{"p1", "r1"}},
 		{name: "a spare stalled on an earlier tenant's data is removed and replaced", replicas: 2, ready: []string{"r1"}, collided: []string{"c1"}, create: 1, remove: []string{"c1"}},
 		{name: "a collided spare is removed from a full pool too", replicas: 1, ready: []string{"r1"}, collided: []string{"c1"}, remove: []string{"c1"}},
-		{name: "maxTenants bounds the creates, counting allocated and suspended tenants", replicas: 3, maxTenants: ptr.To[int32](5), others: 3, ready: []string{"r1"}, create: 1},
-		{name: "a pool at maxTenants creates none", replicas: 3, maxTenants: ptr.To[int32](4), others: 3, ready: []string{"r1"}},
-		{name: "a pool past maxTenants (lowered) creates none and removes none it needs", replicas: 3, maxTenants: ptr.To[int32](1), others: 3, ready: []string{"r1"}},
-		{name: "a collided spare counts towards maxTenants until it is gone", replicas: 2, maxTenants: ptr.To[int32](2), ready: []string{"r1"}, collided: []string{"c1"}, remove: []string{"c1"}},
+		{name: "maxTenants bounds the creates, counting every tenant the pool has", replicas: 3, maxTenants: ptr.To[int32](5), existing: 4, ready: []string{"r1"}, create: 1},
+		{name: "a pool at maxTenants creates none", replicas: 3, maxTenants: ptr.To[int32](4), existing: 4, ready: []string{"r1"}},
+		{name: "a pool past maxTenants (lowered) creates none and removes none it needs", replicas: 3, maxTenants: ptr.To[int32](1), existing: 4, ready: []string{"r1"}},
+		{name: "a collided spare, still there, counts towards maxTenants", replicas: 2, maxTenants: ptr.To[int32](2), existing: 2, ready: []string{"r1"}, collided: []string{"c1"}, remove: []string{"c1"}},
 		{name: "collided spares go first when shrinking", replicas: 0, ready: []string{"r1"}, collided: []string{"c1"}, remove: []string{"c1", "r1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := tenancyv1alpha1.TenantPoolSpec{Replicas: tc.replicas, MaxProvisioning: tc.maxProvisioning, MaxTenants: tc.maxTenants}
 			ready, provisioning := slices.Clone(tc.ready), slices.Clone(tc.provisioning)
-			got := planPool(spec, tc.others, ready, provisioning, tc.collided)
+			got := planPool(spec, tc.existing, ready, provisioning, tc.collided)
 			if got.create != tc.create || !slices.Equal(got.remove, tc.remove) {
 				t.Errorf("plan = create %d, remove %v; want create %d, remove %v", got.create, got.remove, tc.create, tc.remove)
 			}
