@@ -95,7 +95,8 @@ type Isolation struct {
 	// MaxTerminationGracePeriod is the longest termination grace period a tenant's pod may ask
 	// for (terminationGracePeriodSeconds, in whole seconds; a preStop hook runs within it). A
 	// drain of a node waits that long for each of its pods, so it bounds how long one tenant
-	// can hold the drain of a node it shares with others. Default 5m.
+	// can hold the drain of a node it shares with others. Default 5m; from 30s (what Kubernetes
+	// gives a pod that names none) to 24h.
 	MaxTerminationGracePeriod metav1.Duration `json:"maxTerminationGracePeriod,omitempty"`
 	// Audit is what the operator does with objects in tenant namespaces that break an isolation
 	// policy, found when it starts and whenever it puts back a policy that was missing: Delete
@@ -126,8 +127,13 @@ const DisruptionBudgetsQuota corev1.ResourceName = "count/poddisruptionbudgets.p
 // for a server to drain its connections, short enough that a node's drain ends within minutes.
 const DefaultMaxTerminationGracePeriod = 5 * time.Minute
 
-// MaxTerminationGracePeriodBound bounds isolation.maxTerminationGracePeriod itself.
-const MaxTerminationGracePeriodBound = 24 * time.Hour
+// MinTerminationGracePeriodBound and MaxTerminationGracePeriodBound bound
+// isolation.maxTerminationGracePeriod itself: Kubernetes gives a pod that names none 30 seconds,
+// and the operator stops a Frozen tenant's pods with as long.
+const (
+	MinTerminationGracePeriodBound = 30 * time.Second
+	MaxTerminationGracePeriodBound = 24 * time.Hour
+)
 
 // MaxIngressClasses bounds isolation.ingressClasses, as the CRD bounds a Tenant's own list.
 const MaxIngressClasses = 16
@@ -686,8 +692,8 @@ func (c *Config) Validate() error {
 		seenClasses[class] = true
 	}
 	errs = append(errs, c.Isolation.validateScheduling()...)
-	if d := c.Isolation.MaxTerminationGracePeriod.Duration; d < time.Second || d > MaxTerminationGracePeriodBound || d%time.Second != 0 {
-		errs = append(errs, fmt.Errorf("isolation.maxTerminationGracePeriod: %s is not a whole number of seconds between 1s and %s", d, MaxTerminationGracePeriodBound))
+	if d := c.Isolation.MaxTerminationGracePeriod.Duration; d < MinTerminationGracePeriodBound || d > MaxTerminationGracePeriodBound || d%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("isolation.maxTerminationGracePeriod: %s is not a whole number of seconds between %s and %s", d, MinTerminationGracePeriodBound, MaxTerminationGracePeriodBound))
 	}
 	errs = append(errs, c.Isolation.validateAudit()...)
 	errs = append(errs, c.Isolation.validateTrusted(c.NamespacePrefix)...)
