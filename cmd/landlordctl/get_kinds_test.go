@@ -106,7 +106,7 @@ func TestGetListsEveryKindWithItsColumns(t *testing.T) {
 			"tenantclaim.tenancy.landlord.dev/kinds-claim", "TenantClaim"},
 		{"pools", []string{"tp", "kinds-pool"},
 			"NAME REPLICAS READY PROVISIONING ALLOCATED AGE",
-			"NAME REPLICAS READY PROVISIONING ALLOCATED SUSPENDED AGE MESSAGE",
+			"NAME REPLICAS READY PROVISIONING ALLOCATED SUSPENDED MAX AGE MESSAGE",
 			regexp.MustCompile(`^kinds-pool\s+0\s+0\s+0\s+0\s`),
 			"tenantpool.tenancy.landlord.dev/kinds-pool", "TenantPool"},
 		{"rollouts", []string{"cro", "kinds-web-1.1.0"},
