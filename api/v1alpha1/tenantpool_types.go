@@ -57,7 +57,8 @@ type TenantPoolSpec struct {
 type TenantPoolClaims struct {
 	// NamespaceSelector selects the namespaces whose claims the pool binds. Unset, claims from
 	// every namespace are bound: who may create a TenantClaim there is RBAC's to say (the
-	// landlord-claimer ClusterRole, which no built-in role includes).
+	// landlord-claimer ClusterRole, which no built-in role includes). Select by
+	// kubernetes.io/metadata.name: a label of one's own lets in whoever may label namespaces.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
