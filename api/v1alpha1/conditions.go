@@ -141,6 +141,11 @@ const (
 	// ReasonServerMisconfigured: a DatabaseServer's spec makes no connection, whatever its admin
 	// credentials (a CA bundle holding no certificate, an unknown TLS mode or engine).
 	ReasonServerMisconfigured = "ServerMisconfigured"
+	// ReasonQuotaExceeded: a component's workload cannot create its pods because the tenant's
+	// quota is used up, by the tenant's own pods among others. It is the tenant's to free room
+	// (or the platform's to raise the quota); a rollout counts it as the tenant's own failure,
+	// never the version's.
+	ReasonQuotaExceeded = "QuotaExceeded"
 )
 
 // Labels and annotations that Landlord puts on what it manages.
@@ -182,6 +187,12 @@ const (
 	// besides their node pool's and Kubernetes' node conditions, comma separated, each as
 	// "key[=value][:Effect]"; without it they may tolerate no other.
 	TolerationsAnnotation = "tenancy.landlord.dev/tolerations"
+	// WorkloadsAnnotation on a tenant namespace lists the workloads Landlord renders there for
+	// the tenant's components that have a scale subresource, comma separated, each as
+	// "resource.group/name" (deployments.apps/web). The scale subresource carries neither the
+	// labels nor the owner of its object, so the admission policy that keeps tenant users from
+	// scaling Landlord's workloads knows them by this list.
+	WorkloadsAnnotation = "tenancy.landlord.dev/workloads"
 	// SharedLabel ("true") on a secret in the template namespace shares it with tenants.
 	SharedLabel = "tenancy.landlord.dev/shared"
 	// TenantSelectorAnnotation on a shared secret limits it to tenants whose labels match this

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +40,10 @@ type Health struct {
 	// Message says what is awaited ("Available: 1/3") or what failed, with the object's own
 	// words where it has them.
 	Message string
+	// QuotaExceeded: its pods cannot be created because the namespace's quota is used up, while
+	// the version's own request fits the quota (see QuotaShortage). Freeing room, or a larger
+	// quota, lets it go on unchanged.
+	QuotaExceeded bool
 }
 
 // HealthOf is kstatus's verdict on a live object.
@@ -59,7 +64,81 @@ func HealthOf(obj *unstructured.Unstructured) (Health, error) {
 	if !h.Ready && h.Message == "" {
 		h.Message = res.Status.String()
 	}
+	if !h.Ready {
+		if msg, ok := replicaFailure(obj); ok && QuotaShortage(msg) {
+			h.QuotaExceeded, h.Failed = true, false
+			h.Message += ": " + msg
+		}
+	}
 	return h, nil
+}
+
+// replicaFailure is the message of a workload's ReplicaFailure condition (a Deployment's, taken
+// from its newest ReplicaSet, or a ReplicaSet's own) while it holds.
+func replicaFailure(obj *unstructured.Unstructured) (string, bool) {
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conditions {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == "ReplicaFailure" && m["status"] == "True" {
+			msg, _ := m["message"].(string)
+			return msg, true
+		}
+	}
+	return "", false
+}
+
+// QuotaShortage reports whether a pod creation refused by the quota admission ("exceeded quota:
+// NAME, requested: pods=1, used: pods=2, limited: pods=2") was refused for want of room, not for
+// a request larger than the quota itself. The first is the tenant's: its own pods, or a quota
+// with no room for a rolling update's extra pod, fill it. The second is the version's: no tenant
+// with that quota can run it, and it must count against a rollout like any other failure.
+// A message it cannot read is not a shortage.
+func QuotaShortage(message string) bool {
+	_, rest, ok := strings.Cut(message, "exceeded quota: ")
+	if !ok {
+		return false
+	}
+	_, rest, ok = strings.Cut(rest, ", requested: ")
+	if !ok {
+		return false
+	}
+	requested, rest, ok := strings.Cut(rest, ", used: ")
+	if !ok {
+		return false
+	}
+	_, limited, ok := strings.Cut(rest, ", limited: ")
+	if !ok {
+		return false
+	}
+	limits := quantities(limited)
+	asked := quantities(requested)
+	if len(asked) == 0 || len(limits) == 0 {
+		return false
+	}
+	for name, q := range asked {
+		limit, ok := limits[name]
+		if !ok || q.Cmp(limit) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// quantities reads "name=quantity,name=quantity".
+func quantities(list string) map[string]resource.Quantity {
+	out := map[string]resource.Quantity{}
+	for pair := range strings.SplitSeq(list, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok {
+			continue
+		}
+		q, err := resource.ParseQuantity(value)
+		if err != nil {
+			continue
+		}
+		out[name] = q
+	}
+	return out
 }
 
 // InventoryKey identifies an object of a component within the tenant namespace as

@@ -7,6 +7,8 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,4 +57,46 @@ func TestARolloutIsNotHaltedByATenantThatFailsForAReasonOfItsOwn(t *testing.T) {
 	g.Expect(readyReason(got)).To(ContainSubstring("own-blocked"))
 	cm, st, _ := runs(g, "own-fine")
 	g.Expect([]string{cm, st}).To(Equal([]string{"2.0.0", "2.0.0"}))
+}
+
+// A tenant that fills its own quota before its wave makes the new version's ReplicaSet fail to
+// create pods ("exceeded quota"). That used to count against the rollout's failure budget and,
+// with the default maxFailures of 0, halt the fleet's rollout: a tenant decided the fleet's wave
+// by running pods of its own. The failure is now the tenant's own, reported on the tenant
+// (Stalled, QuotaExceeded), and the rollout goes on for the others.
+func TestATenantThatFillsItsQuotaHaltsNoRollout(t *testing.T) {
+	ctx := context.Background()
+	for _, v := range []string{"1.0.0", "2.0.0"} {
+		publish(t, "quota", v, webManifests, `{"replicas": 1}`)
+	}
+	for _, name := range []string{"quota-fine", "quota-full"} {
+		createTenant(t, newTenant(name, pin("quota", "1.0.0", ""), func(tn *tenancyv1alpha1.Tenant) {
+			tn.Labels = map[string]string{"rollout": "quota"}
+			tn.Spec.Components[0].FollowRollouts = true
+			// Room for the component's pod and one more: a rolling update needs the second.
+			tn.Spec.Quota = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}
+		}))
+		rolledOut(t, name, "web")
+	}
+	// The tenant takes the room the rolling update needs with a pod of its own.
+	ns := opConfig.NamespaceName("quota-full")
+	NewWithT(t).Expect(k8s.Create(ctx, restrictedPod(ns, "own"))).To(Succeed())
+
+	ro := newRollout("quota-own", "2.0.0", 2, map[string]string{"rollout": "quota"})
+	ro.Spec.Component = "quota"
+	ro.Spec.Strategy.ProgressDeadline = &metav1.Duration{Duration: 20 * time.Second}
+	NewWithT(t).Expect(k8s.Create(ctx, ro)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, ro) })
+
+	got := rolloutWhere(t, ro.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
+		g.Expect(ro.Status.Waves).To(HaveLen(1), "%s", readyReason(ro))
+		g.Expect(ro.Status.Waves[0].Failed).To(ConsistOf(And(HaveField("Tenant", "quota-full"), HaveField("OwnCause", true),
+			HaveField("Reason", tenancyv1alpha1.ReasonQuotaExceeded))), "%s", readyReason(ro))
+		g.Expect(testenv.KStatus(ro)).To(HaveField("Status", status.CurrentStatus), "%s", readyReason(ro))
+	})
+	g := NewWithT(t)
+	g.Expect(got.Status.Failed).To(BeZero(), "a tenant that filled its own quota is no failure of the version")
+	g.Expect(got.Status.Done).To(BeEquivalentTo(1))
+	msg := waitStalled(t, "quota-full", tenancyv1alpha1.ReasonQuotaExceeded)
+	g.Expect(msg).To(ContainSubstring("exceeded quota"), "the tenant is told what holds it")
 }

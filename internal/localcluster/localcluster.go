@@ -160,7 +160,28 @@ func (c *Cluster) startControlPlane(opts Options, etcdDir string) error {
 	if err != nil {
 		return fmt.Errorf("writing kubeconfig: %w", err)
 	}
+	// kube-controller-manager authenticates as a real cluster's does, so that admission
+	// policies exempting Kubernetes' controllers see the identity they would see there. It runs
+	// every controller under that one identity, and so holds what they all need.
+	cm, err := env.AddUser(envtest.User{Name: ControllerManagerUser, Groups: []string{"system:masters"}}, nil)
+	if err == nil {
+		var kubeconfig []byte
+		if kubeconfig, err = cm.KubeConfig(); err == nil {
+			err = os.WriteFile(c.controllerManagerKubeconfig(), kubeconfig, 0o600)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("writing the controller-manager's kubeconfig: %w", err)
+	}
 	return nil
+}
+
+// ControllerManagerUser is the user kube-controller-manager authenticates as.
+const ControllerManagerUser = "system:kube-controller-manager"
+
+// controllerManagerKubeconfig is where kube-controller-manager's kubeconfig is written.
+func (c *Cluster) controllerManagerKubeconfig() string {
+	return filepath.Join(filepath.Dir(c.KubeconfigPath), "controller-manager.kubeconfig")
 }
 
 // startNodeComponents starts kube-controller-manager, kube-scheduler and kwok, and creates the
@@ -196,7 +217,7 @@ func (c *Cluster) startNodeComponents(opts Options) error {
 		kwokSpec = kwokSpec.servingNodes(nodePort, serving)
 	}
 	for _, spec := range []processSpec{
-		controllerManager(opts.AssetsDir, c.KubeconfigPath, filepath.Join(certDir, "sa-signer.key"), caFile, cmPort),
+		controllerManager(opts.AssetsDir, c.controllerManagerKubeconfig(), filepath.Join(certDir, "sa-signer.key"), caFile, cmPort),
 		scheduler(opts.AssetsDir, c.KubeconfigPath, schedulerPort),
 		kwokSpec,
 	} {

@@ -56,7 +56,8 @@ func controllerManager(assets, kubeconfig, saKey, caFile string, port int) proce
 			"--controllers=" + strings.Join(controllerManagers, ","),
 			"--service-account-private-key-file=" + saKey,
 			"--root-ca-file=" + caFile,
-			// One process, one identity: the controllers use the administrator's credentials.
+			// One process, one identity: the controllers use the controller-manager's own
+			// credentials, as a cluster built without a ServiceAccount per controller does.
 			"--use-service-account-credentials=false",
 			"--leader-elect=false",
 			"--bind-address=127.0.0.1",

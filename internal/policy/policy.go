@@ -68,6 +68,8 @@ func TenantNamespaceObjects(op Operator) []client.Object {
 		PodSchedulingPolicy(op.maxGraceSeconds()), validatingBinding(PodScheduling),
 		DisruptionBudgetsPolicy(), validatingBinding(DisruptionBudgets),
 		PodFinalizersPolicy(op.maxGraceSeconds()), validatingBinding(PodFinalizers),
+		ControllerLabelsPolicy(op), validatingBinding(ControllerLabels),
+		ComponentScalePolicy(op), validatingBinding(ComponentScale),
 	}
 }
 

@@ -261,6 +261,13 @@ func (r *Reconciler) ensureComponents(ctx context.Context, s *tenantScope) outco
 	slices.SortFunc(statuses, func(a, b tenancyv1alpha1.ComponentStatus) int { return cmp.Compare(a.Name, b.Name) })
 	s.status.Components = statuses
 
+	if stall == nil && len(errs) == 0 {
+		// Every component applied, and those removed are pruned: the list is what they render.
+		if err := r.recordWorkloads(ctx, s, inventoryWorkloads(statuses), true); err != nil {
+			errs = append(errs, err)
+			waiting = append(waiting, err.Error())
+		}
+	}
 	switch {
 	case stall != nil:
 		return *stall
@@ -330,6 +337,12 @@ func (r *Reconciler) ensureComponent(ctx context.Context, s *tenantScope, c tena
 		}
 	}
 
+	// The scale policy knows Landlord's workloads by the namespace's list: listed first, they are
+	// never applied unguarded.
+	if err := r.recordWorkloads(ctx, s, workloadsOf(objs), false); err != nil {
+		return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
+	}
+
 	ownedByOthers, err := component.FieldsOwnedByOthers(tmpl.Spec.FieldsOwnedByOthers)
 	if err != nil {
 		return stall(tenancyv1alpha1.ReasonRenderFailed, "%v", err)
@@ -375,7 +388,7 @@ func (r *Reconciler) ensureComponent(ctx context.Context, s *tenantScope, c tena
 	if prev != nil && prev.Version != c.Version {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonComponentApplied, "Apply", "component %s version %s applied", c.Name, c.Version)
 	}
-	var notReady, failures []string
+	var notReady, failures, quota []string
 	for _, obj := range objs {
 		var live client.Object
 		health := component.CachedHealth
@@ -397,15 +410,25 @@ func (r *Reconciler) ensureComponent(ctx context.Context, s *tenantScope, c tena
 		}
 		line := fmt.Sprintf("%s %s: %s", obj.GetKind(), obj.GetName(), h.Message)
 		switch {
+		case h.QuotaExceeded:
+			quota = append(quota, line)
 		case h.Failed:
 			failures = append(failures, line)
 		case !h.Ready:
 			notReady = append(notReady, line)
 		}
 	}
-	if all := append(failures, notReady...); len(all) > 0 {
+	if all := slices.Concat(quota, failures, notReady); len(all) > 0 {
 		st.Ready = false
 		st.Message = strings.Join(all, "; ")
+	}
+	if len(quota) > 0 {
+		// The tenant's quota has no room for the version's pods, with the tenant's own among
+		// them: the tenant's to free, the platform's to raise. A rollout counts it as the
+		// tenant's own failure, not the version's (rollout.OwnCause).
+		msg := fmt.Sprintf("component %s version %s: the tenant's quota has no room for its pods: %s", c.Name, c.Version, strings.Join(quota, "; "))
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonQuotaExceeded, "Rollout", "%s", msg)
+		return st, stalled(tenancyv1alpha1.ReasonQuotaExceeded, "%s", msg)
 	}
 	if len(failures) > 0 {
 		// A rollout that failed waits for a new version or values (or for its workload to

@@ -1,0 +1,122 @@
+package policy
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/utils/ptr"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+// Policy names of the guards over what counts toward a component's health.
+const (
+	ControllerLabels = "landlord-controller-labels"
+	ComponentScale   = "landlord-component-scale"
+)
+
+// ControllerLabelKeys are the labels Kubernetes' workload controllers find their pods by, beside
+// the workload's selector: a ReplicaSet of a Deployment selects its pod-template-hash, a Job its
+// controller UID, and a StatefulSet or DaemonSet counts as updated only the pods that carry its
+// revision (or, for a DaemonSet, its template generation). A pod carrying them, with labels its
+// selector matches and no controller, is adopted and counted as the workload's own.
+var ControllerLabelKeys = []string{
+	appsv1.DefaultDeploymentUniqueLabelKey,
+	appsv1.ControllerRevisionHashLabelKey,
+	"pod-template-generation",
+	batchv1.ControllerUidLabel,
+	"controller-uid", // the Job controller's label before batch.kubernetes.io/, still honoured in selectors
+}
+
+// ControllerLabelsPolicy lets only Kubernetes' controllers (and the operator) set, change or
+// remove the labels their controllers adopt and count pods by (ControllerLabelKeys), on pods or
+// in the templates of workloads, whose pods carry what their template does. A tenant's health
+// verdict on a component is kstatus's on Landlord's workloads: were a tenant's own Ready pod
+// adopted by the ReplicaSet of a broken version (it carries the ReplicaSet's selector and
+// hash), the ReplicaSet would scale its own pod away and the Deployment count as rolled out,
+// and the tenant would decide its own rollout wave. With these labels Kubernetes' alone, a
+// workload counts only pods its own controller made from its template.
+//
+// Every workload controller sets them on what it creates (Deployments their ReplicaSets'
+// templates, ReplicaSets, StatefulSets, DaemonSets and Jobs their pods), and runs in
+// kube-controller-manager; a tenant's own workloads are untouched, as are updates that leave the
+// labels as they were (a tenant labelling or scaling its own ReplicaSet or pod).
+func ControllerLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	controllers := append([]string{op.User}, KubernetesControllers.Users...)
+	keys := celList(ControllerLabelKeys)
+	// pairs lists the controller labels on a label map m as "key=value".
+	pairs := func(m string) string {
+		return keys + `.filter(k, k in ` + m + `).map(k, k + '=' + ` + m + `[k])`
+	}
+	return validatingPolicy(ControllerLabels, []admissionregistrationv1.NamedRuleWithOperations{
+		rule("", []string{"v1"}, "pods", "replicationcontrollers", "podtemplates"),
+		rule("apps", []string{"v1"}, "deployments", "replicasets", "statefulsets", "daemonsets"),
+		rule("batch", []string{"v1"}, "jobs", "cronjobs"),
+	}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		MatchConditions: append([]admissionregistrationv1.MatchCondition{{
+			Name: "not-the-operator-nor-kubernetes",
+			Expression: `!(request.userInfo.username in ` + celList(controllers) + `) && ` +
+				`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
+		}}, op.trustedCondition()...),
+		Variables: []admissionregistrationv1.Variable{
+			{Name: "labels", Expression: `request.resource.resource != 'pods' ? [] : ` + pairs(`object.metadata.?labels.orValue({})`)},
+			{Name: "oldLabels", Expression: `request.resource.resource != 'pods' || request.operation == 'CREATE' ? [] : ` + pairs(`oldObject.metadata.?labels.orValue({})`)},
+			{Name: "changed", Expression: `variables.labels.filter(l, !(l in variables.oldLabels)) + variables.oldLabels.filter(l, !(l in variables.labels))`},
+			{Name: "templates", Expression: templateLabels("object")},
+			{Name: "oldTemplates", Expression: `request.operation == 'CREATE' ? [] : ` + templateLabels("oldObject")},
+			{Name: "templateLabels", Expression: `variables.templates.map(m, ` + pairs("m") + `).flatten()`},
+			{Name: "oldTemplateLabels", Expression: `variables.oldTemplates.map(m, ` + pairs("m") + `).flatten()`},
+			{Name: "added", Expression: `variables.templateLabels.filter(l, !(l in variables.oldTemplateLabels)).distinct()`},
+		},
+		Validations: []admissionregistrationv1.Validation{
+			deny(`size(variables.changed) == 0`,
+				"only Kubernetes' controllers set, change or remove the labels their workloads adopt pods by",
+				`'only Kubernetes\' controllers set, change or remove the labels their workloads adopt and count pods by, in `+namespaceName+`, and this request changes ' + `+
+					`variables.changed.join(', ') + ': a workload would take the pod for one it made. Label your pods with keys of your own'`),
+			deny(`size(variables.added) == 0`,
+				"only Kubernetes' controllers put the labels their workloads adopt pods by in templates",
+				`'only Kubernetes\' controllers put the labels their workloads adopt and count pods by in templates, in `+namespaceName+`, and this template would have ' + `+
+					`variables.added.join(', ') + ' copied onto its pods: a workload would take them for pods it made. Label your pods with keys of your own'`),
+		},
+	})
+}
+
+// ComponentScalePolicy refuses tenant users the scale subresource of the workloads Landlord
+// renders for the tenant's components, as ComponentObjectsPolicy refuses them the object: a
+// tenant that scaled a component to zero replicas would have kstatus call it Current, and pass
+// its rollout wave with a version that never ran; one that scaled it where the template leaves
+// spec.replicas to others (an autoscaler) would keep the count for good. The scale subresource
+// carries neither the labels nor the owner of its object, so the workloads are known by the list
+// Landlord keeps on the tenant namespace (WorkloadsAnnotation), written before they are.
+//
+// Who may: as for ComponentObjectsPolicy, whoever may patch the namespace's quota, the operator
+// and Kubernetes' controllers (the HorizontalPodAutoscaler's among them). A tenant's own
+// workloads scale as before.
+func ComponentScalePolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return validatingPolicy(ComponentScale, []admissionregistrationv1.NamedRuleWithOperations{{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{"", "apps"}, APIVersions: []string{"*"},
+				Resources: []string{"replicationcontrollers/scale", "deployments/scale", "replicasets/scale", "statefulsets/scale"},
+				Scope:     ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		},
+	}}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		MatchConditions: append([]admissionregistrationv1.MatchCondition{{
+			Name: "not-the-operator-nor-kubernetes",
+			Expression: `!(request.userInfo.username in ` + celList([]string{op.User, "system:kube-controller-manager"}) +
+				`) && !request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
+		}}, op.trustedCondition()...),
+		Variables: []admissionregistrationv1.Variable{
+			{Name: "workload", Expression: `request.resource.resource + (request.resource.group == '' ? '' : '.' + request.resource.group) + '/' + request.name`},
+			{Name: "rendered", Expression: `variables.workload in namespaceObject.metadata.?annotations[?` + cel(tenancyv1alpha1.WorkloadsAnnotation) + `].orValue('').split(',')`},
+		},
+		Validations: []admissionregistrationv1.Validation{
+			deny(`!variables.rendered || authorizer.group('').resource('resourcequotas').namespace(namespaceObject.metadata.name).check('patch').allowed()`,
+				"Landlord renders this workload for one of the tenant's components: only the platform scales it",
+				`variables.workload + ' is rendered by Landlord for a component of tenant `+namespaceName+`: only the platform scales it. `+
+					`Ask for other values of the component (its replicas), or scale workloads of your own'`),
+		},
+	})
+}
