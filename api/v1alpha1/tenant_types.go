@@ -249,6 +249,11 @@ type ComponentStatus struct {
 	// Message says what the component is waiting for, or why it failed.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Reason is why the component is stalled, while it is (QuotaExceeded, RolloutFailed,
+	// RenderFailed, TemplateNotFound, KindNotAllowed); empty otherwise. A rollout reads it to
+	// tell a failure of its version from one of the tenant's own.
+	// +optional
+	Reason string `json:"reason,omitempty"`
 	// Inventory lists the objects applied for the component ("group/Kind/name"), so those that
 	// leave its manifests are pruned.
 	// +listType=atomic

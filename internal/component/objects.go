@@ -41,9 +41,10 @@ type Health struct {
 	// words where it has them.
 	Message string
 	// QuotaExceeded: its pods cannot be created because the namespace's quota is used up, while
-	// the version's own request fits the quota (see QuotaShortage). Freeing room, or a larger
-	// quota, lets it go on unchanged.
+	// its replicas would fit the quota alone (see QuotaShortage). Quota is the quota admission's
+	// refusal. Freeing room, or a larger quota, lets it go on unchanged.
 	QuotaExceeded bool
+	Quota         string
 }
 
 // HealthOf is kstatus's verdict on a live object.
@@ -65,8 +66,12 @@ func HealthOf(obj *unstructured.Unstructured) (Health, error) {
 		h.Message = res.Status.String()
 	}
 	if !h.Ready {
-		if msg, ok := replicaFailure(obj); ok && QuotaShortage(msg) {
-			h.QuotaExceeded, h.Failed = true, false
+		replicas, found, err := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+		if !found || err != nil {
+			replicas = 1
+		}
+		if msg, ok := replicaFailure(obj); ok && QuotaShortage(msg, max(replicas, 1)) {
+			h.QuotaExceeded, h.Quota = true, msg
 			h.Message += ": " + msg
 		}
 	}
@@ -87,41 +92,83 @@ func replicaFailure(obj *unstructured.Unstructured) (string, bool) {
 	return "", false
 }
 
-// QuotaShortage reports whether a pod creation refused by the quota admission ("exceeded quota:
-// NAME, requested: pods=1, used: pods=2, limited: pods=2") was refused for want of room, not for
-// a request larger than the quota itself. The first is the tenant's: its own pods, or a quota
-// with no room for a rolling update's extra pod, fill it. The second is the version's: no tenant
-// with that quota can run it, and it must count against a rollout like any other failure.
-// A message it cannot read is not a shortage.
-func QuotaShortage(message string) bool {
+// QuotaRefusal is what the quota admission said when it refused a pod ("exceeded quota: NAME,
+// requested: pods=1, used: pods=2, limited: pods=2"): what the pod asked for, what the namespace
+// used, and the quota's hard limits, by resource.
+type QuotaRefusal struct {
+	Requested, Used, Limited map[string]resource.Quantity
+}
+
+// ParseQuotaRefusal reads a quota admission's refusal out of a message that quotes it; false when
+// the message holds none it can read.
+func ParseQuotaRefusal(message string) (QuotaRefusal, bool) {
 	_, rest, ok := strings.Cut(message, "exceeded quota: ")
 	if !ok {
-		return false
+		return QuotaRefusal{}, false
 	}
 	_, rest, ok = strings.Cut(rest, ", requested: ")
 	if !ok {
-		return false
+		return QuotaRefusal{}, false
 	}
 	requested, rest, ok := strings.Cut(rest, ", used: ")
 	if !ok {
-		return false
+		return QuotaRefusal{}, false
 	}
-	_, limited, ok := strings.Cut(rest, ", limited: ")
+	used, limited, ok := strings.Cut(rest, ", limited: ")
 	if !ok {
-		return false
+		return QuotaRefusal{}, false
 	}
-	limits := quantities(limited)
-	asked := quantities(requested)
-	if len(asked) == 0 || len(limits) == 0 {
-		return false
+	q := QuotaRefusal{Requested: quantities(requested), Used: quantities(used), Limited: quantities(limited)}
+	if len(q.Requested) == 0 || len(q.Limited) == 0 {
+		return QuotaRefusal{}, false
 	}
-	for name, q := range asked {
-		limit, ok := limits[name]
-		if !ok || q.Cmp(limit) > 0 {
+	return q, true
+}
+
+// Fits reports whether replicas pods of the refused request fit the quota's limits with nothing
+// else in the namespace.
+func (q QuotaRefusal) Fits(replicas int64) bool {
+	for name, asked := range q.Requested {
+		limit, ok := q.Limited[name]
+		if !ok {
+			return false
+		}
+		total := asked.DeepCopy()
+		total.Mul(replicas)
+		if total.Cmp(limit) > 0 {
 			return false
 		}
 	}
 	return true
+}
+
+// Shortfall is, for each resource the pod was refused for, how much more than the limit it
+// would have made the namespace use (used + requested - limited).
+func (q QuotaRefusal) Shortfall() map[string]resource.Quantity {
+	out := map[string]resource.Quantity{}
+	for name, asked := range q.Requested {
+		limit, ok := q.Limited[name]
+		if !ok {
+			continue
+		}
+		over := q.Used[name].DeepCopy()
+		over.Add(asked)
+		over.Sub(limit)
+		if over.Sign() > 0 {
+			out[name] = over
+		}
+	}
+	return out
+}
+
+// QuotaShortage reports whether a pod creation refused by the quota admission was refused for
+// want of room, not for a version larger than the quota itself: replicas pods of its request
+// fit the quota's limits. The first may be the tenant's doing (its own pods fill the quota: see
+// the tenant reconciler); the second is the version's: no tenant with that quota can run it, and
+// it counts against a rollout like any other failure. A message it cannot read is no shortage.
+func QuotaShortage(message string, replicas int64) bool {
+	q, ok := ParseQuotaRefusal(message)
+	return ok && q.Fits(replicas)
 }
 
 // quantities reads "name=quantity,name=quantity".

@@ -174,24 +174,27 @@ func TestInventoryKey(t *testing.T) {
 func TestAQuotaShortageIsTellingNoRoomFromARequestTooLarge(t *testing.T) {
 	for _, tc := range []struct {
 		name, message string
+		replicas      int64
 		shortage      bool
 	}{
 		{"a pod the quota's pods are used up for is short of room",
-			`pods "web-6d4cf56db6-x2x9k" is forbidden: exceeded quota: landlord, requested: pods=1, used: pods=2, limited: pods=2`, true},
+			`pods "web-6d4cf56db6-x2x9k" is forbidden: exceeded quota: landlord, requested: pods=1, used: pods=2, limited: pods=2`, 1, true},
 		{"a pod whose CPU fits the quota but not what is left is short of room",
-			`pods "web-1" is forbidden: exceeded quota: landlord, requested: limits.cpu=500m,requests.cpu=250m, used: limits.cpu=1800m,requests.cpu=900m, limited: limits.cpu=2,requests.cpu=1`, true},
+			`pods "web-1" is forbidden: exceeded quota: landlord, requested: limits.cpu=500m,requests.cpu=250m, used: limits.cpu=1800m,requests.cpu=900m, limited: limits.cpu=2,requests.cpu=1`, 2, true},
+		{"replicas that need more than the whole quota are the version's, one pod fitting",
+			`pods "web-1" is forbidden: exceeded quota: landlord, requested: requests.memory=2Gi, used: requests.memory=3Gi, limited: requests.memory=4Gi`, 3, false},
 		{"a pod asking for more than the whole quota is the version's",
-			`pods "web-1" is forbidden: exceeded quota: landlord, requested: requests.memory=8Gi, used: requests.memory=0, limited: requests.memory=4Gi`, false},
+			`pods "web-1" is forbidden: exceeded quota: landlord, requested: requests.memory=8Gi, used: requests.memory=0, limited: requests.memory=4Gi`, 1, false},
 		{"a pod over the quota on one resource of two is the version's",
-			`pods "web-1" is forbidden: exceeded quota: landlord, requested: pods=1,requests.cpu=3, used: pods=0,requests.cpu=0, limited: pods=5,requests.cpu=2`, false},
+			`pods "web-1" is forbidden: exceeded quota: landlord, requested: pods=1,requests.cpu=3, used: pods=0,requests.cpu=0, limited: pods=5,requests.cpu=2`, 1, false},
 		{"a failure of another kind is no shortage",
-			`pods "web-1" is forbidden: violates PodSecurity "restricted:latest"`, false},
+			`pods "web-1" is forbidden: violates PodSecurity "restricted:latest"`, 1, false},
 		{"a message it cannot read is no shortage",
-			`pods "web-1" is forbidden: exceeded quota: landlord`, false},
+			`pods "web-1" is forbidden: exceeded quota: landlord`, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := component.QuotaShortage(tc.message); got != tc.shortage {
-				t.Errorf("QuotaShortage(%q) = %v, want %v", tc.message, got, tc.shortage)
+			if got := component.QuotaShortage(tc.message, tc.replicas); got != tc.shortage {
+				t.Errorf("QuotaShortage(%q, %d) = %v, want %v", tc.message, tc.replicas, got, tc.shortage)
 			}
 		})
 	}

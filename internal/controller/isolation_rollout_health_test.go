@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -59,14 +60,18 @@ func TestATenantCannotDecideItsOwnRolloutHealth(t *testing.T) {
 	ns := opConfig.NamespaceName("health-acme")
 	admin := impersonate(t, "mallory", "oidc:health-acme.admins")
 
-	// The ReplicaSet of Landlord's Deployment, and the hash it selects its pods by.
-	var hash string
+	// The ReplicaSet of Landlord's Deployment, the hash it selects its pods by, and its pod.
+	var hash, replicaSet, pod string
 	NewWithT(t).Eventually(func(g Gomega) {
 		sets := &appsv1.ReplicaSetList{}
 		g.Expect(k8s.List(ctx, sets, client.InNamespace(ns), client.MatchingLabels{"app": "web"})).To(Succeed())
 		g.Expect(sets.Items).To(HaveLen(1), "%s", workloadEvents(g, ns))
-		hash = sets.Items[0].Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+		replicaSet, hash = sets.Items[0].Name, sets.Items[0].Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 		g.Expect(hash).NotTo(BeEmpty())
+		pods := &corev1.PodList{}
+		g.Expect(k8s.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{appsv1.DefaultDeploymentUniqueLabelKey: hash})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1))
+		pod = pods.Items[0].Name
 	}).WithTimeout(timeout).Should(Succeed())
 	adopted := map[string]string{"app": "web", appsv1.DefaultDeploymentUniqueLabelKey: hash}
 
@@ -98,6 +103,17 @@ func TestATenantCannotDecideItsOwnRolloutHealth(t *testing.T) {
 				p.Labels = map[string]string{"batch.kubernetes.io/controller-uid": "0b5e5b5e-0000-4000-8000-000000000000"}
 			}))
 		}},
+		{"a tenant admin changing the image of the pod of Landlord's Deployment", false, func() error {
+			return admin.Patch(ctx, named(&corev1.Pod{}, ns, pod),
+				client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"containers":[{"name":"web","image":"registry.example.com/health:good"}]}}`)))
+		}},
+		{"a tenant admin taking the pod of Landlord's Deployment from its ReplicaSet", false, func() error {
+			return admin.Patch(ctx, named(&corev1.Pod{}, ns, pod), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"ownerReferences":null}}`)))
+		}},
+		{"a tenant admin labelling the pod of Landlord's Deployment with keys of its own", true, func() error {
+			return admin.Patch(ctx, named(&corev1.Pod{}, ns, pod),
+				client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"checkout"}}}`)), client.DryRunAll)
+		}},
 		{"a tenant admin labelling a pod of its own with keys of its own", true, func() error {
 			return admin.Patch(ctx, named(&corev1.Pod{}, ns, ownPod.Name),
 				client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"checkout"}}}`)))
@@ -112,6 +128,15 @@ func TestATenantCannotDecideItsOwnRolloutHealth(t *testing.T) {
 	}
 	expectAttempts(t, []attempt{
 		{"a tenant admin scaling Landlord's Deployment to zero", false, scale("web", 0)},
+		{"a tenant admin scaling the ReplicaSet of Landlord's Deployment", false, func() error {
+			return admin.Patch(ctx, named(&appsv1.ReplicaSet{}, ns, replicaSet), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`)))
+		}},
+		{"a tenant admin creating an autoscaler of Landlord's Deployment", false, func() error {
+			return admin.Create(ctx, autoscaler(ns, "web"))
+		}},
+		{"a tenant admin creating an autoscaler of a Deployment of its own", true, func() error {
+			return admin.Create(ctx, autoscaler(ns, own.Name), client.DryRunAll)
+		}},
 		{"a tenant admin scaling a Deployment of its own", true, scale(own.Name, 2)},
 		{"the platform's administrator scaling Landlord's Deployment", true, func() error {
 			return k8s.SubResource("scale").Update(ctx, named(&appsv1.Deployment{}, ns, "web"),
@@ -122,4 +147,15 @@ func TestATenantCannotDecideItsOwnRolloutHealth(t *testing.T) {
 	d := renderedDeployment(NewWithT(t), "health-acme", "web")
 	NewWithT(t).Expect(d.Status.AvailableReplicas).To(BeZero(), "no pod but Landlord's own, never ready, counts for its Deployment")
 	NewWithT(t).Expect(*d.Spec.Replicas).To(BeEquivalentTo(1))
+}
+
+// autoscaler is a HorizontalPodAutoscaler of a Deployment that holds it at one replica.
+func autoscaler(namespace, deployment string) *autoscalingv1.HorizontalPodAutoscaler {
+	return &autoscalingv1.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: deployment},
+		Spec: autoscalingv1.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: deployment},
+			MinReplicas:    ptr.To[int32](1), MaxReplicas: 1,
+		},
+	}
 }

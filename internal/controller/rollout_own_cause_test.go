@@ -100,3 +100,35 @@ func TestATenantThatFillsItsQuotaHaltsNoRollout(t *testing.T) {
 	msg := waitStalled(t, "quota-full", tenancyv1alpha1.ReasonQuotaExceeded)
 	g.Expect(msg).To(ContainSubstring("exceeded quota"), "the tenant is told what holds it")
 }
+
+// A quota that only Landlord's own pods fill (no room for a rolling update's extra pod) is no
+// trouble of the tenant's: the tenant is not excused, and the version's failure counts against
+// the rollout as any other, so that a quota too tight for the version across the fleet halts it
+// rather than rolling it out everywhere with every tenant stalled part-way.
+func TestAQuotaLandlordsOwnPodsFillIsNoExcuse(t *testing.T) {
+	ctx := context.Background()
+	for _, v := range []string{"1.0.0", "2.0.0"} {
+		publish(t, "tight", v, webManifests, `{"replicas": 1}`)
+	}
+	createTenant(t, newTenant("quota-tight", pin("tight", "1.0.0", ""), func(tn *tenancyv1alpha1.Tenant) {
+		tn.Labels = map[string]string{"rollout": "quota-tight"}
+		tn.Spec.Components[0].FollowRollouts = true
+		tn.Spec.Quota = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
+	}))
+	rolledOut(t, "quota-tight", "web")
+
+	ro := newRollout("quota-tight", "2.0.0", 1, map[string]string{"rollout": "quota-tight"})
+	ro.Spec.Component = "tight"
+	ro.Spec.Strategy.ProgressDeadline = &metav1.Duration{Duration: 5 * time.Second}
+	NewWithT(t).Expect(k8s.Create(ctx, ro)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, ro) })
+
+	got := rolloutWhere(t, ro.Name, func(g Gomega, ro *tenancyv1alpha1.ComponentRollout) {
+		g.Expect(ro.Status.Waves).To(HaveLen(1), "%s", readyReason(ro))
+		g.Expect(ro.Status.Waves[0].Failed).To(ConsistOf(And(HaveField("Tenant", "quota-tight"), HaveField("OwnCause", false))), "%s", readyReason(ro))
+	})
+	NewWithT(t).Expect(got.Status.Failed).To(BeEquivalentTo(1), "the version's failure counts")
+	tn := &tenancyv1alpha1.Tenant{}
+	NewWithT(t).Expect(k8s.Get(ctx, client.ObjectKey{Name: "quota-tight"}, tn)).To(Succeed())
+	NewWithT(t).Expect(condition(tn, tenancyv1alpha1.ComponentsReadyCondition).Reason).NotTo(Equal(tenancyv1alpha1.ReasonQuotaExceeded))
+}

@@ -46,6 +46,7 @@ func Objects(op Operator) []client.Object {
 	objs = append(objs, ConfinementObjects(op)...)
 	objs = append(objs, NetworkPolicyObjects(op)...)
 	objs = append(objs, NamespaceLabelsObjects(op)...)
+	objs = append(objs, OutsideTenantsObjects(op)...)
 	return append(objs, TenantFinalizerObjects()...)
 }
 

@@ -67,6 +67,10 @@ func ControllerLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmi
 			{Name: "templateLabels", Expression: `variables.templates.map(m, ` + pairs("m") + `).flatten()`},
 			{Name: "oldTemplateLabels", Expression: `variables.oldTemplates.map(m, ` + pairs("m") + `).flatten()`},
 			{Name: "added", Expression: `variables.templateLabels.filter(l, !(l in variables.oldTemplateLabels)).distinct()`},
+			// A pod a workload made (it carries one of the labels) changes only through its
+			// workload: its image edited in place, or its owner taken off so that its spec could
+			// be, it would count for the workload as the template's.
+			{Name: "made", Expression: `request.resource.resource == 'pods' && request.operation == 'UPDATE' && size(variables.oldLabels) > 0`},
 		},
 		Validations: []admissionregistrationv1.Validation{
 			deny(`size(variables.changed) == 0`,
@@ -77,6 +81,10 @@ func ControllerLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmi
 				"only Kubernetes' controllers put the labels their workloads adopt pods by in templates",
 				`'only Kubernetes\' controllers put the labels their workloads adopt and count pods by in templates, in `+namespaceName+`, and this template would have ' + `+
 					`variables.added.join(', ') + ' copied onto its pods: a workload would take them for pods it made. Label your pods with keys of your own'`),
+			deny(`!variables.made || (object.spec == oldObject.spec && object.metadata.?ownerReferences.orValue([]) == oldObject.metadata.?ownerReferences.orValue([]))`,
+				"a pod its workload made changes only through the workload: its spec and owner references are its controller's",
+				`'pod ' + object.metadata.name + ' in `+namespaceName+` was made by its workload (' + variables.oldLabels.join(', ') + '): '+`+
+					`'its spec and owner references change only through the workload, or its image would count for the workload as its template\'s. Change the workload, or delete the pod'`),
 		},
 	})
 }
@@ -93,6 +101,8 @@ func ControllerLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmi
 // and Kubernetes' controllers (the HorizontalPodAutoscaler's among them). A tenant's own
 // workloads scale as before.
 func ComponentScalePolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	replicaSets := rule("apps", []string{"v1"}, "replicasets")
+	replicaSets.Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
 	return validatingPolicy(ComponentScale, []admissionregistrationv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
@@ -102,20 +112,32 @@ func ComponentScalePolicy(op Operator) *admissionregistrationv1.ValidatingAdmiss
 				Scope:     ptr.To(admissionregistrationv1.NamespacedScope),
 			},
 		},
-	}}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
+	}, replicaSets, rule("autoscaling", []string{"*"}, "horizontalpodautoscalers")}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
 		MatchConditions: append([]admissionregistrationv1.MatchCondition{{
 			Name: "not-the-operator-nor-kubernetes",
 			Expression: `!(request.userInfo.username in ` + celList([]string{op.User, "system:kube-controller-manager"}) +
 				`) && !request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
 		}}, op.trustedCondition()...),
 		Variables: []admissionregistrationv1.Variable{
-			{Name: "workload", Expression: `request.resource.resource + (request.resource.group == '' ? '' : '.' + request.resource.group) + '/' + request.name`},
-			{Name: "rendered", Expression: `variables.workload in namespaceObject.metadata.?annotations[?` + cel(tenancyv1alpha1.WorkloadsAnnotation) + `].orValue('').split(',')`},
+			{Name: "listed", Expression: `namespaceObject.metadata.?annotations[?` + cel(tenancyv1alpha1.WorkloadsAnnotation) + `].orValue('').split(',').filter(w, w != '')`},
+			// What the request scales: a listed workload through its scale subresource; the
+			// ReplicaSet of a listed Deployment (named after it, owned by it), whose count the
+			// Deployment sets; or the target of an autoscaler, which Kubernetes' own controller
+			// would scale for whoever wrote it.
+			{Name: "workload", Expression: `request.resource.resource == 'horizontalpodautoscalers' ? ` +
+				`({'Deployment': 'deployments.apps', 'StatefulSet': 'statefulsets.apps', 'ReplicaSet': 'replicasets.apps', 'ReplicationController': 'replicationcontrollers'}[?object.spec.scaleTargetRef.kind].orValue('') + '/' + object.spec.scaleTargetRef.name) : ` +
+				`request.resource.resource + (request.resource.group == '' ? '' : '.' + request.resource.group) + '/' + request.name`},
+			{Name: "ofDeployment", Expression: `request.resource.resource == 'replicasets' && (request.?subResource.orValue('') == 'scale' ? ` +
+				`variables.listed.exists(w, w.startsWith('deployments.apps/') && request.name.startsWith(w.substring(17) + '-')) : ` +
+				`object.metadata.?ownerReferences.orValue([]).exists(o, o.kind == 'Deployment' && o.?controller.orValue(false) && ('deployments.apps/' + o.name) in variables.listed))`},
+			{Name: "scalesRendered", Expression: `(variables.workload in variables.listed || variables.ofDeployment) && ` +
+				`(request.?subResource.orValue('') == 'scale' || request.resource.resource == 'horizontalpodautoscalers' || object.spec != oldObject.spec)`},
 		},
 		Validations: []admissionregistrationv1.Validation{
-			deny(`!variables.rendered || authorizer.group('').resource('resourcequotas').namespace(namespaceObject.metadata.name).check('patch').allowed()`,
+			deny(`!variables.scalesRendered || authorizer.group('').resource('resourcequotas').namespace(namespaceObject.metadata.name).check('patch').allowed()`,
 				"Landlord renders this workload for one of the tenant's components: only the platform scales it",
-				`variables.workload + ' is rendered by Landlord for a component of tenant `+namespaceName+`: only the platform scales it. `+
+				`'`+`' + (request.resource.resource == 'horizontalpodautoscalers' ? 'an autoscaler of ' + variables.workload : request.resource.resource + ' ' + request.name) + `+
+					`' would scale what Landlord renders for a component of tenant `+namespaceName+`: only the platform scales it. `+
 					`Ask for other values of the component (its replicas), or scale workloads of your own'`),
 		},
 	})

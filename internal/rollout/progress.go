@@ -87,19 +87,20 @@ func ProgressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded m
 // namespace has not converged: a domain another tenant holds, a namespace being deleted). Such
 // a failure says nothing of the version, and counts against no failure budget: otherwise a
 // tenant's own trouble, which whoever may stall the tenant can cause, would halt the fleet's
-// rollout. So is a version applied whose pods the tenant's quota has no room for, while they
-// would fit it (ReasonQuotaExceeded: the tenant's own pods fill it). A version that was applied
-// and fails otherwise, or that does not render or apply, is the version's failure.
+// rollout. So is a version applied whose pods the tenant's own pods leave no room for in its
+// quota (the component's status reason is ReasonQuotaExceeded, which the tenant reconciler sets
+// only when the version's pods would fit the quota and the pods Landlord did not make use at
+// least what they lack). A version that was applied and fails otherwise, or that does not
+// render or apply, is the version's failure.
 func OwnCause(ro *tenancyv1alpha1.ComponentRollout, t *tenancyv1alpha1.Tenant) bool {
-	c := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ComponentsReadyCondition)
-	if c != nil && c.Reason == tenancyv1alpha1.ReasonQuotaExceeded {
-		return true
-	}
-	if slices.ContainsFunc(t.Status.Components, func(c tenancyv1alpha1.ComponentStatus) bool {
+	if i := slices.IndexFunc(t.Status.Components, func(c tenancyv1alpha1.ComponentStatus) bool {
 		return c.Name == ro.Spec.Component && c.Version == ro.Spec.Version
-	}) {
-		return false
+	}); i >= 0 {
+		// Applied: the version's own failure, unless it is the rollout's component that the
+		// tenant's own pods keep from running.
+		return t.Status.Components[i].Reason == tenancyv1alpha1.ReasonQuotaExceeded
 	}
+	c := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ComponentsReadyCondition)
 	return c != nil && c.Reason == tenancyv1alpha1.ReasonNamespaceNotReady
 }
 

@@ -291,8 +291,11 @@ func recount(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, sup
 		case rollout.Ahead:
 			w.Ahead++
 		case rollout.Failed:
-			// Why it failed is kept; whose the cause is follows the tenant.
-			f.OwnCause = current.OwnCause
+			// Why it failed is kept; whose the cause is follows the tenant, but a failure once
+			// counted as the version's stays the version's: a tenant whose pods failed the
+			// version must not turn that into a trouble of its own (by filling its quota) and
+			// so release a halted rollout.
+			f.OwnCause = f.OwnCause && current.OwnCause
 			failed = append(failed, f)
 		default:
 			failed = append(failed, f)

@@ -231,6 +231,10 @@ func (r *Reconciler) ensureComponents(ctx context.Context, s *tenantScope) outco
 		}
 		c.Version = chosen.version
 		st, res := r.ensureComponent(ctx, s, c, prev[c.Name])
+		st.Reason = ""
+		if res.stalled {
+			st.Reason = res.reason
+		}
 		if st.Version == chosen.version {
 			st.Rollout, st.RolloutCreated = chosen.rollout, chosen.created
 		}
@@ -409,6 +413,16 @@ func (r *Reconciler) ensureComponent(ctx context.Context, s *tenantScope, c tena
 			h.Message = err.Error()
 		}
 		line := fmt.Sprintf("%s %s: %s", obj.GetKind(), obj.GetName(), h.Message)
+		if h.QuotaExceeded {
+			// The version's pods would fit the quota: whose pods fill it decides whose failure
+			// this is. Asked only of a workload refused by the quota, so it costs no request
+			// otherwise.
+			own, err := r.ownPodsFillQuota(ctx, s, h.Quota, objs)
+			if err != nil {
+				return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
+			}
+			h.QuotaExceeded = own
+		}
 		switch {
 		case h.QuotaExceeded:
 			quota = append(quota, line)

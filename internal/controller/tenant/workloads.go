@@ -73,8 +73,8 @@ func inventoryWorkloads(statuses []tenancyv1alpha1.ComponentStatus) []string {
 // being listed); otherwise want beside what it lists already (before a component's objects are
 // applied, so that no workload of Landlord's exists unlisted). The list is read from the cache
 // once a reconcile and then kept in s, so that a second component's write does not take back
-// the first's from a cache that has not heard of it yet. Nothing is written while the list is
-// already right.
+// the first's; nothing is written while it is already right, and a write is made against the
+// API server's own copy.
 func (r *Reconciler) recordWorkloads(ctx context.Context, s *tenantScope, want []string, exact bool) error {
 	if s.workloads == nil {
 		ns := &corev1.Namespace{}
@@ -83,16 +83,23 @@ func (r *Reconciler) recordWorkloads(ctx context.Context, s *tenantScope, want [
 		}
 		s.workloads = splitWorkloads(ns.Annotations[tenancyv1alpha1.WorkloadsAnnotation])
 	}
-	next := slices.Clone(want)
-	if !exact {
-		next = append(next, s.workloads...)
-	}
-	slices.Sort(next)
-	next = slices.Compact(next)
+	next := merged(want, s.workloads, exact)
 	if slices.Equal(next, s.workloads) {
 		return nil
 	}
-	metadata := map[string]any{"name": s.namespace}
+	// About to write: the cache may lag the last write (this tenant's previous reconcile), and a
+	// list built from it would take back workloads listed since. The write is made against the
+	// API server's copy, and refused if that changed before it lands.
+	live := &corev1.Namespace{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: s.namespace}, live); err != nil {
+		return fmt.Errorf("reading namespace %s: %w", s.namespace, err)
+	}
+	s.workloads = splitWorkloads(live.Annotations[tenancyv1alpha1.WorkloadsAnnotation])
+	next = merged(want, s.workloads, exact)
+	if slices.Equal(next, s.workloads) {
+		return nil
+	}
+	metadata := map[string]any{"name": s.namespace, "resourceVersion": live.ResourceVersion}
 	if len(next) > 0 {
 		metadata["annotations"] = map[string]any{tenancyv1alpha1.WorkloadsAnnotation: strings.Join(next, ",")}
 	}
@@ -108,6 +115,16 @@ func (r *Reconciler) recordWorkloads(ctx context.Context, s *tenantScope, want [
 	}
 	s.workloads = next
 	return nil
+}
+
+// merged is want, with listed besides unless exact, sorted and each once.
+func merged(want, listed []string, exact bool) []string {
+	next := slices.Clone(want)
+	if !exact {
+		next = append(next, listed...)
+	}
+	slices.Sort(next)
+	return slices.Compact(next)
 }
 
 // splitWorkloads is the sorted list a WorkloadsAnnotation holds, never nil.
