@@ -77,6 +77,7 @@ runs it as it should:
   operator-leader      the operator's leader election Lease, of every shard, renewed within its duration
   secret-store         the store --config names is the one the cluster records
   database-servers     every DatabaseServer Ready, as the operator last found it
+  platform-namespaces  every namespace network.platformNamespaceSelector names exists
   flux, argo-cd        Flux v2.9 and Argo CD v2.10 or later, when installed
 
 Each check is ok, warning or failed, with what to do for anything but ok. Without --config the
@@ -165,6 +166,7 @@ func (k *checker) run(ctx context.Context) checkReport {
 		{"operator-leader", k.operatorLeader},
 		{"secret-store", k.secretStore},
 		{"database-servers", k.databaseServers},
+		{"platform-namespaces", k.platformNamespaces},
 		{"flux", k.gitOps(fluxTool)},
 		{"argo-cd", k.gitOps(argoCDTool)},
 	}

@@ -446,6 +446,37 @@ func judgeDatabaseServers(servers []tenancyv1alpha1.DatabaseServer) checkResult 
 	return passed("%d Ready: %s", len(ready), strings.Join(ready, ", "))
 }
 
+func (k *checker) platformNamespaces(ctx context.Context) checkResult {
+	var missing []string
+	names := k.config.Network.PlatformNamespaceNames()
+	for _, name := range names {
+		err := k.client.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{})
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, name)
+		case err != nil:
+			return failed("reading namespace "+name+": "+err.Error(), "run the check as a user who may read namespaces")
+		}
+	}
+	return judgePlatformNamespaces(names, missing)
+}
+
+// judgePlatformNamespaces warns of the platform's namespaces, named by the configuration, that do
+// not exist: every tenant lets them in, and the admission policy landlord-platform-namespaces
+// lets only a cluster administrator create them, so none is anyone's to take. A tenant's
+// ingress from the missing one simply never comes.
+func judgePlatformNamespaces(names, missing []string) checkResult {
+	if len(missing) > 0 {
+		return warning(fmt.Sprintf("network.platformNamespaceSelector (or network.platformServices) names %s, which does not exist: every tenant lets it in once it does, and only a cluster administrator may create it (%s)",
+			strings.Join(missing, ", "), policy.PlatformNamespaces),
+			"create it as a cluster administrator if the platform runs it (an ingress controller, monitoring), or take it out of the configuration")
+	}
+	if len(names) == 0 {
+		return passed("the configuration names no platform namespace (tenants let in none by name)")
+	}
+	return passed("%s exist", strings.Join(names, ", "))
+}
+
 // gitOpsTool is a GitOps controller Landlord works with, found by one of its CRDs.
 type gitOpsTool struct {
 	name, crd, minimum, how string

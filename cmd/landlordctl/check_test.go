@@ -198,6 +198,9 @@ func installLandlord(t *testing.T) *installedLandlord {
 		Annotations: map[string]string{tenancyv1alpha1.SecretStoreAnnotation: l.storeID}}})).To(Succeed())
 
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
+	for _, name := range l.config.Network.PlatformNamespaceNames() {
+		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	}
 	g.Expect(c.Create(ctx, l.lease(time.Now(), 3600))).To(Succeed())
 
 	server := &tenancyv1alpha1.DatabaseServer{
@@ -268,8 +271,8 @@ func (l *installedLandlord) check(t *testing.T, args ...string) (map[string]chec
 	for _, c := range report.Checks {
 		byName[c.Name] = c
 	}
-	if len(byName) != 10 {
-		t.Fatalf("%d checks, want 10:\n%s", len(byName), out)
+	if len(byName) != 11 {
+		t.Fatalf("%d checks, want 11:\n%s", len(byName), out)
 	}
 	return byName, err
 }
@@ -314,7 +317,7 @@ func TestCheckPassesOnAnInstalledRunningLandlordAndNamesEachThingBrokenOnPurpose
 
 	t.Run("people read one line per check and what to do", func(t *testing.T) {
 		out, _, err := run(t, binaryName, "check", "--kubeconfig", l.kubeconfig, "--config", l.configPath)
-		if err != nil || !strings.Contains(out, "[ok]      kubernetes-version: Kubernetes v1.37.2") || !strings.HasSuffix(out, "all 10 checks passed\n") {
+		if err != nil || !strings.Contains(out, "[ok]      kubernetes-version: Kubernetes v1.37.2") || !strings.HasSuffix(out, "all 11 checks passed\n") {
 			t.Errorf("err=%v\n%s", err, out)
 		}
 	})
@@ -443,6 +446,24 @@ func TestCheckPassesOnAnInstalledRunningLandlordAndNamesEachThingBrokenOnPurpose
 			breaks: func(t *testing.T) func(*testing.T) {
 				l.setServerReady(t, metav1.ConditionFalse, "Unreachable", "dial tcp 10.0.0.7:5432: connect: connection refused")
 				return func(t *testing.T) { l.setServerReady(t, metav1.ConditionTrue, "Reachable", "logged in") }
+			},
+		},
+		{
+			name: "a platform namespace the configuration names that does not exist is a warning", check: "platform-namespaces", status: checkWarning,
+			says: []string{"names monitoring, which does not exist", policy.PlatformNamespaces},
+			breaks: func(t *testing.T) func(*testing.T) {
+				// No namespace controller runs here: the namespace is finalized by hand, as it
+				// would be once emptied.
+				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}
+				g := NewWithT(t)
+				g.Expect(c.Delete(ctx, ns)).To(Succeed())
+				g.Expect(c.Get(ctx, client.ObjectKeyFromObject(ns), ns)).To(Succeed())
+				ns.Spec.Finalizers = nil
+				g.Expect(c.SubResource("finalize").Update(ctx, ns)).To(Succeed())
+				g.Expect(apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(ns), ns))).To(BeTrue())
+				return func(t *testing.T) {
+					NewWithT(t).Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}})).To(Succeed())
+				}
 			},
 		},
 		{
