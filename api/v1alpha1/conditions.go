@@ -31,6 +31,10 @@ const (
 	// ConnectionsOvercommittedCondition, on a DatabaseServer and only while true: its tenant
 	// logins may together hold more sessions than the server has slots for.
 	ConnectionsOvercommittedCondition = "ConnectionsOvercommitted"
+	// NetworkUndeclaredCondition, on a DatabaseServer and only while true: its host is a DNS name
+	// and spec.network declares no address or namespace, so its tenants' NetworkPolicy opens no
+	// path to it (ReasonNoTenantPath).
+	NetworkUndeclaredCondition = "NetworkUndeclared"
 	// MaxTenantsReachedCondition, on a TenantPool and only while true: the pool has created
 	// spec.maxTenants tenants that still exist, and creates no spare.
 	MaxTenantsReachedCondition = "MaxTenantsReached"
@@ -146,6 +150,9 @@ const (
 	// (or the platform's to raise the quota); a rollout counts it as the tenant's own failure,
 	// never the version's.
 	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonNoTenantPath: a DatabaseServer's tenants' pods have no declared network path to it
+	// (NetworkUndeclared); they reach it only where network.egressCIDRs covers its addresses.
+	ReasonNoTenantPath = "NoTenantPath"
 )
 
 // Labels and annotations that Landlord puts on what it manages.

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -81,4 +82,37 @@ func TestAnUnusableDatabaseServerSaysWhatToFix(t *testing.T) {
 			}).WithTimeout(timeout).Should(Succeed())
 		})
 	}
+}
+
+// A server named by a DNS name, with no spec.network, used to report Ready while its tenants'
+// NetworkPolicy (landlord-allow-database-egress) opened no path to it: the operator reaches it,
+// its tenants' pods do not, unless network.egressCIDRs happens to cover its addresses. Its
+// status now says so, as long as that lasts.
+func TestADatabaseServerNamedByDNSWithoutItsNetworkSaysItsTenantsHaveNoPath(t *testing.T) {
+	ctx := context.Background()
+	const name = "pg-by-name"
+	g := NewWithT(t)
+	g.Expect(env.RegisterDatabaseServer(ctx, opConfig.Databases.CredentialsNamespace, name, pg, func(spec *tenancyv1alpha1.DatabaseServerSpec) {
+		spec.Host = "localhost"
+	})).To(Succeed())
+	ds := &tenancyv1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, ds) })
+	undeclared := func(g Gomega) *metav1.Condition {
+		got := &tenancyv1alpha1.DatabaseServer{}
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ds), got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		return meta.FindStatusCondition(got.Status.Conditions, tenancyv1alpha1.NetworkUndeclaredCondition)
+	}
+	g.Eventually(func(g Gomega) {
+		c := undeclared(g)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(tenancyv1alpha1.ReasonNoTenantPath))
+		g.Expect(c.Message).To(ContainSubstring("spec.host localhost is a DNS name"))
+	}).WithTimeout(timeout).Should(Succeed())
+
+	g.Expect(k8s.Patch(ctx, ds, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"network":{"cidrs":["127.0.0.1/32"]}}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(undeclared(g)).To(BeNil())
+	}).WithTimeout(timeout).Should(Succeed())
 }

@@ -108,11 +108,13 @@ func TestADomainHandedOverTakesTheOldHoldersIngressesWithIt(t *testing.T) {
 	}))
 	oldAdmin := impersonate(t, "ho-old-admin")
 	waitForRefusal(t, oldAdmin, policy.IngressHosts, ingress(oldNS, "probe", "probe.invalid"))
-	held := ingress(oldNS, "held", shop)
-	held.Finalizers = []string{"example.com/hold"}
-	for _, ing := range []*networkingv1.Ingress{ingress(oldNS, "shop", shop), held, ingress(oldNS, "keep", keep)} {
+	for _, ing := range []*networkingv1.Ingress{ingress(oldNS, "shop", shop), ingress(oldNS, "held", shop), ingress(oldNS, "keep", keep)} {
 		NewWithT(t).Expect(oldAdmin.Create(ctx, ing)).To(Succeed())
 	}
+	// A controller cleaning up after the Ingress (a cloud load balancer's) holds it with a
+	// finalizer of its own; a tenant user may not (TestATenantsFinalizerHoldsNoHandover).
+	NewWithT(t).Expect(k8s.Patch(ctx, named(&networkingv1.Ingress{}, oldNS, "held"),
+		client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`)))).To(Succeed())
 	t.Cleanup(func() {
 		// Whatever the outcome, the finalizer must not keep the namespace from going.
 		_ = k8s.Patch(ctx, named(&networkingv1.Ingress{}, oldNS, "held"), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
@@ -293,4 +295,33 @@ func TestADomainHandedOverTakesTheOldHoldersRoutesWithIt(t *testing.T) {
 		}
 		g.Expect(namespace(t, "rt-new").Annotations).To(HaveKeyWithValue(tenancyv1alpha1.DomainsAnnotation, shop))
 	})
+}
+
+// A tenant that gave its own Ingress a finalizer while it held a domain used to hold the
+// handover of that domain to another tenant until an administrator removed it. Tenant users may
+// give Ingresses and routes no finalizer; the controllers that clean up after them, and the
+// platform's administrators, still may.
+func TestATenantsFinalizerHoldsNoHandover(t *testing.T) {
+	ctx := context.Background()
+	const domain = "shop.finalizer.example.org"
+	createTenant(t, newTenant("fin-holder", func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Domains = []tenancyv1alpha1.Domain{domain}
+		t.Spec.Access.Admins = []tenancyv1alpha1.Subject{{Kind: "User", Name: "fin-holder-admin"}}
+	}))
+	ns := opConfig.NamespaceName("fin-holder")
+	admin := impersonate(t, "fin-holder-admin")
+	waitForRefusal(t, admin, policy.IngressHosts, ingress(ns, "probe", "probe.invalid"))
+	NewWithT(t).Expect(admin.Create(ctx, ingress(ns, "shop", domain))).To(Succeed())
+	held := ingress(ns, "held", domain)
+	held.Finalizers = []string{"example.com/hold"}
+	finalize := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`))
+	expectAttempts(t, []attempt{
+		{"a tenant admin creating an Ingress with a finalizer", false, func() error { return admin.Create(ctx, held, client.DryRunAll) }},
+		{"a tenant admin adding a finalizer to its Ingress", false, func() error {
+			return admin.Patch(ctx, named(&networkingv1.Ingress{}, ns, "shop"), finalize, client.DryRunAll)
+		}},
+		{"the platform's administrator adding a finalizer to a tenant's Ingress", true, func() error {
+			return k8s.Patch(ctx, named(&networkingv1.Ingress{}, ns, "shop"), finalize, client.DryRunAll)
+		}},
+	}, policy.ServingFinalizers)
 }

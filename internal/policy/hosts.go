@@ -109,3 +109,36 @@ func RouteHostnamesPolicy() *admissionregistrationv1.ValidatingAdmissionPolicy {
 		},
 	})
 }
+
+// ServingFinalizers is the policy over finalizers on the objects that serve a tenant's domains.
+const ServingFinalizers = "landlord-serving-finalizers"
+
+// ServingFinalizersPolicy refuses tenant users a finalizer on an Ingress or a Gateway API route,
+// added at create or later: when a domain passes to another tenant, Landlord deletes the old
+// holder's objects naming it and hands the domain over once they are gone, and a finalizer
+// nothing removes would hold the new holder off until an administrator came. Controllers that
+// clean up after an Ingress (a cloud load balancer's) add theirs as themselves: Kubernetes'
+// own, those running in kube-system, the operator and the trusted principals are let through,
+// and so is whoever may patch the namespace's quota (the platform's administrators). Removing a
+// finalizer stays anyone's.
+func ServingFinalizersPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	return validatingPolicy(ServingFinalizers, []admissionregistrationv1.NamedRuleWithOperations{
+		rule("networking.k8s.io", []string{"v1"}, "ingresses"),
+		rule("gateway.networking.k8s.io", []string{"*"}, "httproutes", "grpcroutes", "tlsroutes"),
+	}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		MatchConditions: append([]admissionregistrationv1.MatchCondition{{
+			Name: "not-the-operator-nor-kubernetes",
+			Expression: `!(request.userInfo.username in ` + celList(append([]string{op.User}, KubernetesControllers.Users...)) + `) && ` +
+				`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
+		}}, op.trustedCondition()...),
+		Variables: []admissionregistrationv1.Variable{
+			{Name: "added", Expression: `object.metadata.?finalizers.orValue([]).filter(f, request.operation == 'CREATE' || !(f in oldObject.metadata.?finalizers.orValue([])))`},
+		},
+		Validations: []admissionregistrationv1.Validation{
+			deny(`size(variables.added) == 0 || authorizer.group('').resource('resourcequotas').namespace(namespaceObject.metadata.name).check('patch').allowed()`,
+				"Ingresses and routes in tenant namespaces may not be given finalizers: one would hold the handover of a domain to another tenant",
+				`request.resource.resource + ' in `+namespaceName+` may not be given finalizers (' + variables.added.join(', ') + '): '+`+
+					`'when a domain passes to another tenant, what names it here is deleted, and a finalizer would hold the new holder off'`),
+		},
+	})
+}

@@ -71,6 +71,7 @@ func TenantNamespaceObjects(op Operator) []client.Object {
 		PodFinalizersPolicy(op.maxGraceSeconds()), validatingBinding(PodFinalizers),
 		ControllerLabelsPolicy(op), validatingBinding(ControllerLabels),
 		ComponentScalePolicy(op), validatingBinding(ComponentScale),
+		ServingFinalizersPolicy(op), validatingBinding(ServingFinalizers),
 	}
 }
 

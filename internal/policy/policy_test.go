@@ -294,7 +294,7 @@ func TestTheGuardsLetTheTrustedPrincipalsThroughAndNoOtherPolicyDoes(t *testing.
 		Expression: `!(request.userInfo.username in ['system:serviceaccount:velero:velero', 'gatekeeper'] || ` +
 			`request.userInfo.?groups.orValue([]).exists(g, g in ['platform-tools']))`,
 	}
-	guards := []string{policy.ManagedLabels, policy.ComponentObjects, policy.ComponentScale, policy.ControllerLabels, policy.ManagedByLabel, policy.PlatformNamespaces, policy.ManagedSecrets, policy.ManagedNetworkPolicies, policy.NamespaceLabels, policy.TenantLabels}
+	guards := []string{policy.ManagedLabels, policy.ComponentObjects, policy.ComponentScale, policy.ControllerLabels, policy.ManagedByLabel, policy.PlatformNamespaces, policy.ServingFinalizers, policy.ManagedSecrets, policy.ManagedNetworkPolicies, policy.NamespaceLabels, policy.TenantLabels}
 	plain := map[string]client.Object{}
 	for _, obj := range policy.Objects(policy.Operator{User: config.DefaultIdentity}) {
 		plain[obj.GetObjectKind().GroupVersionKind().Kind+"/"+obj.GetName()] = obj

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"cmp"
+	"fmt"
 	"net/netip"
 	"slices"
 
@@ -158,4 +159,17 @@ func databaseServerPeers(ds *tenancyv1alpha1.DatabaseServer) []networkingv1.Netw
 		peers = append(peers, networkingv1.NetworkPolicyPeer{NamespaceSelector: n.NamespaceSelector.DeepCopy(), PodSelector: n.PodSelector.DeepCopy()})
 	}
 	return peers
+}
+
+// UndeclaredDatabaseNetwork reports whether a database server's tenants' NetworkPolicy opens no
+// path to it (its host is a DNS name, and spec.network declares no address or namespace), and
+// says so for its status.
+func UndeclaredDatabaseNetwork(ds *tenancyv1alpha1.DatabaseServer) (string, bool) {
+	if len(databaseServerPeers(ds)) > 0 {
+		return "", false
+	}
+	return fmt.Sprintf("spec.host %s is a DNS name and spec.network declares neither cidrs nor a namespaceSelector: the NetworkPolicy %s of its tenants opens no path to it, "+
+		"and their pods reach it only where the operator configuration's network.egressCIDRs covers its addresses. "+
+		"Declare spec.network.cidrs (the addresses the name resolves to) or spec.network.namespaceSelector (a server running in the cluster)",
+		ds.Spec.Host, DatabaseEgressPolicy), true
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
@@ -99,6 +100,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		} else {
 			c.Remove(tenancyv1alpha1.ConnectionsOvercommittedCondition)
 		}
+	}
+	// From the spec alone, whether the server answers or not: its tenants' pods reach it only
+	// where their NetworkPolicy opens the way.
+	if message, undeclared := resources.UndeclaredDatabaseNetwork(ds); undeclared {
+		c.Set(tenancyv1alpha1.NetworkUndeclaredCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonNoTenantPath, message)
+	} else {
+		c.Remove(tenancyv1alpha1.NetworkUndeclaredCondition)
 	}
 	if err := writes.PatchStatus(ctx, r.Client, ds, &ds.Status, s); err != nil {
 		return ctrl.Result{}, err
