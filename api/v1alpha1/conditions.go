@@ -35,6 +35,10 @@ const (
 	// and spec.network declares no address or namespace, so its tenants' NetworkPolicy opens no
 	// path to it (ReasonNoTenantPath).
 	NetworkUndeclaredCondition = "NetworkUndeclared"
+	// SharedDatabasesOpenCondition, on a PostgreSQL DatabaseServer and only while true: PUBLIC
+	// keeps rights on the server's shared databases that Landlord takes where it can
+	// (ReasonAdministratorCannotConfine).
+	SharedDatabasesOpenCondition = "SharedDatabasesOpen"
 	// MaxTenantsReachedCondition, on a TenantPool and only while true: the pool has created
 	// spec.maxTenants tenants that still exist, and creates no spare.
 	MaxTenantsReachedCondition = "MaxTenantsReached"
@@ -153,6 +157,9 @@ const (
 	// ReasonNoTenantPath: a DatabaseServer's tenants' pods have no declared network path to it
 	// (NetworkUndeclared); they reach it only where network.egressCIDRs covers its addresses.
 	ReasonNoTenantPath = "NoTenantPath"
+	// ReasonAdministratorCannotConfine: the server's administrator neither owns its shared
+	// databases nor is a superuser, so PUBLIC keeps rights on them (SharedDatabasesOpen).
+	ReasonAdministratorCannotConfine = "AdministratorCannotConfine"
 )
 
 // Labels and annotations that Landlord puts on what it manages.

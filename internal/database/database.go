@@ -75,6 +75,10 @@ type ServerInfo struct {
 	// MaxConnections is the server's max_connections; Reserved, the slots of them only a
 	// superuser (PostgreSQL's superuser_reserved_connections and reserved_connections) may take.
 	MaxConnections, Reserved int
+	// Unconfined lists what PUBLIC keeps on the server's shared databases that Landlord would
+	// take from it (PostgreSQL: "CONNECT on database postgres"), because its administrator
+	// neither owns them nor is a superuser; empty when confined, and on MySQL and MariaDB.
+	Unconfined []string
 }
 
 // Provisioner creates, converges and drops tenant databases on one server. Every method is

@@ -36,8 +36,9 @@ type postgres struct {
 	health    *pgxpool.Pool
 	addr      string
 	connLimit int32
-	// confined: PUBLIC's rights on the server's shared databases were taken (see confine).
-	confined atomic.Bool
+	// confined: PUBLIC's rights on the server's shared databases were taken (see confine), as
+	// read back from the server; tried: confine ran once, whatever it could take.
+	confined, tried atomic.Bool
 	// markers says where this provisioner keeps its markers (see prepareMarkers).
 	markers  atomic.Int32
 	prepared sync.Mutex
@@ -126,7 +127,49 @@ func (p *postgres) Check(ctx context.Context) (ServerInfo, error) {
 		Scan(&info.Version, &info.MaxConnections, &info.Reserved); err != nil {
 		return ServerInfo{}, p.wrap(err, "reading version and connection slots")
 	}
+	if p.confined.Load() {
+		return info, nil
+	}
+	// Not confined yet, or not confinable: a server no tenant was placed on is confined here,
+	// and one whose administrator cannot confine it says what PUBLIC keeps, at every check (an
+	// owner may revoke it by hand meanwhile).
+	c, err := p.health.Acquire(ctx)
+	if err != nil {
+		return ServerInfo{}, p.wrap(err, "connecting")
+	}
+	defer c.Release()
+	if !p.tried.Load() {
+		if err := p.confine(ctx, c.Conn()); err != nil {
+			return ServerInfo{}, err
+		}
+	}
+	if info.Unconfined, err = p.publicKeeps(ctx, c.Conn()); err != nil {
+		return ServerInfo{}, err
+	}
+	if len(info.Unconfined) == 0 {
+		p.confined.Store(true)
+	}
 	return info, nil
+}
+
+// publicKeeps lists what PUBLIC still holds of the rights confine takes, as "CONNECT on
+// database postgres": the ACLs are read back, since a REVOKE by an administrator without the
+// grant option takes nothing and only warns.
+func (p *postgres) publicKeeps(ctx context.Context, conn *pgx.Conn) ([]string, error) {
+	rows, err := conn.Query(ctx, "SELECT a.privilege_type || ' on database ' || d.datname FROM pg_catalog.pg_database d,"+
+		" pg_catalog.aclexplode(COALESCE(d.datacl, pg_catalog.acldefault('d', d.datdba))) a"+
+		" WHERE d.datname IN ('postgres', 'template1') AND a.grantee = 0 AND a.privilege_type IN ('CONNECT', 'TEMPORARY')"+
+		" UNION ALL SELECT a.privilege_type || ' on schema public of database ' || pg_catalog.current_database() FROM pg_catalog.pg_namespace n,"+
+		" pg_catalog.aclexplode(COALESCE(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) a"+
+		" WHERE n.nspname = 'public' AND a.grantee = 0 AND a.privilege_type = 'CREATE' ORDER BY 1")
+	if err != nil {
+		return nil, p.wrap(err, "reading what PUBLIC holds on the shared databases")
+	}
+	kept, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, p.wrap(err, "reading what PUBLIC holds on the shared databases")
+	}
+	return kept, nil
 }
 
 // Sizes measures the databases the administrator may: pg_database_size needs CONNECT on the
@@ -495,9 +538,10 @@ func (p *postgres) locked(ctx context.Context, names []string, fn func(*pgx.Conn
 // `template1`, and creating in the public schema of `postgres`. Every tenant login gets only
 // what its own database grants it. An administrator that neither owns these databases nor is a
 // superuser cannot take the rights (PostgreSQL refuses, or only warns); its sessions stay safe
-// all the same (see the search_path in openPostgres), and the server's own settings stand.
+// all the same (see the search_path in openPostgres), the server's own settings stand, and
+// Check reports what PUBLIC keeps (ServerInfo.Unconfined) for the DatabaseServer's status.
 func (p *postgres) confine(ctx context.Context, conn *pgx.Conn) error {
-	if p.confined.Load() {
+	if p.confined.Load() || p.tried.Load() {
 		return nil
 	}
 	tx, err := conn.Begin(ctx)
@@ -519,7 +563,8 @@ func (p *postgres) confine(ctx context.Context, conn *pgx.Conn) error {
 	if err := tx.Commit(ctx); err != nil {
 		return p.confineFailed(err, "COMMIT")
 	}
-	p.confined.Store(true)
+	// Whether it took anything is read back by Check, which reports what PUBLIC keeps.
+	p.tried.Store(true)
 	return nil
 }
 

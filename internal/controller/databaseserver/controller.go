@@ -3,6 +3,7 @@ package databaseserver
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,13 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
+	"github.com/landlord-dev/landlord/internal/resources"
 )
 
 // Reconciler reports whether each DatabaseServer can be logged in to, its
@@ -99,6 +100,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				message+": lower spec.connectionLimit, or leave it unset for Landlord to derive it")
 		} else {
 			c.Remove(tenancyv1alpha1.ConnectionsOvercommittedCondition)
+		}
+		if len(info.Unconfined) > 0 {
+			c.Set(tenancyv1alpha1.SharedDatabasesOpenCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonAdministratorCannotConfine,
+				"PUBLIC keeps "+strings.Join(info.Unconfined, ", ")+": the administrator of spec.adminCredentials neither owns these databases nor is a superuser, so Landlord could not take them, "+
+					"and every tenant login may connect to them (no tenant's data is there, but each login may use them to reach the server's shared objects). "+
+					"Revoke them as their owner (REVOKE CONNECT, TEMPORARY ON DATABASE postgres FROM PUBLIC; the same on template1; REVOKE CREATE ON SCHEMA public FROM PUBLIC in postgres), granting CONNECT on postgres to the administrator by name")
+		} else {
+			c.Remove(tenancyv1alpha1.SharedDatabasesOpenCondition)
 		}
 	}
 	// From the spec alone, whether the server answers or not: its tenants' pods reach it only
