@@ -330,6 +330,11 @@ type DatabaseStatus struct {
 	// Rotation is the last rotation request applied.
 	// +optional
 	Rotation string `json:"rotation,omitempty"`
+	// ConnectionLimit is the session limit the login was last given (the server's
+	// status.connectionLimit, or its spec.connectionLimit; 0 is unlimited): when the server's
+	// changes, the login is given the new one.
+	// +optional
+	ConnectionLimit *int32 `json:"connectionLimit,omitempty"`
 }
 
 // VolumeStatus is a persistent volume of the tenant that Landlord keeps while the tenant

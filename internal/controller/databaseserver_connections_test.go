@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/database/dbtest"
 )
 
 // One tenant login must not be able to take a shared server from the others. Each login used to
@@ -67,4 +68,41 @@ func TestADatabaseServerSharesItsConnectionsBetweenItsTenants(t *testing.T) {
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, tenancyv1alpha1.ConnectionsOvercommittedCondition)).To(BeNil())
 		}).WithTimeout(timeout).Should(Succeed())
 	})
+}
+
+// A tenant's login used to keep the connection limit it was created with until its password was
+// rotated: a server given a lower spec.connectionLimit (or a derived share that fell as tenants
+// joined) left every existing login at the old one. A changed limit now reaches every login on
+// the server, and the tenant records the limit its logins were given.
+func TestAChangedConnectionLimitReachesTheLoginsInPlace(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	const server = "pg-limits"
+	g.Expect(env.RegisterDatabaseServer(ctx, opConfig.Databases.CredentialsNamespace, server, pg, func(spec *tenancyv1alpha1.DatabaseServerSpec) {
+		spec.ConnectionLimit = ptr.To[int32](9)
+	})).To(Succeed())
+	ds := &tenancyv1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: server}}
+	t.Cleanup(func() { _ = k8s.Delete(ctx, ds) })
+	tenant := createTenant(t, newTenant("limits", func(t *tenancyv1alpha1.Tenant) {
+		t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app", Server: server}}
+	}))
+	username := tenant.Status.Databases[0].Username
+	admin, err := dbtest.OpenDB(pg.Server, pg.Server.AdminUser, pg.Server.AdminPassword, "postgres")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = admin.Close() })
+	limitOf := func(g Gomega) int {
+		var limit int
+		g.Expect(admin.QueryRowContext(ctx, "SELECT rolconnlimit FROM pg_roles WHERE rolname = $1", username).Scan(&limit)).To(Succeed())
+		return limit
+	}
+	g.Expect(limitOf(g)).To(Equal(9))
+
+	g.Expect(k8s.Patch(ctx, ds, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"connectionLimit":4}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &tenancyv1alpha1.Tenant{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "limits"}, got)).To(Succeed())
+		g.Expect(limitOf(g)).To(Equal(4), "recorded: %d, conditions %+v", *got.Status.Databases[0].ConnectionLimit, got.Status.Conditions)
+		g.Expect(got.Status.Databases).To(ConsistOf(HaveField("ConnectionLimit", HaveValue(BeEquivalentTo(4)))))
+		g.Expect(got.Status.Databases[0].Rotation).To(BeEmpty(), "no rotation was asked for")
+	}).WithTimeout(timeout).Should(Succeed())
 }

@@ -61,14 +61,19 @@ const landlordSessions = MaxAdminConns + 1
 
 // DerivedConnectionLimit is each tenant login's share of a server's connection slots when
 // spec.connectionLimit is unset: the slots left once the superusers' reserved ones and
-// Landlord's own sessions are set aside, divided by maxTenants when set and by 4 otherwise, so
-// that no tenant can take the server from the others (PostgreSQL's default max_connections is
-// 100, which the limit of 100 per login that Landlord gave before handed to any one tenant).
-// At least 1.
-func DerivedConnectionLimit(info ServerInfo, maxTenants *int32) int32 {
+// Landlord's own sessions are set aside, divided by maxTenants when set. Otherwise it is divided
+// by the power of two above the logins placed (logins), and by at least 4, so that the logins
+// together always leave slots to the rest, and the share moves only when their number crosses a
+// power of two (each move is one change of every login on the server). A quarter each, which
+// Landlord gave before, let four logins take the whole server. At least 1.
+func DerivedConnectionLimit(info ServerInfo, maxTenants *int32, logins int) int32 {
 	share := 4
 	if maxTenants != nil && *maxTenants > 0 {
 		share = int(*maxTenants)
+	} else {
+		for share <= logins {
+			share *= 2
+		}
 	}
 	return int32(max(1, (info.MaxConnections-info.Reserved-landlordSessions)/share))
 }

@@ -90,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		s.Reachable = true
 		s.ServerVersion = info.Version
 		s.ConnectionSlots = int32(info.MaxConnections)
-		s.ConnectionLimit = database.DerivedConnectionLimit(info, ds.Spec.MaxTenants)
+		s.ConnectionLimit = database.DerivedConnectionLimit(info, ds.Spec.MaxTenants, logins)
 		if ds.Spec.ConnectionLimit != nil {
 			s.ConnectionLimit = *ds.Spec.ConnectionLimit
 		}

@@ -141,7 +141,22 @@ func (r *Reconciler) ensureDatabase(ctx context.Context, s *tenantScope, e dbEnt
 			return prev, failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 		if ok {
-			return r.publishCredentials(ctx, s, c, prev)
+			ds, err := r.Databases.Server(ctx, c.Server)
+			if err != nil {
+				return prev, r.serverFailed(t, e, c.Server, err)
+			}
+			limit := database.ConnectionLimit(ds)
+			if prev.ConnectionLimit == nil || *prev.ConnectionLimit != limit {
+				// The server's limit moved since the login was given one (a spec change, a
+				// derived share that fell as tenants joined): the login gets the new one now,
+				// with the password it has, rather than at its next rotation. The Secret names no
+				// owner: the account is the tenant's, as the status records it in place.
+				c.Account.Owner, c.Account.Adopt = string(t.UID), adoptedUID(t)
+				if res := r.ensureOnServer(ctx, t, e, c); !res.done {
+					return prev, res
+				}
+			}
+			return r.publishCredentials(ctx, s, c, prev, limit)
 		}
 	}
 
@@ -149,14 +164,15 @@ func (r *Reconciler) ensureDatabase(ctx context.Context, s *tenantScope, e dbEnt
 	if !res.done {
 		return prev, res
 	}
-	prov, err := r.Databases.Provisioner(ctx, c.Server)
+	// Read before the provisioner is: should the limit move in between, what is recorded is the
+	// older one, and the move, which re-triggers the tenant, is applied then.
+	ds, err := r.Databases.Server(ctx, c.Server)
 	if err != nil {
 		return prev, r.serverFailed(t, e, c.Server, err)
 	}
-	if err := r.slots.run(ctx, c.Server, r.Config.Databases.Timeout.Duration, func(sqlCtx context.Context) error {
-		return prov.Ensure(sqlCtx, c.Account)
-	}); err != nil {
-		return prev, r.serverFailed(t, e, c.Server, err)
+	limit := database.ConnectionLimit(ds)
+	if res := r.ensureOnServer(ctx, t, e, c); !res.done {
+		return prev, res
 	}
 	if res := r.recordOwner(ctx, s, e, &c); !res.done {
 		return prev, res
@@ -170,7 +186,22 @@ func (r *Reconciler) ensureDatabase(ctx context.Context, s *tenantScope, e dbEnt
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonProvisioned, "Provision",
 			"%s is in place on DatabaseServer %s as %s", e, c.Server, c.Account.Database)
 	}
-	return r.publishCredentials(ctx, s, c, prev)
+	return r.publishCredentials(ctx, s, c, prev, limit)
+}
+
+// ensureOnServer ensures c's database and login on its server, within the server's slots of
+// concurrent work: created when missing, given c's password and the server's connection limit.
+func (r *Reconciler) ensureOnServer(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials) outcome {
+	prov, err := r.Databases.Provisioner(ctx, c.Server)
+	if err != nil {
+		return r.serverFailed(t, e, c.Server, err)
+	}
+	if err := r.slots.run(ctx, c.Server, r.Config.Databases.Timeout.Duration, func(sqlCtx context.Context) error {
+		return prov.Ensure(sqlCtx, c.Account)
+	}); err != nil {
+		return r.serverFailed(t, e, c.Server, err)
+	}
+	return outcome{done: true}
 }
 
 // serverFailed reports a server that is down or refused, as an event and an outcome: a server
