@@ -38,9 +38,9 @@ func TestADatabaseServerSharesItsConnectionsBetweenItsTenants(t *testing.T) {
 	t.Run("left unset, the limit is the server's slots for its one tenant", func(t *testing.T) {
 		NewWithT(t).Eventually(func(g Gomega) {
 			got := observed(g)
-			// The test server: max_connections 100, 3 reserved for superusers, 5 Landlord's.
+			// The test server: max_connections 100, 3 reserved for superusers, 6 Landlord's.
 			g.Expect(got.Status.ConnectionSlots).To(Equal(int32(100)))
-			g.Expect(got.Status.ConnectionLimit).To(Equal(int32(92)))
+			g.Expect(got.Status.ConnectionLimit).To(Equal(int32(91)))
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, tenancyv1alpha1.ConnectionsOvercommittedCondition)).To(BeNil())
 		}).WithTimeout(timeout).Should(Succeed())
 	})
@@ -55,7 +55,7 @@ func TestADatabaseServerSharesItsConnectionsBetweenItsTenants(t *testing.T) {
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(tenancyv1alpha1.ReasonConnectionLimitTooHigh))
-			g.Expect(c.Message).To(ContainSubstring("may hold 100 sessions, and the server leaves tenants 92 slots"))
+			g.Expect(c.Message).To(ContainSubstring("may hold 100 sessions, and the server leaves tenants 91 slots"))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
 
@@ -64,7 +64,7 @@ func TestADatabaseServerSharesItsConnectionsBetweenItsTenants(t *testing.T) {
 		g.Expect(k8s.Patch(ctx, ds, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"connectionLimit":null,"maxTenants":4}}`)))).To(Succeed())
 		g.Eventually(func(g Gomega) {
 			got := observed(g)
-			g.Expect(got.Status.ConnectionLimit).To(Equal(int32(23)))
+			g.Expect(got.Status.ConnectionLimit).To(Equal(int32(22)))
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, tenancyv1alpha1.ConnectionsOvercommittedCondition)).To(BeNil())
 		}).WithTimeout(timeout).Should(Succeed())
 	})

@@ -55,9 +55,9 @@ type dbConn struct {
 	err     error
 }
 
-// landlordSessions is what Landlord itself may hold on a server: its administrator sessions and
-// the check's own.
-const landlordSessions = MaxAdminConns + 1
+// landlordSessions is what Landlord itself may hold on a server: its administrator sessions,
+// the check's own and the measuring one's.
+const landlordSessions = MaxAdminConns + 2
 
 // DerivedConnectionLimit is each tenant login's share of a server's connection slots when
 // spec.connectionLimit is unset: the slots left once the superusers' reserved ones and

@@ -22,7 +22,7 @@ func TestTheConnectionLimitIsAShareOfTheServer(t *testing.T) {
 		logins     int
 		want       int32
 	}{
-		{"a server without maxTenants and up to three logins gives each a quarter of what it leaves tenants", postgres, nil, 3, 23},
+		{"a server without maxTenants and up to three logins gives each a quarter of what it leaves tenants", postgres, nil, 3, 22},
 		{"four logins get an eighth each, so that they leave slots to the rest", postgres, nil, 4, 11},
 		{"a hundred logins get a 128th each, at least one", postgres, nil, 100, 1},
 		{"a server for 10 tenants gives each a tenth, however many are placed", postgres, ptr.To[int32](10), 9, 9},
@@ -51,10 +51,10 @@ func TestAnOvercommittedServerSaysByHowMuch(t *testing.T) {
 		maxTenants *int32
 		want       string
 	}{
-		{"one login that may take every slot", 100, 1, nil, "1 tenant logins at 100 sessions each may hold 100 sessions, and the server leaves tenants 92 slots"},
-		{"unlimited logins", 0, 3, nil, "any one of the 3 tenant logins can take all 92"},
+		{"one login that may take every slot", 100, 1, nil, "1 tenant logins at 100 sessions each may hold 100 sessions, and the server leaves tenants 91 slots"},
+		{"unlimited logins", 0, 3, nil, "any one of the 3 tenant logins can take all 91"},
 		{"a server that may take more tenants counts them", 10, 1, ptr.To[int32](20), "20 tenant logins at 10 sessions each may hold 200 sessions"},
-		{"logins whose limits fit", 23, 4, nil, ""},
+		{"logins whose limits fit", 22, 4, nil, ""},
 		{"no login yet, and no maxTenants", 100, 0, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,8 +34,9 @@ const myStatementTimeout = 30 * time.Second
 
 type mysqlServer struct {
 	db *sql.DB
-	// health is the check's own connection (see Provisioner.Check).
-	health    *sql.DB
+	// health is the check's own connection (see Provisioner.Check); measure is Sizes' own (see
+	// the PostgreSQL one).
+	health, measure *sql.DB
 	addr      string
 	connLimit int32
 	// ownersReady: the bookkeeping table is known to exist.
@@ -79,7 +80,11 @@ func openMySQL(s Server) (Provisioner, error) {
 	health.SetMaxOpenConns(1)
 	health.SetMaxIdleConns(1)
 	health.SetConnMaxIdleTime(5 * time.Minute)
-	return &mysqlServer{db: db, health: health, addr: cfg.Addr, connLimit: s.ConnectionLimit, locks: newLockKeys(s)}, nil
+	measure := sql.OpenDB(connector)
+	measure.SetMaxOpenConns(1)
+	measure.SetMaxIdleConns(1)
+	measure.SetConnMaxIdleTime(5 * time.Minute)
+	return &mysqlServer{db: db, health: health, measure: measure, addr: cfg.Addr, connLimit: s.ConnectionLimit, locks: newLockKeys(s)}, nil
 }
 
 func (m *mysqlServer) Check(ctx context.Context) (ServerInfo, error) {
@@ -94,9 +99,9 @@ func (m *mysqlServer) Check(ctx context.Context) (ServerInfo, error) {
 
 // Sizes sums each schema's data and index lengths as information_schema reports them (InnoDB's
 // are estimates, refreshed by the server's statistics), over the schemas the administrator sees.
-// It runs on the provisioning pool, not the check's connection (see the PostgreSQL Sizes).
+// It runs on a connection of its own (see the PostgreSQL Sizes).
 func (m *mysqlServer) Sizes(ctx context.Context) (map[string]int64, error) {
-	rows, err := m.db.QueryContext(ctx, "SELECT s.SCHEMA_NAME, CAST(COALESCE(SUM(t.DATA_LENGTH + t.INDEX_LENGTH), 0) AS SIGNED)"+
+	rows, err := m.measure.QueryContext(ctx, "SELECT s.SCHEMA_NAME, CAST(COALESCE(SUM(t.DATA_LENGTH + t.INDEX_LENGTH), 0) AS SIGNED)"+
 		" FROM information_schema.SCHEMATA s LEFT JOIN information_schema.TABLES t ON t.TABLE_SCHEMA = s.SCHEMA_NAME"+
 		" WHERE s.SCHEMA_NAME NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') GROUP BY s.SCHEMA_NAME")
 	if err != nil {
@@ -352,7 +357,7 @@ func (m *mysqlServer) killSessions(ctx context.Context, username string) error {
 }
 
 func (m *mysqlServer) Close() error {
-	return errors.Join(m.db.Close(), m.health.Close())
+	return errors.Join(m.db.Close(), m.health.Close(), m.measure.Close())
 }
 
 func (m *mysqlServer) wrap(err error, format string, args ...any) error {

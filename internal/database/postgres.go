@@ -32,8 +32,10 @@ const (
 
 type postgres struct {
 	pool *pgxpool.Pool
-	// health is the check's own connection (see Provisioner.Check).
-	health    *pgxpool.Pool
+	// health is the check's own connection (see Provisioner.Check); measure is Sizes' own, so
+	// that neither waits for provisioning sessions a tenant's login can hold (a lock on its own
+	// role or database that Landlord's statements wait behind), nor for each other.
+	health, measure *pgxpool.Pool
 	addr      string
 	connLimit int32
 	// confined: PUBLIC's rights on the server's shared databases were taken (see confine), as
@@ -114,7 +116,13 @@ func openPostgres(s Server) (Provisioner, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres server %s: %w", addr, err)
 	}
-	return &postgres{pool: pool, health: health, addr: addr, connLimit: s.ConnectionLimit, locks: newLockKeys(s)}, nil
+	measure, err := pgxpool.NewWithConfig(context.Background(), healthCfg.Copy())
+	if err != nil {
+		pool.Close()
+		health.Close()
+		return nil, fmt.Errorf("postgres server %s: %w", addr, err)
+	}
+	return &postgres{pool: pool, health: health, measure: measure, addr: addr, connLimit: s.ConnectionLimit, locks: newLockKeys(s)}, nil
 }
 
 func (p *postgres) Check(ctx context.Context) (ServerInfo, error) {
@@ -174,11 +182,12 @@ func (p *postgres) publicKeeps(ctx context.Context, conn *pgx.Conn) ([]string, e
 
 // Sizes measures the databases the administrator may: pg_database_size needs CONNECT on the
 // database or pg_read_all_stats, and Landlord takes CONNECT on a tenant's database from PUBLIC.
-// A superuser, or an administrator granted pg_read_all_stats, measures every one. It runs on
-// the provisioning pool, not the check's connection: a server whose databases take long to
-// measure (a tenant with a million tables) must not have its reachability check wait.
+// A superuser, or an administrator granted pg_read_all_stats, measures every one. It runs on a
+// connection of its own: a server whose databases take long to measure (a tenant with a million
+// tables) must not have its reachability check wait, and measuring must not wait for the
+// provisioning sessions, which a tenant's login can hold.
 func (p *postgres) Sizes(ctx context.Context) (map[string]int64, error) {
-	rows, err := p.pool.Query(ctx, "SELECT d.datname, pg_catalog.pg_database_size(d.oid) FROM pg_catalog.pg_database d"+
+	rows, err := p.measure.Query(ctx, "SELECT d.datname, pg_catalog.pg_database_size(d.oid) FROM pg_catalog.pg_database d"+
 		" WHERE NOT d.datistemplate AND (pg_catalog.has_database_privilege(d.oid, 'CONNECT'::pg_catalog.text)"+
 		" OR pg_catalog.pg_has_role('pg_read_all_stats'::pg_catalog.name, 'USAGE'::pg_catalog.text))")
 	if err != nil {
@@ -482,6 +491,7 @@ func (p *postgres) Drop(ctx context.Context, acct Account) error {
 func (p *postgres) Close() error {
 	p.pool.Close()
 	p.health.Close()
+	p.measure.Close()
 	return nil
 }
 
