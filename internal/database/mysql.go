@@ -37,8 +37,8 @@ type mysqlServer struct {
 	// health is the check's own connection (see Provisioner.Check); measure is Sizes' own (see
 	// the PostgreSQL one).
 	health, measure *sql.DB
-	addr      string
-	connLimit int32
+	addr            string
+	connLimit       int32
 	// ownersReady: the bookkeeping table is known to exist.
 	ownersReady atomic.Bool
 	locks       lockKeys

@@ -36,8 +36,8 @@ type postgres struct {
 	// that neither waits for provisioning sessions a tenant's login can hold (a lock on its own
 	// role or database that Landlord's statements wait behind), nor for each other.
 	health, measure *pgxpool.Pool
-	addr      string
-	connLimit int32
+	addr            string
+	connLimit       int32
 	// confined: PUBLIC's rights on the server's shared databases were taken (see confine), as
 	// read back from the server; tried: confine ran once, whatever it could take.
 	confined, tried atomic.Bool
