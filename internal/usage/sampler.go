@@ -334,17 +334,35 @@ func (s *Sampler) sizes(ctx context.Context, logger logr.Logger, servers map[str
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	// The servers are asked beside one another, each within its own timeout: one that does not
+	// answer holds no other server's figures up. A few at a time, so a fleet of servers is not
+	// opened all at once.
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	at := make(chan struct{}, serversAtOnce)
 	for _, name := range names {
-		got, err := s.serverSizes(ctx, name)
-		if err != nil {
-			logger.Error(err, "reading database sizes; the server's databases keep their last figures", "databaseServer", name)
-			out.failed[name] = true
-			continue
-		}
-		out.byServer[name] = got
+		at <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-at }()
+			got, err := s.serverSizes(ctx, name)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				logger.Error(err, "reading database sizes; the server's databases keep their last figures", "databaseServer", name)
+				out.failed[name] = true
+				return
+			}
+			out.byServer[name] = got
+		})
 	}
+	wg.Wait()
 	return out
 }
+
+// serversAtOnce is how many database servers a sample asks at once.
+const serversAtOnce = 8
 
 func (s *Sampler) serverSizes(ctx context.Context, name string) (map[string]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)

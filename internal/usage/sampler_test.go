@@ -2,7 +2,9 @@ package usage
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/go-logr/logr"
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/database"
 )
 
 func TestDatabasesKeepTheirLastFigureWhereTheServerCouldNotBeAsked(t *testing.T) {
@@ -219,5 +222,50 @@ func TestOneAnswerThatThereIsNoMetricsAPIDoesNotClearTheFleetsFigures(t *testing
 	}
 	if second := s.podsUsed(context.Background(), logr.Discard()); second.gone || second.served {
 		t.Errorf("the second sample in a row without the API = %+v, want the figures cleared", second)
+	}
+}
+
+// sizing is a provisioner whose Sizes alone is answered, by sizes.
+type sizing struct {
+	database.Provisioner
+	sizes func(ctx context.Context) (map[string]int64, error)
+}
+
+func (s sizing) Sizes(ctx context.Context) (map[string]int64, error) { return s.sizes(ctx) }
+
+type sizingServers map[string]sizing
+
+func (s sizingServers) Provisioner(_ context.Context, name string) (database.Provisioner, error) {
+	return s[name], nil
+}
+
+// A server that does not answer must not hold the others: they are asked beside it, each within
+// its own timeout. The hung server here answers only once the other one has been asked, which
+// servers asked one after the other never do before its timeout.
+func TestAServerThatDoesNotAnswerHoldsNoOtherServer(t *testing.T) {
+	asked := make(chan struct{})
+	released := false
+	servers := sizingServers{
+		"a-hung": {sizes: func(ctx context.Context) (map[string]int64, error) {
+			select {
+			case <-asked:
+				released = true
+				return nil, errors.New("hung")
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}},
+		"b-up": {sizes: func(context.Context) (map[string]int64, error) {
+			close(asked)
+			return map[string]int64{"t_acme_app": 42}, nil
+		}},
+	}
+	s := &Sampler{Provisioners: servers, Timeout: 5 * time.Second}
+	got := s.sizes(context.Background(), logr.Discard(), map[string]bool{"a-hung": true, "b-up": true})
+	if !released {
+		t.Error("the hung server was asked alone: the other server waited for its timeout")
+	}
+	if got.byServer["b-up"]["t_acme_app"] != 42 || !got.failed["a-hung"] {
+		t.Errorf("sizes = %+v, want b-up's figures and a-hung failed", got)
 	}
 }
