@@ -71,9 +71,9 @@ func TestADatabaseServerSharesItsConnectionsBetweenItsTenants(t *testing.T) {
 }
 
 // A tenant's login used to keep the connection limit it was created with until its password was
-// rotated: a server given a lower spec.connectionLimit (or a derived share that fell as tenants
-// joined) left every existing login at the old one. A changed limit now reaches every login on
-// the server, and the tenant records the limit its logins were given.
+// rotated: a server given a lower spec.connectionLimit left every existing login at the old one.
+// The platform's limit now reaches every login on the server, the limit alone (never the
+// password), and the tenant records the limit its logins were given.
 func TestAChangedConnectionLimitReachesTheLoginsInPlace(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
@@ -96,6 +96,13 @@ func TestAChangedConnectionLimitReachesTheLoginsInPlace(t *testing.T) {
 		return limit
 	}
 	g.Expect(limitOf(g)).To(Equal(9))
+	// The password's verifier: a new one (a new salt) would mean the password was set again.
+	verifier := func(g Gomega) string {
+		var v string
+		g.Expect(admin.QueryRowContext(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = $1", username).Scan(&v)).To(Succeed())
+		return v
+	}
+	before := verifier(g)
 
 	g.Expect(k8s.Patch(ctx, ds, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"connectionLimit":4}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -105,4 +112,5 @@ func TestAChangedConnectionLimitReachesTheLoginsInPlace(t *testing.T) {
 		g.Expect(got.Status.Databases).To(ConsistOf(HaveField("ConnectionLimit", HaveValue(BeEquivalentTo(4)))))
 		g.Expect(got.Status.Databases[0].Rotation).To(BeEmpty(), "no rotation was asked for")
 	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(verifier(g)).To(Equal(before), "the limit alone changes, never the password")
 }

@@ -63,9 +63,11 @@ const landlordSessions = MaxAdminConns + 2
 // spec.connectionLimit is unset: the slots left once the superusers' reserved ones and
 // Landlord's own sessions are set aside, divided by maxTenants when set. Otherwise it is divided
 // by the power of two above the logins placed (logins), and by at least 4, so that the logins
-// together always leave slots to the rest, and the share moves only when their number crosses a
-// power of two (each move is one change of every login on the server). A quarter each, which
-// Landlord gave before, let four logins take the whole server. At least 1.
+// together leave slots to the rest. A quarter each, which Landlord gave before, let four logins
+// take the whole server. It is never below minDerivedLimit sessions (nor the server's slots):
+// an application needs a few, and a server with more logins than that leaves room for is
+// reported overcommitted rather than made useless to each. The share is given to new logins
+// (and at rotations); those in place keep theirs, unless spec.connectionLimit is set.
 func DerivedConnectionLimit(info ServerInfo, maxTenants *int32, logins int) int32 {
 	share := 4
 	if maxTenants != nil && *maxTenants > 0 {
@@ -75,8 +77,12 @@ func DerivedConnectionLimit(info ServerInfo, maxTenants *int32, logins int) int3
 			share *= 2
 		}
 	}
-	return int32(max(1, (info.MaxConnections-info.Reserved-landlordSessions)/share))
+	slots := info.MaxConnections - info.Reserved - landlordSessions
+	return int32(max(1, min(max(slots, 1), max(slots/share, minDerivedLimit))))
 }
+
+// minDerivedLimit is the fewest sessions a derived share gives a login.
+const minDerivedLimit = 5
 
 // ConnectionLimit is what each tenant login on ds is given: spec.connectionLimit, else the limit
 // the last check derived (status.connectionLimit). Before any check it is 1; no tenant is placed

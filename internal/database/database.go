@@ -100,6 +100,10 @@ type Provisioner interface {
 	// are not an error. Nothing is dropped when either is not the account's: the error is a
 	// *ForeignError.
 	Drop(ctx context.Context, acct Account) error
+	// SetConnectionLimit gives the account's existing login the server's connection limit, and
+	// changes nothing else: not its password, nor its database. A login marked as another
+	// tenant's is left alone (a *ForeignError).
+	SetConnectionLimit(ctx context.Context, acct Account) error
 	// Sizes reads, in one query, the bytes each database on the server holds, as the server
 	// reports them (PostgreSQL's pg_database_size; MariaDB's and MySQL's data and index lengths,
 	// which InnoDB estimates), by database name. A database the administrator may not measure is

@@ -126,3 +126,16 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// limitable refuses a connection limit on a login that is missing, or marked as another tenant's
+// than the account's (or the one it adopts). An unmarked login, of an earlier release, is the
+// account's as the tenant's status records it.
+func (f found) limitable(acct Account) error {
+	switch {
+	case !f.exists:
+		return &MissingError{Object: f.object, Name: f.name, Adopt: acct.Adopt}
+	case f.marked && f.owner != acct.Owner && (acct.Adopt == "" || f.owner != acct.Adopt):
+		return &ForeignError{Object: f.object, Name: f.name, Owner: f.owner}
+	}
+	return nil
+}

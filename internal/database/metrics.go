@@ -16,6 +16,8 @@ const (
 	OperationInspect = "inspect"
 	// OperationSizes reads the size of every database on a server (the usage sampler's query).
 	OperationSizes = "sizes"
+	// OperationLimit gives a login the server's connection limit (SetConnectionLimit).
+	OperationLimit = "limit"
 )
 
 // Results of the database metrics.
@@ -87,6 +89,13 @@ func (i *instrumented) Drop(ctx context.Context, acct Account) error {
 	start := time.Now()
 	err := i.next.Drop(ctx, acct)
 	i.observe(OperationDrop, start, err)
+	return err
+}
+
+func (i *instrumented) SetConnectionLimit(ctx context.Context, acct Account) error {
+	start := time.Now()
+	err := i.next.SetConnectionLimit(ctx, acct)
+	i.observe(OperationLimit, start, err)
 	return err
 }
 

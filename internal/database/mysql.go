@@ -168,6 +168,18 @@ func (m *mysqlServer) Ensure(ctx context.Context, acct Account) error {
 	})
 }
 
+func (m *mysqlServer) SetConnectionLimit(ctx context.Context, acct Account) error {
+	return m.examined(ctx, acct, func(conn *sql.Conn, u, _ found) error {
+		if err := u.limitable(acct); err != nil {
+			return err
+		}
+		if _, err := conn.ExecContext(ctx, "ALTER USER ?@'%' WITH MAX_USER_CONNECTIONS "+strconv.Itoa(int(max(m.connLimit, 0))), acct.Username); err != nil {
+			return m.wrap(err, "setting the connection limit of user %q", acct.Username)
+		}
+		return nil
+	})
+}
+
 // ownersTable is where Landlord marks the databases and users it creates on a MySQL server,
 // which, unlike PostgreSQL, cannot comment on a user. Its schema's name has no '_', so no
 // tenant database (see Names) can take it, and no tenant login is granted anything on it.

@@ -327,6 +327,19 @@ func (p *postgres) ensureRole(ctx context.Context, conn *pgx.Conn, acct Account,
 	return nil
 }
 
+func (p *postgres) SetConnectionLimit(ctx context.Context, acct Account) error {
+	return p.examined(ctx, acct, func(conn *pgx.Conn, r found, _ pgDatabase) error {
+		if err := r.limitable(acct); err != nil {
+			return err
+		}
+		stmt := "ALTER ROLE " + pgx.Identifier{acct.Username}.Sanitize() + " CONNECTION LIMIT " + strconv.Itoa(int(pgConnectionLimit(p.connLimit)))
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return p.wrap(err, "setting the connection limit of role %q", acct.Username)
+		}
+		return nil
+	})
+}
+
 // pgConnectionLimit is PostgreSQL's CONNECTION LIMIT for a server's setting: -1 is unlimited.
 func pgConnectionLimit(n int32) int32 {
 	if n <= 0 {

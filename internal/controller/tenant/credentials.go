@@ -263,7 +263,7 @@ func (r *Reconciler) recordOwner(ctx context.Context, s *tenantScope, e dbEntry,
 
 // publishCredentials writes the credentials Secret into the tenant namespace (when it differs
 // from the cached one) and returns the database's status entry.
-func (r *Reconciler) publishCredentials(ctx context.Context, s *tenantScope, c resources.DatabaseCredentials, prev *tenancyv1alpha1.DatabaseStatus, limit int32) (*tenancyv1alpha1.DatabaseStatus, outcome) {
+func (r *Reconciler) publishCredentials(ctx context.Context, s *tenantScope, c resources.DatabaseCredentials, prev *tenancyv1alpha1.DatabaseStatus, limit *int32) (*tenancyv1alpha1.DatabaseStatus, outcome) {
 	t := s.tenant
 	ds, err := r.Databases.Server(ctx, c.Server)
 	if err != nil {
@@ -277,6 +277,6 @@ func (r *Reconciler) publishCredentials(ctx context.Context, s *tenantScope, c r
 	return &tenancyv1alpha1.DatabaseStatus{
 		Engine: c.Engine, Name: c.Name, Server: c.Server,
 		Database: c.Account.Database, Username: c.Account.Username,
-		SecretName: sec.Name, Rotation: c.Rotation, ConnectionLimit: &limit,
+		SecretName: sec.Name, Rotation: c.Rotation, ConnectionLimit: limit,
 	}, outcome{done: true}
 }

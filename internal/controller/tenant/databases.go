@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/utils/ptr"
 	"maps"
 	"slices"
 	"strings"
@@ -145,16 +146,19 @@ func (r *Reconciler) ensureDatabase(ctx context.Context, s *tenantScope, e dbEnt
 			if err != nil {
 				return prev, r.serverFailed(t, e, c.Server, err)
 			}
-			limit := database.ConnectionLimit(ds)
-			if prev.ConnectionLimit == nil || *prev.ConnectionLimit != limit {
-				// The server's limit moved since the login was given one (a spec change, a
-				// derived share that fell as tenants joined): the login gets the new one now,
-				// with the password it has, rather than at its next rotation. The Secret names no
-				// owner: the account is the tenant's, as the status records it in place.
-				c.Account.Owner, c.Account.Adopt = string(t.UID), adoptedUID(t)
-				if res := r.ensureOnServer(ctx, t, e, c); !res.done {
+			// A limit the platform set (spec.connectionLimit) reaches the logins in place, rather
+			// than at their next rotation: the limit alone changes, never the password. A derived
+			// share is given to new logins (and at rotations): lowering every login of a busy
+			// server at once, as tenants join it, would refuse their applications sessions they
+			// hold today; ConnectionsOvercommitted says when the logins may hold too many.
+			limit := prev.ConnectionLimit
+			if want := ds.Spec.ConnectionLimit; want != nil && (limit == nil || *limit != *want) {
+				acct := c.Account
+				acct.Owner, acct.Adopt = string(t.UID), adoptedUID(t)
+				if res := r.limitOnServer(ctx, t, e, c.Server, acct); !res.done {
 					return prev, res
 				}
+				limit = ptr.To(*want)
 			}
 			return r.publishCredentials(ctx, s, c, prev, limit)
 		}
@@ -170,7 +174,7 @@ func (r *Reconciler) ensureDatabase(ctx context.Context, s *tenantScope, e dbEnt
 	if err != nil {
 		return prev, r.serverFailed(t, e, c.Server, err)
 	}
-	limit := database.ConnectionLimit(ds)
+	limit := ptr.To(database.ConnectionLimit(ds))
 	if res := r.ensureOnServer(ctx, t, e, c); !res.done {
 		return prev, res
 	}
@@ -200,6 +204,21 @@ func (r *Reconciler) ensureOnServer(ctx context.Context, t *tenancyv1alpha1.Tena
 		return prov.Ensure(sqlCtx, c.Account)
 	}); err != nil {
 		return r.serverFailed(t, e, c.Server, err)
+	}
+	return outcome{done: true}
+}
+
+// limitOnServer gives acct's login the server's connection limit, within the server's slots of
+// concurrent work.
+func (r *Reconciler) limitOnServer(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, server string, acct database.Account) outcome {
+	prov, err := r.Databases.Provisioner(ctx, server)
+	if err != nil {
+		return r.serverFailed(t, e, server, err)
+	}
+	if err := r.slots.run(ctx, server, r.Config.Databases.Timeout.Duration, func(sqlCtx context.Context) error {
+		return prov.SetConnectionLimit(sqlCtx, acct)
+	}); err != nil {
+		return r.serverFailed(t, e, server, err)
 	}
 	return outcome{done: true}
 }

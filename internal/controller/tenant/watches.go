@@ -107,13 +107,13 @@ func (r *Reconciler) databaseServerHandler() handler.EventHandler {
 			newS, okNew := e.ObjectNew.(*tenancyv1alpha1.DatabaseServer)
 			if okOld && okNew && oldS.Generation == newS.Generation &&
 				meta.IsStatusConditionTrue(oldS.Status.Conditions, tenancyv1alpha1.ReadyCondition) == meta.IsStatusConditionTrue(newS.Status.Conditions, tenancyv1alpha1.ReadyCondition) &&
-				oldS.Status.Tenants <= newS.Status.Tenants && oldS.Status.ConnectionLimit == newS.Status.ConnectionLimit {
+				oldS.Status.Tenants <= newS.Status.Tenants {
 				// Nothing a waiting tenant could use: the server neither became Ready nor freed room.
 				return
 			}
-			if okNew && (!okOld || oldS.Generation != newS.Generation || oldS.Status.ConnectionLimit != newS.Status.ConnectionLimit) {
+			if okNew && (!okOld || oldS.Generation != newS.Generation) {
 				// The address may have moved: every tenant on the server rewrites its Secrets;
-				// or the limit each login is given did, which every login on it gets.
+				// or spec.connectionLimit did, which every login on it gets.
 				on(ctx, newS.Name, q)
 			}
 			enqueue(ctx, q)
