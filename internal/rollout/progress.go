@@ -89,8 +89,8 @@ func ProgressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded m
 // tenant's own trouble, which whoever may stall the tenant can cause, would halt the fleet's
 // rollout. So is a version applied whose pods the tenant's own pods leave no room for in its
 // quota (the component's status reason is ReasonQuotaExceeded, which the tenant reconciler sets
-// only when the version's pods would fit the quota and the pods Landlord did not make use at
-// least what they lack). A version that was applied and fails otherwise, or that does not
+// only when the version's replicas would fit the quota and Landlord's own pods would have left
+// room for the refused one). A version that was applied and fails otherwise, or that does not
 // render or apply, is the version's failure.
 func OwnCause(ro *tenancyv1alpha1.ComponentRollout, t *tenancyv1alpha1.Tenant) bool {
 	if i := slices.IndexFunc(t.Status.Components, func(c tenancyv1alpha1.ComponentStatus) bool {

@@ -8,26 +8,27 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/landlord-dev/landlord/internal/component"
 )
 
-// ownPodsFillQuota reports whether the tenant's own pods (those no workload Landlord renders
-// made) use at least what a workload of Landlord's lacked when the quota refused its pod
-// (refusal, the quota admission's words): freeing them would make room, so the failure is the
-// tenant's, not the version's. When Landlord's own pods fill the quota (a rolling update's extra
-// pod with no headroom, pods still terminating), or the quota counts something pods do not
-// tell, it is not. The pods are listed from the API server (the cache holds none), once per
-// reconcile of a tenant whose workload the quota refuses.
+// ownPodsFillQuota reports whether a workload of Landlord's that the quota refused a pod
+// (refusal, the quota admission's words) would have had room with Landlord's own pods alone in
+// the namespace: what they use plus what was asked fits every limit it was refused for. Then the
+// pods that fill the quota are those Landlord did not make (the tenant's), and the failure is the
+// tenant's, not the version's. It is judged from Landlord's pods, which the tenant can neither
+// shape nor shrink (their labels and specs are their workloads', see the controller-labels
+// policy), measured as the quota counts them (init containers, overhead, pod-level resources).
+// When Landlord's own pods fill the quota (a rolling update's extra pod with no headroom), or
+// the quota counts something pods do not tell, it is not. The pods are listed from the API
+// server (the cache holds none), once per reconcile of a tenant whose workload the quota refuses.
 func (r *Reconciler) ownPodsFillQuota(ctx context.Context, s *tenantScope, refusal string, rendered []*unstructured.Unstructured) (bool, error) {
 	q, ok := component.ParseQuotaRefusal(refusal)
-	if !ok {
-		return false, nil
-	}
-	short := q.Shortfall()
-	if len(short) == 0 {
+	if !ok || len(q.Shortfall()) == 0 {
 		return false, nil
 	}
 	pods := &corev1.PodList{}
@@ -38,10 +39,11 @@ func (r *Reconciler) ownPodsFillQuota(ctx context.Context, s *tenantScope, refus
 	used := map[string]resource.Quantity{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || landlords.made(p) {
+		// The quota no longer counts a pod that has ended.
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !landlords.made(p) {
 			continue
 		}
-		for name := range short {
+		for name := range q.Shortfall() {
 			v, ok := podUse(p, name)
 			if !ok {
 				return false, nil
@@ -51,8 +53,10 @@ func (r *Reconciler) ownPodsFillQuota(ctx context.Context, s *tenantScope, refus
 			used[name] = total
 		}
 	}
-	for name, lack := range short {
-		if have := used[name]; have.Cmp(lack) < 0 {
+	for name := range q.Shortfall() {
+		room := used[name].DeepCopy()
+		room.Add(q.Requested[name])
+		if room.Cmp(q.Limited[name]) > 0 {
 			return false, nil
 		}
 	}
@@ -85,55 +89,39 @@ func landlordsWorkloads(s *tenantScope, rendered []*unstructured.Unstructured) w
 	return out
 }
 
-// made reports whether one of Landlord's workloads made p: its controller is one of them, a
-// ReplicaSet of one of its Deployments (named after it and the pod's template hash), or a Job
-// of one of its CronJobs.
+// made reports whether one of Landlord's workloads made p: its controller is one of them, or a
+// ReplicaSet of one of its Deployments (named after it and the pod's template hash, a label
+// only Kubernetes' controllers set). The Jobs of a CronJob are told from a tenant's own only by a
+// name anyone may take, and are not counted as Landlord's.
 func (w workloadNames) made(p *corev1.Pod) bool {
-	for _, ref := range p.OwnerReferences {
-		if ref.Controller == nil || !*ref.Controller {
-			continue
-		}
-		if w[ref.Kind][ref.Name] {
-			return true
-		}
-		switch ref.Kind {
-		case "ReplicaSet":
-			hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-			return hash != "" && w["Deployment"][strings.TrimSuffix(ref.Name, "-"+hash)]
-		case "Job":
-			for cronJob := range w["CronJob"] {
-				if strings.HasPrefix(ref.Name, cronJob+"-") {
-					return true
-				}
-			}
-		}
+	ref := metav1.GetControllerOf(p)
+	if ref == nil {
+		return false
 	}
-	return false
+	if w[ref.Kind][ref.Name] {
+		return true
+	}
+	hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	return ref.Kind == "ReplicaSet" && hash != "" && strings.HasSuffix(ref.Name, "-"+hash) &&
+		w["Deployment"][strings.TrimSuffix(ref.Name, "-"+hash)]
 }
 
-// podUse is what p counts for against a quota's resource name, and false for a name a pod's
-// spec does not tell (an object count, an extended resource).
+// podUse is what p counts for against a quota's resource name, as the quota counts it, and
+// false for a name a pod's spec does not tell (an object count, an extended resource).
 func podUse(p *corev1.Pod, name string) (resource.Quantity, bool) {
 	switch name {
 	case "pods", "count/pods":
 		return *resource.NewQuantity(1, resource.DecimalSI), true
 	}
-	limits := strings.HasPrefix(name, "limits.")
 	res := corev1.ResourceName(strings.TrimPrefix(strings.TrimPrefix(name, "limits."), "requests."))
 	switch res {
 	case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
 	default:
 		return resource.Quantity{}, false
 	}
-	var sum resource.Quantity
-	for _, c := range p.Spec.Containers {
-		list := c.Resources.Requests
-		if limits {
-			list = c.Resources.Limits
-		}
-		if v, ok := list[res]; ok {
-			sum.Add(v)
-		}
+	list := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+	if strings.HasPrefix(name, "limits.") {
+		list = resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{})
 	}
-	return sum, true
+	return list[res], true
 }
