@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,6 +65,15 @@ func TestOnlyLandlordLabelsObjectsAsLandlordsOutsideTenantNamespaces(t *testing.
 			d.Name = "stuffing"
 			d.Spec.Template.Labels = map[string]string{"app": "web", tenancyv1alpha1.ManagedByLabel: tenancyv1alpha1.ManagedByValue}
 			return eve.Create(ctx, d)
+		}},
+		{"a namespace editor creating a CronJob whose Jobs Kubernetes would label as Landlord's", false, func() error {
+			return eve.Create(ctx, &batchv1.CronJob{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "stuffing"},
+				Spec: batchv1.CronJobSpec{Schedule: "@daily", JobTemplate: batchv1.JobTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: managed},
+					Spec:       batchv1.JobSpec{Template: restrictedPodTemplate()},
+				}},
+			})
 		}},
 		{"a namespace editor creating a Secret managed by another tool", true, func() error {
 			return eve.Create(ctx, secret("another-tool", map[string]string{tenancyv1alpha1.ManagedByLabel: "helm"}), client.DryRunAll)

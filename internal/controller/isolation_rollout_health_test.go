@@ -134,6 +134,11 @@ func TestATenantCannotDecideItsOwnRolloutHealth(t *testing.T) {
 		{"a tenant admin creating an autoscaler of Landlord's Deployment", false, func() error {
 			return admin.Create(ctx, autoscaler(ns, "web"))
 		}},
+		{"a tenant admin creating an autoscaler of Landlord's Deployment, its kind in lower case", false, func() error {
+			hpa := autoscaler(ns, "web")
+			hpa.Name, hpa.Spec.ScaleTargetRef.Kind = "web-lower", "deployment"
+			return admin.Create(ctx, hpa)
+		}},
 		{"a tenant admin creating an autoscaler of a Deployment of its own", true, func() error {
 			return admin.Create(ctx, autoscaler(ns, own.Name), client.DryRunAll)
 		}},

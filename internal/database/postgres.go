@@ -138,19 +138,18 @@ func (p *postgres) Check(ctx context.Context) (ServerInfo, error) {
 	if p.confined.Load() {
 		return info, nil
 	}
-	// Not confined yet, or not confinable: a server no tenant was placed on is confined here,
-	// and one whose administrator cannot confine it says what PUBLIC keeps, at every check (an
-	// owner may revoke it by hand meanwhile).
+	if !p.tried.Load() {
+		// Confined at the first placement of a tenant, not when a server is declared: a shared
+		// server's other users of `postgres` keep their way in until Landlord has a tenant there.
+		return info, nil
+	}
+	// Confining was tried: one whose administrator could not says what PUBLIC keeps, at every
+	// check (an owner may revoke it by hand meanwhile).
 	c, err := p.health.Acquire(ctx)
 	if err != nil {
 		return ServerInfo{}, p.wrap(err, "connecting")
 	}
 	defer c.Release()
-	if !p.tried.Load() {
-		if err := p.confine(ctx, c.Conn()); err != nil {
-			return ServerInfo{}, err
-		}
-	}
 	if info.Unconfined, err = p.publicKeeps(ctx, c.Conn()); err != nil {
 		return ServerInfo{}, err
 	}

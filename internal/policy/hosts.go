@@ -118,7 +118,8 @@ const ServingFinalizers = "landlord-serving-finalizers"
 // holder's objects naming it and hands the domain over once they are gone, and a finalizer
 // nothing removes would hold the new holder off until an administrator came. Controllers that
 // clean up after an Ingress (a cloud load balancer's) add theirs as themselves: Kubernetes'
-// own, those running in kube-system, the operator and the trusted principals are let through,
+// own, ServiceAccounts of namespaces that are not tenants', the operator and the trusted
+// principals are let through,
 // and so is whoever may patch the namespace's quota (the platform's administrators). Removing a
 // finalizer stays anyone's.
 func ServingFinalizersPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
@@ -130,6 +131,13 @@ func ServingFinalizersPolicy(op Operator) *admissionregistrationv1.ValidatingAdm
 			Name: "not-the-operator-nor-kubernetes",
 			Expression: `!(request.userInfo.username in ` + celList(append([]string{op.User}, KubernetesControllers.Users...)) + `) && ` +
 				`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
+		}, {
+			// An Ingress controller of the platform's (a cloud load balancer's, in a namespace of
+			// its own) adds its finalizer as its ServiceAccount, which lives in no tenant
+			// namespace: a tenant's ServiceAccounts all do.
+			Name: "not-a-platform-service-account",
+			Expression: `!(request.userInfo.username.startsWith('system:serviceaccount:') && ` +
+				`!request.userInfo.username.split(':')[2].startsWith(` + cel(op.NamespacePrefix) + `))`,
 		}}, op.trustedCondition()...),
 		Variables: []admissionregistrationv1.Variable{
 			{Name: "added", Expression: `object.metadata.?finalizers.orValue([]).filter(f, request.operation == 'CREATE' || !(f in oldObject.metadata.?finalizers.orValue([])))`},

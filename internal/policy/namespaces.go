@@ -122,12 +122,10 @@ func ManagedByLabelPolicy(op Operator) *admissionregistrationv1.ValidatingAdmiss
 	workloads := `(request.resource.group == '' && request.resource.resource in ['pods', 'replicationcontrollers', 'podtemplates'] || ` +
 		`request.resource.group == 'apps' && request.resource.resource in ['deployments', 'replicasets', 'statefulsets', 'daemonsets'] || ` +
 		`request.resource.group == 'batch' && request.resource.resource in ['jobs', 'cronjobs'])`
+	// Every label map Kubernetes' controllers copy onto what they create (templateLabels), read
+	// only for the kinds whose shape is known: another kind's spec.volumes, say, may be anything.
 	templated := func(obj string) string {
-		return `[` + strings.Join([]string{
-			obj + `.?spec.?template.?metadata.?labels.orValue({})`,
-			obj + `.?template.?metadata.?labels.orValue({})`,
-			obj + `.?spec.?jobTemplate.?spec.?template.?metadata.?labels.orValue({})`,
-		}, ", ") + `].exists(m, m` + label + `)`
+		return `(` + templateLabels(obj) + `).exists(m, m` + label + `)`
 	}
 	p := clusterPolicy(ManagedByLabel, []admissionregistrationv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{

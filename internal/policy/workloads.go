@@ -81,12 +81,20 @@ func ControllerLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmi
 				"only Kubernetes' controllers put the labels their workloads adopt pods by in templates",
 				`'only Kubernetes\' controllers put the labels their workloads adopt and count pods by in templates, in `+namespaceName+`, and this template would have ' + `+
 					`variables.added.join(', ') + ' copied onto its pods: a workload would take them for pods it made. Label your pods with keys of your own'`),
-			deny(`!variables.made || (object.spec == oldObject.spec && object.metadata.?ownerReferences.orValue([]) == oldObject.metadata.?ownerReferences.orValue([]))`,
-				"a pod its workload made changes only through the workload: its spec and owner references are its controller's",
+			deny(`!variables.made || (`+images("object")+` == `+images("oldObject")+` && object.metadata.?ownerReferences.orValue([]) == oldObject.metadata.?ownerReferences.orValue([]))`,
+				"a pod its workload made changes only through the workload: its images and owner references are its controller's",
 				`'pod ' + object.metadata.name + ' in `+namespaceName+` was made by its workload (' + variables.oldLabels.join(', ') + '): '+`+
 					`'its spec and owner references change only through the workload, or its image would count for the workload as its template\'s. Change the workload, or delete the pod'`),
 		},
 	})
+}
+
+// images lists the images of a pod's containers and init containers, the only ones of its
+// fields (with its owner references) that would make it another pod than its template's: the
+// others a pod's update may change (scheduling gates, tolerations, a deadline) are left to the
+// controllers that change them.
+func images(pod string) string {
+	return `(` + pod + `.spec.containers.map(c, c.image) + ` + pod + `.spec.?initContainers.orValue([]).map(c, c.image))`
 }
 
 // ComponentScalePolicy refuses tenant users the scale subresource of the workloads Landlord
@@ -125,7 +133,9 @@ func ComponentScalePolicy(op Operator) *admissionregistrationv1.ValidatingAdmiss
 			// Deployment sets; or the target of an autoscaler, which Kubernetes' own controller
 			// would scale for whoever wrote it.
 			{Name: "workload", Expression: `request.resource.resource == 'horizontalpodautoscalers' ? ` +
-				`({'Deployment': 'deployments.apps', 'StatefulSet': 'statefulsets.apps', 'ReplicaSet': 'replicasets.apps', 'ReplicationController': 'replicationcontrollers'}[?object.spec.scaleTargetRef.kind].orValue('') + '/' + object.spec.scaleTargetRef.name) : ` +
+				`({'apps/deployment': 'deployments.apps', 'apps/statefulset': 'statefulsets.apps', 'apps/replicaset': 'replicasets.apps', '/replicationcontroller': 'replicationcontrollers'}` +
+				`[?(object.spec.scaleTargetRef.?apiVersion.orValue('').contains('/') ? object.spec.scaleTargetRef.apiVersion.split('/')[0] : '') + '/' + object.spec.scaleTargetRef.kind.lowerAscii()].orValue('') + ` +
+				`'/' + object.spec.scaleTargetRef.name) : ` +
 				`request.resource.resource + (request.resource.group == '' ? '' : '.' + request.resource.group) + '/' + request.name`},
 			{Name: "ofDeployment", Expression: `request.resource.resource == 'replicasets' && (request.?subResource.orValue('') == 'scale' ? ` +
 				`variables.listed.exists(w, w.startsWith('deployments.apps/') && request.name.startsWith(w.substring(17) + '-')) : ` +
