@@ -127,11 +127,7 @@ func ServingFinalizersPolicy(op Operator) *admissionregistrationv1.ValidatingAdm
 		rule("networking.k8s.io", []string{"v1"}, "ingresses"),
 		rule("gateway.networking.k8s.io", []string{"*"}, "httproutes", "grpcroutes", "tlsroutes"),
 	}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
-		MatchConditions: append([]admissionregistrationv1.MatchCondition{{
-			Name: "not-the-operator-nor-kubernetes",
-			Expression: `!(request.userInfo.username in ` + celList(append([]string{op.User}, KubernetesControllers.Users...)) + `) && ` +
-				`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
-		}, {
+		MatchConditions: append([]admissionregistrationv1.MatchCondition{notTheOperatorNorKubernetes(op), {
 			// An Ingress controller of the platform's (a cloud load balancer's, in a namespace of
 			// its own) adds its finalizer as its ServiceAccount, which lives in no tenant
 			// namespace: a tenant's ServiceAccounts all do.

@@ -72,21 +72,8 @@ func templateLabels(obj string) string {
 // tenant labelling its own Secrets or ConfigMaps could fill the operator's memory, and an object
 // labelled with a tenant's name could be taken for Landlord's.
 func ManagedLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
-	controllers := append([]string{op.User}, KubernetesControllers.Users...)
-	return validatingPolicy(ManagedLabels, []admissionregistrationv1.NamedRuleWithOperations{{
-		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			Rule: admissionregistrationv1.Rule{
-				APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"},
-				Scope: ptr.To(admissionregistrationv1.NamespacedScope),
-			},
-		},
-	}}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
-		MatchConditions: append([]admissionregistrationv1.MatchCondition{{
-			Name: "not-the-operator-nor-kubernetes",
-			Expression: `!(request.userInfo.username in ` + celList(controllers) + `) && ` +
-				`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
-		}}, op.trustedCondition()...),
+	return validatingPolicy(ManagedLabels, []admissionregistrationv1.NamedRuleWithOperations{everyNamespacedWrite()}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		MatchConditions: append([]admissionregistrationv1.MatchCondition{notTheOperatorNorKubernetes(op)}, op.trustedCondition()...),
 		Variables: []admissionregistrationv1.Variable{
 			namespaceCostCode,
 			{Name: "objectLabels", Expression: `object.metadata.?labels.orValue({})`},
@@ -114,4 +101,28 @@ func ManagedLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissi
 					`variables.added.join(', ') + ' onto what it creates: label your pods and claims with keys of your own'`),
 		},
 	})
+}
+
+// everyNamespacedWrite matches creates and updates of every namespaced resource (subresources
+// aside).
+func everyNamespacedWrite() admissionregistrationv1.NamedRuleWithOperations {
+	return admissionregistrationv1.NamedRuleWithOperations{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"},
+				Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		},
+	}
+}
+
+// notTheOperatorNorKubernetes is the match condition that leaves the operator's requests and
+// those of Kubernetes' controllers alone.
+func notTheOperatorNorKubernetes(op Operator) admissionregistrationv1.MatchCondition {
+	return admissionregistrationv1.MatchCondition{
+		Name: "not-the-operator-nor-kubernetes",
+		Expression: `!(request.userInfo.username in ` + celList(append([]string{op.User}, KubernetesControllers.Users...)) + `) && ` +
+			`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
+	}
 }

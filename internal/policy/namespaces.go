@@ -127,15 +127,7 @@ func ManagedByLabelPolicy(op Operator) *admissionregistrationv1.ValidatingAdmiss
 	templated := func(obj string) string {
 		return `(` + templateLabels(obj) + `).exists(m, m` + label + `)`
 	}
-	p := clusterPolicy(ManagedByLabel, []admissionregistrationv1.NamedRuleWithOperations{{
-		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-			Rule: admissionregistrationv1.Rule{
-				APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*"},
-				Scope: ptr.To(admissionregistrationv1.NamespacedScope),
-			},
-		},
-	}}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
+	p := clusterPolicy(ManagedByLabel, []admissionregistrationv1.NamedRuleWithOperations{everyNamespacedWrite()}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
 		MatchConditions: append([]admissionregistrationv1.MatchCondition{
 			{
 				Name: "sets-landlords-label",

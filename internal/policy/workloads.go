@@ -42,7 +42,6 @@ var ControllerLabelKeys = []string{
 // kube-controller-manager; a tenant's own workloads are untouched, as are updates that leave the
 // labels as they were (a tenant labelling or scaling its own ReplicaSet or pod).
 func ControllerLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
-	controllers := append([]string{op.User}, KubernetesControllers.Users...)
 	keys := celList(ControllerLabelKeys)
 	// pairs lists the controller labels on a label map m as "key=value".
 	pairs := func(m string) string {
@@ -53,11 +52,7 @@ func ControllerLabelsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmi
 		rule("apps", []string{"v1"}, "deployments", "replicasets", "statefulsets", "daemonsets"),
 		rule("batch", []string{"v1"}, "jobs", "cronjobs"),
 	}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
-		MatchConditions: append([]admissionregistrationv1.MatchCondition{{
-			Name: "not-the-operator-nor-kubernetes",
-			Expression: `!(request.userInfo.username in ` + celList(controllers) + `) && ` +
-				`!request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
-		}}, op.trustedCondition()...),
+		MatchConditions: append([]admissionregistrationv1.MatchCondition{notTheOperatorNorKubernetes(op)}, op.trustedCondition()...),
 		Variables: []admissionregistrationv1.Variable{
 			{Name: "labels", Expression: `request.resource.resource != 'pods' ? [] : ` + pairs(`object.metadata.?labels.orValue({})`)},
 			{Name: "oldLabels", Expression: `request.resource.resource != 'pods' || request.operation == 'CREATE' ? [] : ` + pairs(`oldObject.metadata.?labels.orValue({})`)},
@@ -121,11 +116,7 @@ func ComponentScalePolicy(op Operator) *admissionregistrationv1.ValidatingAdmiss
 			},
 		},
 	}, replicaSets, rule("autoscaling", []string{"*"}, "horizontalpodautoscalers")}, admissionregistrationv1.ValidatingAdmissionPolicySpec{
-		MatchConditions: append([]admissionregistrationv1.MatchCondition{{
-			Name: "not-the-operator-nor-kubernetes",
-			Expression: `!(request.userInfo.username in ` + celList([]string{op.User, "system:kube-controller-manager"}) +
-				`) && !request.userInfo.username.startsWith(` + cel(KubernetesControllers.Prefix) + `)`,
-		}}, op.trustedCondition()...),
+		MatchConditions: append([]admissionregistrationv1.MatchCondition{notTheOperatorNorKubernetes(op)}, op.trustedCondition()...),
 		Variables: []admissionregistrationv1.Variable{
 			{Name: "listed", Expression: `namespaceObject.metadata.?annotations[?` + cel(tenancyv1alpha1.WorkloadsAnnotation) + `].orValue('').split(',').filter(w, w != '')`},
 			// What the request scales: a listed workload through its scale subresource; the
