@@ -416,11 +416,12 @@ func expectMigration(t *testing.T, c *cluster, writes []write) {
 	t.Helper()
 	t.Logf("the new operator's writes:\n%s", joinWrites(writes))
 	announced := announcedMigration(t)
-	namespaces := map[string]string{}
+	namespaces, namespaceOf := map[string]string{}, map[string]string{}
 	for _, tenant := range c.tenants(t) {
 		ns, _, _ := unstructured.NestedString(tenant.Object, "status", "namespace")
 		if suspended, _, _ := unstructured.NestedBool(tenant.Object, "spec", "suspend"); ns != "" && !suspended {
 			namespaces[ns] = tenant.GetName()
+			namespaceOf[tenant.GetName()] = ns
 		}
 	}
 	perTenant := map[string]map[string]int{}
@@ -430,10 +431,15 @@ func expectMigration(t *testing.T, c *cluster, writes []write) {
 		switch {
 		case strings.HasSuffix(res, "admissionpolicies") || strings.HasSuffix(res, "admissionpolicybindings"):
 			fleet[w.key+" "+w.name]++
-		case w.key == "POST events" && namespaces[tenantOfEvent(w.name)] != "" || w.namespace != "" && namespaces[w.namespace] != "":
+		case w.key == "POST events" && namespaces[tenantOfEvent(w.name)] != "" || w.namespace != "" && namespaces[w.namespace] != "" ||
+			w.key == "PATCH tenants/status" && namespaceOf[w.name] != "":
+			// A tenant's own writes: in its namespace, its events, and its status.
 			ns := w.namespace
-			if w.key == "POST events" {
+			switch w.key {
+			case "POST events":
 				ns = tenantOfEvent(w.name)
+			case "PATCH tenants/status":
+				ns = namespaceOf[w.name]
 			}
 			if perTenant[ns] == nil {
 				perTenant[ns] = map[string]int{}
