@@ -39,7 +39,15 @@ func TestATenantHoldingLandlordsSessionsFreezesNoOnesSizes(t *testing.T) {
 	for range database.MaxAdminConns {
 		wg.Go(func() { _ = p.Ensure(waiting, holder) })
 	}
-	time.Sleep(time.Second) // let them reach the server; a wait proves nothing either way
+	// Until the server shows every provisioning session waiting on a lock.
+	admin := openAs(t, s, s.AdminUser, s.AdminPassword, "postgres")
+	for waitingSessions := 0; waitingSessions < database.MaxAdminConns; {
+		if err := admin.QueryRowContext(waiting, "SELECT count(*) FROM pg_stat_activity WHERE usename = $1 AND wait_event_type IN ('Lock', 'LWLock')",
+			s.AdminUser).Scan(&waitingSessions); err != nil {
+			t.Fatalf("the provisioning sessions never all waited: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the server's own view
+	}
 
 	measuring, stop := context.WithTimeout(ctx, 10*time.Second)
 	defer stop()
