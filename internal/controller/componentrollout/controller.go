@@ -242,10 +242,19 @@ func (r *Reconciler) count(ro *tenancyv1alpha1.ComponentRollout, selector labels
 		if w.StartedAt != nil {
 			started = w.StartedAt.Time
 		}
+		// A failure once counted as the version's stays the version's, in the wave being judged
+		// as in a finished one (recount).
+		versionFailed := map[string]bool{}
+		for _, f := range w.Failed {
+			versionFailed[f.Tenant] = !f.OwnCause
+		}
 		w.Done, w.Pending, w.Skipped, w.Ahead, w.Failed = 0, 0, 0, 0, nil
 		for _, name := range w.Tenants {
 			t := byName[name]
 			progress, failure := rollout.ProgressOf(ro, rollout.Follows(ro, selector, t), superseded, t, started, now)
+			if versionFailed[name] {
+				failure.OwnCause = false
+			}
 			switch progress {
 			case rollout.Done:
 				w.Done++

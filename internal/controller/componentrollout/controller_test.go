@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -158,5 +159,40 @@ func TestARolloutVisitsOnlyTheTenantsFollowingItsComponent(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// A tenant whose failure was counted as the version's (its pods crashed) could turn it into a
+// trouble of its own while its wave was still judged: delete a crashing pod and fill the freed
+// room in its quota with a pod of its own, and the rollout, no longer halted, went on to the
+// fleet. A version's failure stays the version's.
+func TestAVersionsFailureStaysTheVersionsInTheWaveBeingJudged(t *testing.T) {
+	now := time.Now()
+	ro := &tenancyv1alpha1.ComponentRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-2"},
+		Spec:       tenancyv1alpha1.ComponentRolloutSpec{Component: "web", Version: "2.0.0"},
+	}
+	tenant := &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme", Generation: 1},
+		Spec:       tenancyv1alpha1.TenantSpec{Components: []tenancyv1alpha1.Component{{Name: "web", Version: "1.0.0", FollowRollouts: true}}},
+		Status: tenancyv1alpha1.TenantStatus{
+			Components: []tenancyv1alpha1.ComponentStatus{{Name: "web", Version: "2.0.0", Rollout: "web-2", Reason: tenancyv1alpha1.ReasonQuotaExceeded}},
+			Conditions: []metav1.Condition{
+				{Type: tenancyv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonQuotaExceeded, LastTransitionTime: metav1.NewTime(now)},
+				{Type: tenancyv1alpha1.ComponentsReadyCondition, Status: metav1.ConditionFalse, Reason: tenancyv1alpha1.ReasonQuotaExceeded},
+			},
+		},
+	}
+	status := tenancyv1alpha1.ComponentRolloutStatus{
+		Released: 1,
+		Waves: []tenancyv1alpha1.RolloutWave{{
+			Tenants:   []string{"acme"},
+			StartedAt: &metav1.Time{Time: now.Add(-time.Minute)},
+			Failed:    []tenancyv1alpha1.RolloutFailure{{Tenant: "acme", Reason: tenancyv1alpha1.ReasonRolloutFailed}},
+		}},
+	}
+	failed := (&Reconciler{}).count(ro, labels.Everything(), nil, &status, map[string]*tenancyv1alpha1.Tenant{"acme": tenant}, now, func(time.Duration) {})
+	if failed != 1 || len(status.Waves[0].Failed) != 1 || status.Waves[0].Failed[0].OwnCause {
+		t.Errorf("failed = %d, wave failures %+v: want the version's failure kept", failed, status.Waves[0].Failed)
 	}
 }
