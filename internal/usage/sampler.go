@@ -70,6 +70,10 @@ type Sampler struct {
 	// tenants' figures (an APIService re-created, an API server still discovering), the next
 	// clears them.
 	unserved int
+	// measured holds each server's sizes as it last answered them: a server that cannot be asked
+	// leaves its databases at these, whether or not the tenants' statuses (read from the cache,
+	// which may not show the last sample's write yet) have them.
+	measured map[string]map[string]int64
 }
 
 type pendingSample struct {
@@ -321,10 +325,12 @@ func (p podUsage) of(status *tenancyv1alpha1.TenantUsage, ns string, counted cor
 	return noPods.DeepCopy(), true
 }
 
-// serverSizes are the database sizes of each server asked, and the servers that failed.
+// serverSizes are the database sizes of each server asked, the servers that failed, and the
+// sizes those last answered.
 type serverSizes struct {
 	byServer map[string]map[string]int64
 	failed   map[string]bool
+	last     map[string]map[string]int64
 }
 
 func (s *Sampler) sizes(ctx context.Context, logger logr.Logger, servers map[string]bool) serverSizes {
@@ -358,6 +364,19 @@ func (s *Sampler) sizes(ctx context.Context, logger logr.Logger, servers map[str
 		})
 	}
 	wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	known := map[string]map[string]int64{}
+	out.last = map[string]map[string]int64{}
+	for name := range servers {
+		if got, ok := out.byServer[name]; ok {
+			known[name] = got
+		} else if last, ok := s.measured[name]; ok {
+			known[name], out.last[name] = last, last
+		}
+	}
+	// Only the servers still asked are remembered.
+	s.measured = known
 	return out
 }
 
@@ -375,8 +394,8 @@ func (s *Sampler) serverSizes(ctx context.Context, name string) (map[string]int6
 }
 
 // databases is the size of each of t's databases: as its server reported it, or, where the
-// server could not be asked or did not report it, the figure status (t's status.usage) already
-// has. It also
+// server could not be asked, as it last answered, or else (or where it did not report it) the
+// figure status (t's status.usage) already has. It also
 // counts the databases whose server answered without them (the administrator may not measure
 // them).
 func databases(t *tenancyv1alpha1.Tenant, status *tenancyv1alpha1.TenantUsage, sizes serverSizes) (out []tenancyv1alpha1.DatabaseUsage, unmeasured int) {
@@ -386,6 +405,10 @@ func databases(t *tenancyv1alpha1.Tenant, status *tenancyv1alpha1.TenantUsage, s
 		bytes, ok := reported[d.Database]
 		if answered && !ok {
 			unmeasured++
+		}
+		if !answered {
+			// What the server last answered, which the status may not show yet.
+			bytes, ok = sizes.last[d.Server][d.Database]
 		}
 		if ok {
 			u.Bytes = bytes

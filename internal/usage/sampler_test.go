@@ -269,3 +269,31 @@ func TestAServerThatDoesNotAnswerHoldsNoOtherServer(t *testing.T) {
 		t.Errorf("sizes = %+v, want b-up's figures and a-hung failed", got)
 	}
 }
+
+// A server that cannot be asked leaves its databases at what it last answered, even where the
+// tenant's status, read from the operator's cache, does not show the last sample's write yet: the
+// database used to drop out of the tenant's usage for one sample.
+func TestAServerThatCannotBeAskedLeavesWhatItLastAnswered(t *testing.T) {
+	up := true
+	servers := sizingServers{"pg": {sizes: func(context.Context) (map[string]int64, error) {
+		if up {
+			return map[string]int64{"t_acme_app": 150}, nil
+		}
+		return nil, errors.New("connection refused")
+	}}}
+	s := &Sampler{Provisioners: servers, Timeout: time.Second}
+	asked := map[string]bool{"pg": true}
+	s.sizes(context.Background(), logr.Discard(), asked)
+	up = false
+	sizes := s.sizes(context.Background(), logr.Discard(), asked)
+	tenant := &tenancyv1alpha1.Tenant{Status: tenancyv1alpha1.TenantStatus{Databases: []tenancyv1alpha1.DatabaseStatus{
+		{Engine: tenancyv1alpha1.EnginePostgres, Name: "app", Server: "pg", Database: "t_acme_app"},
+	}}}
+	got, _ := databases(tenant, nil, sizes)
+	if len(got) != 1 || got[0].Bytes != 150 {
+		t.Errorf("databases = %+v, want app at the 150 bytes the server last answered", got)
+	}
+	if !sizes.failed["pg"] {
+		t.Error("the server that could not be asked is not counted failed")
+	}
+}
