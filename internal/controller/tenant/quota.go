@@ -6,10 +6,12 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,7 +30,8 @@ import (
 // server (the cache holds none), once per reconcile of a tenant whose workload the quota refuses.
 func (r *Reconciler) ownPodsFillQuota(ctx context.Context, s *tenantScope, refusal string, rendered []*unstructured.Unstructured) (bool, error) {
 	q, ok := component.ParseQuotaRefusal(refusal)
-	if !ok || len(q.Shortfall()) == 0 {
+	short := q.Shortfall()
+	if !ok || len(short) == 0 {
 		return false, nil
 	}
 	pods := &corev1.PodList{}
@@ -43,7 +46,7 @@ func (r *Reconciler) ownPodsFillQuota(ctx context.Context, s *tenantScope, refus
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || !landlords.made(p) {
 			continue
 		}
-		for name := range q.Shortfall() {
+		for name := range short {
 			v, ok := podUse(p, name)
 			if !ok {
 				return false, nil
@@ -53,7 +56,7 @@ func (r *Reconciler) ownPodsFillQuota(ctx context.Context, s *tenantScope, refus
 			used[name] = total
 		}
 	}
-	for name := range q.Shortfall() {
+	for name := range short {
 		room := used[name].DeepCopy()
 		room.Add(q.Requested[name])
 		if room.Cmp(q.Limited[name]) > 0 {
@@ -89,20 +92,36 @@ func landlordsWorkloads(s *tenantScope, rendered []*unstructured.Unstructured) w
 	return out
 }
 
-// made reports whether one of Landlord's workloads made p: its controller is one of them, or a
-// ReplicaSet of one of its Deployments (named after it and the pod's template hash, a label
-// only Kubernetes' controllers set). The Jobs of a CronJob are told from a tenant's own only by a
-// name anyone may take, and are not counted as Landlord's.
+// madeBy are the kinds of Landlord's workloads whose pods count as its own, each by the label its
+// controller puts on the pods it makes. Only Kubernetes' controllers set those labels, and a pod
+// carrying one keeps its owner references (the controller-labels policy), so a tenant's pod
+// naming one of Landlord's workloads as its owner, which anyone may write, is not taken for
+// Landlord's. A ReplicaSet or ReplicationController a template renders bare puts no such label
+// on its pods, and neither do the Jobs of a CronJob, which are told from a tenant's own only by
+// a name anyone may take: their pods are not counted as Landlord's.
+var madeBy = map[schema.GroupKind]string{
+	{Group: "apps", Kind: "StatefulSet"}: appsv1.ControllerRevisionHashLabelKey,
+	{Group: "apps", Kind: "DaemonSet"}:   appsv1.ControllerRevisionHashLabelKey,
+	{Group: "batch", Kind: "Job"}:        batchv1.ControllerUidLabel,
+}
+
+// made reports whether one of Landlord's workloads made p: its controller is one of them (by
+// madeBy), or a ReplicaSet of one of its Deployments (named after it and the pod's template
+// hash).
 func (w workloadNames) made(p *corev1.Pod) bool {
 	ref := metav1.GetControllerOf(p)
 	if ref == nil {
 		return false
 	}
-	if w[ref.Kind][ref.Name] {
-		return true
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return false
+	}
+	if label, ok := madeBy[gv.WithKind(ref.Kind).GroupKind()]; ok {
+		return p.Labels[label] != "" && w[ref.Kind][ref.Name]
 	}
 	hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-	return ref.Kind == "ReplicaSet" && hash != "" && strings.HasSuffix(ref.Name, "-"+hash) &&
+	return gv.Group == "apps" && ref.Kind == "ReplicaSet" && hash != "" && strings.HasSuffix(ref.Name, "-"+hash) &&
 		w["Deployment"][strings.TrimSuffix(ref.Name, "-"+hash)]
 }
 
