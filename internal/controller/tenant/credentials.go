@@ -263,13 +263,9 @@ func (r *Reconciler) recordOwner(ctx context.Context, s *tenantScope, e dbEntry,
 
 // publishCredentials writes the credentials Secret into the tenant namespace (when it differs
 // from the cached one) and returns the database's status entry.
-func (r *Reconciler) publishCredentials(ctx context.Context, s *tenantScope, c resources.DatabaseCredentials, prev *tenancyv1alpha1.DatabaseStatus, limit *int32) (*tenancyv1alpha1.DatabaseStatus, outcome) {
+// ds is the server, as the caller read it from the cache.
+func (r *Reconciler) publishCredentials(ctx context.Context, s *tenantScope, c resources.DatabaseCredentials, ds *tenancyv1alpha1.DatabaseServer, prev *tenancyv1alpha1.DatabaseStatus, limit *int32) (*tenancyv1alpha1.DatabaseStatus, outcome) {
 	t := s.tenant
-	ds, err := r.Databases.Server(ctx, c.Server)
-	if err != nil {
-		e := dbEntry{engine: c.Engine, Database: tenancyv1alpha1.Database{Name: c.Name}}
-		return prev, r.serverFailed(t, e, c.Server, err)
-	}
 	sec := resources.DatabaseSecret(t, s.namespace, c, database.Address(ds))
 	if _, err := r.applier(s).Apply(ctx, sec); err != nil {
 		return prev, r.applyFailed(t, sec, err)

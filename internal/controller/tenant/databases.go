@@ -160,7 +160,7 @@ func (r *Reconciler) ensureDatabase(ctx context.Context, s *tenantScope, e dbEnt
 				}
 				limit = ptr.To(*want)
 			}
-			return r.publishCredentials(ctx, s, c, prev, limit)
+			return r.publishCredentials(ctx, s, c, ds, prev, limit)
 		}
 	}
 
@@ -190,7 +190,7 @@ func (r *Reconciler) ensureDatabase(ctx context.Context, s *tenantScope, e dbEnt
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonProvisioned, "Provision",
 			"%s is in place on DatabaseServer %s as %s", e, c.Server, c.Account.Database)
 	}
-	return r.publishCredentials(ctx, s, c, prev, limit)
+	return r.publishCredentials(ctx, s, c, ds, prev, limit)
 }
 
 // ensureOnServer ensures c's database and login on its server, within the server's slots of
