@@ -281,4 +281,8 @@ const (
 	ReconcileRequestAnnotation = "tenancy.landlord.dev/reconcile-requested-at"
 	// Finalizer makes tenant deletion orderly.
 	Finalizer = "tenancy.landlord.dev/finalizer"
+	// BackupsFinalizer is on a tenant that has backups: a Purged tenant goes only once its
+	// backups are deleted and its data key destroyed (backups.keepAfterPurge may keep them a
+	// while); any other tenant's backups are kept, and the finalizer only removed.
+	BackupsFinalizer = "tenancy.landlord.dev/backups"
 )

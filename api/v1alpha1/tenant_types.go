@@ -399,6 +399,12 @@ type TenantStatus struct {
 	// +optional
 	HandoverTo *string `json:"handoverTo,omitempty"`
 
+	// Purge records what Landlord dropped of a Purged tenant's backups, where and when, and
+	// what it keeps until when (backups.keepAfterPurge). It is written once the tenant is
+	// Purged, and only where a backup store is configured.
+	// +optional
+	Purge *PurgeRecord `json:"purge,omitempty"`
+
 	// Conditions: Ready (always), Reconciling and Stalled (only while true), Suspended (only
 	// while spec.suspend is true), and one condition per concern (NamespaceReady, SecretsReady,
 	// DatabasesReady, ComponentsReady).
@@ -406,6 +412,52 @@ type TenantStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PurgeRecord is the deletion record of a Purged tenant's backups: what was dropped, where, when,
+// and when any copy kept after the purge goes.
+type PurgeRecord struct {
+	// Started is when Landlord began purging the tenant's backups.
+	Started metav1.Time `json:"started"`
+	// Store is the backup store the backups were kept in, and KeyStore where the tenant's data
+	// key was (the URLs without their query).
+	Store    string `json:"store"`
+	KeyStore string `json:"keyStore"`
+	// KeepUntil is when the backups kept after the purge are deleted and the data key
+	// destroyed (backups.keepAfterPurge after Started); absent when nothing was kept.
+	// +optional
+	KeepUntil *metav1.Time `json:"keepUntil,omitempty"`
+	// Backups are the tenant's backups Landlord knew of at its purge (at most 100, the newest;
+	// BackupCount counts them all), each with when it was deleted from the store.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Backups []PurgedBackup `json:"backups,omitempty"`
+	// BackupCount is how many backups of the tenant there were at its purge.
+	BackupCount int32 `json:"backupCount"`
+	// KeyDestroyed is when the tenant's data key was destroyed: from then on no copy of any of
+	// its backups, wherever it is kept, can be read.
+	// +optional
+	KeyDestroyed *metav1.Time `json:"keyDestroyed,omitempty"`
+	// Completed is when nothing of the tenant's backups was left: every backup deleted and the
+	// key destroyed.
+	// +optional
+	Completed *metav1.Time `json:"completed,omitempty"`
+}
+
+// PurgedBackup is one of a Purged tenant's backups.
+type PurgedBackup struct {
+	// Name is the TenantBackup's name.
+	Name string `json:"name"`
+	// Location is its folder in the store.
+	// +optional
+	Location string `json:"location,omitempty"`
+	// Created is when the TenantBackup was made.
+	Created metav1.Time `json:"created"`
+	// Deleted is when its objects were deleted from the store; absent while it is kept.
+	// +optional
+	Deleted *metav1.Time `json:"deleted,omitempty"`
 }
 
 // TenantUsage is one sample of what a tenant uses.

@@ -22,7 +22,7 @@ func TestBackupOverTheSizeLimitLeavesNothing(t *testing.T) {
 			tn.addNoise(t)
 			st := newStore(t)
 			const limit = 16 << 10
-			plan := backup.Plan{Operation: backup.OpBackup, Location: location(t), MaxBytes: limit,
+			plan := backup.Plan{Operation: backup.OpBackup, Location: location(t), MaxBytes: limit, TenantKey: st.tenantKey,
 				Databases: []backup.Database{{Name: "app", Target: tn.target()}}}
 
 			_, err := backup.Backup(testContext(t), st.Store, tools, plan)
@@ -47,7 +47,7 @@ func TestBackupWhoseSecondDatabaseFailsLeavesNoManifest(t *testing.T) {
 			st := newStore(t)
 			broken := tn.target()
 			broken.Password = "not-" + randomHex(t, 8)
-			plan := backup.Plan{Operation: backup.OpBackup, Location: location(t),
+			plan := backup.Plan{Operation: backup.OpBackup, Location: location(t), TenantKey: st.tenantKey,
 				Databases: []backup.Database{{Name: "app", Target: tn.target()}, {Name: "reports", Target: broken}}}
 
 			_, err := backup.Backup(testContext(t), st.Store, tools, plan)
@@ -73,7 +73,7 @@ func TestBackupIsWholeUntilDeleted(t *testing.T) {
 	other, _ := backupOf(t, st, tools, tn)
 
 	g.Expect(st.keys(t, plan.Location)).To(ConsistOf(plan.Location+"app.dump", plan.Location+backup.ManifestName))
-	g.Expect(m.Format).To(Equal(1))
+	g.Expect(m.Format).To(Equal(2))
 	g.Expect(m.Tenant).To(Equal("acme"))
 	g.Expect(m.Databases).To(HaveLen(1))
 	e := m.Databases[0]
@@ -153,7 +153,7 @@ func TestRestoreRefusesATamperedDump(t *testing.T) {
 					g := NewWithT(t)
 					from := tc.tamper(t)
 					defer st.putRaw(t, dumpKey, stored)
-					err := backup.Restore(testContext(t), st.Store, tools, restorePlan(from, tn.target()))
+					err := backup.Restore(testContext(t), st.Store, tools, st.restorePlan(from, tn.target()))
 					g.Expect(err).To(MatchError(And(ContainSubstring("database app"), ContainSubstring(from+"app.dump"))))
 					g.Expect(err.Error()).NotTo(ContainSubstring(tn.acct.Password))
 					g.Expect(tn.contents(t)).To(Equal(before), "the target was changed")
@@ -191,7 +191,7 @@ func TestBackupReachesTheServerUnderEachTLSMode(t *testing.T) {
 					g := NewWithT(t)
 					target := tn.target()
 					target.TLS, target.CABundle = tc.tls, tc.ca
-					plan := backup.Plan{Location: location(t), Databases: []backup.Database{{Name: "app", Target: target}}}
+					plan := backup.Plan{Location: location(t), TenantKey: st.tenantKey, Databases: []backup.Database{{Name: "app", Target: target}}}
 					m, err := backup.Backup(testContext(t), st.Store, tools, plan)
 					if tc.fail {
 						g.Expect(err).To(MatchError(ContainSubstring("certificate")))

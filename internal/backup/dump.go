@@ -23,8 +23,12 @@ const cleanupTimeout = time.Minute
 // manifest last. On any error it removes what it wrote, as far as it can: a location without
 // a manifest holds no backup. A location that already holds a manifest is a backup already
 // taken (by an earlier run of the same Job), and is returned as it is.
-func Backup(ctx context.Context, s *Store, tools Tools, plan Plan) (*Manifest, error) {
+func Backup(ctx context.Context, store *Store, tools Tools, plan Plan) (*Manifest, error) {
 	if err := plan.check(); err != nil {
+		return nil, err
+	}
+	s, err := store.forTenant(plan.TenantKey)
+	if err != nil {
 		return nil, err
 	}
 	if m, err := s.Manifest(ctx, plan.Location); err == nil {

@@ -10,12 +10,16 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"github.com/tink-crypto/tink-go/v2/aead"
+	"github.com/tink-crypto/tink-go/v2/keyset"
+	"github.com/tink-crypto/tink-go/v2/streamingaead"
+
 	"github.com/landlord-dev/landlord/internal/secret"
 	"github.com/landlord-dev/landlord/internal/secret/secrettest"
 )
 
 // kmsKeys returns stores (without a bucket: the envelope needs none) under two keys of AWS KMS's
-// API, served by Local KMS.
+// API, served by Local KMS, each with a tenant's data key of its own, as a Job's store has.
 func kmsKeys(t *testing.T) (*Store, *Store) {
 	t.Helper()
 	for k, v := range secrettest.AWSEnvironment {
@@ -34,7 +38,15 @@ func kmsKeys(t *testing.T) (*Store, *Store) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = key.Close() })
-		stores = append(stores, &Store{key: key})
+		handle, err := keyset.NewHandle(aead.AES256GCMKeyTemplate())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tenant, err := aead.New(handle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, &Store{key: key, tenant: tenant})
 	}
 	return stores[0], stores[1]
 }
@@ -105,7 +117,8 @@ func TestEnvelope(t *testing.T) {
 		"cut in the header":                          {sealed: func() []byte { return sealed[:10] }},
 		"moved to another name":                      {key: "tenant/backup/other.dump"},
 		"moved to another backup":                    {key: "tenant/another/app.dump"},
-		"opened under another key-encryption key":    {store: other},
+		"opened under another tenant's data key":     {store: other},
+		"opened with no tenant's data key":           {store: &Store{key: s.key}},
 		"a whole segment dropped from the middle":    {sealed: func() []byte { return append(bytes.Clone(sealed[:body+segment]), sealed[body+2*segment:]...) }},
 		"the first segment written over the second":  {sealed: func() []byte { b := bytes.Clone(sealed); copy(b[body+segment:], sealed[body:body+segment]); return b }},
 		"a wrapped keyset claiming to be very large": {sealed: func() []byte { b := bytes.Clone(sealed); b[len(magic)] = 0xff; return b }},
@@ -128,4 +141,56 @@ func TestEnvelope(t *testing.T) {
 			g.Expect(err).To(HaveOccurred())
 		})
 	}
+}
+
+// sealV1 seals as Landlord did before tenants had data keys of their own: the dump's keyset
+// wrapped by the store's key-encryption key.
+func sealV1(ctx context.Context, s *Store, key string, plain []byte) ([]byte, error) {
+	handle, err := keyset.NewHandle(streamingaead.AES256GCMHKDF1MBKeyTemplate())
+	if err != nil {
+		return nil, err
+	}
+	var wrapped bytes.Buffer
+	if err := handle.WriteWithContext(ctx, keyset.NewBinaryWriter(&wrapped), s.key, nil); err != nil {
+		return nil, err
+	}
+	out := bytes.NewBufferString(magicV1)
+	out.Write(binary.BigEndian.AppendUint32(nil, uint32(wrapped.Len())))
+	out.Write(wrapped.Bytes())
+	a, err := streamingaead.New(handle)
+	if err != nil {
+		return nil, err
+	}
+	w, err := a.NewEncryptingWriter(out, associatedData(key))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(plain); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// A dump sealed before tenants had keys of their own still opens with the store's key, which a
+// Job is given only to restore such a backup; without it, it does not open.
+func TestADumpOfFormatOneOpensWithTheStoresKeyAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	s, other := kmsKeys(t)
+	plain := []byte("-- a dump taken before tenants had keys of their own\n")
+	const key = "tenant/backup/app.dump"
+	sealed, err := sealV1(ctx, s, key, plain)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	got, err := open(ctx, &Store{key: s.key}, key, sealed)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal(plain))
+
+	_, err = open(ctx, &Store{tenant: s.tenant}, key, sealed)
+	g.Expect(err).To(MatchError(ContainSubstring("names no key-encryption key")), "a Job with a tenant's key alone")
+	_, err = open(ctx, other, key, sealed)
+	g.Expect(err).To(HaveOccurred(), "under another key-encryption key")
 }

@@ -19,7 +19,8 @@ func RunJob(ctx context.Context, plan Plan, tools Tools, log io.Writer) (err err
 	if err := plan.check(); err != nil {
 		return err
 	}
-	s, err := OpenStore(ctx, plan.Objects, plan.Key)
+	// The Job's store has the key-encryption key only to restore a backup of format 1.
+	s, err := OpenStore(ctx, plan.Objects, plan.Key, "")
 	if err != nil {
 		return err
 	}

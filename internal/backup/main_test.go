@@ -96,6 +96,9 @@ const (
 type store struct {
 	*backup.Store
 	objects, key string
+	// tenantUID's data key is what the test's Jobs are handed.
+	tenantUID string
+	tenantKey []byte
 	// bucket is the store's bucket, opened apart from it.
 	bucket *blob.Bucket
 }
@@ -117,8 +120,11 @@ func newStore(t *testing.T) *store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &store{objects: s3.URL(bucketName, prefix), key: key}
-	if st.Store, err = backup.OpenStore(ctx, st.objects, st.key); err != nil {
+	st := &store{objects: s3.URL(bucketName, prefix), key: key, tenantUID: randomHex(t, 16)}
+	if st.Store, err = backup.OpenStore(ctx, st.objects, st.key, ""); err != nil {
+		t.Fatal(err)
+	}
+	if st.tenantKey, err = st.TenantKey(ctx, st.tenantUID, true); err != nil {
 		t.Fatal(err)
 	}
 	if st.bucket, err = secret.OpenBucket(ctx, st.objects); err != nil {
@@ -342,7 +348,7 @@ var changes = []string{
 // backupOf takes a backup of the tenant's database, named app in the tenant's spec.
 func backupOf(t *testing.T, st *store, tools backup.Tools, tn tenant) (backup.Plan, *backup.Manifest) {
 	t.Helper()
-	plan := backup.Plan{Operation: backup.OpBackup, Location: location(t), Tenant: "acme", TenantUID: randomHex(t, 16), Backup: "nightly",
+	plan := backup.Plan{Operation: backup.OpBackup, Location: location(t), Tenant: "acme", TenantUID: st.tenantUID, Backup: "nightly", TenantKey: st.tenantKey,
 		Databases: []backup.Database{{Name: "app", Target: tn.target()}}}
 	m, err := backup.Backup(testContext(t), st.Store, tools, plan)
 	if err != nil {
@@ -351,9 +357,9 @@ func backupOf(t *testing.T, st *store, tools backup.Tools, tn tenant) (backup.Pl
 	return plan, m
 }
 
-// restorePlan restores the backup at location's app into target.
-func restorePlan(location string, target backup.Target) backup.Plan {
-	return backup.Plan{Operation: backup.OpRestore, Location: location, Databases: []backup.Database{{Name: "app", Target: target}}}
+// restorePlan restores the backup at location's app into target, with the store's tenant's key.
+func (s *store) restorePlan(location string, target backup.Target) backup.Plan {
+	return backup.Plan{Operation: backup.OpRestore, Location: location, TenantKey: s.tenantKey, Databases: []backup.Database{{Name: "app", Target: target}}}
 }
 
 // addNoise adds a table of random text, which no dump format compresses much: 2000 rows, some

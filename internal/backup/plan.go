@@ -46,9 +46,14 @@ type Database struct {
 // made for that Job alone.
 type Plan struct {
 	Operation Operation `json:"operation"`
-	// Objects and Key are the object store's and the key-encryption key's URLs.
+	// Objects is the object store's URL.
 	Objects string `json:"objects"`
-	Key     string `json:"key"`
+	// TenantKey is the data key, in clear, of the tenant whose backup this is: the backup's
+	// tenant's, for a restore or a copy. It opens that tenant's dumps and no other's.
+	TenantKey []byte `json:"tenantKey,omitempty"`
+	// Key is the key-encryption key's URL, named only to restore a backup of manifest format 1,
+	// sealed before tenants had keys of their own.
+	Key string `json:"key,omitempty"`
 	// Location is the backup's folder in the store, "<tenant UID>/<backup UID>/".
 	Location string `json:"location"`
 	// Tenant, TenantUID and Backup are recorded in the manifest (backup).
@@ -66,7 +71,7 @@ type Plan struct {
 
 // Manifest says what a backup holds.
 type Manifest struct {
-	// Format is 1.
+	// Format is 2: the dumps are sealed under the tenant's data key (1: under the store's key).
 	Format    int         `json:"format"`
 	Tenant    string      `json:"tenant"`
 	TenantUID string      `json:"tenantUID"`

@@ -23,9 +23,17 @@ import (
 // to the manifest's. It changes no database until every requested dump has been downloaded,
 // decrypted and checked against the manifest, and each target's engine and major version
 // match the dump's. It logs in only as each target's own login.
-func Restore(ctx context.Context, s *Store, tools Tools, plan Plan) error {
+func Restore(ctx context.Context, store *Store, tools Tools, plan Plan) error {
 	if err := plan.check(); err != nil {
 		return err
+	}
+	// A backup of format 1 is opened with the store's key alone.
+	s := store
+	if len(plan.TenantKey) > 0 {
+		var err error
+		if s, err = store.forTenant(plan.TenantKey); err != nil {
+			return err
+		}
 	}
 	m, err := s.Manifest(ctx, plan.Location)
 	if err != nil {

@@ -26,8 +26,8 @@ func TestRestoreBringsBackTheDatabaseAsItWasBackedUp(t *testing.T) {
 			want := tn.contents(t)
 			st := newStore(t)
 
-			plan := backup.Plan{Operation: backup.OpBackup, Objects: st.objects, Key: st.key, Location: location(t),
-				Tenant: "acme", TenantUID: randomHex(t, 16), Backup: "nightly",
+			plan := backup.Plan{Operation: backup.OpBackup, Objects: st.objects, Location: location(t),
+				Tenant: "acme", TenantUID: st.tenantUID, Backup: "nightly", TenantKey: st.tenantKey,
 				Databases: []backup.Database{{Name: "app", Target: tn.verifiedTarget()}}}
 			var log bytes.Buffer
 			g.Expect(backup.RunJob(testContext(t), plan, tools, &log)).To(Succeed())
@@ -69,7 +69,7 @@ func TestCloneIntoAnotherAccountBelongsToThatAccountAlone(t *testing.T) {
 			st := newStore(t)
 			plan, _ := backupOf(t, st, tools, source)
 
-			restore := restorePlan(plan.Location, clone.target())
+			restore := st.restorePlan(plan.Location, clone.target())
 			restore.Clone = true
 			g.Expect(backup.Restore(testContext(t), st.Store, tools, restore)).To(Succeed())
 
@@ -130,16 +130,16 @@ func TestRestoreRefusesADumpTheTargetCannotTake(t *testing.T) {
 				want    []string
 			}{{
 				name:    "a dump into a server of the other engine is refused, naming both",
-				restore: restorePlan(plan.Location, elsewhere.target()),
+				restore: st.restorePlan(plan.Location, elsewhere.target()),
 				want:    []string{"database app", "a " + string(engine) + " dump", "a " + string(other) + " server"},
 			}, {
 				name:    "a dump of another major version is refused, naming both versions",
-				restore: restorePlan(plan.Location, tn.target()),
+				restore: st.restorePlan(plan.Location, tn.target()),
 				edit:    func(m *backup.Manifest) { m.Databases[0].ServerVersion = otherMajor },
 				want:    []string{"database app", otherMajor, realVersion},
 			}, {
 				name: "a database the backup does not hold is refused, naming it",
-				restore: backup.Plan{Operation: backup.OpRestore, Location: plan.Location,
+				restore: backup.Plan{Operation: backup.OpRestore, Location: plan.Location, TenantKey: st.tenantKey,
 					Databases: []backup.Database{{Name: "reports", Target: tn.target()}}},
 				want: []string{"database reports", "holds no dump of it (it holds app)"},
 			}} {
@@ -187,7 +187,7 @@ func TestPostgresRestoreThatFailsHalfWayChangesNothing(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	before := tn.contents(t)
 
-	err = backup.Restore(testContext(t), st.Store, tools, restorePlan(plan.Location, tn.target()))
+	err = backup.Restore(testContext(t), st.Store, tools, st.restorePlan(plan.Location, tn.target()))
 	g.Expect(err).To(MatchError(And(ContainSubstring("database app"), ContainSubstring("psql"), ContainSubstring(`schema "reports" already exists`))))
 	g.Expect(tn.contents(t)).To(Equal(before))
 }
@@ -206,6 +206,6 @@ func TestMariaDBRestoreWhoseClientCannotRunChangesNothing(t *testing.T) {
 	before := tn.contents(t)
 
 	tools.MySQL = "/bin/false"
-	g.Expect(backup.Restore(testContext(t), st.Store, tools, restorePlan(plan.Location, tn.target()))).NotTo(Succeed())
+	g.Expect(backup.Restore(testContext(t), st.Store, tools, st.restorePlan(plan.Location, tn.target()))).NotTo(Succeed())
 	g.Expect(tn.contents(t)).To(Equal(before))
 }

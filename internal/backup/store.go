@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/tink-crypto/tink-go/v2/tink"
 	"gocloud.dev/blob"
@@ -15,47 +16,82 @@ import (
 	"github.com/landlord-dev/landlord/internal/secret"
 )
 
-// Store is a bucket of backups and the key-encryption key their data keys are wrapped with.
+// Store is a bucket of backups. The operator's holds the key-encryption key and the tenants'
+// keys (keys.go); a Job's holds neither, only the data key of the tenant it serves.
 type Store struct {
 	bucket *blob.Bucket
-	key    tink.AEADWithContext
+	// key is the key-encryption key: nil in a Job, unless it restores a dump sealed before
+	// tenants had keys of their own.
+	key tink.AEADWithContext
+	// keys holds the tenants' wrapped keys, under keysPrefix; nil in a Job.
+	keys       *blob.Bucket
+	keysPrefix string
+	keyMu      sync.Mutex
+	// tenant is the data key of the tenant a Job serves.
+	tenant tink.AEAD
 }
 
 // ErrNoManifest means a location holds no whole backup: none was taken there, or it failed, or
 // it is being deleted.
 var ErrNoManifest = errors.New("no backup manifest")
 
-// manifestFormat is the Format of the manifests this release writes and reads.
-const manifestFormat = 1
-
-// NewStore returns a store of bucket under key. The store owns both: Close closes the bucket,
-// and the key when it has a Close method.
-func NewStore(bucket *blob.Bucket, key tink.AEADWithContext) *Store {
-	return &Store{bucket: bucket, key: key}
-}
+// manifestFormat is the Format of the manifests this release writes: 2, whose dumps are sealed
+// under the tenant's data key. It reads 1 too, whose dumps were sealed under the store's key.
+const (
+	manifestFormat   = 2
+	manifestFormatV1 = 1
+)
 
 // OpenStore opens the bucket objectsURL names and the key-encryption key keyURL names, as the
-// secret store's are.
-func OpenStore(ctx context.Context, objectsURL, keyURL string) (*Store, error) {
+// secret store's are, and keeps the tenants' keys in the bucket keysURL names, or under keys/ in
+// the store's bucket when it is empty. A Job's store names neither key nor keys: keyURL empty
+// opens the bucket alone.
+func OpenStore(ctx context.Context, objectsURL, keyURL, keysURL string) (*Store, error) {
 	bucket, err := secret.OpenBucket(ctx, objectsURL)
 	if err != nil {
 		return nil, fmt.Errorf("backup store: %w", err)
 	}
+	s := &Store{bucket: bucket}
+	if keyURL == "" {
+		return s, nil
+	}
 	key, err := secret.OpenKey(ctx, keyURL)
 	if err != nil {
-		_ = bucket.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("backup store: %w", err)
 	}
-	return NewStore(bucket, key), nil
+	s.key = key
+	s.keys, s.keysPrefix = bucket, keysPrefix
+	if keysURL != "" {
+		if s.keys, err = secret.OpenBucket(ctx, keysURL); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("backup store's keys: %w", err)
+		}
+		s.keysPrefix = ""
+	}
+	return s, nil
 }
 
-// Close releases the bucket's and the key's clients.
+// Close releases the buckets' and the key's clients.
 func (s *Store) Close() error {
 	err := s.bucket.Close()
+	if s.keys != nil && s.keys != s.bucket {
+		err = errors.Join(err, s.keys.Close())
+	}
 	if c, ok := s.key.(io.Closer); ok {
 		err = errors.Join(err, c.Close())
 	}
 	return err
+}
+
+// forTenant is the store a Job seals and opens one tenant's dumps with: its data key, as the
+// plan carries it.
+func (s *Store) forTenant(clear []byte) (*Store, error) {
+	a, err := tenantAEAD(clear)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{bucket: s.bucket, key: s.key, tenant: a}, nil
 }
 
 // checkLocation refuses a location that is not a folder of its own: Delete removes everything
@@ -92,8 +128,8 @@ func (s *Store) Manifest(ctx context.Context, location string) (*Manifest, error
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("the manifest of %s is not valid JSON: %w", location, err)
 	}
-	if m.Format != manifestFormat {
-		return nil, fmt.Errorf("the manifest of %s has format %d; this release reads format %d", location, m.Format, manifestFormat)
+	if m.Format != manifestFormat && m.Format != manifestFormatV1 {
+		return nil, fmt.Errorf("the manifest of %s has format %d; this release reads formats %d and %d", location, m.Format, manifestFormatV1, manifestFormat)
 	}
 	return &m, nil
 }

@@ -20,10 +20,21 @@ type Backups struct {
 	// file://), under the URL's prefix= when set; each backup is a folder <tenant
 	// UID>/<backup UID>/ of one encrypted dump per database and a manifest.
 	Objects string `json:"objects,omitempty"`
-	// Key is the key-encryption key every dump's data key is wrapped with (awskms://,
+	// Key is the key-encryption key each tenant's data key is wrapped with (awskms://,
 	// azurekeyvault://, gcpkms://, hashivault://). Required with objects: dumps are never kept
-	// in clear.
+	// in clear. Only the operator uses it: a Job is handed the data key of the tenant it serves,
+	// so give the Jobs' identity (envFromSecrets, serviceAccountName) no access to this key.
 	Key string `json:"key,omitempty"`
+	// Keys is the bucket the tenants' data keys are kept in, wrapped by key, as a Go CDK URL;
+	// under keys/ in objects' bucket when empty. A purge destroys the tenant's key there, which
+	// makes every copy of its backups unreadable: keep this bucket free of object versioning,
+	// replication and retention locks, which would keep the key, and out of the Jobs' reach.
+	Keys string `json:"keys,omitempty"`
+	// KeepAfterPurge is how long a Purged tenant's backups are kept, with the data key that
+	// opens them: 0 (the default) deletes them, and destroys the key, when the tenant is
+	// purged. The Purged tenant's status.purge says what was deleted, and when what is kept
+	// goes.
+	KeepAfterPurge metav1.Duration `json:"keepAfterPurge,omitempty"`
 	// Image runs the Jobs: Landlord's backup image (the Dockerfile's backup target), which holds
 	// pg_dump, pg_restore, psql, mariadb-dump, mariadb and Landlord's own binary.
 	Image string `json:"image,omitempty"`
@@ -85,6 +96,14 @@ func (b Backups) validate(namespacePrefix, templateNamespace string) []error {
 	}
 	if err := CheckKeyURL(b.Key); err != nil {
 		errs = append(errs, fmt.Errorf("backups.key: %w", err))
+	}
+	if b.Keys != "" {
+		if err := CheckObjectsURL(b.Keys); err != nil {
+			errs = append(errs, fmt.Errorf("backups.keys: %w", err))
+		}
+	}
+	if b.KeepAfterPurge.Duration < 0 {
+		errs = append(errs, fmt.Errorf("backups.keepAfterPurge: %s is negative", b.KeepAfterPurge.Duration))
 	}
 	if b.Image == "" {
 		errs = append(errs, errors.New("backups.image is required with backups.objects: the Jobs run Landlord's backup image"))

@@ -547,7 +547,7 @@ func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.T
 	}
 	var store tenantbackup.Store
 	if cfg.Backups.Enabled() {
-		s, err := backup.OpenStore(context.Background(), cfg.Backups.Objects, cfg.Backups.Key)
+		s, err := backup.OpenStore(context.Background(), cfg.Backups.Objects, cfg.Backups.Key, cfg.Backups.Keys)
 		if err != nil {
 			return fmt.Errorf("opening the backup store: %w", err)
 		}
@@ -572,6 +572,10 @@ func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.T
 	schedules := &tenantbackup.ScheduleReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: clk}
 	if err := schedules.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up tenant backup schedule controller: %w", err)
+	}
+	purges := &tenantbackup.PurgeReconciler{Client: mgr.GetClient(), Config: cfg, Recorder: recorder, Store: store, Clock: clk}
+	if err := purges.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up tenant backup purge controller: %w", err)
 	}
 	return nil
 }

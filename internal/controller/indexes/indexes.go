@@ -54,6 +54,9 @@ const (
 	// (spec.backup, and status.safetyBackup once taken), by the tenant they name
 	// (RestoreTenantKey), and by the UID of the tenant they write into (RestoreTenantUIDKey).
 	OpenRestoreBackup = "spec.backup,open"
+	// BackupTenantUID indexes the TenantBackups by the UID of the tenant they back up, once
+	// recorded: what a purge deletes.
+	BackupTenantUID = "status.tenantUID"
 )
 
 // NotReady is the one TenantDatabasesNotReady key.
@@ -231,6 +234,9 @@ func AddBackups(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &tenancyv1alpha1.TenantBackup{}, PendingBackupTenant, pendingBackupTenant); err != nil {
 		return err
 	}
+	if err := indexer.IndexField(ctx, &tenancyv1alpha1.TenantBackup{}, BackupTenantUID, backupTenantUID); err != nil {
+		return err
+	}
 	return indexer.IndexField(ctx, &tenancyv1alpha1.TenantRestore{}, OpenRestoreBackup, openRestoreBackup)
 }
 
@@ -240,6 +246,14 @@ func pendingBackupTenant(obj client.Object) []string {
 		return nil
 	}
 	return []string{b.Spec.Tenant}
+}
+
+func backupTenantUID(obj client.Object) []string {
+	b, ok := obj.(*tenancyv1alpha1.TenantBackup)
+	if !ok || b.Status.TenantUID == "" {
+		return nil
+	}
+	return []string{b.Status.TenantUID}
 }
 
 func openRestoreBackup(obj client.Object) []string {

@@ -30,7 +30,10 @@ import (
 
 // The backup store of the suite's operator: an S3 server and an AWS KMS key, both spoken to
 // by the real AWS SDK.
-var backupStore *backup.Store
+var (
+	backupStore *backup.Store
+	backupS3    *secrettest.S3
+)
 
 // holdAnnotation keeps a Job's pod running on the local cluster's nodes, which run no
 // containers, until a test has run the Job's command itself and lets the pod end.
@@ -49,6 +52,7 @@ func startBackupStore() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	backupS3 = s3
 	dir, err := os.MkdirTemp("", "landlord-kms-")
 	if err != nil {
 		s3.Close()
@@ -63,7 +67,8 @@ func startBackupStore() (func(), error) {
 	opConfig.Backups.Key = key
 	opConfig.Backups.Image = "registry.invalid/landlord/backup:test"
 	opConfig.Backups.PodAnnotations = map[string]string{holdAnnotation: "true"}
-	if backupStore, err = backup.OpenStore(context.Background(), opConfig.Backups.Objects, opConfig.Backups.Key); err != nil {
+	opConfig.Backups.KeepAfterPurge = metav1.Duration{Duration: keepAfterPurge}
+	if backupStore, err = backup.OpenStore(context.Background(), opConfig.Backups.Objects, opConfig.Backups.Key, ""); err != nil {
 		return nil, err
 	}
 	return func() {

@@ -38,11 +38,13 @@ import (
 // Finalizer keeps a TenantBackup until its objects are deleted from the store.
 const Finalizer = "tenancy.landlord.dev/backup"
 
-// Store is what the controllers read and delete of the backup store: manifests, and whole
-// backups.
+// Store is what the controllers read and delete of the backup store: manifests, whole backups,
+// and the tenants' data keys, which they hand to the Jobs and destroy at a purge.
 type Store interface {
 	Manifest(ctx context.Context, location string) (*backup.Manifest, error)
 	Delete(ctx context.Context, location string) error
+	TenantKey(ctx context.Context, tenantUID string, create bool) ([]byte, error)
+	DestroyTenantKey(ctx context.Context, tenantUID string) error
 }
 
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantbackups,verbs=get;list;watch;create;patch
@@ -156,9 +158,22 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 	if err != nil {
 		return err
 	}
+	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.BackupsFinalizer) {
+		// A tenant with backups is purged of them before it goes (PurgeReconciler).
+		orig := t.DeepCopy()
+		controllerutil.AddFinalizer(t, tenancyv1alpha1.BackupsFinalizer)
+		if err := r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return err
+		}
+	}
+	// The Job gets the tenant's data key alone: it can open no other tenant's dumps.
+	key, err := r.Store.TenantKey(ctx, string(t.UID), true)
+	if err != nil {
+		return err
+	}
 	name := JobName(backup.OpBackup, b.UID)
 	plan := backup.Plan{
-		Operation: backup.OpBackup, Objects: r.Config.Backups.Objects, Key: r.Config.Backups.Key,
+		Operation: backup.OpBackup, Objects: r.Config.Backups.Objects, TenantKey: key,
 		Location: Location(t.UID, b.UID), Tenant: t.Name, TenantUID: string(t.UID), Backup: b.Name,
 		Databases: dbs, MaxBytes: r.Config.Backups.MaxDumpSize.Value(),
 	}

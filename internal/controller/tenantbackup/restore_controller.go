@@ -234,9 +234,13 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 	}
 	jobName := JobName(backup.OpRestore, rs.UID)
 	plan := backup.Plan{
-		Operation: backup.OpRestore, Objects: r.Config.Backups.Objects, Key: r.Config.Backups.Key,
+		Operation: backup.OpRestore, Objects: r.Config.Backups.Objects,
 		Location: b.Status.Location, Tenant: t.Name, TenantUID: string(t.UID), Backup: b.Name,
 		Databases: dbs, Clone: !own,
+	}
+	if err := r.openWith(ctx, b, &plan); err != nil {
+		r.writing.release(rs.UID)
+		return err
 	}
 	owner := *metav1.NewControllerRef(rs, tenancyv1alpha1.GroupVersion.WithKind("TenantRestore"))
 	if err := createJob(ctx, r.Client, r.Config.Backups, jobName, plan, owner); err != nil {
@@ -254,6 +258,31 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 	conditions.For(&next.Conditions, rs.Generation).Reconciling(tenancyv1alpha1.ReasonJobRunning,
 		fmt.Sprintf("Job %s/%s %s tenant %s (%s)", r.Config.Backups.Namespace, jobName, what, t.Name, strings.Join(names, ", ")))
 	r.Recorder.Eventf(rs, t, corev1.EventTypeNormal, tenancyv1alpha1.ReasonJobRunning, "Restore", "Job %s/%s started", r.Config.Backups.Namespace, jobName)
+	return nil
+}
+
+// openWith gives the plan what opens the backup's dumps: the data key of the tenant backed up
+// (a copy's Job gets the source's, which opens that tenant's dumps and no other's), or, for a
+// backup sealed before tenants had keys of their own, the store's key.
+func (r *RestoreReconciler) openWith(ctx context.Context, b *tenancyv1alpha1.TenantBackup, plan *backup.Plan) error {
+	m, err := r.Store.Manifest(ctx, b.Status.Location)
+	switch {
+	case errors.Is(err, backup.ErrNoManifest):
+		return refuse(tenancyv1alpha1.ReasonBackupMismatch, "TenantBackup %s has no manifest in the store: its objects were deleted", b.Name)
+	case err != nil:
+		return fmt.Errorf("reading the backup's manifest: %w", err)
+	case m.Format == 1:
+		plan.Key = r.Config.Backups.Key
+		return nil
+	}
+	key, err := r.Store.TenantKey(ctx, b.Status.TenantUID, false)
+	if errors.Is(err, backup.ErrKeyDestroyed) {
+		return refuse(tenancyv1alpha1.ReasonBackupMismatch, "TenantBackup %s cannot be read: the data key of the tenant it backs up was destroyed when that tenant was purged", b.Name)
+	}
+	if err != nil {
+		return err
+	}
+	plan.TenantKey = key
 	return nil
 }
 

@@ -1,0 +1,244 @@
+package tenantbackup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/shutdown"
+	"github.com/landlord-dev/landlord/internal/controller/writes"
+)
+
+// ReasonBackupsKept is the event of a Purged tenant whose backups, and the data key that opens
+// them, are kept until backups.keepAfterPurge has passed.
+const ReasonBackupsKept = "BackupsKept"
+
+// ReasonBackupsPurged is the event of a Purged tenant whose backups are all deleted and whose
+// data key is destroyed: no copy of its backups can be read any more.
+const ReasonBackupsPurged = "BackupsPurged"
+
+// maxRecordedBackups bounds status.purge.backups.
+const maxRecordedBackups = 100
+
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants/status,verbs=get;patch
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants/finalizers,verbs=update
+// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantbackups,verbs=delete
+
+// PurgeReconciler ends what a Purged tenant leaves in the backup store: it deletes the tenant's
+// backups, at once or once backups.keepAfterPurge has passed, then destroys the tenant's data
+// key, and records each step in the tenant's status.purge. A tenant that has backups carries
+// BackupsFinalizer (the backup controller puts it there), so a Purged tenant that is deleted
+// goes only after; any other tenant's backups are kept, and the finalizer only removed.
+type PurgeReconciler struct {
+	Client   client.Client
+	Config   *config.Config
+	Recorder events.EventRecorder
+	// Store is nil when no backup store is configured.
+	Store Store
+	Clock clock.Clock
+}
+
+// SetupWithManager registers the controller: a Purged tenant, or one being deleted with the
+// finalizer, wakes it, and so does any change to a backup of one.
+func (r *PurgeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("tenantbackuppurge").
+		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(predicate.NewPredicateFuncs(concerned))).
+		Watches(&tenancyv1alpha1.TenantBackup{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: obj.(*tenancyv1alpha1.TenantBackup).Spec.Tenant}}}
+		})).
+		Complete(shutdown.Quiet(r))
+}
+
+// concerned passes the tenants this controller has anything to do with.
+func concerned(obj client.Object) bool {
+	t, ok := obj.(*tenancyv1alpha1.Tenant)
+	return ok && (t.Spec.State == tenancyv1alpha1.StatePurged || controllerutil.ContainsFinalizer(t, tenancyv1alpha1.BackupsFinalizer))
+}
+
+func (r *PurgeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	t := &tenancyv1alpha1.Tenant{}
+	if err := r.Client.Get(ctx, req.NamespacedName, t); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if t.Spec.State != tenancyv1alpha1.StatePurged {
+		if !t.DeletionTimestamp.IsZero() {
+			// Deleted without being purged: its backups are its data, and are kept.
+			return ctrl.Result{}, r.release(ctx, t)
+		}
+		return ctrl.Result{}, nil
+	}
+	if r.Store == nil {
+		if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.BackupsFinalizer) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, errors.New("tenant is Purged and has backups, but the operator has no backup store to delete them from: configure backups.objects and backups.key")
+	}
+	if t.DeletionTimestamp.IsZero() && !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.BackupsFinalizer) && (t.Status.Purge == nil || t.Status.Purge.Completed == nil) {
+		// Deleting the Purged tenant now waits for its backups to go.
+		orig := t.DeepCopy()
+		controllerutil.AddFinalizer(t, tenancyv1alpha1.BackupsFinalizer)
+		if err := r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return writes.RetryConflict(err)
+		}
+	}
+	now := metav1.NewTime(r.Clock.Now())
+	first := t.Status.Purge == nil
+	rec := r.record(t, now)
+	backups := &tenancyv1alpha1.TenantBackupList{}
+	if err := r.Client.List(ctx, backups, client.MatchingFields{indexes.BackupTenantUID: string(t.UID)}); err != nil {
+		return ctrl.Result{}, err
+	}
+	note(rec, backups.Items, now, first)
+
+	var res ctrl.Result
+	var err error
+	if rec.KeepUntil != nil && now.Before(rec.KeepUntil) {
+		res.RequeueAfter = rec.KeepUntil.Sub(now.Time)
+	} else {
+		res, err = r.drop(ctx, t, rec, backups.Items, now)
+	}
+	if werr := r.writeRecord(ctx, t, rec); werr != nil {
+		return writes.RetryConflict(werr)
+	}
+	if err != nil || rec.Completed == nil {
+		return res, err
+	}
+	return res, r.release(ctx, t)
+}
+
+// record is the tenant's deletion record so far, or a new one begun now.
+func (r *PurgeReconciler) record(t *tenancyv1alpha1.Tenant, now metav1.Time) *tenancyv1alpha1.PurgeRecord {
+	if t.Status.Purge != nil {
+		return t.Status.Purge.DeepCopy()
+	}
+	rec := &tenancyv1alpha1.PurgeRecord{Started: now, Store: withoutQuery(r.Config.Backups.Objects), KeyStore: withoutQuery(r.Config.Backups.Keys)}
+	if rec.KeyStore == "" {
+		rec.KeyStore = rec.Store + " (keys/)"
+	}
+	if keep := r.Config.Backups.KeepAfterPurge.Duration; keep > 0 {
+		until := metav1.NewTime(now.Add(keep))
+		rec.KeepUntil = &until
+	}
+	return rec
+}
+
+// note records the tenant's backups when the record begins (a Purged tenant takes no new
+// one), and marks deleted those recorded that are gone.
+func note(rec *tenancyv1alpha1.PurgeRecord, backups []tenancyv1alpha1.TenantBackup, now metav1.Time, first bool) {
+	if first {
+		rec.BackupCount = int32(len(backups))
+		for _, b := range backups {
+			rec.Backups = append(rec.Backups, tenancyv1alpha1.PurgedBackup{Name: b.Name, Location: b.Status.Location, Created: b.CreationTimestamp})
+		}
+		// The newest are listed when there are too many.
+		slices.SortStableFunc(rec.Backups, func(a, b tenancyv1alpha1.PurgedBackup) int { return b.Created.Compare(a.Created.Time) })
+		if len(rec.Backups) > maxRecordedBackups {
+			rec.Backups = rec.Backups[:maxRecordedBackups]
+		}
+	}
+	for i := range rec.Backups {
+		b := &rec.Backups[i]
+		if b.Deleted == nil && !slices.ContainsFunc(backups, func(x tenancyv1alpha1.TenantBackup) bool { return x.Name == b.Name }) {
+			b.Deleted = &now
+		}
+	}
+}
+
+// drop deletes the tenant's backups (their own finalizer deletes their objects from the store)
+// and, once none is left, destroys the tenant's data key.
+func (r *PurgeReconciler) drop(ctx context.Context, t *tenancyv1alpha1.Tenant, rec *tenancyv1alpha1.PurgeRecord, backups []tenancyv1alpha1.TenantBackup, now metav1.Time) (ctrl.Result, error) {
+	if len(backups) > 0 {
+		for i := range backups {
+			b := &backups[i]
+			if !b.DeletionTimestamp.IsZero() {
+				continue
+			}
+			if err := r.Client.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("deleting TenantBackup %s: %w", b.Name, err)
+			}
+		}
+		// Each backup's deletion wakes this again; the recheck is the safety net.
+		return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+	}
+	if rec.KeyDestroyed == nil {
+		if err := r.Store.DestroyTenantKey(ctx, string(t.UID)); err != nil {
+			return ctrl.Result{}, err
+		}
+		rec.KeyDestroyed = &now
+	}
+	if rec.Completed == nil {
+		rec.Completed = &now
+		kept := ""
+		if rec.KeepUntil != nil {
+			kept = fmt.Sprintf(", kept until %s", rec.KeepUntil.UTC().Format(time.RFC3339))
+		}
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonBackupsPurged, "Purge",
+			"deleted the tenant's %d backup(s)%s and destroyed its data key: no copy of them can be read", rec.BackupCount, kept)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *PurgeReconciler) writeRecord(ctx context.Context, t *tenancyv1alpha1.Tenant, rec *tenancyv1alpha1.PurgeRecord) error {
+	next := *t.Status.DeepCopy()
+	first := next.Purge == nil
+	next.Purge = rec
+	// Optimistic: a reconcile that read the tenant before the record was first written would
+	// begin it again, without the backups already deleted.
+	if err := writes.PatchStatus(ctx, r.Client, t, &t.Status, next, client.MergeFromWithOptimisticLock{}); err != nil {
+		return err
+	}
+	if first && rec.KeepUntil != nil && rec.BackupCount > 0 {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonBackupsKept, "Purge",
+			"keeping the tenant's %d backup(s) and its data key until %s (backups.keepAfterPurge)", rec.BackupCount, rec.KeepUntil.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// release removes the finalizer.
+func (r *PurgeReconciler) release(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
+	if !controllerutil.ContainsFinalizer(t, tenancyv1alpha1.BackupsFinalizer) {
+		return nil
+	}
+	orig := t.DeepCopy()
+	controllerutil.RemoveFinalizer(t, tenancyv1alpha1.BackupsFinalizer)
+	err := r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return err
+	}
+	return client.IgnoreNotFound(err)
+}
+
+// withoutQuery is a store URL without its query, which may hold an endpoint's credentials.
+func withoutQuery(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.RawQuery, u.User, u.Fragment = "", nil, ""
+	return strings.TrimSuffix(u.String(), "?")
+}
