@@ -138,6 +138,10 @@ test: manifests generate chart vet control-plane databases $(HELM) $(GORELEASER)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: test-unit
+test-unit: ## The inner loop: every test that needs no local cluster (go test -short ./...); database and object-store tests still run, each starting its own servers.
+	go test -short $(GO_TEST_FLAGS) ./...
+
 .PHONY: test-release
 test-release: $(HELM) $(GORELEASER) $(CYCLONEDX_GOMOD) ## Build the release twice and compare every artefact's checksum (test/install, build tag release); the first run on a machine compiles for several minutes.
 	go test $(GO_TEST_FLAGS) -count=1 -tags release -run TestTheReleaseIsReproducible ./test/install

@@ -106,6 +106,12 @@ type TenantBackupStatus struct {
 	// CompletionTime is when the backup succeeded or failed.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Format is 2 for a backup whose Job was handed its tenant's data key, which seals it;
+	// absent for one taken before tenants had keys of their own, sealed under the store's key.
+	// The operator sets it when it makes the Job, and a restore goes by it, never by what the
+	// store's manifest says.
+	// +optional
+	Format int32 `json:"format,omitempty"`
 	// Databases are what the backup holds, once it succeeded.
 	// +listType=map
 	// +listMapKey=name

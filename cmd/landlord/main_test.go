@@ -29,6 +29,7 @@ import (
 // kubeconfig for people, and the README's quick start works as written: the samples, the
 // component sample included, become Ready, and the component's pods run on its node pool.
 func TestRunWithoutAClusterStartsALocalCluster(t *testing.T) {
+	testenv.NeedCluster(t)
 	root := testenv.RepoRoot()
 	t.Setenv("KUBECONFIG", otherClusterKubeconfig(t))
 	mode := makeRunEmbedded(t)

@@ -20,10 +20,10 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/config/crd"
-	"github.com/landlord-dev/landlord/internal/controller/tenant"
 	"github.com/landlord-dev/landlord/internal/policy"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/secret"
+	"github.com/landlord-dev/landlord/internal/shard"
 	"github.com/landlord-dev/landlord/internal/version"
 )
 
@@ -324,7 +324,7 @@ func (k *checker) operatorLeader(ctx context.Context) checkResult {
 // machine's clock).
 func judgeLeases(leases []coordinationv1.Lease, namespace string, now time.Time) checkResult {
 	fix := "kubectl -n " + namespace + " get deployments,pods, and the operator's log: the operator runs with --leader-elect, and a shard's Deployment with --shard"
-	def := tenant.ShardLeaseName("")
+	def := shard.LeaseName("")
 	var held, problems []string
 	found := false
 	for _, l := range leases {
@@ -361,10 +361,10 @@ func judgeLeases(leases []coordinationv1.Lease, namespace string, now time.Time)
 
 // shardOfLease is the shard whose leader election Lease name is, and whether it is one.
 func shardOfLease(name string) (string, bool) {
-	if name == tenant.ShardLeaseName("") {
+	if name == shard.LeaseName("") {
 		return "", true
 	}
-	prefix, suffix, _ := strings.Cut(tenant.ShardLeaseName("%"), "%")
+	prefix, suffix, _ := strings.Cut(shard.LeaseName("%"), "%")
 	if shard, ok := strings.CutPrefix(name, prefix); ok && strings.HasSuffix(shard, suffix) {
 		return strings.TrimSuffix(shard, suffix), true
 	}

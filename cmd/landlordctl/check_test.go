@@ -25,10 +25,10 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/config/crd"
 	"github.com/landlord-dev/landlord/internal/config"
-	"github.com/landlord-dev/landlord/internal/controller/tenant"
 	"github.com/landlord-dev/landlord/internal/policy"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/secret"
+	"github.com/landlord-dev/landlord/internal/shard"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
@@ -107,9 +107,9 @@ func TestCheckJudgesFluxAndArgoCDByTheVersionTheirCRDsCarry(t *testing.T) {
 
 func TestCheckJudgesEachShardsLeaseByItsRenewal(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	lease := func(shard string, holder string, renewed time.Duration) coordinationv1.Lease {
+	lease := func(name string, holder string, renewed time.Duration) coordinationv1.Lease {
 		return coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: tenant.ShardLeaseName(shard)},
+			ObjectMeta: metav1.ObjectMeta{Name: shard.LeaseName(name)},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](15),
 				RenewTime: &metav1.MicroTime{Time: now.Add(-renewed)}},
 		}
@@ -175,6 +175,7 @@ func installLandlord(t *testing.T) *installedLandlord {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
+	testenv.NeedCluster(t)
 	env, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })
@@ -219,7 +220,7 @@ func installLandlord(t *testing.T) *installedLandlord {
 // lease is the default shard's leader election Lease, renewed at renewed.
 func (l *installedLandlord) lease(renewed time.Time, seconds int32) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: tenant.ShardLeaseName("")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: shard.LeaseName("")},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("landlord-controller-manager-7d9f_0b1c"), LeaseDurationSeconds: ptr.To(seconds),
 			AcquireTime: &metav1.MicroTime{Time: renewed}, RenewTime: &metav1.MicroTime{Time: renewed}},
 	}

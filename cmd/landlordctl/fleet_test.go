@@ -145,6 +145,7 @@ func TestGetAllContextsShowsTheFleetAsOneTable(t *testing.T) {
 	eu, euPath := sharedCluster(t)
 	createTenants(t, eu, "fleet-view", []string{"fleet-eu"}, "web=1.0.0")
 	ns := defaultNamespace("fleet-eu")
+	testenv.NeedCluster(t)
 	us, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
 	if err != nil {
 		t.Fatal(err)

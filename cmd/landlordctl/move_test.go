@@ -43,6 +43,7 @@ func TestMoveTakesATenantToAnotherClusterWithItsData(t *testing.T) {
 	ctx := context.Background()
 	src, srcPath := sharedCluster(t)
 	cfg := config.Default()
+	testenv.NeedCluster(t)
 	dstEnv, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
 	if err != nil {
 		t.Fatal(err)

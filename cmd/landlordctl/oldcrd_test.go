@@ -18,6 +18,7 @@ import (
 func TestTenantCommandsRefuseATenantCRDOlderThanLandlordctl(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
+	testenv.NeedCluster(t)
 	env, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })

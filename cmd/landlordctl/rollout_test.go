@@ -189,6 +189,7 @@ var templates = []string{"web-1.0.0", "web-1.1.0", "api-1.0.0", "api-1.1.0"}
 // kubeconfig whose current context is the control plane.
 func sharedCluster(t *testing.T) (client.Client, string) {
 	t.Helper()
+	testenv.NeedCluster(t)
 	fleet.once.Do(func() { fleet.err = startFleet() })
 	if fleet.err != nil {
 		t.Fatal(fleet.err)

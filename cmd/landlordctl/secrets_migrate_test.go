@@ -46,6 +46,7 @@ func writeConfig(t *testing.T, doc string) string {
 // with the cluster's recorded identity following it.
 func TestSecretsMigrateMovesTheStoreAndTheClusterWithIt(t *testing.T) {
 	ctx := context.Background()
+	testenv.NeedCluster(t)
 	env, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -127,6 +127,7 @@ func TestSecretsCommands(t *testing.T) {
 func TestSecretsSyncWritesTheTemplateNamespace(t *testing.T) {
 	// Its own API server, with no operator syncing the template namespace on its own: only
 	// the CLI can have written the secret found there.
+	testenv.NeedCluster(t)
 	env, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
 	if err != nil {
 		t.Fatal(err)

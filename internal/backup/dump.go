@@ -42,7 +42,7 @@ func Backup(ctx context.Context, store *Store, tools Tools, plan Plan) (*Manifes
 	}
 	defer work.remove()
 
-	m := &Manifest{Format: manifestFormat, Tenant: plan.Tenant, TenantUID: plan.TenantUID, Backup: plan.Backup, Started: time.Now().UTC()}
+	m := &Manifest{Format: ManifestFormat, Tenant: plan.Tenant, TenantUID: plan.TenantUID, Backup: plan.Backup, Started: time.Now().UTC()}
 	err = func() error {
 		for _, db := range plan.Databases {
 			entry, err := s.dump(ctx, tools, work, plan, db)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/tink-crypto/tink-go/v2/aead"
 	"github.com/tink-crypto/tink-go/v2/insecurecleartextkeyset"
@@ -16,18 +17,31 @@ import (
 
 // Each tenant's backups are sealed under a data key of the tenant's own: an AEAD keyset, kept
 // wrapped by the store's key-encryption key at keys/<tenant UID> (in the store's bucket, or in
-// a bucket of its own). Every dump's streaming key is wrapped by it. So one tenant's backups can
+// a bucket of its own), together with the tenant's UID, so that a key copied over another
+// tenant's is refused rather than used. Every dump's streaming key is wrapped by it. So one tenant's backups can
 // be made unreadable alone, wherever copies of them are (a replica, an object version, an
 // export): destroying the tenant's key at its purge is enough. And a Job is handed its tenant's
 // key alone, never the key-encryption key: it can open no other tenant's dumps.
 
-// ErrKeyDestroyed means a tenant has no data key: it was destroyed when the tenant was purged
-// (or its backups expired after), or none was ever made, and no backup sealed under one can be
-// read.
-var ErrKeyDestroyed = errors.New("the tenant's data key does not exist (destroyed at its purge, or never made)")
+// ErrKeyDestroyed means a tenant's data key was destroyed when the tenant was purged: no backup
+// sealed under it can be read, and no new one is made for the tenant.
+var ErrKeyDestroyed = errors.New("the tenant's data key was destroyed when the tenant was purged")
+
+// ErrNoKey means a tenant has no data key, and none was destroyed: none was ever made (its
+// backups are older than tenants' keys), or it was deleted from the keys' store by hand.
+var ErrNoKey = errors.New("the tenant has no data key in the keys' store")
 
 // keysPrefix is where the tenants' keys are kept in the store's own bucket.
 const keysPrefix = "keys/"
+
+// A kept key is the key-encryption key's ciphertext of keyHeader, the tenant's UID, a newline
+// and the keyset in clear; a destroyed key leaves tombstone in its place, which holds no key and
+// keeps a key from ever being made again for the purged tenant (a backup started from a stale
+// view of it fails instead).
+const (
+	keyHeader = "landlord-tenant-key-v1\n"
+	tombstone = "landlord-tenant-key-destroyed\n"
+)
 
 // keyObject is the name of a tenant's wrapped key in the keys' bucket.
 func (s *Store) keyObject(tenantUID string) (string, error) {
@@ -38,8 +52,8 @@ func (s *Store) keyObject(tenantUID string) (string, error) {
 }
 
 // TenantKey returns the tenant's data key in clear, as a Job's plan carries it; with create, one
-// is made and kept first if the tenant has none. errors.Is(err, ErrKeyDestroyed) when it has none
-// and create is false.
+// is made and kept first if the tenant has none. errors.Is(err, ErrKeyDestroyed) once the
+// tenant's key was destroyed (create or not), ErrNoKey when it has none and create is false.
 func (s *Store) TenantKey(ctx context.Context, tenantUID string, create bool) ([]byte, error) {
 	if s.keys == nil || s.key == nil {
 		return nil, errors.New("this store keeps no tenants' keys: it was opened with no key-encryption key")
@@ -50,60 +64,77 @@ func (s *Store) TenantKey(ctx context.Context, tenantUID string, create bool) ([
 	}
 	// One key per tenant: two backups started at once must not each make one, the second's
 	// replacing the first's under the first's dumps.
-	s.keyMu.Lock()
-	defer s.keyMu.Unlock()
-	handle, err := s.readKey(ctx, name)
-	if errors.Is(err, ErrKeyDestroyed) && create {
-		handle, err = s.makeKey(ctx, name)
+	unlock := s.lockKey(tenantUID)
+	defer unlock()
+	clear, err := s.readKey(ctx, name, tenantUID)
+	if errors.Is(err, ErrNoKey) && create {
+		clear, err = s.makeKey(ctx, name, tenantUID)
 	}
+	return clear, err
+}
+
+// lockKey serialises the calls about one tenant's key in this process.
+func (s *Store) lockKey(tenantUID string) func() {
+	mu, _ := s.keyLocks.LoadOrStore(tenantUID, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
+
+func (s *Store) readKey(ctx context.Context, name, tenantUID string) ([]byte, error) {
+	wrapped, err := s.keys.ReadAll(ctx, name)
+	switch {
+	case gcerrors.Code(err) == gcerrors.NotFound:
+		return nil, ErrNoKey
+	case err != nil:
+		return nil, fmt.Errorf("reading the tenant's data key %s: %w", name, err)
+	case string(wrapped) == tombstone:
+		return nil, ErrKeyDestroyed
+	}
+	payload, err := s.key.DecryptWithContext(ctx, wrapped, nil)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("unwrapping the tenant's data key %s: %w", name, err)
+	}
+	clear, ok := bytes.CutPrefix(payload, []byte(keyHeader+tenantUID+"\n"))
+	if !ok {
+		// Another tenant's key copied over this one's, or something else: never used.
+		return nil, fmt.Errorf("the data key kept at %s is not tenant %s's", name, tenantUID)
+	}
+	if _, err := tenantAEAD(clear); err != nil {
+		return nil, fmt.Errorf("the data key kept at %s: %w", name, err)
+	}
+	return clear, nil
+}
+
+// makeKey makes a tenant's key and keeps it, wrapped, unless one appeared meanwhile (a store
+// that honours conditional writes says so), which is then the tenant's.
+func (s *Store) makeKey(ctx context.Context, name, tenantUID string) ([]byte, error) {
+	handle, err := keyset.NewHandle(aead.AES256GCMKeyTemplate())
+	if err != nil {
+		return nil, fmt.Errorf("making a data key: %w", err)
 	}
 	var clear bytes.Buffer
 	if err := insecurecleartextkeyset.Write(handle, keyset.NewBinaryWriter(&clear)); err != nil {
 		return nil, err
 	}
-	return clear.Bytes(), nil
-}
-
-func (s *Store) readKey(ctx context.Context, name string) (*keyset.Handle, error) {
-	wrapped, err := s.keys.ReadAll(ctx, name)
-	if gcerrors.Code(err) == gcerrors.NotFound {
-		return nil, ErrKeyDestroyed
-	}
+	wrapped, err := s.key.EncryptWithContext(ctx, append([]byte(keyHeader+tenantUID+"\n"), clear.Bytes()...), nil)
 	if err != nil {
-		return nil, fmt.Errorf("reading the tenant's data key %s: %w", name, err)
-	}
-	handle, err := keyset.ReadWithContext(ctx, keyset.NewBinaryReader(bytes.NewReader(wrapped)), s.key, nil)
-	if err != nil {
-		return nil, fmt.Errorf("unwrapping the tenant's data key %s: %w", name, err)
-	}
-	return handle, nil
-}
-
-// makeKey makes a tenant's key and keeps it, wrapped, unless one appeared meanwhile (a store
-// that honours conditional writes says so), which is then the tenant's.
-func (s *Store) makeKey(ctx context.Context, name string) (*keyset.Handle, error) {
-	handle, err := keyset.NewHandle(aead.AES256GCMKeyTemplate())
-	if err != nil {
-		return nil, fmt.Errorf("making a data key: %w", err)
-	}
-	var wrapped bytes.Buffer
-	if err := handle.WriteWithContext(ctx, keyset.NewBinaryWriter(&wrapped), s.key, nil); err != nil {
 		return nil, fmt.Errorf("wrapping the tenant's data key: %w", err)
 	}
-	err = s.keys.WriteAll(ctx, name, wrapped.Bytes(), &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: true})
+	err = s.keys.WriteAll(ctx, name, wrapped, &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: true})
 	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
-		return s.readKey(ctx, name)
+		return s.readKey(ctx, name, tenantUID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("keeping the tenant's data key %s: %w", name, err)
 	}
-	return handle, nil
+	return clear.Bytes(), nil
 }
 
-// DestroyTenantKey deletes the tenant's key: every backup sealed under it, and every copy of
-// one, is unreadable from then on. It reports success only once the store no longer has it.
+// DestroyTenantKey destroys the tenant's key: every backup sealed under it, and every copy of
+// one, is unreadable from then on, and no key is made for the tenant again. The key's object is
+// overwritten with a tombstone, then read back: it reports success only once the store holds no
+// key there. (A store that keeps earlier versions of objects keeps the key too: the keys' store
+// must not.)
 func (s *Store) DestroyTenantKey(ctx context.Context, tenantUID string) error {
 	if s.keys == nil {
 		return errors.New("this store keeps no tenants' keys")
@@ -112,13 +143,13 @@ func (s *Store) DestroyTenantKey(ctx context.Context, tenantUID string) error {
 	if err != nil {
 		return err
 	}
-	s.keyMu.Lock()
-	defer s.keyMu.Unlock()
-	if err := s.keys.Delete(ctx, name); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+	unlock := s.lockKey(tenantUID)
+	defer unlock()
+	if err := s.keys.WriteAll(ctx, name, []byte(tombstone), &blob.WriterOptions{ContentType: "text/plain"}); err != nil {
 		return fmt.Errorf("destroying the tenant's data key %s: %w", name, err)
 	}
-	if ok, err := s.keys.Exists(ctx, name); err != nil || ok {
-		return fmt.Errorf("the tenant's data key %s is still in the store after its deletion (%v)", name, err)
+	if got, err := s.keys.ReadAll(ctx, name); err != nil || string(got) != tombstone {
+		return fmt.Errorf("the tenant's data key %s is not destroyed after its deletion (%v)", name, err)
 	}
 	return nil
 }

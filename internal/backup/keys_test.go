@@ -43,8 +43,8 @@ func TestAJobOpensItsOwnTenantsBackupsAndNoOthers(t *testing.T) {
 
 // Destroying a tenant's key, as its purge does, leaves every copy of its backups unreadable,
 // wherever it is kept: here the backup's objects themselves stay where they were, as a
-// replica's or an object version's would, and open with no key the store can give (a key made
-// for the tenant afterwards is another key).
+// replica's or an export's would, and the store gives no key that opens them, nor ever makes
+// the tenant a key again (a backup started from a stale view of the purged tenant fails).
 func TestADestroyedTenantKeyLeavesNoCopyOfItsBackupsReadable(t *testing.T) {
 	g := NewWithT(t)
 	tools := clientTools(t)
@@ -55,21 +55,36 @@ func TestADestroyedTenantKeyLeavesNoCopyOfItsBackupsReadable(t *testing.T) {
 	keyObject := "keys/" + st.tenantUID
 	g.Expect(st.keys(t, "keys/")).To(ContainElement(keyObject))
 	g.Expect(st.raw(t, keyObject)).NotTo(ContainSubstring(string(st.tenantKey)), "the key is kept wrapped")
-
 	g.Expect(backup.Restore(testContext(t), st.Store, tools, st.restorePlan(plan.Location, tn.target()))).To(Succeed(), "the key opens the backup before it is destroyed")
 
 	g.Expect(st.DestroyTenantKey(testContext(t), st.tenantUID)).To(Succeed())
-	g.Expect(st.keys(t, "keys/")).NotTo(ContainElement(keyObject))
-	_, err := st.TenantKey(testContext(t), st.tenantUID, false)
-	g.Expect(err).To(MatchError(backup.ErrKeyDestroyed))
-
-	again, err := st.TenantKey(testContext(t), st.tenantUID, true)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(again).NotTo(Equal(st.tenantKey))
+	g.Expect(st.raw(t, keyObject)).NotTo(ContainSubstring(string(st.tenantKey)))
+	for _, create := range []bool{false, true} {
+		_, err := st.TenantKey(testContext(t), st.tenantUID, create)
+		g.Expect(err).To(MatchError(backup.ErrKeyDestroyed), "create %v", create)
+	}
 	g.Expect(st.keys(t, plan.Location)).To(HaveLen(2), "the backup's objects are still in the store")
+	other, err := st.TenantKey(testContext(t), randomHex(t, 16), true)
+	g.Expect(err).NotTo(HaveOccurred())
 	restore := st.restorePlan(plan.Location, tn.target())
-	restore.TenantKey = again
+	restore.TenantKey = other
 	g.Expect(backup.Restore(testContext(t), st.Store, tools, restore)).To(MatchError(ContainSubstring("unwrapping the data key")))
+}
+
+// A tenant's kept key is bound to the tenant: one copied over another tenant's, as anyone who
+// may write the bucket could, is refused, never handed to the other tenant's Jobs.
+func TestAKeyCopiedOverAnotherTenantsIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	st := newStore(t)
+	victim := randomHex(t, 16)
+	_, err := st.TenantKey(testContext(t), victim, true)
+	g.Expect(err).NotTo(HaveOccurred())
+	st.putRaw(t, "keys/"+victim, st.raw(t, "keys/"+st.tenantUID))
+
+	_, err = st.TenantKey(testContext(t), victim, true)
+	g.Expect(err).To(MatchError(ContainSubstring("is not tenant " + victim + "'s")))
+	_, err = st.TenantKey(testContext(t), randomHex(t, 16), false)
+	g.Expect(err).To(MatchError(backup.ErrNoKey), "a tenant with no key has none made without asking")
 }
 
 type nopWriter struct{}

@@ -26,7 +26,8 @@ type Store struct {
 	// keys holds the tenants' wrapped keys, under keysPrefix; nil in a Job.
 	keys       *blob.Bucket
 	keysPrefix string
-	keyMu      sync.Mutex
+	// keyLocks holds a mutex per tenant UID.
+	keyLocks sync.Map
 	// tenant is the data key of the tenant a Job serves.
 	tenant tink.AEAD
 }
@@ -35,10 +36,10 @@ type Store struct {
 // it is being deleted.
 var ErrNoManifest = errors.New("no backup manifest")
 
-// manifestFormat is the Format of the manifests this release writes: 2, whose dumps are sealed
+// ManifestFormat is the Format of the manifests this release writes: 2, whose dumps are sealed
 // under the tenant's data key. It reads 1 too, whose dumps were sealed under the store's key.
 const (
-	manifestFormat   = 2
+	ManifestFormat   = 2
 	manifestFormatV1 = 1
 )
 
@@ -128,8 +129,8 @@ func (s *Store) Manifest(ctx context.Context, location string) (*Manifest, error
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("the manifest of %s is not valid JSON: %w", location, err)
 	}
-	if m.Format != manifestFormat && m.Format != manifestFormatV1 {
-		return nil, fmt.Errorf("the manifest of %s has format %d; this release reads formats %d and %d", location, m.Format, manifestFormatV1, manifestFormat)
+	if m.Format != ManifestFormat && m.Format != manifestFormatV1 {
+		return nil, fmt.Errorf("the manifest of %s has format %d; this release reads formats %d and %d", location, m.Format, manifestFormatV1, ManifestFormat)
 	}
 	return &m, nil
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -100,6 +101,8 @@ func (b Backups) validate(namespacePrefix, templateNamespace string) []error {
 	if b.Keys != "" {
 		if err := CheckObjectsURL(b.Keys); err != nil {
 			errs = append(errs, fmt.Errorf("backups.keys: %w", err))
+		} else if overlap(b.Keys, b.Objects) {
+			errs = append(errs, errors.New("backups.keys: the keys' bucket and prefix overlap backups.objects': keep the keys apart (another bucket), or leave backups.keys empty for keys/ in the backups' bucket"))
 		}
 	}
 	if b.KeepAfterPurge.Duration < 0 {
@@ -136,4 +139,16 @@ func (b Backups) validate(namespacePrefix, templateNamespace string) []error {
 		errs = append(errs, fmt.Errorf("backups.timeout: %s is shorter than 1m", b.Timeout.Duration))
 	}
 	return errs
+}
+
+// overlap reports whether two bucket URLs name the same bucket with prefixes one of which holds
+// the other.
+func overlap(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil || ua.Scheme != ub.Scheme || ua.Host != ub.Host || ua.Path != ub.Path {
+		return false
+	}
+	pa, pb := ua.Query().Get("prefix"), ub.Query().Get("prefix")
+	return strings.HasPrefix(pa, pb) || strings.HasPrefix(pb, pa)
 }

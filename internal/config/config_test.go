@@ -119,6 +119,9 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a dump limit of zero":                  {"backups: {objects: 's3://b', key: 'awskms://k', image: i, maxDumpSize: '0'}", "backups.maxDumpSize"},
 		"a backup timeout under a minute":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, timeout: 30s}", "backups.timeout"},
 		"a backup Secret that is no name":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, envFromSecrets: [Creds]}", "backups.envFromSecrets[0]"},
+		// A purge destroys a tenant's key where the keys are: never among the backups.
+		"tenants' keys among the backups":  {"backups: {objects: 's3://b?prefix=t/', keys: 's3://b?prefix=t/keys/', key: 'awskms://k', image: i}", "backups.keys"},
+		"backups kept for a negative time": {"backups: {objects: 's3://b', key: 'awskms://k', image: i, keepAfterPurge: -1h}", "backups.keepAfterPurge"},
 	}
 	for name, tc := range cases {
 		t.Run(name+" is rejected", func(t *testing.T) {

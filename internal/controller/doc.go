@@ -1,5 +1,6 @@
-// Package controller is the home of Landlord's reconcilers, one package each, and of the suite
-// that runs them together, as the operator does, against the whole local cluster (its tests).
+// Package controller is the home of Landlord's reconcilers, one package each. The suite that
+// runs them together, as the operator does, against the whole local cluster is
+// test/integration.
 //
 // The reconcilers, each importing none of the others:
 //
@@ -11,9 +12,10 @@
 //	componentrollout  a ComponentRollout's waves, released one after another
 //	admissionpolicy   Landlord's admission policies and bindings, and the audit of what was
 //	                  created while they were absent
-//	tenantbackup      a TenantBackup or TenantRestore run as a Job over one tenant's databases
-//
-// (The template namespace's reconciler lives beside the mirror it runs, in internal/templatesync.)
+//	tenantbackup      a TenantBackup or TenantRestore run as a Job over one tenant's databases,
+//	                  a schedule's backups, and a Purged tenant's backups and data key dropped
+//	templatemirror    the template namespace, mirrored from the secret store by
+//	                  internal/templatesync (which landlordctl runs too)
 //
 // What several of them share, in packages that import no reconciler:
 //
@@ -26,5 +28,6 @@
 //	controllertest  fixtures for the reconcilers' unit tests (imported by tests only)
 //
 // The pure rules of a rollout are internal/rollout's; the objects a tenant is made of are built
-// by internal/resources; what a backup Job does is internal/backup's.
+// by internal/resources; what a backup Job does is internal/backup's; how shards split the
+// tenants is internal/shard's. The commands import none of the reconcilers.
 package controller

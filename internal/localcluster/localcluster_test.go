@@ -34,6 +34,9 @@ func assetsDir(t *testing.T) string {
 // creates: Deployments roll out onto nodes, pools keep their pods, namespaces are emptied and
 // removed, quotas count, and the metrics API reports what each pod uses.
 func TestAWholeClusterRunsWorkloadsOnSimulatedNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a whole local cluster: not under -short")
+	}
 	c, err := Start(Options{AssetsDir: assetsDir(t), DataDir: dataDir(t), MetricsServer: true})
 	if err != nil {
 		t.Fatal(err)
@@ -228,6 +231,9 @@ func resourceQuantity(n int64) *resource.Quantity { return resource.NewQuantity(
 // started again on the same directory has what the last one had, its nodes Ready again, and the
 // metrics API reporting its pods (kwok serves the nodes on a new port at each start).
 func TestAClusterStartedAgainOnItsDataKeepsWhatItHad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a whole local cluster: not under -short")
+	}
 	dir := dataDir(t)
 	ctx := context.Background()
 	opts := Options{AssetsDir: assetsDir(t), DataDir: dir, MetricsServer: true}

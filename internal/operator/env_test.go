@@ -19,6 +19,7 @@ const timeout = 2 * time.Minute
 func startEnv(t *testing.T) (*testenv.Env, secret.Store) {
 	t.Helper()
 	g := NewWithT(t)
+	testenv.NeedCluster(t)
 	env, err := testenv.Start()
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/landlord-dev/landlord/internal/controller/tenant"
+	"github.com/landlord-dev/landlord/internal/shard"
 )
 
 // CheckNoLiveLeader refuses to start a process beside a live one: it returns an error naming the
@@ -19,13 +19,13 @@ import (
 // starts: queued behind the installed operator's lease, it would look running and do nothing;
 // taking the lease when the installed operator is gone is what it is for. Replicas in the
 // cluster do not call it: a standby waiting for the lease is how leader election works.
-func CheckNoLiveLeader(ctx context.Context, restCfg *rest.Config, namespace, shard string, now time.Time) error {
+func CheckNoLiveLeader(ctx context.Context, restCfg *rest.Config, namespace, shardName string, now time.Time) error {
 	c, err := client.New(restCfg, client.Options{})
 	if err != nil {
 		return err
 	}
 	lease := &coordinationv1.Lease{}
-	name := tenant.ShardLeaseName(shard)
+	name := shard.LeaseName(shardName)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, lease); apierrors.IsNotFound(err) {
 		return nil
 	} else if err != nil {

@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/landlord-dev/landlord/internal/controller/tenant"
 	"github.com/landlord-dev/landlord/internal/operator"
+	"github.com/landlord-dev/landlord/internal/shard"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
@@ -21,6 +21,7 @@ import (
 // lease, and names the holder; a lease left by a stopped operator, or none, lets it start.
 func TestAProcessRunFromAWorkstationRefusesWhileAnotherHoldsTheLease(t *testing.T) {
 	ctx := context.Background()
+	testenv.NeedCluster(t)
 	env, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })
@@ -41,7 +42,7 @@ func TestAProcessRunFromAWorkstationRefusesWhileAnotherHoldsTheLease(t *testing.
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tenant.ShardLeaseName("")}}
+			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: shard.LeaseName("")}}
 			_ = env.AdminClient.Delete(ctx, lease)
 			if tc.renewed != nil {
 				lease.Spec = coordinationv1.LeaseSpec{

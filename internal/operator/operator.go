@@ -45,6 +45,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/controller/componentrollout"
 	"github.com/landlord-dev/landlord/internal/controller/databaseserver"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/templatemirror"
 	"github.com/landlord-dev/landlord/internal/controller/tenant"
 	"github.com/landlord-dev/landlord/internal/controller/tenantbackup"
 	"github.com/landlord-dev/landlord/internal/controller/tenantclaim"
@@ -55,7 +56,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/priority"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/secret"
-	"github.com/landlord-dev/landlord/internal/templatesync"
+	"github.com/landlord-dev/landlord/internal/shard"
 	"github.com/landlord-dev/landlord/internal/usage"
 )
 
@@ -129,7 +130,7 @@ func nonZero(d time.Duration) *time.Duration {
 type Operator struct {
 	manager.Manager
 	// TemplateSync mirrors the secret store into the template namespace; Trigger syncs now.
-	TemplateSync *templatesync.Reconciler
+	TemplateSync *templatemirror.Reconciler
 	// Tenants is the tenant reconciler, whose memory tests check.
 	Tenants *tenant.Reconciler
 	// Policies is the admission policy reconciler, nil on a shard's operator.
@@ -322,7 +323,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElection,
-		LeaderElectionID:              tenant.ShardLeaseName(opts.Shard),
+		LeaderElectionID:              shard.LeaseName(opts.Shard),
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		LeaseDuration:                 nonZero(opts.LeaseDuration),
@@ -423,7 +424,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		Usage:     sampler, UsageChanged: usageChanged,
 		Urgent: urgent,
 		Shard:  opts.Shard,
-		Shards: &tenant.LeaseShards{Reader: mgr.GetAPIReader(), Namespace: leaseNamespace},
+		Shards: &shard.LeaseReader{Reader: mgr.GetAPIReader(), Namespace: leaseNamespace},
 	}
 	if opts.AnotherInProcess && opts.Shard != "" {
 		// Controllers of one name share their workqueue metrics within a process: a shard
@@ -455,7 +456,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 }
 
 // clusterWideDuties registers what the default shard alone runs: what is not one tenant's.
-func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, gate *priority.Gate, conns *database.Connections, restCfg *rest.Config) (*templatesync.Reconciler, *admissionpolicy.Reconciler, error) {
+func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, gate *priority.Gate, conns *database.Connections, restCfg *rest.Config) (*templatemirror.Reconciler, *admissionpolicy.Reconciler, error) {
 	cfg := opts.Config
 	// landlord_tenants and the age of the oldest tenant not Ready are computed from the cache at
 	// scrape time, by the leader: every shard caches every Tenant, so the default shard reports
@@ -501,7 +502,7 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 			return nil, nil, err
 		}
 	}
-	sync := &templatesync.Reconciler{
+	sync := &templatemirror.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Store: store,
 		Namespace: cfg.Secrets.TemplateNamespace, Interval: cfg.Secrets.SyncInterval.Duration,
 		MaxDeletionPercent: cfg.Secrets.MaxDeletionPercent, Recorder: mgr.GetEventRecorder("landlord"),

@@ -1,7 +1,7 @@
 // Package templatesync brings the cluster's template namespace in line with the secret store:
 // every shared secret the store holds under the template namespace is written there, and every
-// secret that came from the store and has left it is removed. The operator's template-sync
-// controller runs it on start, on an interval and on demand; `landlordctl secrets sync` runs it
+// secret that came from the store and has left it is removed. The operator's reconciler
+// (internal/controller/templatemirror) runs it on start, on an interval and on demand; `landlordctl secrets sync` runs it
 // once. Tenants only ever read the cluster's copy, so a store outage delays changes but never
 // blocks a tenant and never removes anything.
 //
@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -72,6 +73,15 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string { return e.Message }
+
+// Report records a refused pass as a Warning event on the template namespace ns; any other
+// error is the caller's to report.
+func Report(recorder events.EventRecorder, ns *corev1.Namespace, err error) {
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		recorder.Eventf(ns, nil, corev1.EventTypeWarning, refused.Reason, "Sync", "%s", refused.Message)
+	}
+}
 
 // Mirror writes the store's shared secrets into namespace (only those that differ) and removes
 // the secrets there that came from the store and left it. It rewrites and removes only secrets

@@ -50,6 +50,7 @@ type suite struct {
 }
 
 func TestLandlordAsAUserInstallsAndUsesIt(t *testing.T) {
+	testenv.NeedCluster(t)
 	s := &suite{t: t, root: testenv.RepoRoot(), dir: t.TempDir()}
 	s.assets = os.Getenv("KUBEBUILDER_ASSETS")
 	if s.assets == "" {

@@ -355,6 +355,7 @@ func TestTheArgoCDExampleIsWellFormed(t *testing.T) {
 func TestTheArgoCDExampleAppliesOnALocalCluster(t *testing.T) {
 	RegisterTestingT(t)
 	ex := loadArgoExample(t)
+	testenv.NeedCluster(t)
 	env, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
 	if err != nil {
 		t.Fatal(err)

@@ -373,6 +373,7 @@ func TestTheFluxExampleBecomesReadyOnALocalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testenv.NeedCluster(t)
 	env, err := testenv.Start()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/landlord-dev/landlord/internal/localcluster"
 	"github.com/landlord-dev/landlord/internal/policy"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // TestTheInstallersApplyToALocalCluster installs Landlord as a platform team would, on a whole
@@ -20,6 +21,7 @@ import (
 // --server-side) over what the uninstall kept. kwok runs the operator's pod, so each Deployment really becomes Available
 // (the image is never pulled).
 func TestTheInstallersApplyToALocalCluster(t *testing.T) {
+	testenv.NeedCluster(t)
 	kubectlBin, helmBin := kubectlPath(t), helmPath(t)
 	dir := t.TempDir()
 	cluster, err := localcluster.Start(localcluster.Options{AssetsDir: assets(), DataDir: filepath.Join(dir, "cluster")})

@@ -69,6 +69,7 @@ func dryRunApply(c client.Client, obj *unstructured.Unstructured) error {
 func TestMonitoringManifestsAgainstPrometheusOperatorCRDs(t *testing.T) {
 	g := NewWithT(t)
 	crds := prometheusOperatorCRDs(t)
+	testenv.NeedCluster(t)
 	env, err := testenv.StartWith(testenv.Options{APIServerOnly: true})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = env.Stop() })

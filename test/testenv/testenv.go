@@ -8,11 +8,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -276,4 +278,24 @@ func (e *Env) WriteKubeconfig(dir, context string) (string, error) {
 	kc.CurrentContext = context
 	path := filepath.Join(dir, "kubeconfig")
 	return path, clientcmd.WriteToFile(*kc, path)
+}
+
+// Short reports whether the tests run under go test -short (make test-unit): a TestMain whose
+// every test needs the local cluster then starts nothing and runs nothing, and says so.
+func Short(suite string) bool {
+	flag.Parse()
+	if !testing.Short() {
+		return false
+	}
+	fmt.Printf("%s: every test needs the local cluster; none runs under -short\n", suite)
+	return true
+}
+
+// NeedCluster skips a test that starts a local cluster (or the operator's binary, which starts
+// one) under go test -short.
+func NeedCluster(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the local cluster: not under -short")
+	}
 }

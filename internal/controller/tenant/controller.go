@@ -35,6 +35,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/secret"
+	"github.com/landlord-dev/landlord/internal/shard"
 	"github.com/landlord-dev/landlord/internal/usage"
 )
 
@@ -89,7 +90,7 @@ type Reconciler struct {
 	// the tenants whose ShardLabel names it (shards.go). Shards tells whether another
 	// shard runs.
 	Shard  string
-	Shards ShardLeases
+	Shards shard.Leases
 
 	// ControllerName names the controller in logs and metrics: "tenant" when empty.
 	ControllerName string
@@ -160,12 +161,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Applied = apply.NewMemo()
 	}
 	if r.Shards == nil {
-		r.Shards = &LeaseShards{Reader: r.APIReader}
+		r.Shards = &shard.LeaseReader{Reader: r.APIReader}
 	}
 	// A reconcile that takes a tenant over from another shard reads what its cache misses of
 	// the tenant's from the API server (shards.go).
 	r.Client = &takeoverClient{Client: r.Client, api: r.APIReader}
-	mine, handover := shardEvents(r.Shard)
+	mine, handover := shard.Events(r.Shard)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(cmp.Or(r.ControllerName, "tenant")).
 		// Labels select shared secrets, so a label change is a change to converge; so are the

@@ -15,6 +15,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/shard"
 )
 
 // createdBefore orders tenants by creation, then by name.
@@ -39,7 +40,7 @@ func (r *Reconciler) serves(ctx context.Context, t *tenancyv1alpha1.Tenant, d st
 	// shard's cache: taking it for absent would hand a domain that tenant serves to an older
 	// tenant listing it later.
 	var reader client.Reader = r.Client
-	if shardStepFor(r.Shard, t) != shardReconcile {
+	if shard.StepFor(r.Shard, t) != shard.Reconcile {
 		reader = r.APIReader
 	}
 	if err := reader.Get(ctx, client.ObjectKey{Name: r.Config.NamespaceName(t.Name)}, ns); err != nil {

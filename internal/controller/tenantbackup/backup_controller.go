@@ -163,23 +163,19 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 		orig := t.DeepCopy()
 		controllerutil.AddFinalizer(t, tenancyv1alpha1.BackupsFinalizer)
 		if err := r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return err
+			return fmt.Errorf("marking tenant %s as one with backups: %w", t.Name, err)
 		}
-	}
-	// The Job gets the tenant's data key alone: it can open no other tenant's dumps.
-	key, err := r.Store.TenantKey(ctx, string(t.UID), true)
-	if err != nil {
-		return err
 	}
 	name := JobName(backup.OpBackup, b.UID)
 	plan := backup.Plan{
-		Operation: backup.OpBackup, Objects: r.Config.Backups.Objects, TenantKey: key,
+		Operation: backup.OpBackup, Objects: r.Config.Backups.Objects,
 		Location: Location(t.UID, b.UID), Tenant: t.Name, TenantUID: string(t.UID), Backup: b.Name,
 		Databases: dbs, MaxBytes: r.Config.Backups.MaxDumpSize.Value(),
 	}
 	if b.Status.Location == "" {
-		// Where the Job writes is recorded before there is a Job: a backup deleted with its
-		// status write after the Job lost would leave what the Job wrote in the store, unknown.
+		// Where the Job writes, and whose data it is, are recorded before there is a Job or a
+		// key: a backup deleted with its status write after the Job lost would leave what the
+		// Job wrote in the store, unknown, and a purge finds the backups of a tenant by its UID.
 		recorded := *next
 		recorded.TenantUID, recorded.Location = string(t.UID), plan.Location
 		if err := writes.PatchStatus(ctx, r.Client, b, &b.Status, recorded, client.MergeFromWithOptimisticLock{}); err != nil {
@@ -190,6 +186,23 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 	if b.Status.TenantUID != string(t.UID) {
 		return refuse(tenancyv1alpha1.ReasonBackupRefused, "tenant %s was deleted and created again since this backup was asked for", t.Name)
 	}
+	// The cache may not have seen the tenant purged yet: the API server says.
+	live := &tenancyv1alpha1.Tenant{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(t), live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if live.UID != t.UID || live.Spec.State == tenancyv1alpha1.StatePurged || !live.DeletionTimestamp.IsZero() {
+		return refuse(tenancyv1alpha1.ReasonBackupRefused, "tenant %s is Purged, being deleted or was created again: its data is not backed up", t.Name)
+	}
+	// The Job gets the tenant's data key alone: it can open no other tenant's dumps.
+	key, err := r.Store.TenantKey(ctx, string(t.UID), true)
+	if errors.Is(err, backup.ErrKeyDestroyed) {
+		return refuse(tenancyv1alpha1.ReasonBackupRefused, "tenant %s is purged: its data key is destroyed", t.Name)
+	}
+	if err != nil {
+		return err
+	}
+	plan.TenantKey = key
 	owner := *metav1.NewControllerRef(b, tenancyv1alpha1.GroupVersion.WithKind("TenantBackup"))
 	if err := createJob(ctx, r.Client, r.Config.Backups, name, plan, owner); err != nil {
 		return err
@@ -200,6 +213,7 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 	next.Location = plan.Location
 	next.Job = name
 	next.StartTime = &now
+	next.Format = backup.ManifestFormat
 	conditions.For(&next.Conditions, b.Generation).Reconciling(tenancyv1alpha1.ReasonJobRunning,
 		fmt.Sprintf("Job %s/%s dumps %d database(s) of tenant %s", r.Config.Backups.Namespace, name, len(dbs), t.Name))
 	r.Recorder.Eventf(b, t, corev1.EventTypeNormal, tenancyv1alpha1.ReasonJobRunning, "Backup", "Job %s/%s started", r.Config.Backups.Namespace, name)

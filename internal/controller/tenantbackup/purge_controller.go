@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -85,7 +84,9 @@ func (r *PurgeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if t.Spec.State != tenancyv1alpha1.StatePurged {
 		if !t.DeletionTimestamp.IsZero() {
 			// Deleted without being purged: its backups are its data, and are kept.
-			return ctrl.Result{}, r.release(ctx, t)
+			if err := r.release(ctx, t); err != nil {
+				return writes.RetryConflict(err)
+			}
 		}
 		return ctrl.Result{}, nil
 	}
@@ -111,6 +112,15 @@ func (r *PurgeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	note(rec, backups.Items, now, first)
+	if first {
+		// The record comes first: what is deleted after is in it, whatever stops this
+		// reconcile half-way.
+		if err := r.writeRecord(ctx, t, rec); err != nil {
+			return writes.RetryConflict(err)
+		}
+		// Its write wakes this again; the recheck is the safety net.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
 
 	var res ctrl.Result
 	var err error
@@ -125,7 +135,10 @@ func (r *PurgeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	if err != nil || rec.Completed == nil {
 		return res, err
 	}
-	return res, r.release(ctx, t)
+	if err := r.release(ctx, t); err != nil {
+		return writes.RetryConflict(err)
+	}
+	return res, nil
 }
 
 // record is the tenant's deletion record so far, or a new one begun now.
@@ -144,8 +157,9 @@ func (r *PurgeReconciler) record(t *tenancyv1alpha1.Tenant, now metav1.Time) *te
 	return rec
 }
 
-// note records the tenant's backups when the record begins (a Purged tenant takes no new
-// one), and marks deleted those recorded that are gone.
+// note records the tenant's backups: all of them when the record begins, and any found later
+// (one whose Job was started from a view of the tenant from before its purge); and it marks
+// deleted those recorded that are gone.
 func note(rec *tenancyv1alpha1.PurgeRecord, backups []tenancyv1alpha1.TenantBackup, now metav1.Time, first bool) {
 	if first {
 		rec.BackupCount = int32(len(backups))
@@ -156,6 +170,14 @@ func note(rec *tenancyv1alpha1.PurgeRecord, backups []tenancyv1alpha1.TenantBack
 		slices.SortStableFunc(rec.Backups, func(a, b tenancyv1alpha1.PurgedBackup) int { return b.Created.Compare(a.Created.Time) })
 		if len(rec.Backups) > maxRecordedBackups {
 			rec.Backups = rec.Backups[:maxRecordedBackups]
+		}
+	} else if int(rec.BackupCount) == len(rec.Backups) {
+		// (With more than the list holds, one missing from it may be one left out of it.)
+		for _, b := range backups {
+			if len(rec.Backups) < maxRecordedBackups && !slices.ContainsFunc(rec.Backups, func(x tenancyv1alpha1.PurgedBackup) bool { return x.Name == b.Name }) {
+				rec.Backups = append(rec.Backups, tenancyv1alpha1.PurgedBackup{Name: b.Name, Location: b.Status.Location, Created: b.CreationTimestamp})
+				rec.BackupCount++
+			}
 		}
 	}
 	for i := range rec.Backups {
@@ -223,14 +245,11 @@ func (r *PurgeReconciler) release(ctx context.Context, t *tenancyv1alpha1.Tenant
 	}
 	orig := t.DeepCopy()
 	controllerutil.RemoveFinalizer(t, tenancyv1alpha1.BackupsFinalizer)
-	err := r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	if apierrors.IsConflict(err) {
-		return err
-	}
-	return client.IgnoreNotFound(err)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, t, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})))
 }
 
-// withoutQuery is a store URL without its query, which may hold an endpoint's credentials.
+// withoutQuery is a store URL without its query, which may hold an endpoint's credentials, but
+// for its prefix, which says where in the bucket the objects are.
 func withoutQuery(raw string) string {
 	if raw == "" {
 		return ""
@@ -239,6 +258,10 @@ func withoutQuery(raw string) string {
 	if err != nil {
 		return ""
 	}
+	prefix := u.Query().Get("prefix")
 	u.RawQuery, u.User, u.Fragment = "", nil, ""
+	if prefix != "" {
+		u.RawQuery = url.Values{"prefix": {prefix}}.Encode()
+	}
 	return strings.TrimSuffix(u.String(), "?")
 }

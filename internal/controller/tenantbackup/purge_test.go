@@ -19,18 +19,18 @@ func TestAPurgeRecordKeepsCopiesOnlyWhenThePlatformSaysSo(t *testing.T) {
 		wantUntil *time.Time
 		wantKeys  string
 	}{
-		{name: "keepAfterPurge 0 keeps nothing: the backups go at once", wantKeys: "s3://backups/tenants (keys/)"},
-		{name: "keepAfterPurge 720h keeps them 30 days", keep: 720 * time.Hour, wantUntil: new(now.Add(720 * time.Hour)), wantKeys: "s3://backups/tenants (keys/)"},
+		{name: "keepAfterPurge 0 keeps nothing: the backups go at once", wantKeys: "s3://backups/tenants?prefix=landlord%2F (keys/)"},
+		{name: "keepAfterPurge 720h keeps them 30 days", keep: 720 * time.Hour, wantUntil: new(now.Add(720 * time.Hour)), wantKeys: "s3://backups/tenants?prefix=landlord%2F (keys/)"},
 		{name: "keys kept apart are named without their query", keys: "s3://keys?endpoint=https%3A%2F%2Fuser%3Asecret%40minio", wantKeys: "s3://keys"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
-			cfg.Backups.Objects = "s3://backups/tenants?region=eu-west-1&endpoint=https%3A%2F%2Fminio"
+			cfg.Backups.Objects = "s3://backups/tenants?region=eu-west-1&endpoint=https%3A%2F%2Fminio&prefix=landlord/"
 			cfg.Backups.Keys = tc.keys
 			cfg.Backups.KeepAfterPurge.Duration = tc.keep
 			r := &PurgeReconciler{Config: &cfg}
 			rec := r.record(&tenancyv1alpha1.Tenant{}, now)
-			if rec.Store != "s3://backups/tenants" {
+			if rec.Store != "s3://backups/tenants?prefix=landlord%2F" {
 				t.Errorf("store %q: the URL's query may name an endpoint's credentials", rec.Store)
 			}
 			if rec.KeyStore != tc.wantKeys {

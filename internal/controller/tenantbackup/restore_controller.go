@@ -263,7 +263,9 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 
 // openWith gives the plan what opens the backup's dumps: the data key of the tenant backed up
 // (a copy's Job gets the source's, which opens that tenant's dumps and no other's), or, for a
-// backup sealed before tenants had keys of their own, the store's key.
+// backup taken before tenants had keys of their own, the store's key. Which one is the
+// backup's own status's to say (the operator wrote it when it made the backup's Job), never the
+// manifest's, which any Job could write.
 func (r *RestoreReconciler) openWith(ctx context.Context, b *tenancyv1alpha1.TenantBackup, plan *backup.Plan) error {
 	m, err := r.Store.Manifest(ctx, b.Status.Location)
 	switch {
@@ -271,15 +273,19 @@ func (r *RestoreReconciler) openWith(ctx context.Context, b *tenancyv1alpha1.Ten
 		return refuse(tenancyv1alpha1.ReasonBackupMismatch, "TenantBackup %s has no manifest in the store: its objects were deleted", b.Name)
 	case err != nil:
 		return fmt.Errorf("reading the backup's manifest: %w", err)
-	case m.Format == 1:
+	case m.TenantUID != b.Status.TenantUID:
+		return refuse(tenancyv1alpha1.ReasonBackupMismatch, "the manifest of TenantBackup %s in the store is not the tenant's it backed up", b.Name)
+	case b.Status.Format < backup.ManifestFormat:
 		plan.Key = r.Config.Backups.Key
 		return nil
 	}
 	key, err := r.Store.TenantKey(ctx, b.Status.TenantUID, false)
-	if errors.Is(err, backup.ErrKeyDestroyed) {
+	switch {
+	case errors.Is(err, backup.ErrKeyDestroyed):
 		return refuse(tenancyv1alpha1.ReasonBackupMismatch, "TenantBackup %s cannot be read: the data key of the tenant it backs up was destroyed when that tenant was purged", b.Name)
-	}
-	if err != nil {
+	case errors.Is(err, backup.ErrNoKey):
+		return refuse(tenancyv1alpha1.ReasonBackupMismatch, "TenantBackup %s cannot be read: the keys' store holds no data key of the tenant it backs up (backups.keys or the objects' prefix changed since, or the key was deleted by hand)", b.Name)
+	case err != nil:
 		return err
 	}
 	plan.TenantKey = key

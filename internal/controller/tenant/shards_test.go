@@ -1,0 +1,46 @@
+package tenant
+
+import (
+	"errors"
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+func TestATakeoverIsRecordedOnlyOnceEveryObjectCarriesTheNewLabel(t *testing.T) {
+	ns := func(o outcome) phaseResult {
+		return phaseResult{condition: tenancyv1alpha1.NamespaceReadyCondition, outcome: o}
+	}
+	secrets := func(o outcome) phaseResult {
+		return phaseResult{condition: tenancyv1alpha1.SecretsReadyCondition, outcome: o}
+	}
+	for _, tc := range []struct {
+		name     string
+		takeover bool
+		results  []phaseResult
+		want     bool
+	}{
+		{"a reconcile of the shard's own tenant is recorded whatever its outcome", false, []phaseResult{ns(stalled("X", "x"))}, true},
+		{"a clean takeover is recorded", true, []phaseResult{ns(outcome{done: true}), secrets(outcome{done: true})}, true},
+		{"a takeover whose namespace is still terminating is not", true, []phaseResult{ns(progressing("X", "x"))}, false},
+		{"a takeover with a stalled phase is not: it may have stopped before writing the rest", true, []phaseResult{ns(outcome{done: true}), secrets(stalled("X", "x"))}, false},
+		{"a takeover with a failed phase is not", true, []phaseResult{ns(outcome{done: true}), secrets(failed("X", errors.New("boom")))}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{Shard: "b"}
+			next := tenancyv1alpha1.TenantStatus{Shard: "a", HandoverTo: ptr.To("b")}
+			got := r.recordShard(&next, tc.takeover, tc.results)
+			if got != tc.want {
+				t.Fatalf("recordShard = %v, want %v", got, tc.want)
+			}
+			if got && (next.Shard != "b" || next.HandoverTo != nil) {
+				t.Errorf("recorded status: shard %q, handoverTo %v", next.Shard, next.HandoverTo)
+			}
+			if !got && next.Shard != "a" {
+				t.Errorf("an unrecorded takeover changed status.shard to %q", next.Shard)
+			}
+		})
+	}
+}
