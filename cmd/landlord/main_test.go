@@ -140,6 +140,9 @@ func readQuickStart(t *testing.T, path string) quickStart {
 		t.Fatal("README.md has no \"Five-minute quick start\" section")
 	}
 	_, block, ok := strings.Cut(section, "```sh\n")
+	if !ok {
+		t.Fatal("the quick start has no sh block")
+	}
 	if block, _, ok = strings.Cut(block, "```"); !ok {
 		t.Fatal("the quick start has no sh block")
 	}

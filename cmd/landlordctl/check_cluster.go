@@ -388,12 +388,12 @@ func (k *checker) secretStore(ctx context.Context) checkResult {
 	}
 	store, err := secret.Open(ctx, k.config.Secrets.Store)
 	if err != nil {
-		return failed("opening the "+string(k.config.Secrets.Store.Backend)+" secret store --config names: "+err.Error(),
+		return failed("opening the "+k.config.Secrets.Store.Backend+" secret store --config names: "+err.Error(),
 			"check secrets.store in --config and the store's credentials in this environment")
 	}
 	id, err := secret.WithTimeout(store, k.config.Secrets.Store.Timeout.Duration).Identity(ctx)
 	if err != nil {
-		return failed("reading the identity of the "+string(k.config.Secrets.Store.Backend)+" secret store --config names: "+err.Error(),
+		return failed("reading the identity of the "+k.config.Secrets.Store.Backend+" secret store --config names: "+err.Error(),
 			"check the store is reachable from here and the credentials in this environment may read it")
 	}
 	switch recorded {

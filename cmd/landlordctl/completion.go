@@ -127,10 +127,10 @@ func objectNames(cmd *cobra.Command, root *rootOptions, kubeContext string, k *r
 }
 
 // completeNamesOf completes the names of a kind's objects, none already typed, for a command
-// taking up to max of them (0: any number).
-func completeNamesOf(root *rootOptions, k *resourceKind, max int) cobra.CompletionFunc {
+// taking up to most of them (0: any number).
+func completeNamesOf(root *rootOptions, k *resourceKind, most int) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if max > 0 && len(args) >= max {
+		if most > 0 && len(args) >= most {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		namespace, ok := completionNamespace(cmd, root, k)

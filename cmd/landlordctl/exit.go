@@ -147,9 +147,9 @@ func exactArgs(n int) cobra.PositionalArgs { return argsBetween(n, n) }
 // minArgs wants n arguments or more.
 func minArgs(n int) cobra.PositionalArgs { return argsBetween(n, -1) }
 
-func argsBetween(min, max int) cobra.PositionalArgs {
+func argsBetween(least, most int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
-		if len(args) >= min && (max < 0 || len(args) <= max) {
+		if len(args) >= least && (most < 0 || len(args) <= most) {
 			return nil
 		}
 		want := strings.Join(strings.Fields(cmd.Use)[1:], " ")

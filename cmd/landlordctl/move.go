@@ -176,7 +176,7 @@ func (m *move) run(ctx context.Context) error {
 		return err
 	}
 	if dst == nil {
-		if dst, err = m.create(ctx, src); err != nil {
+		if _, err = m.create(ctx, src); err != nil {
 			return err
 		}
 	}
@@ -421,7 +421,7 @@ func fieldOwners(t *tenancyv1alpha1.Tenant, path fieldpath.Path, count func(meta
 			continue
 		}
 		var owned fieldpath.Set
-		if owned.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)) == nil && owned.Has(path) {
+		if owned.FromJSON(bytes.NewReader(mf.FieldsV1.GetRawBytes())) == nil && owned.Has(path) {
 			owners = append(owners, mf.Manager)
 		}
 	}

@@ -151,7 +151,7 @@ func setHalted(ctx context.Context, root *rootOptions, name string, halted bool)
 	var appliers []string
 	for _, e := range ro.ManagedFields {
 		if e.Manager != fieldManager && e.Operation == metav1.ManagedFieldsOperationApply && e.FieldsV1 != nil &&
-			strings.Contains(string(e.FieldsV1.Raw), `"f:halted"`) {
+			strings.Contains(e.FieldsV1.GetRawString(), `"f:halted"`) {
 			appliers = append(appliers, e.Manager)
 		}
 	}

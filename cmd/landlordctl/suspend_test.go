@@ -52,7 +52,7 @@ func managersOf(tenant *tenancyv1alpha1.Tenant, path ...string) []string {
 		if e.FieldsV1 == nil {
 			continue
 		}
-		raw := string(e.FieldsV1.Raw)
+		raw := e.FieldsV1.GetRawString()
 		found := true
 		for _, p := range path {
 			if !strings.Contains(raw, `"`+p+`"`) {

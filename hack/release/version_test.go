@@ -41,7 +41,7 @@ func mentionedFiles() []string {
 	return files
 }
 
-func edit(t *testing.T, dir, file, old, new string) {
+func edit(t *testing.T, dir, file, old, replacement string) {
 	t.Helper()
 	path := filepath.Join(dir, file)
 	data, err := os.ReadFile(path)
@@ -51,7 +51,7 @@ func edit(t *testing.T, dir, file, old, new string) {
 	if !strings.Contains(string(data), old) {
 		t.Fatalf("%s does not contain %q", file, old)
 	}
-	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, replacement, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -83,7 +83,7 @@ func TestAFileThatDriftsIsNamed(t *testing.T) {
 	}
 	bare := strings.TrimPrefix(version, "v")
 	cases := []struct {
-		name, file, old, new, want string
+		name, file, old, replacement, want string
 	}{
 		{"a chart whose appVersion is another release is named with its line", "charts/landlord/Chart.yaml",
 			`appVersion: "` + bare + `"`, `appVersion: "0.0.9"`, "charts/landlord/Chart.yaml:"},
@@ -99,7 +99,7 @@ func TestAFileThatDriftsIsNamed(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := copyMentioned(t)
-			edit(t, dir, c.file, c.old, c.new)
+			edit(t, dir, c.file, c.old, c.replacement)
 			errs := Check(dir, version)
 			if len(errs) != 1 || !strings.Contains(errs[0].Error(), c.want) {
 				t.Fatalf("Check: %v; want one error naming %q", errs, c.want)
@@ -132,7 +132,7 @@ func TestSetVersionRewritesEveryFileThatNamesTheRelease(t *testing.T) {
 			notWant:   []string{"## [0.1.0]"},
 		},
 		{
-			name:      "a dated newest section stays, under a new Unreleased one",
+			name:      "a dated newest section stays, under a replacement Unreleased one",
 			changelog: "## [0.1.0] - 2026-01-02",
 			want:      []string{"## [9.8.7] - Unreleased\n\n## [0.1.0] - 2026-01-02\n"},
 		},

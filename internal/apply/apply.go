@@ -127,13 +127,13 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 	if err != nil {
 		return Unchanged, nil, err
 	}
-	var print Fingerprint
+	var fingerprint Fingerprint
 	switch {
 	case a.Memo == nil:
 	case a.Inputs != nil:
-		print = *a.Inputs
+		fingerprint = *a.Inputs
 	default:
-		if print, err = fingerprintOf(desired); err != nil {
+		if fingerprint, err = fingerprintOf(desired); err != nil {
 			return Unchanged, nil, err
 		}
 	}
@@ -160,7 +160,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 		digest := contentDigest(live)
 		state := memoUnknown
 		if len(foreign) == 0 && !a.Verify {
-			if state = a.Memo.lookup(desired, print, live.GetResourceVersion(), digest); state == memoSame {
+			if state = a.Memo.lookup(desired, fingerprint, live.GetResourceVersion(), digest); state == memoSame {
 				return Unchanged, nil, nil
 			}
 		}
@@ -189,7 +189,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 			// Landlord applied exactly this, and the object has not changed since Landlord
 			// last saw it match (or, unknown to a restarted operator, no one else owns a field
 			// of it): the content is Landlord's.
-			a.Memo.record(desired, print, live.GetResourceVersion(), digest)
+			a.Memo.record(desired, fingerprint, live.GetResourceVersion(), digest)
 			return Unchanged, nil, nil
 		default:
 			// Compare whole: the cache's object, or, when the cache keeps only its metadata, the
@@ -218,7 +218,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 						// already carried) needs no read either.
 						digest = a.cacheDigestOf(live, whole)
 					}
-					a.Memo.record(desired, print, whole.GetResourceVersion(), digest)
+					a.Memo.record(desired, fingerprint, whole.GetResourceVersion(), digest)
 					return Unchanged, nil, nil
 				}
 				if appliedHash(have) == appliedHash(want) {
@@ -248,7 +248,7 @@ func (a *Applier) ApplyLive(ctx context.Context, desired client.Object) (Result,
 	}
 	// The answer carries everything desired (fields others own aside, which are not compared):
 	// remembered at its resourceVersion, the cache's copy of this very write needs no comparison.
-	a.Memo.record(desired, print, u.GetResourceVersion(), "")
+	a.Memo.record(desired, fingerprint, u.GetResourceVersion(), "")
 	if result == Repaired && a.Repaired != nil {
 		a.Repaired(desired, foreign)
 	}
@@ -375,7 +375,7 @@ func (a *Applier) replaceBody(ctx context.Context, desired client.Object, want m
 		// first entry, for its labels; the apply that follows gives it the rest.
 		ours = []metav1.ManagedFieldsEntry{{
 			Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationApply, APIVersion: fresh.GetAPIVersion(),
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{}}}`)},
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:labels":{}}}`),
 		}}
 	}
 	ops = append(ops, map[string]any{"op": "replace", "path": "/metadata/managedFields", "value": ours})

@@ -31,7 +31,7 @@ func bodyOwnedBy(entry metav1.ManagedFieldsEntry) bool {
 		return false
 	}
 	var top map[string]json.RawMessage
-	if err := json.Unmarshal(entry.FieldsV1.Raw, &top); err != nil {
+	if err := json.Unmarshal(entry.FieldsV1.GetRawBytes(), &top); err != nil {
 		// Unreadable ownership is treated as foreign: a repair is a write, a missed one a hole.
 		return true
 	}
@@ -82,7 +82,7 @@ func fieldSet(e metav1.ManagedFieldsEntry) *fieldpath.Set {
 		return &fieldpath.Set{}
 	}
 	set := &fieldpath.Set{}
-	if err := set.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+	if err := set.FromJSON(bytes.NewReader(e.FieldsV1.GetRawBytes())); err != nil {
 		return nil
 	}
 	return set

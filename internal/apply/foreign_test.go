@@ -8,7 +8,7 @@ import (
 )
 
 func entry(manager, fields string) metav1.ManagedFieldsEntry {
-	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 }
 
 // A manager is foreign when it owns a field of the body Landlord does not own: it added
@@ -54,7 +54,7 @@ func TestForeignManagersOwnWhatLandlordDoesNot(t *testing.T) {
 func TestOtherWritersAreReadFromTheManagedFieldsOrTheCachesRecord(t *testing.T) {
 	landlord := entry(FieldOwner, `{"f:data":{"f:token":{}},"f:type":{}}`)
 	eso := metav1.ManagedFieldsEntry{Manager: "external-secrets", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:token":{}},"f:type":{}}`)}}
+		FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:token":{}},"f:type":{}}`)}
 	cached := []metav1.ManagedFieldsEntry{{Manager: "landlord-cache"}}
 	for _, tc := range []struct {
 		name        string
@@ -91,9 +91,9 @@ func TestHeldByOthersCountsEveryOtherOwnerOfTheFields(t *testing.T) {
 	}{
 		{"a secret only Landlord's apply wrote is not held", []metav1.ManagedFieldsEntry{landlords}, false},
 		{"a tool that applied the same data beside Landlord holds it", []metav1.ManagedFieldsEntry{landlords, entry("kustomize-controller", `{"f:data":{"f:token":{}}}`)}, true},
-		{"a person's edit of the data holds it", []metav1.ManagedFieldsEntry{landlords, {Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:token":{}}}`)}}}, true},
+		{"a person's edit of the data holds it", []metav1.ManagedFieldsEntry{landlords, {Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:token":{}}}`)}}, true},
 		{"a tool that only labelled it does not hold its data", []metav1.ManagedFieldsEntry{landlords, entry("labeller", `{"f:metadata":{"f:labels":{"f:b":{}}}}`)}, false},
-		{"a patch of Landlord's own name (not its apply) holds it", []metav1.ManagedFieldsEntry{landlords, {Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:type":{}}`)}}}, true},
+		{"a patch of Landlord's own name (not its apply) holds it", []metav1.ManagedFieldsEntry{landlords, {Manager: FieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:type":{}}`)}}, true},
 		{"stripped managed fields hold it: who wrote it is unknown", nil, true},
 		{"the cache's stand-in entries hold it: the operator's cache drops who wrote what", []metav1.ManagedFieldsEntry{{Manager: FieldOwner}}, true},
 	}

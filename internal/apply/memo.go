@@ -43,7 +43,7 @@ func memoKeyOf(gk schema.GroupKind, name string) memoKey {
 
 type memoEntry struct {
 	key             memoKey
-	print           Fingerprint
+	fingerprint     Fingerprint
 	resourceVersion string
 	// digest is the live object's content digest at that resourceVersion, "" when Landlord
 	// wrote it and the cache has not shown it yet.
@@ -115,7 +115,7 @@ const (
 // lookup says what the memo knows of the live object, given its resourceVersion and content
 // digest ("" when the cache sets none). A match at a new resourceVersion (a status write) is
 // remembered at that one.
-func (m *Memo) lookup(desired client.Object, print Fingerprint, resourceVersion, digest string) memoState {
+func (m *Memo) lookup(desired client.Object, fingerprint Fingerprint, resourceVersion, digest string) memoState {
 	if m == nil || resourceVersion == "" {
 		return memoUnknown
 	}
@@ -138,27 +138,27 @@ func (m *Memo) lookup(desired client.Object, print Fingerprint, resourceVersion,
 	default:
 		return memoMoved
 	}
-	if e.print != print {
+	if e.fingerprint != fingerprint {
 		return memoWanted
 	}
 	return memoSame
 }
 
 // matched reports whether the live object is known to carry the desired one.
-func (m *Memo) matched(desired client.Object, print Fingerprint, resourceVersion, digest string) bool {
-	return m.lookup(desired, print, resourceVersion, digest) == memoSame
+func (m *Memo) matched(desired client.Object, fingerprint Fingerprint, resourceVersion, digest string) bool {
+	return m.lookup(desired, fingerprint, resourceVersion, digest) == memoSame
 }
 
 // record remembers that the live object, at resourceVersion and with digest ("" for the
 // answer to a write, which the cache has not digested yet), carries the desired one.
-func (m *Memo) record(desired client.Object, print Fingerprint, resourceVersion, digest string) {
+func (m *Memo) record(desired client.Object, fingerprint Fingerprint, resourceVersion, digest string) {
 	if m == nil || resourceVersion == "" {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := keyOf(desired)
-	e := memoEntry{key: key, print: print, resourceVersion: resourceVersion, digest: digest}
+	e := memoEntry{key: key, fingerprint: fingerprint, resourceVersion: resourceVersion, digest: digest}
 	g := m.groups[group(desired)]
 	if i := find(g, key); i >= 0 {
 		g[i] = e

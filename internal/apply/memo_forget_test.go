@@ -32,12 +32,12 @@ func TestForgetObject(t *testing.T) {
 			}
 			prints := map[string]Fingerprint{}
 			for key, obj := range remembered {
-				print, err := fingerprintOf(obj)
+				fingerprint, err := fingerprintOf(obj)
 				if err != nil {
 					t.Fatal(err)
 				}
-				prints[key] = print
-				m.record(obj, print, "7", "")
+				prints[key] = fingerprint
+				m.record(obj, fingerprint, "7", "")
 			}
 			m.ForgetObject(tc.gk, tc.namespace, tc.name)
 			for key, obj := range remembered {
@@ -54,11 +54,11 @@ func TestForgetObject(t *testing.T) {
 	t.Run("a namespace whose last object is forgotten leaves no group behind", func(t *testing.T) {
 		m := NewMemo()
 		obj := configMap("tenant-a", "1")
-		print, err := fingerprintOf(obj)
+		fingerprint, err := fingerprintOf(obj)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.record(obj, print, "7", "")
+		m.record(obj, fingerprint, "7", "")
 		m.ForgetObject(cmKind, "tenant-a", "settings")
 		if len(m.groups) != 0 {
 			t.Errorf("groups = %v, want none", m.groups)

@@ -56,7 +56,7 @@ func TestFingerprint(t *testing.T) {
 
 func TestMemo(t *testing.T) {
 	desired := role("tenant-a", "get")
-	print, err := fingerprintOf(desired)
+	fingerprint, err := fingerprintOf(desired)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestMemo(t *testing.T) {
 	}
 
 	t.Run("an object never compared is unknown", func(t *testing.T) {
-		if got := NewMemo().lookup(desired, print, "7", "d1"); got != memoUnknown {
+		if got := NewMemo().lookup(desired, fingerprint, "7", "d1"); got != memoUnknown {
 			t.Errorf("state = %v, want unknown", got)
 		}
 	})
@@ -74,50 +74,50 @@ func TestMemo(t *testing.T) {
 		name           string
 		recordedRV     string
 		recordedDigest string
-		print          Fingerprint
+		fingerprint    Fingerprint
 		liveRV, digest string
 		want           memoState
 	}{
-		{"an unchanged object at the recorded resourceVersion is the same", "7", "d1", print, "7", "d1", memoSame},
-		{"a status write moves the resourceVersion but not the content", "7", "d1", print, "8", "d1", memoSame},
-		{"an edit moves the resourceVersion and the content", "7", "d1", print, "8", "d2", memoMoved},
+		{"an unchanged object at the recorded resourceVersion is the same", "7", "d1", fingerprint, "7", "d1", memoSame},
+		{"a status write moves the resourceVersion but not the content", "7", "d1", fingerprint, "8", "d1", memoSame},
+		{"an edit moves the resourceVersion and the content", "7", "d1", fingerprint, "8", "d2", memoMoved},
 		{"a changed desired object is wanted although the live one is as it was", "7", "d1", other, "7", "d1", memoWanted},
-		{"the answer to a write is the same once the cache shows that resourceVersion", "7", "", print, "7", "d1", memoSame},
-		{"the answer to a write tells nothing of a later resourceVersion", "7", "", print, "8", "d1", memoMoved},
+		{"the answer to a write is the same once the cache shows that resourceVersion", "7", "", fingerprint, "7", "d1", memoSame},
+		{"the answer to a write tells nothing of a later resourceVersion", "7", "", fingerprint, "8", "d1", memoMoved},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			m := NewMemo()
-			m.record(desired, print, tc.recordedRV, tc.recordedDigest)
-			if got := m.lookup(desired, tc.print, tc.liveRV, tc.digest); got != tc.want {
+			m.record(desired, fingerprint, tc.recordedRV, tc.recordedDigest)
+			if got := m.lookup(desired, tc.fingerprint, tc.liveRV, tc.digest); got != tc.want {
 				t.Errorf("state = %v, want %v", got, tc.want)
 			}
 		})
 	}
 	t.Run("a match by digest is remembered at the new resourceVersion", func(t *testing.T) {
 		m := NewMemo()
-		m.record(desired, print, "7", "")
-		if !m.matched(desired, print, "7", "d1") {
+		m.record(desired, fingerprint, "7", "")
+		if !m.matched(desired, fingerprint, "7", "d1") {
 			t.Fatal("not matched at the written resourceVersion")
 		}
-		if !m.matched(desired, print, "9", "d1") {
+		if !m.matched(desired, fingerprint, "9", "d1") {
 			t.Fatal("a status write was taken for an edit")
 		}
-		if !m.matched(desired, print, "9", "") {
+		if !m.matched(desired, fingerprint, "9", "") {
 			t.Error("the status write's resourceVersion was not remembered")
 		}
 	})
 	t.Run("an object in another namespace is unknown", func(t *testing.T) {
 		m := NewMemo()
-		m.record(desired, print, "7", "d1")
-		if got := m.lookup(role("tenant-b", "get"), print, "7", "d1"); got != memoUnknown {
+		m.record(desired, fingerprint, "7", "d1")
+		if got := m.lookup(role("tenant-b", "get"), fingerprint, "7", "d1"); got != memoUnknown {
 			t.Errorf("state = %v, want unknown", got)
 		}
 	})
 	t.Run("an empty resourceVersion is never recorded", func(t *testing.T) {
 		m := NewMemo()
-		m.record(desired, print, "", "d1")
-		if m.matched(desired, print, "", "d1") || m.Len() != 0 {
+		m.record(desired, fingerprint, "", "d1")
+		if m.matched(desired, fingerprint, "", "d1") || m.Len() != 0 {
 			t.Error("recorded an object without a resourceVersion")
 		}
 	})
@@ -128,11 +128,11 @@ func TestMemo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.record(desired, print, "7", "d1")
+		m.record(desired, fingerprint, "7", "d1")
 		m.record(ns, nsPrint, "3", "d2")
-		m.record(role("tenant-b", "get"), print, "9", "d3")
+		m.record(role("tenant-b", "get"), fingerprint, "9", "d3")
 		m.Forget("tenant-a")
-		if m.matched(desired, print, "7", "d1") || m.matched(ns, nsPrint, "3", "d2") {
+		if m.matched(desired, fingerprint, "7", "d1") || m.matched(ns, nsPrint, "3", "d2") {
 			t.Error("still matched after Forget")
 		}
 		if m.Len() != 1 {
@@ -141,9 +141,9 @@ func TestMemo(t *testing.T) {
 	})
 	t.Run("a nil memo remembers nothing and does not fail", func(t *testing.T) {
 		var m *Memo
-		m.record(desired, print, "7", "d1")
+		m.record(desired, fingerprint, "7", "d1")
 		m.Forget("tenant-a")
-		if m.matched(desired, print, "7", "d1") {
+		if m.matched(desired, fingerprint, "7", "d1") {
 			t.Error("a nil memo matched")
 		}
 	})

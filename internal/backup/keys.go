@@ -66,11 +66,11 @@ func (s *Store) TenantKey(ctx context.Context, tenantUID string, create bool) ([
 	// replacing the first's under the first's dumps.
 	unlock := s.lockKey(tenantUID)
 	defer unlock()
-	clear, err := s.readKey(ctx, name, tenantUID)
+	plain, err := s.readKey(ctx, name, tenantUID)
 	if errors.Is(err, ErrNoKey) && create {
-		clear, err = s.makeKey(ctx, name, tenantUID)
+		plain, err = s.makeKey(ctx, name, tenantUID)
 	}
-	return clear, err
+	return plain, err
 }
 
 // lockKey serialises the calls about one tenant's key in this process.
@@ -94,15 +94,15 @@ func (s *Store) readKey(ctx context.Context, name, tenantUID string) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("unwrapping the tenant's data key %s: %w", name, err)
 	}
-	clear, ok := bytes.CutPrefix(payload, []byte(keyHeader+tenantUID+"\n"))
+	plain, ok := bytes.CutPrefix(payload, []byte(keyHeader+tenantUID+"\n"))
 	if !ok {
 		// Another tenant's key copied over this one's, or something else: never used.
 		return nil, fmt.Errorf("the data key kept at %s is not tenant %s's", name, tenantUID)
 	}
-	if _, err := tenantAEAD(clear); err != nil {
+	if _, err := tenantAEAD(plain); err != nil {
 		return nil, fmt.Errorf("the data key kept at %s: %w", name, err)
 	}
-	return clear, nil
+	return plain, nil
 }
 
 // makeKey makes a tenant's key and keeps it, wrapped, unless one appeared meanwhile (a store
@@ -112,11 +112,11 @@ func (s *Store) makeKey(ctx context.Context, name, tenantUID string) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("making a data key: %w", err)
 	}
-	var clear bytes.Buffer
-	if err := insecurecleartextkeyset.Write(handle, keyset.NewBinaryWriter(&clear)); err != nil {
+	var plain bytes.Buffer
+	if err := insecurecleartextkeyset.Write(handle, keyset.NewBinaryWriter(&plain)); err != nil {
 		return nil, err
 	}
-	wrapped, err := s.key.EncryptWithContext(ctx, append([]byte(keyHeader+tenantUID+"\n"), clear.Bytes()...), nil)
+	wrapped, err := s.key.EncryptWithContext(ctx, append([]byte(keyHeader+tenantUID+"\n"), plain.Bytes()...), nil)
 	if err != nil {
 		return nil, fmt.Errorf("wrapping the tenant's data key: %w", err)
 	}
@@ -127,7 +127,7 @@ func (s *Store) makeKey(ctx context.Context, name, tenantUID string) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("keeping the tenant's data key %s: %w", name, err)
 	}
-	return clear.Bytes(), nil
+	return plain.Bytes(), nil
 }
 
 // DestroyTenantKey destroys the tenant's key: every backup sealed under it, and every copy of
@@ -155,11 +155,11 @@ func (s *Store) DestroyTenantKey(ctx context.Context, tenantUID string) error {
 }
 
 // tenantAEAD reads a tenant's key as a plan carries it.
-func tenantAEAD(clear []byte) (tink.AEAD, error) {
-	if len(clear) == 0 {
+func tenantAEAD(plain []byte) (tink.AEAD, error) {
+	if len(plain) == 0 {
 		return nil, errors.New("the plan holds no tenant data key")
 	}
-	handle, err := insecurecleartextkeyset.Read(keyset.NewBinaryReader(bytes.NewReader(clear)))
+	handle, err := insecurecleartextkeyset.Read(keyset.NewBinaryReader(bytes.NewReader(plain)))
 	if err != nil {
 		return nil, fmt.Errorf("reading the plan's tenant data key: %w", err)
 	}

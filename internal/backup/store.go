@@ -87,8 +87,8 @@ func (s *Store) Close() error {
 
 // forTenant is the store a Job seals and opens one tenant's dumps with: its data key, as the
 // plan carries it.
-func (s *Store) forTenant(clear []byte) (*Store, error) {
-	a, err := tenantAEAD(clear)
+func (s *Store) forTenant(plain []byte) (*Store, error) {
+	a, err := tenantAEAD(plain)
 	if err != nil {
 		return nil, err
 	}

@@ -190,9 +190,9 @@ func guard(b *budget, name string, fn any) any {
 		if err := b.inTime(); err != nil {
 			panic(err)
 		}
-		max := b.limits.MaxOutputBytes
+		limit := b.limits.MaxOutputBytes
 		for i, a := range args {
-			if sizeOf(a, 0, max) > max {
+			if sizeOf(a, 0, limit) > limit {
 				if name == printableFunc {
 					panic(b.tooLarge("a printed value")) // the author wrote no function here
 				}
@@ -206,25 +206,25 @@ func guard(b *budget, name string, fn any) any {
 			out = v.Call(args)
 		}
 		if len(out) > 0 {
-			size := sizeOf(out[0], 0, max)
-			if size > max {
+			size := sizeOf(out[0], 0, limit)
+			if size > limit {
 				panic(b.tooLarge(name + ": the result"))
 			}
-			if b.built += size; b.built > builtFactor*max {
-				panic(limitf("the template's functions returned more than %d bytes in all (%d times operator configuration components.render.maxOutputBytes)", builtFactor*max, builtFactor))
+			if b.built += size; b.built > builtFactor*limit {
+				panic(limitf("the template's functions returned more than %d bytes in all (%d times operator configuration components.render.maxOutputBytes)", builtFactor*limit, builtFactor))
 			}
 		}
 		return out
 	}).Interface()
 }
 
-// sizeOf estimates how many bytes printing v takes, stopping as soon as it passes max: each
+// sizeOf estimates how many bytes printing v takes, stopping as soon as it passes limit: each
 // value's own bytes, and its depth for every element, since indented output (toYaml,
 // toPrettyJson) repeats the indentation on every line. A value that contains itself never stops
 // growing, so it is always too large.
-func sizeOf(v reflect.Value, depth, max int) int {
+func sizeOf(v reflect.Value, depth, limit int) int {
 	size := 1 + 2*depth
-	if size > max {
+	if size > limit {
 		return size
 	}
 	switch v.Kind() {
@@ -234,24 +234,24 @@ func sizeOf(v reflect.Value, depth, max int) int {
 		if v.IsNil() {
 			return size
 		}
-		return size + sizeOf(v.Elem(), depth, max-size)
+		return size + sizeOf(v.Elem(), depth, limit-size)
 	case reflect.String:
 		return size + v.Len()
 	case reflect.Slice, reflect.Array:
 		if v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8 {
 			return size + v.Len()
 		}
-		for i := 0; i < v.Len() && size <= max; i++ {
-			size += sizeOf(v.Index(i), depth+1, max-size)
+		for i := 0; i < v.Len() && size <= limit; i++ {
+			size += sizeOf(v.Index(i), depth+1, limit-size)
 		}
 	case reflect.Map:
-		for it := v.MapRange(); it.Next() && size <= max; {
-			size += sizeOf(it.Key(), depth+1, max-size)
-			size += sizeOf(it.Value(), depth+1, max-size)
+		for it := v.MapRange(); it.Next() && size <= limit; {
+			size += sizeOf(it.Key(), depth+1, limit-size)
+			size += sizeOf(it.Value(), depth+1, limit-size)
 		}
 	case reflect.Struct:
-		for i := 0; i < v.NumField() && size <= max; i++ {
-			size += sizeOf(v.Field(i), depth+1, max-size)
+		for i := 0; i < v.NumField() && size <= limit; i++ {
+			size += sizeOf(v.Field(i), depth+1, limit-size)
 		}
 	default:
 		size += 8
@@ -262,9 +262,9 @@ func sizeOf(v reflect.Value, depth, max int) int {
 // amplifiers replace the library functions whose result can be far larger than their
 // arguments: each checks the size of what it would build before building it.
 func amplifiers(b *budget) template.FuncMap {
-	max := b.limits.MaxOutputBytes
+	limit := b.limits.MaxOutputBytes
 	check := func(name string, size int) {
-		if size > max || size < 0 {
+		if size > limit || size < 0 {
 			panic(b.tooLarge(name + ": the result"))
 		}
 	}
@@ -307,9 +307,9 @@ func amplifiers(b *budget) template.FuncMap {
 			check("nindent", 1+len(s)+sizeTimes(spaces, strings.Count(s, "\n")+1))
 			return baseFuncs["nindent"].(func(int, string) string)(spaces, s)
 		},
-		"replace": func(old, new, src string) string {
-			check("replace", len(src)+sizeTimes(strings.Count(src, old), len(new)))
-			return strings.ReplaceAll(src, old, new)
+		"replace": func(old, replacement, src string) string {
+			check("replace", len(src)+sizeTimes(strings.Count(src, old), len(replacement)))
+			return strings.ReplaceAll(src, old, replacement)
 		},
 		"regexReplaceAll": func(re, s, repl string) (string, error) {
 			return boundedRegexReplace(b, "regexReplaceAll", re, s, repl, false)

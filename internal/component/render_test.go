@@ -367,9 +367,9 @@ func TestTemplateErrorsNameTheLine(t *testing.T) {
 		},
 		{
 			name:      "a misspelt built-in reports its line",
-			manifests: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Tenant.Nmae }}\n",
+			manifests: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Tenant.Nmae }}\n", //nolint:misspell // the misspelling is the test's input
 			line:      4,
-			cause:     "can't evaluate field Nmae",
+			cause:     "can't evaluate field Nmae", //nolint:misspell // the misspelling is the test's input
 		},
 		{
 			name:      "a failure inside an included template reports the line inside it",

@@ -27,7 +27,7 @@ func fields(manager, raw string) metav1.ManagedFieldsEntry {
 	if manager == "landlord" {
 		op = metav1.ManagedFieldsOperationApply
 	}
-	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(raw)}}
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(raw)}
 }
 
 func TestCacheTransform(t *testing.T) {
@@ -44,7 +44,7 @@ func TestCacheTransform(t *testing.T) {
 		}, "kubectl-edit"},
 		{"a field only Landlord's own earlier update owns is marked: Landlord no longer sets it", []metav1.ManagedFieldsEntry{
 			fields("landlord", `{"f:spec":{"f:hard":{}}}`),
-			{Manager: "landlord", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:hard":{},"f:scopes":{}}}`)}},
+			{Manager: "landlord", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:hard":{},"f:scopes":{}}}`)},
 		}, "landlord"},
 		{"subjects added to a binding are marked, each manager once", []metav1.ManagedFieldsEntry{
 			fields("kubectl-patch", `{"f:subjects":{}}`), fields("kubectl-client-side-apply", `{"f:subjects":{}}`), fields("kubectl-patch", `{"f:subjects":{}}`),

@@ -136,11 +136,11 @@ func FailedNames(waves []tenancyv1alpha1.RolloutWave, own bool) string {
 
 // Clip cuts a tenant's message for the rollout's status, which lists every failed tenant.
 func Clip(message string) string {
-	const max = 256
-	if len(message) <= max {
+	const limit = 256
+	if len(message) <= limit {
 		return message
 	}
-	cut := max
+	cut := limit
 	for cut > 0 && !utf8.RuneStart(message[cut]) {
 		cut--
 	}

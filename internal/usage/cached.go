@@ -17,9 +17,7 @@ const CachedAnnotation = "tenancy.landlord.dev/cached-usage"
 // Compact moves t's status.usage into CachedAnnotation, for the operator's cache transform. A
 // value the server holds in the annotation is dropped first: only the cache sets it.
 func Compact(t *tenancyv1alpha1.Tenant) error {
-	if _, ok := t.Annotations[CachedAnnotation]; ok {
-		delete(t.Annotations, CachedAnnotation)
-	}
+	delete(t.Annotations, CachedAnnotation)
 	if t.Status.Usage == nil {
 		return nil
 	}

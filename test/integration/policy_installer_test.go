@@ -80,10 +80,10 @@ func TestAnInstallersOwnApplyOfThePoliciesIsNoRepair(t *testing.T) {
 		apply         func(obj *unstructured.Unstructured) error
 	}{
 		{"kubectl apply --server-side of the release manifest", "kubectl", func(obj *unstructured.Unstructured) error {
-			return k8s.Patch(ctx, obj, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership)
+			return k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("kubectl"), client.ForceOwnership)
 		}},
 		{"Flux's kustomize-controller", "kustomize-controller", func(obj *unstructured.Unstructured) error {
-			return k8s.Patch(ctx, obj, client.Apply, client.FieldOwner("kustomize-controller"), client.ForceOwnership)
+			return k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("kustomize-controller"), client.ForceOwnership)
 		}},
 		{"helm upgrade", "helm", func(obj *unstructured.Unstructured) error {
 			// Helm 3 writes a three-way merge patch as an update, not an apply.
@@ -142,7 +142,7 @@ func TestAnInstallersOwnApplyOfThePoliciesIsNoRepair(t *testing.T) {
 			g.Eventually(func() bool {
 				return k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object)) != nil
 			}).WithTimeout(timeout).Should(BeTrue())
-			g.Expect(k8s.Patch(ctx, held[i].DeepCopy(), client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed())
+			g.Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(held[i].DeepCopy()), client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed())
 		}
 		startSuiteOperator(t)
 		g.Eventually(func(g Gomega) {
@@ -158,7 +158,7 @@ func TestAnInstallersOwnApplyOfThePoliciesIsNoRepair(t *testing.T) {
 			g := NewWithT(t)
 			writes := admissionWrites()
 			for i := range objects {
-				g.Expect(k8s.Patch(ctx, held[i].DeepCopy(), client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed())
+				g.Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(held[i].DeepCopy()), client.FieldOwner("kubectl"), client.ForceOwnership)).To(Succeed())
 			}
 			g.Consistently(func(g Gomega) {
 				for _, obj := range objects {

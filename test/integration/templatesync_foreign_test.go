@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"slices"
 	"testing"
 
@@ -140,12 +141,8 @@ func TestTheMirrorNeverRewritesOrRemovesASecretAnotherToolWrote(t *testing.T) {
 		putShared(t, s, ns, "co-owned", "other")
 		g.Expect(templatesync.Mirror(ctx, k8s, s, ns, opts)).To(Succeed())
 		mirrored := liveSecret(g, ns, "co-owned")
-		same := &corev1.Secret{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "co-owned", Labels: mirrored.Labels},
-			Data:       mirrored.Data,
-		}
-		g.Expect(k8s.Patch(ctx, same, client.Apply, client.FieldOwner("kustomize-controller"))).To(Succeed())
+		same := corev1ac.Secret("co-owned", ns).WithLabels(mirrored.Labels).WithData(mirrored.Data)
+		g.Expect(k8s.Apply(ctx, same, client.FieldOwner("kustomize-controller"))).To(Succeed())
 		coOwned := liveSecret(g, ns, "co-owned")
 		g.Expect(fieldManagers(coOwned)).To(ContainElement("kustomize-controller"))
 		g.Expect(templatesync.Landlords(coOwned)).To(BeTrue(), "the tool owns no field Landlord does not: by its fields it passes for Landlord's")

@@ -388,6 +388,9 @@ spec:
 // is past the progress deadline, Stalled with the Deployment's own message; a version that
 // fixes it makes the tenant Ready.
 func TestAComponentThatNeverRollsOutStallsTheTenant(t *testing.T) {
+	// Its tenant is its own, and it asserts nothing of the cluster at large: it runs beside
+	// the other parallel tests, once the serial ones (restarts, request counts) are done.
+	t.Parallel()
 	publish(t, "worker", "1.0.0", stuckManifests, `{"podAnnotations": {}}`)
 	for _, tc := range []struct {
 		name, tenant, values string

@@ -226,6 +226,9 @@ func TestAPurgeDropsADatabaseWhoseStoredRecordIsGone(t *testing.T) {
 // take its data with it. The namespace goes; the database, its login and the stored credentials
 // stay.
 func TestDeletingATenantThatIsNotPurgedKeepsItsData(t *testing.T) {
+	// Its tenant is its own, and it asserts nothing of the cluster at large: it runs beside
+	// the other parallel tests, once the serial ones (restarts, request counts) are done.
+	t.Parallel()
 	for _, policy := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground} {
 		t.Run("deleted with "+string(policy)+" propagation", func(t *testing.T) {
 			ctx := context.Background()

@@ -244,10 +244,6 @@ func routeOf(kind, version, namespace, name, hostname string) *unstructured.Unst
 	return route
 }
 
-func httpRoute(namespace, name, hostname string) *unstructured.Unstructured {
-	return routeOf("HTTPRoute", "v1", namespace, name, hostname)
-}
-
 // For Gateway API routes: an HTTPRoute or a TLSRoute of a tenant that gave its domain up can no
 // longer be relabeled, and is deleted, named in an event, when another tenant takes the domain.
 // The kinds appear after the operator started, as they do when a platform installs the Gateway

@@ -88,7 +88,7 @@ func fieldOwners(g Gomega, obj metav1.Object, path ...string) []string {
 			continue
 		}
 		var fields map[string]any
-		g.Expect(json.Unmarshal(e.FieldsV1.Raw, &fields)).To(Succeed())
+		g.Expect(json.Unmarshal(e.FieldsV1.GetRawBytes(), &fields)).To(Succeed())
 		found := true
 		for _, name := range path {
 			next, ok := fields["f:"+name].(map[string]any)

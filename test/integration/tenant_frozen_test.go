@@ -26,6 +26,9 @@ func restrictedDeployment(namespace, name string, replicas int32) *appsv1.Deploy
 // running ones are deleted; the real ReplicaSet controller cannot bring them back until the
 // tenant is Active.
 func TestAFrozenTenantRunsNothing(t *testing.T) {
+	// Its tenant is its own, and it asserts nothing of the cluster at large: it runs beside
+	// the other parallel tests, once the serial ones (restarts, request counts) are done.
+	t.Parallel()
 	ctx := context.Background()
 	g := NewWithT(t)
 	createTenant(t, newTenant("icebox", func(t *tenancyv1alpha1.Tenant) {

@@ -32,6 +32,9 @@ func setState(t *testing.T, name string, state tenancyv1alpha1.TenantState) {
 }
 
 func TestTenantLifecycle(t *testing.T) {
+	// Its tenant is its own, and it asserts nothing of the cluster at large: it runs beside
+	// the other parallel tests, once the serial ones (restarts, request counts) are done.
+	t.Parallel()
 	ctx := context.Background()
 	const name, ns = "lifecycle", "tenant-lifecycle"
 	createTenant(t, newTenant(name))

@@ -18,6 +18,9 @@ import (
 // disks behind them: the tenant's volumes are kept when its namespace goes. The PersistentVolume
 // here is static; the PV binder that binds and releases it is kube-controller-manager's.
 func TestVolumesOutliveTheTenantNamespace(t *testing.T) {
+	// Its tenant is its own, and it asserts nothing of the cluster at large: it runs beside
+	// the other parallel tests, once the serial ones (restarts, request counts) are done.
+	t.Parallel()
 	ctx := context.Background()
 	g := NewWithT(t)
 	tenant := createTenant(t, newTenant("vol-keeper"))

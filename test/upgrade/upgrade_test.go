@@ -384,6 +384,9 @@ func announcedMigration(t *testing.T) map[string]perTenantWrite {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(data), "<!-- upgrade-writes:")
+	if !ok {
+		t.Fatal("docs/upgrading.md has no <!-- upgrade-writes: ... --> table")
+	}
 	if table, _, ok = strings.Cut(table, "<!-- end upgrade-writes -->"); !ok {
 		t.Fatal("docs/upgrading.md has no table of the writes an upgrade makes between <!-- upgrade-writes: ... --> and <!-- end upgrade-writes -->")
 	}

@@ -460,18 +460,18 @@ func (r *Reconciler) render(t *tenancyv1alpha1.Tenant, nsName string, tmpl *tena
 	if c.Values != nil {
 		inputs.Values = c.Values.Raw
 	}
-	print, err := apply.FingerprintOf(inputs)
+	fingerprint, err := apply.FingerprintOf(inputs)
 	if err != nil {
 		return nil, err
 	}
-	if objs, ok := r.rendered.get(nsName, c.Name, print); ok {
+	if objs, ok := r.rendered.get(nsName, c.Name, fingerprint); ok {
 		return objs, nil
 	}
 	objs, err := r.renderNow(tmpl, c, in)
 	if err != nil {
 		return nil, err
 	}
-	r.rendered.put(nsName, c.Name, print, objs)
+	r.rendered.put(nsName, c.Name, fingerprint, objs)
 	return objs, nil
 }
 

@@ -35,8 +35,8 @@ type renderMemo struct {
 }
 
 type rendering struct {
-	print apply.Fingerprint
-	objs  [][]byte
+	fingerprint apply.Fingerprint
+	objs        [][]byte
 }
 
 // renderInputs is everything a rendering depends on. The template's spec is immutable, so its
@@ -48,11 +48,11 @@ type renderInputs struct {
 }
 
 // get returns the remembered rendering, decoded afresh: the caller may change it.
-func (m *renderMemo) get(namespace, component string, print apply.Fingerprint) ([]*unstructured.Unstructured, bool) {
+func (m *renderMemo) get(namespace, component string, fingerprint apply.Fingerprint) ([]*unstructured.Unstructured, bool) {
 	m.mu.Lock()
 	e, ok := m.byNamespace[namespace][component]
 	m.mu.Unlock()
-	if !ok || e.print != print {
+	if !ok || e.fingerprint != fingerprint {
 		return nil, false
 	}
 	out := make([]*unstructured.Unstructured, len(e.objs))
@@ -68,7 +68,7 @@ func (m *renderMemo) get(namespace, component string, print apply.Fingerprint) (
 
 // put remembers a rendering, encoded. One that cannot be encoded is not remembered: it is
 // rendered again next time.
-func (m *renderMemo) put(namespace, component string, print apply.Fingerprint, objs []*unstructured.Unstructured) {
+func (m *renderMemo) put(namespace, component string, fingerprint apply.Fingerprint, objs []*unstructured.Unstructured) {
 	kept := make([][]byte, len(objs))
 	for i, obj := range objs {
 		data, err := obj.MarshalJSON()
@@ -85,7 +85,7 @@ func (m *renderMemo) put(namespace, component string, print apply.Fingerprint, o
 	if m.byNamespace[namespace] == nil {
 		m.byNamespace[namespace] = map[string]rendering{}
 	}
-	m.byNamespace[namespace][component] = rendering{print: print, objs: kept}
+	m.byNamespace[namespace][component] = rendering{fingerprint: fingerprint, objs: kept}
 }
 
 func (m *renderMemo) forget(namespace string) {

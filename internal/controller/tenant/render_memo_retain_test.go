@@ -19,12 +19,12 @@ func TestRenderMemoRetain(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			obj, print, _ := renderFixture(t)
+			obj, fingerprint, _ := renderFixture(t)
 			var m renderMemo
 			objs := []*unstructured.Unstructured{obj}
-			m.put("tenant-a", "web", print, objs)
-			m.put("tenant-a", "api", print, objs)
-			m.put("tenant-b", "web", print, objs)
+			m.put("tenant-a", "web", fingerprint, objs)
+			m.put("tenant-a", "api", fingerprint, objs)
+			m.put("tenant-b", "web", fingerprint, objs)
 			m.retain("tenant-a", func(c string) bool {
 				for _, k := range tc.keep {
 					if k == c {
@@ -36,7 +36,7 @@ func TestRenderMemoRetain(t *testing.T) {
 			if got := m.Len(); got != tc.want {
 				t.Errorf("Len() = %d, want %d", got, tc.want)
 			}
-			if _, ok := m.get("tenant-b", "web", print); !ok {
+			if _, ok := m.get("tenant-b", "web", fingerprint); !ok {
 				t.Error("another namespace's rendering was dropped")
 			}
 		})

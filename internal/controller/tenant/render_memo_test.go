@@ -10,10 +10,10 @@ import (
 
 // renderFixture is one rendered object and the digests of the inputs it was rendered from and
 // of other inputs. Each subtest builds its own, so none depends on what another did to it.
-func renderFixture(t *testing.T) (obj *unstructured.Unstructured, print, other apply.Fingerprint) {
+func renderFixture(t *testing.T) (obj *unstructured.Unstructured, fingerprint, other apply.Fingerprint) {
 	t.Helper()
 	obj = &unstructured.Unstructured{Object: map[string]any{"kind": "ConfigMap", "data": map[string]any{"k": "v"}}}
-	print, err := apply.FingerprintOf(renderInputs{Template: "uid-1", Input: map[string]string{"tenant": "a"}})
+	fingerprint, err := apply.FingerprintOf(renderInputs{Template: "uid-1", Input: map[string]string{"tenant": "a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,18 +21,18 @@ func renderFixture(t *testing.T) (obj *unstructured.Unstructured, print, other a
 	if err != nil {
 		t.Fatal(err)
 	}
-	if print == other {
+	if fingerprint == other {
 		t.Fatal("different inputs have the same digest")
 	}
-	return obj, print, other
+	return obj, fingerprint, other
 }
 
 func TestRenderMemo(t *testing.T) {
 	t.Run("a rendering is found again with the same inputs only", func(t *testing.T) {
-		obj, print, other := renderFixture(t)
+		obj, fingerprint, other := renderFixture(t)
 		var m renderMemo
-		m.put("tenant-a", "web", print, []*unstructured.Unstructured{obj})
-		got, ok := m.get("tenant-a", "web", print)
+		m.put("tenant-a", "web", fingerprint, []*unstructured.Unstructured{obj})
+		got, ok := m.get("tenant-a", "web", fingerprint)
 		if !ok {
 			t.Fatal("not found with the same inputs")
 		}
@@ -42,24 +42,24 @@ func TestRenderMemo(t *testing.T) {
 		if _, ok := m.get("tenant-a", "web", other); ok {
 			t.Error("found with other inputs")
 		}
-		if _, ok := m.get("tenant-a", "api", print); ok {
+		if _, ok := m.get("tenant-a", "api", fingerprint); ok {
 			t.Error("found under another component")
 		}
-		if _, ok := m.get("tenant-b", "web", print); ok {
+		if _, ok := m.get("tenant-b", "web", fingerprint); ok {
 			t.Error("found in another namespace")
 		}
 	})
 	t.Run("callers change copies, never the remembered rendering", func(t *testing.T) {
-		obj, print, _ := renderFixture(t)
+		obj, fingerprint, _ := renderFixture(t)
 		var m renderMemo
-		m.put("tenant-a", "web", print, []*unstructured.Unstructured{obj})
+		m.put("tenant-a", "web", fingerprint, []*unstructured.Unstructured{obj})
 		obj.Object["data"].(map[string]any)["k"] = "changed after put"
-		got, ok := m.get("tenant-a", "web", print)
+		got, ok := m.get("tenant-a", "web", fingerprint)
 		if !ok {
 			t.Fatal("not found with the same inputs")
 		}
 		got[0].Object["data"].(map[string]any)["k"] = "changed by a caller"
-		again, ok := m.get("tenant-a", "web", print)
+		again, ok := m.get("tenant-a", "web", fingerprint)
 		if !ok {
 			t.Fatal("not found again with the same inputs")
 		}
@@ -68,12 +68,12 @@ func TestRenderMemo(t *testing.T) {
 		}
 	})
 	t.Run("a remembered rendering comes back with its integers as integers", func(t *testing.T) {
-		_, print, _ := renderFixture(t)
+		_, fingerprint, _ := renderFixture(t)
 		svc := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
 			"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80)}}}}}
 		var m renderMemo
-		m.put("tenant-a", "web", print, []*unstructured.Unstructured{svc})
-		got, ok := m.get("tenant-a", "web", print)
+		m.put("tenant-a", "web", fingerprint, []*unstructured.Unstructured{svc})
+		got, ok := m.get("tenant-a", "web", fingerprint)
 		if !ok {
 			t.Fatal("not found with the same inputs")
 		}
@@ -83,15 +83,15 @@ func TestRenderMemo(t *testing.T) {
 		}
 	})
 	t.Run("a forgotten namespace has no renderings", func(t *testing.T) {
-		obj, print, _ := renderFixture(t)
+		obj, fingerprint, _ := renderFixture(t)
 		var m renderMemo
-		m.put("tenant-a", "web", print, []*unstructured.Unstructured{obj})
-		m.put("tenant-b", "web", print, []*unstructured.Unstructured{obj})
+		m.put("tenant-a", "web", fingerprint, []*unstructured.Unstructured{obj})
+		m.put("tenant-b", "web", fingerprint, []*unstructured.Unstructured{obj})
 		m.forget("tenant-a")
-		if _, ok := m.get("tenant-a", "web", print); ok {
+		if _, ok := m.get("tenant-a", "web", fingerprint); ok {
 			t.Error("found after forget")
 		}
-		if _, ok := m.get("tenant-b", "web", print); !ok {
+		if _, ok := m.get("tenant-b", "web", fingerprint); !ok {
 			t.Error("another namespace's rendering was forgotten too")
 		}
 	})

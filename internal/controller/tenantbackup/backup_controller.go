@@ -264,11 +264,11 @@ func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantB
 		m, err := r.Store.Manifest(ctx, b.Status.Location)
 		switch {
 		case errors.Is(err, backup.ErrNoManifest):
-			failed, msg = true, fmt.Sprintf("Job %s/%s ended without writing the backup's manifest", r.Config.Backups.Namespace, b.Status.Job)
+			msg = fmt.Sprintf("Job %s/%s ended without writing the backup's manifest", r.Config.Backups.Namespace, b.Status.Job)
 		case err != nil:
 			return fmt.Errorf("reading the backup's manifest: %w", err)
 		case m.TenantUID != b.Status.TenantUID || !holdsAsked(m, b.Spec.Databases):
-			failed, msg = true, "the backup's manifest is not the one this backup asked for"
+			msg = "the backup's manifest is not the one this backup asked for"
 		default:
 			r.succeeded(b, next, m)
 			return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job, b)
