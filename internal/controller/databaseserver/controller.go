@@ -64,38 +64,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
-	s := *ds.Status.DeepCopy()
-	s.ObservedGeneration = ds.Generation
-	s.Tenants = tenants
-	c := conditions.For(&s.Conditions, ds.Generation)
 	interval := r.Config.Databases.CheckInterval.Duration
 	info, err := r.Connections.Check(ctx, ds.Name, interval, r.Config.Databases.Timeout.Duration)
+	s := computeStatus(ds, observation{tenants: tenants, logins: logins, info: info, err: err})
 	result := ctrl.Result{RequeueAfter: interval}
-	switch {
-	case errors.Is(err, database.ErrAdminCredentialsMissing):
-		s.Reachable = false
-		c.Stalled(tenancyv1alpha1.ReasonCredentialsMissing, err.Error())
-	case errors.Is(err, database.ErrServerUnusable):
-		// Its credentials may be all there: what stops the login is the spec.
-		s.Reachable = false
-		c.Stalled(tenancyv1alpha1.ReasonServerMisconfigured, err.Error())
-	case err != nil:
-		// Not stalled: an outage ends by itself, and the server is looked at again soon.
-		s.Reachable = false
-		c.Set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonUnreachable, err.Error())
-		c.Remove(tenancyv1alpha1.StalledCondition, tenancyv1alpha1.ReconcilingCondition)
+	if !s.Reachable {
 		// An unreachable server is looked at sooner than a healthy one.
 		result.RequeueAfter = min(interval, 10*time.Second)
+	}
+	if err := writes.PatchStatus(ctx, r.Client, ds, &ds.Status, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	return result, nil
+}
+
+// observation is what one reconcile learned of a server: the tenants and logins placed on it
+// (from the cache), and what logging in to it answered.
+type observation struct {
+	tenants int32
+	logins  int
+	info    database.ServerInfo
+	err     error
+}
+
+// computeStatus is the server's status after a reconcile, following kstatus: Ready always;
+// Stalled while Landlord cannot log in, whatever the cause (its admin credentials, its spec, or
+// an outage, which ends by itself but is a failure while it lasts: kstatus reads it as Failed and
+// Argo CD as Degraded, as they read every other stall); the other conditions only while true.
+// observedGeneration is always the current generation: every reconcile reaches a verdict.
+func computeStatus(ds *tenancyv1alpha1.DatabaseServer, o observation) tenancyv1alpha1.DatabaseServerStatus {
+	s := *ds.Status.DeepCopy()
+	s.ObservedGeneration = ds.Generation
+	s.Tenants = o.tenants
+	c := conditions.For(&s.Conditions, ds.Generation)
+	switch {
+	case errors.Is(o.err, database.ErrAdminCredentialsMissing):
+		s.Reachable = false
+		c.Stalled(tenancyv1alpha1.ReasonCredentialsMissing, o.err.Error())
+	case errors.Is(o.err, database.ErrServerUnusable):
+		// Its credentials may be all there: what stops the login is the spec.
+		s.Reachable = false
+		c.Stalled(tenancyv1alpha1.ReasonServerMisconfigured, o.err.Error())
+	case o.err != nil:
+		s.Reachable = false
+		c.Stalled(tenancyv1alpha1.ReasonUnreachable, o.err.Error())
 	default:
+		info := o.info
 		s.Reachable = true
 		s.ServerVersion = info.Version
 		s.ConnectionSlots = int32(info.MaxConnections)
-		s.ConnectionLimit = database.DerivedConnectionLimit(info, ds.Spec.MaxTenants, logins)
+		s.ConnectionLimit = database.DerivedConnectionLimit(info, ds.Spec.MaxTenants, o.logins)
 		if ds.Spec.ConnectionLimit != nil {
 			s.ConnectionLimit = *ds.Spec.ConnectionLimit
 		}
 		c.Ready(tenancyv1alpha1.ReasonReachable, "logged in as the administrator; server version "+info.Version)
-		if message, over := database.Overcommitted(info, s.ConnectionLimit, logins, ds.Spec.MaxTenants); over {
+		if message, over := database.Overcommitted(info, s.ConnectionLimit, o.logins, ds.Spec.MaxTenants); over {
 			c.Set(tenancyv1alpha1.ConnectionsOvercommittedCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonConnectionLimitTooHigh,
 				message+": lower spec.connectionLimit, or leave it unset for Landlord to derive it")
 		} else {
@@ -117,10 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else {
 		c.Remove(tenancyv1alpha1.NetworkUndeclaredCondition)
 	}
-	if err := writes.PatchStatus(ctx, r.Client, ds, &ds.Status, s); err != nil {
-		return ctrl.Result{}, err
-	}
-	return result, nil
+	return s
 }
 
 // placedOn counts the tenants with databases on a server, and their logins there (one per

@@ -1,7 +1,7 @@
 -- Argo CD health of a Landlord DatabaseServer (tenancy.landlord.dev/v1alpha1): Healthy while
--- Landlord logs in to it, Degraded while it cannot: Stalled for what a person must fix (its admin
--- credentials, its spec), or only Ready False while it does not answer (an outage, which ends by
--- itself but is no less an outage).
+-- Landlord logs in to it, Degraded while it cannot (Stalled, whatever the cause: its admin
+-- credentials, its spec, or an outage, which ends by itself but is no less an outage), as
+-- kstatus reads it too.
 -- The status follows kstatus: Ready is always present, Reconciling and Stalled only while true,
 -- and status.observedGeneration is the spec Landlord last acted on.
 -- Argo CD runs custom checks without Lua's string library: only `..` builds messages.
