@@ -35,7 +35,11 @@ func TestADatabaseServersStatusReadsTheSameInKstatusAndArgoCD(t *testing.T) {
 		{name: "a server without its admin credentials is Failed and Degraded", spec: network, obs: observation{err: fmt.Errorf("secret x: %w", database.ErrAdminCredentialsMissing)}, kstatus: status.FailedStatus, argo: argocd.Degraded, reason: tenancyv1alpha1.ReasonCredentialsMissing},
 		{name: "a server its spec cannot log in to is Failed and Degraded", spec: network, obs: observation{err: fmt.Errorf("tls: %w", database.ErrServerUnusable)}, kstatus: status.FailedStatus, argo: argocd.Degraded, reason: tenancyv1alpha1.ReasonServerMisconfigured},
 		{name: "a server that does not answer is Failed and Degraded, not Current", spec: network, obs: observation{err: errors.New("dial tcp 10.0.0.7:5432: connect: connection refused")}, kstatus: status.FailedStatus, argo: argocd.Degraded, reason: tenancyv1alpha1.ReasonUnreachable},
-		{name: "a server with too high a connection limit is Current and Healthy, and says so", spec: func() tenancyv1alpha1.DatabaseServerSpec { s := network; s.ConnectionLimit = ptr.To[int32](90); return s }(), obs: observation{info: info, logins: 4}, kstatus: status.CurrentStatus, argo: argocd.Healthy, reason: tenancyv1alpha1.ReasonReachable},
+		{name: "a server with too high a connection limit is Current and Healthy, and says so", spec: func() tenancyv1alpha1.DatabaseServerSpec {
+			s := network
+			s.ConnectionLimit = ptr.To[int32](90)
+			return s
+		}(), obs: observation{info: info, logins: 4}, kstatus: status.CurrentStatus, argo: argocd.Healthy, reason: tenancyv1alpha1.ReasonReachable},
 		{name: "a server named without its network is Current and Healthy, and says so", spec: tenancyv1alpha1.DatabaseServerSpec{Host: "pg.example.com"}, obs: observation{info: info}, kstatus: status.CurrentStatus, argo: argocd.Healthy, reason: tenancyv1alpha1.ReasonReachable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
