@@ -71,30 +71,23 @@ func previewRollout(ro *tenancyv1alpha1.ComponentRollout, selector labels.Select
 	// Created now, it is the newest of its version.
 	ro.CreationTimestamp = metav1.NewTime(now)
 	others = slices.DeleteFunc(slices.Clone(others), func(o tenancyv1alpha1.ComponentRollout) bool { return o.Name == ro.Name })
-	higher := rollout.Higher(ro, others)
+	tenants = slices.DeleteFunc(slices.Clone(tenants), func(t tenancyv1alpha1.Tenant) bool {
+		return !selector.Matches(labels.Set(t.Labels)) ||
+			!slices.ContainsFunc(t.Spec.Components, func(c tenancyv1alpha1.Component) bool { return c.Name == ro.Spec.Component })
+	})
 	var p preview
 	var chosen []string
-	for i := range tenants {
-		t := &tenants[i]
-		if !selector.Matches(labels.Set(t.Labels)) ||
-			!slices.ContainsFunc(t.Spec.Components, func(c tenancyv1alpha1.Component) bool { return c.Name == ro.Spec.Component }) {
+	for _, c := range rollout.Choose(ro, selector, rollout.Higher(ro, others), tenants) {
+		switch {
+		case c.Why != "":
+			p.skipped = append(p.skipped, outcome{c.Tenant, c.Why})
 			continue
-		}
-		if why := rollout.Excluded(ro, selector, t); why != "" {
-			p.skipped = append(p.skipped, outcome{t.Name, why})
-			continue
-		}
-		if h := rollout.TakenBy(higher, t); h != nil {
-			p.skipped = append(p.skipped, outcome{t.Name, fmt.Sprintf("ComponentRollout %s (%s %s) ranks higher and takes it", h.Name, h.Spec.Component, h.Spec.Version)})
-			continue
-		}
-		chosen = append(chosen, t.Name)
-		switch running, st := rollout.Running(t, ro.Spec.Component); {
-		case running == ro.Spec.Version:
+		case c.Running == ro.Spec.Version:
 			p.already++
-		case !rollout.Moves(ro, running, st):
-			p.ahead = append(p.ahead, outcome{t.Name, fmt.Sprintf("runs %s, a higher version, and stays there (only a rollback moves it down)", running)})
+		case c.Stays:
+			p.ahead = append(p.ahead, outcome{c.Tenant, fmt.Sprintf("runs %s, a higher version, and stays there (only a rollback moves it down)", c.Running)})
 		}
+		chosen = append(chosen, c.Tenant)
 	}
 	for _, w := range rollout.PlanWaves(ro, nil, chosen, now, true) {
 		p.waves = append(p.waves, w.Tenants)

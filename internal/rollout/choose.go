@@ -68,14 +68,6 @@ func Higher(ro *tenancyv1alpha1.ComponentRollout, all []tenancyv1alpha1.Componen
 	return higher
 }
 
-// Takes reports whether ro plans t into its waves: it follows ro, and no rollout that ranks
-// higher (higher, from Higher) chooses it. A tenant that a rollout of a higher version chooses
-// is that rollout's: ro finishes what it planned and takes no more of them, rather than move
-// them twice.
-func Takes(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, higher []Chooser, t *tenancyv1alpha1.Tenant) bool {
-	return Follows(ro, selector, t) && TakenBy(higher, t) == nil
-}
-
 // TakenBy is the first of higher that t follows, or nil.
 func TakenBy(higher []Chooser, t *tenancyv1alpha1.Tenant) *tenancyv1alpha1.ComponentRollout {
 	for _, h := range higher {
@@ -84,4 +76,43 @@ func TakenBy(higher []Chooser, t *tenancyv1alpha1.Tenant) *tenancyv1alpha1.Compo
 		}
 	}
 	return nil
+}
+
+// Choice is what a rollout makes of one tenant: planned into its waves (Why empty), or left
+// alone and why; and, for a planned tenant, the version it runs and whether the rollout moves it.
+type Choice struct {
+	Tenant string
+	// Why the rollout leaves the tenant alone: Excluded's reason, or the higher rollout that
+	// takes it; empty for a planned tenant.
+	Why string
+	// Running is the version of the component the tenant runs ("" when none yet).
+	Running string
+	// Stays is a planned tenant that runs a higher version, where the rollout leaves it (only a
+	// rollback moves it down).
+	Stays bool
+}
+
+// Choose is what the rollout makes of each tenant, in the tenants' order: the operator plans the
+// tenants it takes, and a preview shows the rest with the reason, by the same rule. A tenant
+// that follows ro is planned unless a rollout that ranks higher (higher, from Higher) chooses it:
+// that one is the higher rollout's, and ro finishes what it planned and takes no more of them,
+// rather than move them twice.
+func Choose(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, higher []Chooser, tenants []tenancyv1alpha1.Tenant) []Choice {
+	out := make([]Choice, 0, len(tenants))
+	for i := range tenants {
+		t := &tenants[i]
+		c := Choice{Tenant: t.Name}
+		if c.Why = Excluded(ro, selector, t); c.Why == "" {
+			if h := TakenBy(higher, t); h != nil {
+				c.Why = "ComponentRollout " + h.Name + " (" + h.Spec.Component + " " + h.Spec.Version + ") ranks higher and takes it"
+			}
+		}
+		if c.Why == "" {
+			running, st := Running(t, ro.Spec.Component)
+			c.Running = running
+			c.Stays = running != ro.Spec.Version && !Moves(ro, running, st)
+		}
+		out = append(out, c)
+	}
+	return out
 }

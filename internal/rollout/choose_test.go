@@ -100,8 +100,9 @@ func TestARolloutTakesNoTenantAHigherRolloutChooses(t *testing.T) {
 			if by != tc.takenBy {
 				t.Errorf("TakenBy = %q, want %q", by, tc.takenBy)
 			}
-			if got, want := rollout.Takes(ro, labels.Everything(), higher, tc.tenant), tc.takenBy == ""; got != want {
-				t.Errorf("Takes = %t, want %t", got, want)
+			choice := rollout.Choose(ro, labels.Everything(), higher, []tenancyv1alpha1.Tenant{*tc.tenant})[0]
+			if got, want := choice.Why == "", tc.takenBy == ""; got != want {
+				t.Errorf("Choose planned it: %t (%q), want %t", got, choice.Why, want)
 			}
 		})
 	}

@@ -117,3 +117,27 @@ func Forget(waves []tenancyv1alpha1.RolloutWave, released int32, exists func(str
 	}
 	return out, released
 }
+
+// NextWave says whether the rollout releases its next wave now, given its last status (the
+// waves planned, how many are released) and the failures counted against maxFailures; when it
+// may not yet only because of spec.strategy.pauseBetweenWaves, wait is how long until it may.
+// The operator releases wave after wave while this says so, counting again after each (a wave
+// whose tenants already run the version is done at once).
+func NextWave(ro *tenancyv1alpha1.ComponentRollout, waves []tenancyv1alpha1.RolloutWave, released int32, failed int, now time.Time) (release bool, wait time.Duration) {
+	if ro.Spec.Halted || int(released) >= len(waves) || failed > int(ro.Spec.Strategy.MaxFailures) {
+		return false, 0
+	}
+	if released == 0 {
+		return true, 0
+	}
+	last := waves[released-1]
+	if last.CompletedAt == nil {
+		return false, 0
+	}
+	if p := ro.Spec.Strategy.PauseBetweenWaves; p != nil {
+		if left := last.CompletedAt.Add(p.Duration).Sub(now); left > 0 {
+			return false, left
+		}
+	}
+	return true, 0
+}

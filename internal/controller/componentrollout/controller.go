@@ -114,12 +114,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		superseded[h.Rollout.Name] = true
 	}
 	byName := make(map[string]*tenancyv1alpha1.Tenant, len(tenants.Items))
-	var chosen []string
 	for i := range tenants.Items {
-		t := &tenants.Items[i]
-		byName[t.Name] = t
-		if rollout.Takes(ro, selector, higher, t) {
-			chosen = append(chosen, t.Name)
+		byName[tenants.Items[i].Name] = &tenants.Items[i]
+	}
+	var chosen []string
+	for _, c := range rollout.Choose(ro, selector, higher, tenants.Items) {
+		if c.Why == "" {
+			chosen = append(chosen, c.Tenant)
 		}
 	}
 	now := r.now()
@@ -152,18 +153,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Count the released waves, then release the next while the last one is done: a wave whose
 	// tenants already run the version is done at once.
 	failed := r.count(ro, selector, superseded, &s, byName, now, wake)
-	for !ro.Spec.Halted && int(s.Released) < len(s.Waves) && failed <= int(ro.Spec.Strategy.MaxFailures) {
-		if s.Released > 0 {
-			last := s.Waves[s.Released-1]
-			if last.CompletedAt == nil {
-				break
-			}
-			if p := ro.Spec.Strategy.PauseBetweenWaves; p != nil {
-				if left := last.CompletedAt.Add(p.Duration).Sub(now); left > 0 {
-					wake(left)
-					break
-				}
-			}
+	for {
+		release, wait := rollout.NextWave(ro, s.Waves, s.Released, failed, now)
+		wake(wait)
+		if !release {
+			break
 		}
 		s.Waves[s.Released].StartedAt = &metav1.Time{Time: now}
 		s.Released++
