@@ -35,7 +35,7 @@ func TestTheReasonsReferenceIsCurrent(t *testing.T) {
 	for _, want := range []string{
 		"| `Stalled` | `v1alpha1.StalledCondition` | Present only while true;",
 		"| `OwnershipConflict` | `v1alpha1.ReasonOwnershipConflict` |",
-		"| `DomainHandover` | Normal | `internal/controller/tenant` |",
+		"| `DomainHandover` | Normal | `internal/controller/tenant/domains` |",
 		"| `DriftRepaired` | Warning | `internal/controller/writes` |",
 		"| `ForeignSecret` | Warning | `internal/templatesync` |",
 		"[ForeignSecret](troubleshooting.md#foreignsecret)",

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/domains"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -75,6 +77,10 @@ type Reconciler struct {
 	placed placements
 	// slots starts a statement's timeout once it has a connection to its server.
 	slots serverSlots
+	// domainEngine decides and hands over domains (package domains); made on first use, with
+	// the client SetupWithManager set.
+	domainEngine *domains.Engine
+	domainOnce   sync.Once
 
 	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
 	Resync <-chan event.GenericEvent
@@ -154,6 +160,14 @@ var domainsChanged = predicate.Funcs{
 	},
 }
 
+// domains is the engine that decides which tenant holds each domain and hands domains over.
+func (r *Reconciler) domains() *domains.Engine {
+	r.domainOnce.Do(func() {
+		r.domainEngine = &domains.Engine{Client: r.Client, APIReader: r.APIReader, Config: r.Config, Recorder: r.Recorder, Shard: r.Shard}
+	})
+	return r.domainEngine
+}
+
 // SetupWithManager registers the controller. Owned objects map back to their tenant through
 // the controller owner reference, so deleting or editing one re-converges it within seconds.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -186,9 +200,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&tenancyv1alpha1.ComponentTemplate{}, handler.EnqueueRequestsFromMapFunc(r.tenantsPinning)).
 		Watches(&tenancyv1alpha1.ComponentRollout{}, r.rolloutHandler()).
 		// A tenant giving a domain up (or going) lets the next tenant listing it take it.
-		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.tenantsSharingDomains), builder.WithPredicates(domainsChanged)).
+		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.domains().TenantsSharing), builder.WithPredicates(domainsChanged)).
 		// A namespace no longer admitting a domain (or going) lets a tenant taking it over have it.
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.tenantsTakingDomainsOf), builder.WithPredicates(domainsAdmittedChanged)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.domains().TenantsTakingDomainsOf), builder.WithPredicates(domains.AdmittedChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Config.Controller.MaxConcurrentReconciles})
 	if r.Resync != nil {
 		b = b.WatchesRawSource(source.Channel(r.Resync, &handler.EnqueueRequestForObject{}))

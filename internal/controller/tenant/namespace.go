@@ -40,7 +40,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, s *tenantScope) outcom
 	// A domain handed over from another tenant reaches it only once that tenant's namespace no
 	// longer admits it and its Ingresses and routes for it are gone; until then the tenant says
 	// what it waits for.
-	held, problem, waiting, err := r.checkDomains(ctx, t)
+	held, problem, waiting, err := r.domains().Check(ctx, t)
 	if err != nil {
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}

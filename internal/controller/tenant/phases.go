@@ -6,6 +6,7 @@ import (
 	"time"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/domains"
 )
 
 // A tenant is converged by phases. Each phase owns one concern and the one condition that
@@ -50,7 +51,7 @@ type tenantPhase struct {
 var phasesActive = []tenantPhase{
 	// A domain handed over waits for another tenant's objects to go, which no watched event
 	// reports (handOver).
-	{condition: tenancyv1alpha1.NamespaceReadyCondition, run: (*Reconciler).ensureNamespace, recheck: domainHandoverRecheck},
+	{condition: tenancyv1alpha1.NamespaceReadyCondition, run: (*Reconciler).ensureNamespace, recheck: domains.HandoverRecheck},
 	{condition: tenancyv1alpha1.SecretsReadyCondition, run: (*Reconciler).copySharedSecrets, needsNamespace: true},
 	{condition: tenancyv1alpha1.DatabasesReadyCondition, run: (*Reconciler).ensureDatabases, needsNamespace: true},
 	// Workload status events re-trigger a rollout in progress; the recheck, a look at the cache

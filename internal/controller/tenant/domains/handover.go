@@ -1,4 +1,4 @@
-package tenant
+package domains
 
 import (
 	"context"
@@ -31,14 +31,14 @@ import (
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=list;delete
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes;grpcroutes;tlsroutes,verbs=get;list;delete
 
-// domainHandoverRecheck is how soon a tenant waiting for a domain looks again: the deletion of
+// HandoverRecheck is how soon a tenant waiting for a domain looks again: the deletion of
 // another tenant's Ingress or route is not an event the operator watches (it caches only its
 // own objects), and neither is a change to the namespace of another shard's tenant.
-const domainHandoverRecheck = 5 * time.Second
+const HandoverRecheck = 5 * time.Second
 
-// domainsAdmittedChanged passes deleted namespaces and updates that change the domains
+// AdmittedChanged passes deleted namespaces and updates that change the domains
 // annotation.
-var domainsAdmittedChanged = predicate.Funcs{
+var AdmittedChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
@@ -46,11 +46,11 @@ var domainsAdmittedChanged = predicate.Funcs{
 	},
 }
 
-// tenantsTakingDomainsOf maps a tenant namespace to the other tenants that list one of the
+// TenantsTakingDomainsOf maps a tenant namespace to the other tenants that list one of the
 // domains it admits: when it stops admitting one (it is called with the old and the new
 // namespace of an update), a tenant waiting to take that domain over looks again at once rather
 // than at its next recheck. Reads are from the cache.
-func (r *Reconciler) tenantsTakingDomainsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Engine) TenantsTakingDomainsOf(ctx context.Context, obj client.Object) []reconcile.Request {
 	owner := obj.GetLabels()[tenancyv1alpha1.TenantLabel]
 	if owner == "" {
 		return nil
@@ -79,7 +79,7 @@ func (r *Reconciler) tenantsTakingDomainsOf(ctx context.Context, obj client.Obje
 // here, each named in an event on both tenants; the domain is t's once no other tenant's
 // namespace admits it and none of their objects names it, so two tenants never serve one host.
 // handOver returns what t still waits for, or "" when the domain is free to take.
-func (r *Reconciler) handOver(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) (string, error) {
+func (r *Engine) handOver(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) (string, error) {
 	own := r.Config.NamespaceName(t.Name)
 	// From the API server: the namespaces of other shards' tenants are not in this shard's
 	// cache, and neither are tenants' own Ingresses. This runs only while a domain changes hands.
@@ -136,7 +136,7 @@ func (r *Reconciler) handOver(ctx context.Context, t *tenancyv1alpha1.Tenant, d 
 
 // deleteForHandover deletes another tenant's object naming d, with a UID precondition so that a
 // replacement created meanwhile is looked at afresh, and says whether it is gone.
-func (r *Reconciler) deleteForHandover(ctx context.Context, t *tenancyv1alpha1.Tenant, obj client.Object, ref, from, d string) (bool, error) {
+func (r *Engine) deleteForHandover(ctx context.Context, t *tenancyv1alpha1.Tenant, obj client.Object, ref, from, d string) (bool, error) {
 	err := r.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -169,7 +169,7 @@ func (r *Reconciler) deleteForHandover(ctx context.Context, t *tenancyv1alpha1.T
 
 // objectsNaming lists the Ingresses and routes in the given namespaces (other tenants') with a
 // host overlapping d.
-func (r *Reconciler) objectsNaming(ctx context.Context, d string, namespaces map[string]string) ([]client.Object, error) {
+func (r *Engine) objectsNaming(ctx context.Context, d string, namespaces map[string]string) ([]client.Object, error) {
 	var naming []client.Object
 	ingresses := &networkingv1.IngressList{}
 	if err := r.APIReader.List(ctx, ingresses); err != nil {

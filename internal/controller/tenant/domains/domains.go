@@ -1,4 +1,8 @@
-package tenant
+// Package domains decides which tenant holds each domain (the one serving it, then the one
+// created first) and hands a domain over: the other tenants' Ingresses and routes naming it are
+// deleted before the new holder's namespace admits it. The tenant reconciler's namespace phase
+// calls it.
+package domains
 
 import (
 	"context"
@@ -9,6 +13,7 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -17,6 +22,18 @@ import (
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/shard"
 )
+
+// Engine is what deciding and handing over domains needs of the operator.
+type Engine struct {
+	// Client reads through the cache and writes; APIReader reads what the cache does not hold
+	// (another shard's tenants' namespaces, other tenants' Ingresses and routes).
+	Client    client.Client
+	APIReader client.Reader
+	Config    *config.Config
+	Recorder  events.EventRecorder
+	// Shard is the operator's shard ("" for the default one).
+	Shard string
+}
 
 // createdBefore orders tenants by creation, then by name.
 func createdBefore(a, b *tenancyv1alpha1.Tenant) bool {
@@ -34,7 +51,7 @@ func overlap(a, b string) bool {
 
 // serves reports whether the tenant's namespace admits Ingresses for a domain overlapping d
 // (its domains annotation, which the admission policies read).
-func (r *Reconciler) serves(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) (bool, error) {
+func (r *Engine) serves(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) (bool, error) {
 	ns := &corev1.Namespace{}
 	// The namespace of another shard's tenant (or of one being handed over) is not in this
 	// shard's cache: taking it for absent would hand a domain that tenant serves to an older
@@ -59,7 +76,7 @@ func (r *Reconciler) serves(ctx context.Context, t *tenancyv1alpha1.Tenant, d st
 // lists it later, whatever their ages. Between tenants neither (or both, from before domains were
 // unique) serving it, the one created first holds it. A tenant holds a domain for as long as it
 // lists it, whatever its state, so an Archived tenant comes back to the domains it left with.
-func (r *Reconciler) holdsBefore(ctx context.Context, other, t *tenancyv1alpha1.Tenant, selfServes bool, d string) (bool, error) {
+func (r *Engine) holdsBefore(ctx context.Context, other, t *tenancyv1alpha1.Tenant, selfServes bool, d string) (bool, error) {
 	otherServes, err := r.serves(ctx, other, d)
 	if err != nil || otherServes != selfServes {
 		return otherServes, err
@@ -67,11 +84,11 @@ func (r *Reconciler) holdsBefore(ctx context.Context, other, t *tenancyv1alpha1.
 	return createdBefore(other, t), nil
 }
 
-// checkDomains returns the domains the tenant holds; why it may not serve the others, or "": a
+// Check returns the domains the tenant holds; why it may not serve the others, or "": a
 // wildcard over a public suffix (*.co.uk would take traffic for every company under it), a name
 // under the base domain that is another tenant's, or a domain (or wildcard) another tenant
 // holds; and what a domain it takes over from another tenant still waits for, or "" (handOver).
-func (r *Reconciler) checkDomains(ctx context.Context, t *tenancyv1alpha1.Tenant) (held []tenancyv1alpha1.Domain, problem, waiting string, err error) {
+func (r *Engine) Check(ctx context.Context, t *tenancyv1alpha1.Tenant) (held []tenancyv1alpha1.Domain, problem, waiting string, err error) {
 	var problems, waits []string
 	held = make([]tenancyv1alpha1.Domain, 0, len(t.Spec.Domains))
 	for _, dom := range t.Spec.Domains {
@@ -127,7 +144,7 @@ func domainShape(d, tenant string, cfg *config.Config) string {
 // overlapping calls visit with every tenant that lists d, a wildcard over d, or (for a wildcard
 // d) a name under it; a tenant may be visited more than once. Reads are from the cache, shared:
 // visit must not change the tenant.
-func (r *Reconciler) overlapping(ctx context.Context, d string, visit func(*tenancyv1alpha1.Tenant)) error {
+func (r *Engine) overlapping(ctx context.Context, d string, visit func(*tenancyv1alpha1.Tenant)) error {
 	for _, key := range indexes.OverlapKeys(d) {
 		list := &tenancyv1alpha1.TenantList{}
 		if err := r.Client.List(ctx, list, client.MatchingFields{indexes.TenantDomain: key}, client.UnsafeDisableDeepCopy); err != nil {
@@ -142,7 +159,7 @@ func (r *Reconciler) overlapping(ctx context.Context, d string, visit func(*tena
 
 // domainHolders lists the tenants that hold d, or a wildcard over it, or (for a wildcard) a
 // name under it, before t; and whether t's namespace admits d already.
-func (r *Reconciler) domainHolders(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) ([]string, bool, error) {
+func (r *Engine) domainHolders(ctx context.Context, t *tenancyv1alpha1.Tenant, d string) ([]string, bool, error) {
 	selfServes, err := r.serves(ctx, t, d)
 	if err != nil {
 		return nil, false, err
@@ -170,10 +187,10 @@ func (r *Reconciler) domainHolders(ctx context.Context, t *tenancyv1alpha1.Tenan
 	return holders, selfServes, err
 }
 
-// tenantsSharingDomains maps a tenant to the others that list one of its domains (or a wildcard
+// TenantsSharing maps a tenant to the others that list one of its domains (or a wildcard
 // over one, or a name under one): when it gives a domain up, or goes, the next in line takes it.
 // It is called with the old and the new tenant of an update, so a removed domain is seen.
-func (r *Reconciler) tenantsSharingDomains(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Engine) TenantsSharing(ctx context.Context, obj client.Object) []reconcile.Request {
 	t, ok := obj.(*tenancyv1alpha1.Tenant)
 	if !ok {
 		return nil
