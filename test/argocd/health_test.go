@@ -13,7 +13,7 @@ import (
 )
 
 // landlordKinds are the kinds whose status Landlord writes, each with a health check.
-var landlordKinds = []string{"Tenant", "TenantPool", "TenantClaim", "ComponentRollout", "DatabaseServer"}
+var landlordKinds = []string{"Tenant", "TenantPool", "TenantClaim", "ComponentRollout", "DatabaseServer", "TenantBackup", "TenantRestore"}
 
 // object is a recorded object of a kind: its generation, spec and status.
 func object(kind string, generation int64, spec, status map[string]any) *unstructured.Unstructured {

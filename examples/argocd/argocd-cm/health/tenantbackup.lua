@@ -1,0 +1,68 @@
+-- Argo CD health of a Landlord TenantBackup (tenancy.landlord.dev/v1alpha1): Healthy once the backup succeeded (its Job completed and its manifest is in the store),
+-- Progressing while it waits for its tenant or its Job runs, Degraded when it failed or is refused
+-- (Stalled).
+-- The status follows kstatus: Ready is always present, Reconciling and Stalled only while true,
+-- and status.observedGeneration is the spec Landlord last acted on.
+-- Argo CD runs custom checks without Lua's string library: only `..` builds messages.
+local hs = {}
+
+local function condition(type)
+  if obj.status == nil or obj.status.conditions == nil then
+    return nil
+  end
+  for _, c in ipairs(obj.status.conditions) do
+    if c.type == type then
+      return c
+    end
+  end
+  return nil
+end
+
+local function says(c)
+  return (c.reason or "") .. ": " .. (c.message or "")
+end
+
+local ready = condition("Ready")
+local reconciling = condition("Reconciling")
+local stalled = condition("Stalled")
+local generation = obj.metadata.generation
+
+-- A spec Landlord has not reached a verdict on yet: still on its way, whatever the conditions
+-- said of the spec before.
+if obj.status == nil or obj.status.observedGeneration ~= generation then
+  hs.status = "Progressing"
+  if reconciling ~= nil and reconciling.status == "True" and reconciling.observedGeneration == generation then
+    hs.message = says(reconciling)
+  else
+    hs.message = "Landlord has not reconciled generation " .. generation .. " yet"
+  end
+  return hs
+end
+
+if stalled ~= nil and stalled.status == "True" then
+  hs.status = "Degraded"
+  hs.message = says(stalled)
+  return hs
+end
+
+if reconciling ~= nil and reconciling.status == "True" then
+  hs.status = "Progressing"
+  hs.message = says(reconciling)
+  return hs
+end
+
+if ready ~= nil and ready.status == "True" then
+  hs.status = "Healthy"
+  hs.message = ready.message
+  return hs
+end
+
+if ready ~= nil then
+  hs.status = "Degraded"
+  hs.message = says(ready)
+  return hs
+end
+
+hs.status = "Progressing"
+hs.message = "Landlord has not reported Ready yet"
+return hs
