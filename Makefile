@@ -149,7 +149,7 @@ lint: $(GOLANGCI_LINT) ## Lint the code (.golangci.yml: the kubebuilder set, pre
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test-unit
-test-unit: ## The inner loop: every test that needs no local cluster (go test -short ./...); database and object-store tests still run, each starting its own servers.
+test-unit: ## The inner loop: every test that needs no local cluster and no database server (go test -short ./...); the object-store and key-service tests still run, on in-process servers.
 	go test -short $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-release

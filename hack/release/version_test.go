@@ -132,7 +132,7 @@ func TestSetVersionRewritesEveryFileThatNamesTheRelease(t *testing.T) {
 			notWant:   []string{"## [0.1.0]"},
 		},
 		{
-			name:      "a dated newest section stays, under a replacement Unreleased one",
+			name:      "a dated newest section stays, under a new Unreleased one",
 			changelog: "## [0.1.0] - 2026-01-02",
 			want:      []string{"## [9.8.7] - Unreleased\n\n## [0.1.0] - 2026-01-02\n"},
 		},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -141,14 +142,24 @@ func (b Backups) validate(namespacePrefix, templateNamespace string) []error {
 	return errs
 }
 
-// overlap reports whether two bucket URLs name the same bucket with prefixes one of which holds
-// the other.
+// overlap reports whether two bucket URLs name places one of which holds the other: the same
+// bucket with prefixes one of which starts the other, or (file://) a directory inside the other.
 func overlap(a, b string) bool {
-	ua, errA := url.Parse(a)
-	ub, errB := url.Parse(b)
-	if errA != nil || errB != nil || ua.Scheme != ub.Scheme || ua.Host != ub.Host || ua.Path != ub.Path {
-		return false
+	la, okA := location(a)
+	lb, okB := location(b)
+	return okA && okB && (strings.HasPrefix(la, lb) || strings.HasPrefix(lb, la))
+}
+
+// location is where a bucket URL puts its objects, as one path: scheme, bucket (or directory)
+// and prefix.
+func location(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", false
 	}
-	pa, pb := ua.Query().Get("prefix"), ub.Query().Get("prefix")
-	return strings.HasPrefix(pa, pb) || strings.HasPrefix(pb, pa)
+	where := u.Host + "/" + strings.Trim(u.Path, "/")
+	if u.Scheme == "file" {
+		where = path.Clean("/" + u.Host + u.Path)
+	}
+	return u.Scheme + "://" + strings.TrimSuffix(where, "/") + "/" + u.Query().Get("prefix"), true
 }

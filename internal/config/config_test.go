@@ -120,8 +120,10 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a backup timeout under a minute":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, timeout: 30s}", "backups.timeout"},
 		"a backup Secret that is no name":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, envFromSecrets: [Creds]}", "backups.envFromSecrets[0]"},
 		// A purge destroys a tenant's key where the keys are: never among the backups.
-		"tenants' keys among the backups":  {"backups: {objects: 's3://b?prefix=t/', keys: 's3://b?prefix=t/keys/', key: 'awskms://k', image: i}", "backups.keys"},
-		"backups kept for a negative time": {"backups: {objects: 's3://b', key: 'awskms://k', image: i, keepAfterPurge: -1h}", "backups.keepAfterPurge"},
+		"tenants' keys among the backups":             {"backups: {objects: 's3://b?prefix=t/', keys: 's3://b?prefix=t/keys/', key: 'awskms://k', image: i}", "backups.keys"},
+		"tenants' keys among the backups, by a slash": {"backups: {objects: 's3://b?prefix=t/', keys: 's3://b/?prefix=t/keys/', key: 'awskms://k', image: i}", "backups.keys"},
+		"tenants' keys in the backups' directory":     {"backups: {objects: 'file:///d', keys: 'file:///d/keys', key: 'awskms://k', image: i}", "backups.keys"},
+		"backups kept for a negative time":            {"backups: {objects: 's3://b', key: 'awskms://k', image: i, keepAfterPurge: -1h}", "backups.keepAfterPurge"},
 	}
 	for name, tc := range cases {
 		t.Run(name+" is rejected", func(t *testing.T) {
@@ -333,6 +335,27 @@ func TestDatabaseNamingIsTenantUnlessOpaqueIsAskedFor(t *testing.T) {
 			}
 			if c.Databases.Naming != tc.want {
 				t.Errorf("databases.naming = %q, want %q", c.Databases.Naming, tc.want)
+			}
+		})
+	}
+}
+
+// Tenants' keys kept apart from the backups, in another bucket or beside them under a prefix of
+// their own, are accepted.
+func TestTenantsKeysKeptApartFromTheBackupsAreAccepted(t *testing.T) {
+	for name, keys := range map[string]string{
+		"another bucket":                      "s3://landlord-backup-keys?region=eu-west-1",
+		"another prefix of the same bucket":   "s3://landlord-backups?prefix=keys/",
+		"a directory beside the backups' one": "file:///var/lib/landlord/keys",
+	} {
+		t.Run(name, func(t *testing.T) {
+			objects := "s3://landlord-backups?prefix=backups/"
+			if strings.HasPrefix(keys, "file://") {
+				objects = "file:///var/lib/landlord/backups"
+			}
+			doc := fmt.Sprintf("backups: {objects: '%s', keys: '%s', key: 'awskms://k', image: i}", objects, keys)
+			if _, err := config.Parse([]byte(doc)); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -68,8 +68,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	info, err := r.Connections.Check(ctx, ds.Name, interval, r.Config.Databases.Timeout.Duration)
 	s := computeStatus(ds, observation{tenants: tenants, logins: logins, info: info, err: err})
 	result := ctrl.Result{RequeueAfter: interval}
-	if !s.Reachable {
-		// An unreachable server is looked at sooner than a healthy one.
+	if err != nil && !errors.Is(err, database.ErrAdminCredentialsMissing) && !errors.Is(err, database.ErrServerUnusable) {
+		// A server that does not answer is looked at sooner than a healthy one; one a person
+		// must fix (its credentials, its spec) at the interval.
 		result.RequeueAfter = min(interval, 10*time.Second)
 	}
 	if err := writes.PatchStatus(ctx, r.Client, ds, &ds.Status, s); err != nil {
