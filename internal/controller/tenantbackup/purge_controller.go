@@ -70,10 +70,13 @@ func (r *PurgeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(shutdown.Quiet(r))
 }
 
-// concerned passes the tenants this controller has anything to do with.
+// concerned passes the tenants this controller has anything to do with: Purged ones, and ones
+// being deleted that still carry the finalizer. A living tenant with backups is none of its
+// business, so the status writes of the fleet queue nothing here.
 func concerned(obj client.Object) bool {
 	t, ok := obj.(*tenancyv1alpha1.Tenant)
-	return ok && (t.Spec.State == tenancyv1alpha1.StatePurged || controllerutil.ContainsFinalizer(t, tenancyv1alpha1.BackupsFinalizer))
+	return ok && (t.Spec.State == tenancyv1alpha1.StatePurged ||
+		!t.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(t, tenancyv1alpha1.BackupsFinalizer))
 }
 
 func (r *PurgeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

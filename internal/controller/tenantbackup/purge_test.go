@@ -45,3 +45,28 @@ func TestAPurgeRecordKeepsCopiesOnlyWhenThePlatformSaysSo(t *testing.T) {
 		})
 	}
 }
+
+func TestOnlyPurgedOrDeletedTenantsWakeThePurge(t *testing.T) {
+	withBackups := func(mutate func(*tenancyv1alpha1.Tenant)) *tenancyv1alpha1.Tenant {
+		tn := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme", Finalizers: []string{tenancyv1alpha1.BackupsFinalizer}}}
+		mutate(tn)
+		return tn
+	}
+	now := metav1.Now()
+	for _, tc := range []struct {
+		name   string
+		tenant *tenancyv1alpha1.Tenant
+		want   bool
+	}{
+		{"an Active tenant with backups does not", withBackups(func(*tenancyv1alpha1.Tenant) {}), false},
+		{"a Purged tenant does", withBackups(func(t *tenancyv1alpha1.Tenant) { t.Spec.State = tenancyv1alpha1.StatePurged }), true},
+		{"a tenant with backups being deleted does", withBackups(func(t *tenancyv1alpha1.Tenant) { t.DeletionTimestamp = &now }), true},
+		{"a tenant without backups being deleted does not", withBackups(func(t *tenancyv1alpha1.Tenant) { t.DeletionTimestamp, t.Finalizers = &now, nil }), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := concerned(tc.tenant); got != tc.want {
+				t.Errorf("concerned = %t, want %t", got, tc.want)
+			}
+		})
+	}
+}
