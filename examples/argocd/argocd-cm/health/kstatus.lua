@@ -1,6 +1,12 @@
--- Argo CD health of a Landlord TenantBackup (tenancy.landlord.dev/v1alpha1): Healthy once the backup succeeded (its Job completed and its manifest is in the store),
--- Progressing while it waits for its tenant or its Job runs, Degraded when it failed or is refused
--- (Stalled).
+-- Argo CD health of Landlord's kinds that report kstatus conditions and nothing else
+-- (tenancy.landlord.dev/v1alpha1): argocd-cm holds this one script under each of their keys.
+-- - TenantPool: Healthy while it holds spec.replicas Ready spares, Progressing while it fills.
+-- - TenantClaim: Healthy once bound to a tenant, Progressing while it waits for a Ready spare or
+--   for its pool (a claim never fails: a missing pool may yet be created, an empty one refills).
+-- - DatabaseServer: Healthy while Landlord logs in to it, Degraded while it cannot (Stalled,
+--   whatever the cause: its admin credentials, its spec, or an outage).
+-- - TenantBackup, TenantRestore: Healthy once it succeeded, Progressing while it waits or its Job
+--   runs, Degraded when it failed or is refused (Stalled).
 -- The status follows kstatus: Ready is always present, Reconciling and Stalled only while true,
 -- and status.observedGeneration is the spec Landlord last acted on.
 -- Argo CD runs custom checks without Lua's string library: only `..` builds messages.
