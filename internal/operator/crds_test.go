@@ -26,7 +26,7 @@ import (
 func TestAnOperatorOnThePreviousTenantCRDSaysSoAndVerifiesARequestOnce(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env, store := startEnv(t)
+	env, store := ownEnv(t)
 	// As the operator runs: it needs no permission on CustomResourceDefinitions for the check.
 	asOperator := env.As(testenv.OperatorUser)
 	g.Expect(crdcheck.Tenant(ctx, asOperator)).To(Succeed(), "the current CRD")
@@ -112,7 +112,7 @@ func outdatedEvents(g Gomega, env *testenv.Env, name string) []string {
 func TestAnOperatorWithoutTheBackupCRDsRunsWithoutBackups(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env, store := startEnv(t)
+	env, store := ownEnv(t)
 	g.Expect(env.RemoveCRDs(ctx, "tenantbackups", "tenantrestores", "tenantbackupschedules")).To(Succeed())
 	op, err := env.StartOperator(config.Default(), store)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -24,7 +24,7 @@ import (
 func TestASecondProcessUnderAnotherIdentityCannotRewriteWhoThePoliciesExempt(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env, store := startEnv(t)
+	env, store := ownEnv(t)
 	cfg := config.Default()
 	g.Expect(cfg.Controller.Identity).To(Equal(testenv.OperatorUser), "the default identity is the shipped ServiceAccount")
 
@@ -57,7 +57,7 @@ func TestASecondProcessUnderAnotherIdentityCannotRewriteWhoThePoliciesExempt(t *
 func TestThePoliciesExemptTheConfiguredIdentity(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env, store := startEnv(t)
+	env, store := ownEnv(t)
 	cfg := config.Default()
 	cfg.Controller.Identity = "system:serviceaccount:platform:landlord"
 	// The renamed ServiceAccount holds the operator's ClusterRole, as a kustomize overlay or the

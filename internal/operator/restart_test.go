@@ -22,7 +22,7 @@ import (
 func TestARestartedOperatorSendsNothingForUnchangedTenants(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env, store := startEnv(t)
+	env, store := sharedEnv(t)
 	cfg := config.Default()
 
 	first, err := env.StartOperator(cfg, store)
@@ -33,7 +33,7 @@ func TestARestartedOperatorSendsNothingForUnchangedTenants(t *testing.T) {
 		for _, name := range names {
 			tenant := &tenancyv1alpha1.Tenant{}
 			g.Expect(env.AdminClient.Get(ctx, client.ObjectKey{Name: name}, tenant)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(tenant.Status.Conditions, tenancyv1alpha1.ReadyCondition)).To(BeTrue(), "tenant %s", name)
+			g.Expect(meta.IsStatusConditionTrue(tenant.Status.Conditions, tenancyv1alpha1.ReadyCondition)).To(BeTrue(), "tenant %s: %+v", name, tenant.Status.Conditions)
 		}
 	}).WithTimeout(timeout).Should(Succeed())
 	g.Eventually(first.Idle).WithTimeout(timeout).Should(BeTrue())

@@ -26,7 +26,7 @@ import (
 func TestAFieldRemovedWhileTheOperatorWasDownWaitsForAReconcileRequest(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env, store := startEnv(t)
+	env, store := sharedEnv(t)
 	cfg := config.Default()
 	first, err := env.StartOperator(cfg, store)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -78,7 +78,7 @@ func namespaceOf(path string) string {
 func TestUrgentWritesGoThroughTheirOwnClient(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	env, store := startEnv(t)
+	env, store := sharedEnv(t)
 	writes := &writesByClient{counts: map[string]int{}}
 	cfg := config.Default()
 	// A background write waits for a bind as long as it may: the subtests look at what waited.

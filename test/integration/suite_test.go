@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -210,39 +209,21 @@ func createDatabaseServer(ctx context.Context, name string, inst *dbtest.Instanc
 
 // newTenant is a tenant with the given name and spec changes applied.
 func newTenant(name string, mutate ...func(*tenancyv1alpha1.Tenant)) *tenancyv1alpha1.Tenant {
-	t := &tenancyv1alpha1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: tenancyv1alpha1.TenantSpec{
-			Organization: "Acme Inc.",
-			Email:        "ops@acme.example.com",
-		},
-	}
-	for _, f := range mutate {
-		f(t)
-	}
-	return t
+	return testenv.NewTenant(name, mutate...)
 }
 
 // createTenant creates a tenant, removes it when the test ends, and waits until it is Ready.
 func createTenant(t *testing.T, tenant *tenancyv1alpha1.Tenant) *tenancyv1alpha1.Tenant {
 	t.Helper()
-	g := NewWithT(t)
 	// A tenant of the same name deleted earlier leaves its namespace terminating a while.
 	waitNamespaceNotTerminating(t, opConfig.NamespaceName(tenant.Name))
-	g.Expect(k8s.Create(context.Background(), tenant)).To(Succeed())
-	t.Cleanup(func() { deleteTenant(t, tenant.Name) })
-	return waitReady(t, tenant.Name)
+	return testenv.CreateTenant(t, k8s, tenant, timeout)
 }
 
 // waitReady waits until the tenant's status is kstatus Current: Ready and observed.
 func waitReady(t *testing.T, name string) *tenancyv1alpha1.Tenant {
 	t.Helper()
-	tenant := &tenancyv1alpha1.Tenant{}
-	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, tenant)).To(Succeed())
-		g.Expect(kstatus(g, tenant).Status).To(Equal(status.CurrentStatus), "conditions: %+v", tenant.Status.Conditions)
-	}).WithTimeout(timeout).Should(Succeed())
-	return tenant
+	return testenv.WaitTenantCurrent(t, k8s, name, timeout)
 }
 
 // kstatus computes the tenant's status the way kstatus-aware tools (Flux, kubectl wait) do.
@@ -265,29 +246,13 @@ func deleteTenant(t *testing.T, name string) {
 // before.
 func deleteTenants(t *testing.T, names ...string) {
 	t.Helper()
-	ctx := context.Background()
-	for _, name := range names {
-		if err := confirmedDelete(ctx, name); client.IgnoreNotFound(err) != nil {
-			t.Errorf("deleting tenant %s: %v", name, err)
-		}
-	}
-	NewWithT(t).Eventually(func(g Gomega) {
-		for _, name := range names {
-			err := k8s.Get(ctx, client.ObjectKey{Name: name}, &tenancyv1alpha1.Tenant{})
-			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "tenant %s was not deleted", name)
-		}
-	}).WithTimeout(2 * timeout).Should(Succeed())
+	testenv.DeleteTenants(t, k8s, 2*timeout, names...)
 }
 
 // confirmedDelete deletes a tenant in whatever state it is, confirming the deletion as an
 // administrator does for an Active or Frozen tenant.
 func confirmedDelete(ctx context.Context, name string, opts ...client.DeleteOption) error {
-	tenant := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	confirm := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, tenancyv1alpha1.DeletionConfirmationAnnotation, name)
-	if err := k8s.Patch(ctx, tenant, client.RawPatch(types.MergePatchType, []byte(confirm))); err != nil {
-		return err
-	}
-	return k8s.Delete(ctx, tenant, opts...)
+	return testenv.ConfirmedDelete(ctx, k8s, name, opts...)
 }
 
 // waitNamespaceGone waits until the namespace controller has emptied and removed a namespace.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -100,9 +99,7 @@ func TestTenantUsersCannotEditTheirIsolation(t *testing.T) {
 
 func impersonate(t *testing.T, user string, groups ...string) client.Client {
 	t.Helper()
-	c, err := client.New(env.As(user, groups...), client.Options{Scheme: tenancyv1alpha1.Scheme()})
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return c
+	return env.Impersonate(t, user, groups...)
 }
 
 func deployment(namespace string) *appsv1.Deployment {

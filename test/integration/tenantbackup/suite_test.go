@@ -7,12 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -101,47 +97,20 @@ func withDatabases(t *tenancyv1alpha1.Tenant) {
 
 // newTenant is a tenant with the given name and spec changes applied.
 func newTenant(name string, mutate ...func(*tenancyv1alpha1.Tenant)) *tenancyv1alpha1.Tenant {
-	t := &tenancyv1alpha1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       tenancyv1alpha1.TenantSpec{Organization: "Acme Inc.", Email: "ops@acme.example.com"},
-	}
-	for _, f := range mutate {
-		f(t)
-	}
-	return t
+	return testenv.NewTenant(name, mutate...)
 }
 
 // createTenant creates a tenant, deletes it when the test ends, and waits until it is Ready.
 func createTenant(t *testing.T, tenant *tenancyv1alpha1.Tenant) {
 	t.Helper()
-	g := NewWithT(t)
-	g.Expect(k8s.Create(context.Background(), tenant)).To(Succeed())
-	t.Cleanup(func() { deleteTenant(t, tenant.Name) })
-	g.Eventually(func(g Gomega) {
-		got := &tenancyv1alpha1.Tenant{}
-		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: tenant.Name}, got)).To(Succeed())
-		res, err := testenv.KStatus(got)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(res.Status).To(Equal(status.CurrentStatus), "conditions: %+v", got.Status.Conditions)
-	}).WithTimeout(timeout).Should(Succeed())
+	testenv.CreateTenant(t, k8s, tenant, timeout)
 }
 
 // deleteTenant deletes a tenant, confirming it as an administrator does, and waits until it is
 // gone (its data is kept: it is not Purged).
 func deleteTenant(t *testing.T, name string) {
 	t.Helper()
-	ctx := context.Background()
-	tenant := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	confirm := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, tenancyv1alpha1.DeletionConfirmationAnnotation, name)
-	if err := k8s.Patch(ctx, tenant, client.RawPatch(types.MergePatchType, []byte(confirm))); client.IgnoreNotFound(err) != nil {
-		t.Errorf("confirming the deletion of tenant %s: %v", name, err)
-	}
-	if err := k8s.Delete(ctx, tenant); client.IgnoreNotFound(err) != nil {
-		t.Errorf("deleting tenant %s: %v", name, err)
-	}
-	NewWithT(t).Eventually(func() bool {
-		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(tenant), tenant))
-	}).WithTimeout(2*timeout).Should(BeTrue(), "tenant %s was not deleted", name)
+	testenv.DeleteTenants(t, k8s, 2*timeout, name)
 }
 
 // credentials reads a tenant's credentials Secret.

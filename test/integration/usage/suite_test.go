@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -92,23 +89,7 @@ func sample() {
 // createTenant creates a tenant, deletes it when the test ends, and waits until it is Ready.
 func createTenant(t *testing.T, tenant *tenancyv1alpha1.Tenant) {
 	t.Helper()
-	ctx := context.Background()
-	g := NewWithT(t)
-	g.Expect(k8s.Create(ctx, tenant)).To(Succeed())
-	t.Cleanup(func() {
-		confirm := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, tenancyv1alpha1.DeletionConfirmationAnnotation, tenant.Name)
-		_ = k8s.Patch(ctx, tenant, client.RawPatch(types.MergePatchType, []byte(confirm)))
-		_ = k8s.Delete(ctx, tenant)
-		NewWithT(t).Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(tenant), &tenancyv1alpha1.Tenant{}))
-		}).WithTimeout(2*timeout).Should(BeTrue(), "tenant %s was not deleted", tenant.Name)
-	})
-	g.Eventually(func(g Gomega) {
-		got := getTenant(g, tenant.Name)
-		res, err := testenv.KStatus(got)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(res.Status).To(Equal(status.CurrentStatus), "conditions: %+v", got.Status.Conditions)
-	}).WithTimeout(timeout).Should(Succeed())
+	testenv.CreateTenant(t, k8s, tenant, timeout)
 }
 
 func getTenant(g Gomega, name string) *tenancyv1alpha1.Tenant {

@@ -334,9 +334,5 @@ func account(t *testing.T, tenant, db string) database.Account {
 
 func impersonate(t *testing.T, user string) client.Client {
 	t.Helper()
-	c, err := client.New(env.As(user), client.Options{Scheme: tenancyv1alpha1.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return env.Impersonate(t, user)
 }
