@@ -62,7 +62,7 @@ func TestADatabaseServersStatusReadsTheSameInKstatusAndArgoCD(t *testing.T) {
 			if ready == nil || ready.Reason != tc.reason {
 				t.Fatalf("Ready %+v, want reason %s", ready, tc.reason)
 			}
-			if got := controllertest.KstatusAgreesWithArgoCD(t, ds); got != tc.kstatus {
+			if got, _ := controllertest.KstatusAgreesWithArgoCD(t, ds); got != tc.kstatus {
 				t.Errorf("kstatus %s, want %s", got, tc.kstatus)
 			}
 		})

@@ -123,7 +123,7 @@ func TestAClaimsStatusReadsTheSameInKstatusAndArgoCD(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			claim := statusCaseClaim(tc.previous)
 			claim.Status = computeStatus(claim, tc.obs(claim.Status))
-			if got := controllertest.KstatusAgreesWithArgoCD(t, claim); got != tc.kstatus {
+			if got, _ := controllertest.KstatusAgreesWithArgoCD(t, claim); got != tc.kstatus {
 				t.Errorf("kstatus %s, want %s", got, tc.kstatus)
 			}
 		})

@@ -105,7 +105,7 @@ func TestAPoolsStatusReadsTheSameInKstatusAndArgoCD(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pool := statusCasePool(tc.maxTenants)
 			pool.Status = computeStatus(pool, tc.obs)
-			if got := controllertest.KstatusAgreesWithArgoCD(t, pool); got != tc.kstatus {
+			if got, _ := controllertest.KstatusAgreesWithArgoCD(t, pool); got != tc.kstatus {
 				t.Errorf("kstatus %s, want %s", got, tc.kstatus)
 			}
 		})
