@@ -54,18 +54,18 @@ var statusCases = []struct {
 	argo    string
 }{
 	{
-		name: "a rollout whose selector does not parse is Stalled",
-		obs:  func() observation { return observation{invalidSelector: errors.New(`"in" needs values`)} },
+		name:  "a rollout whose selector does not parse is Stalled",
+		obs:   func() observation { return observation{invalidSelector: errors.New(`"in" needs values`)} },
 		ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonInvalidObject, kstatus: status.FailedStatus, argo: argocd.Degraded,
 	},
 	{
-		name: "a rollout of a version whose template is not published is Stalled until it is",
-		obs:  func() observation { return observation{missingTemplate: "web-2.0.0"} },
+		name:  "a rollout of a version whose template is not published is Stalled until it is",
+		obs:   func() observation { return observation{missingTemplate: "web-2.0.0"} },
 		ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonTemplateNotFound, kstatus: status.FailedStatus, argo: argocd.Degraded,
 	},
 	{
-		name: "a rollout with no tenant to move is Ready at once",
-		obs:  func() observation { return fleet() },
+		name:  "a rollout with no tenant to move is Ready at once",
+		obs:   func() observation { return fleet() },
 		ready: metav1.ConditionTrue, reason: tenancyv1alpha1.ReasonRolloutComplete, kstatus: status.CurrentStatus, argo: argocd.Healthy,
 	},
 	{

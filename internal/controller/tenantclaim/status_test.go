@@ -27,8 +27,10 @@ var statusCases = []struct {
 	kstatus  status.Status
 }{
 	{
-		name:  "a claim bound to a spare is Bound and Ready, naming its tenant",
-		obs:   func(tenancyv1alpha1.TenantClaimStatus) observation { return boundTo("signup-x7k2p", "tenant-signup-x7k2p", boundAt) },
+		name: "a claim bound to a spare is Bound and Ready, naming its tenant",
+		obs: func(tenancyv1alpha1.TenantClaimStatus) observation {
+			return boundTo("signup-x7k2p", "tenant-signup-x7k2p", boundAt)
+		},
 		phase: tenancyv1alpha1.ClaimBound, ready: metav1.ConditionTrue, reason: tenancyv1alpha1.ReasonBound, message: "bound to tenant signup-x7k2p",
 		kstatus: status.CurrentStatus,
 	},
