@@ -2,14 +2,12 @@ package componentrollout
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
@@ -68,24 +65,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !ro.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	s := *ro.Status.DeepCopy()
-	s.ObservedGeneration = ro.Generation
-	c := conditions.For(&s.Conditions, ro.Generation)
-	write := func(result ctrl.Result) (ctrl.Result, error) {
+	write := func(s tenancyv1alpha1.ComponentRolloutStatus, requeue time.Duration) (ctrl.Result, error) {
 		// The status is the rollout's only record of what was planned and released: a write
 		// from a cache that has not seen the last one is refused, and the rollout looked at
 		// again, rather than planning or releasing twice.
 		if err := writes.PatchStatus(ctx, r.Client, ro, &ro.Status, s, client.MergeFromWithOptimisticLock{}); err != nil {
 			return writes.RetryConflict(err)
 		}
-		return result, nil
+		return ctrl.Result{RequeueAfter: requeue}, nil
 	}
 
 	selector, err := metav1.LabelSelectorAsSelector(&ro.Spec.Selector)
 	if err != nil {
 		// The API server validates label selectors only loosely.
-		c.Stalled(tenancyv1alpha1.ReasonInvalidObject, fmt.Sprintf("spec.selector: %v", err))
-		return write(ctrl.Result{})
+		return write(computeStatus(ro, observation{invalidSelector: err}))
 	}
 	tmplName := tenancyv1alpha1.ComponentTemplateName(ro.Spec.Component, ro.Spec.Version)
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: tmplName}, &tenancyv1alpha1.ComponentTemplate{}); err != nil {
@@ -93,8 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		// No tenant is moved to a version that cannot render; publishing it resumes.
-		c.Stalled(tenancyv1alpha1.ReasonTemplateNotFound, fmt.Sprintf("ComponentTemplate %s not found: publish it, and the rollout starts", tmplName))
-		return write(ctrl.Result{})
+		return write(computeStatus(ro, observation{missingTemplate: tmplName}))
 	}
 
 	// Only the tenants that let rollouts move the component, from the index: a rollout costs
@@ -123,9 +115,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			chosen = append(chosen, c.Tenant)
 		}
 	}
-	now := r.now()
 	var getErr error
-	s.Waves, s.Released = rollout.Forget(s.Waves, s.Released, func(name string) bool {
+	waves, released := rollout.Forget(ro.Status.Waves, ro.Status.Released, func(name string) bool {
 		if byName[name] != nil {
 			return true
 		}
@@ -142,169 +133,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if getErr != nil {
 		return ctrl.Result{}, getErr
 	}
-	s.Waves = rollout.PlanWaves(ro, s.Waves, chosen, now, mayMove(ro, &s, now))
-
-	var requeue time.Duration
-	wake := func(d time.Duration) {
-		if d > 0 && (requeue == 0 || d < requeue) {
-			requeue = d
-		}
-	}
-	// Count the released waves, then release the next while the last one is done: a wave whose
-	// tenants already run the version is done at once.
-	failed := r.count(ro, selector, superseded, &s, byName, now, wake)
-	for {
-		release, wait := rollout.NextWave(ro, s.Waves, s.Released, failed, now)
-		wake(wait)
-		if !release {
-			break
-		}
-		s.Waves[s.Released].StartedAt = &metav1.Time{Time: now}
-		s.Released++
-		failed = r.count(ro, selector, superseded, &s, byName, now, wake)
-	}
-
-	progress := fmt.Sprintf("%d of %d waves released; %d tenants done, %d pending, %d failed, %d skipped", s.Released, len(s.Waves), s.Done, s.Pending, s.Failed, s.Skipped)
-	switch {
-	case s.Ahead > 0 && ro.Spec.Rollback:
-		progress += fmt.Sprintf(", %d ahead (a rollout created after this rollback moved them to a higher version, and they stay there)", s.Ahead)
-	case s.Ahead > 0:
-		progress += fmt.Sprintf(", %d ahead (they run a higher version, and stay there: only a rollout with spec.rollback moves them down)", s.Ahead)
-	}
-	if s.Blocked > 0 {
-		progress += fmt.Sprintf(", %d failed for reasons of their own, not counted against maxFailures: %s", s.Blocked, rollout.FailedNames(s.Waves, true))
-	}
-	allDone := int(s.Released) == len(s.Waves) && s.Pending == 0
-	switch {
-	case failed > int(ro.Spec.Strategy.MaxFailures):
-		c.Stalled(tenancyv1alpha1.ReasonTooManyFailures, fmt.Sprintf("%d tenants failed, more than maxFailures (%d): %s; the rollout goes on once they run %s %s Ready. %s",
-			failed, ro.Spec.Strategy.MaxFailures, rollout.FailedNames(s.Waves, false), ro.Spec.Component, ro.Spec.Version, progress))
-	case allDone:
-		c.Ready(tenancyv1alpha1.ReasonRolloutComplete, progress)
-	case ro.Spec.Halted:
-		c.Set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonHaltedBySpec, "spec.halted is true: no wave starts. "+progress)
-		c.Remove(tenancyv1alpha1.ReconcilingCondition, tenancyv1alpha1.StalledCondition)
-	case s.Released > 0 && s.Waves[s.Released-1].CompletedAt != nil:
-		c.Reconciling(tenancyv1alpha1.ReasonPausedBetweenWaves, progress)
-	default:
-		c.Reconciling(tenancyv1alpha1.ReasonWaveInProgress, progress)
-	}
-	return write(ctrl.Result{RequeueAfter: requeue})
-}
-
-// mayMove is whether the rollout may move tenants now, as its last status says: not halted,
-// within its failure budget, and no pause between waves pending. Only then may a tenant chosen
-// late join a wave already released, which would move it at once.
-func mayMove(ro *tenancyv1alpha1.ComponentRollout, s *tenancyv1alpha1.ComponentRolloutStatus, now time.Time) bool {
-	if ro.Spec.Halted || s.Failed > ro.Spec.Strategy.MaxFailures {
-		return false
-	}
-	if p := ro.Spec.Strategy.PauseBetweenWaves; p != nil && s.Released > 0 {
-		if done := s.Waves[s.Released-1].CompletedAt; done != nil && now.Before(done.Add(p.Duration)) {
-			return false
-		}
-	}
-	return true
-}
-
-// count works out where every tenant of the released waves stands, records it in s (tenants
-// of waves not released yet count as pending), marks the waves now done, and returns how many
-// tenants failed. wake hears how long until a pending tenant's progress deadline passes.
-func (r *Reconciler) count(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, superseded map[string]bool, s *tenancyv1alpha1.ComponentRolloutStatus, byName map[string]*tenancyv1alpha1.Tenant, now time.Time, wake func(time.Duration)) int {
-	deadline := rollout.ProgressDeadline(ro)
-	s.Done, s.Pending, s.Failed, s.Skipped, s.Ahead, s.Blocked = 0, 0, 0, 0, 0, 0
-	for i := range s.Waves {
-		w := &s.Waves[i]
-		switch {
-		case i >= int(s.Released):
-			s.Pending += int32(len(w.Tenants))
-			continue
-		case w.CompletedAt != nil:
-			// A finished wave is not judged again: a tenant of it that is briefly not Ready
-			// months later is its own matter, not the rollout's. Only its failed tenants are
-			// looked at, to be counted done once they recover.
-			recount(ro, selector, superseded, w, byName, now)
-			s.Done += w.Done
-			s.Skipped += w.Skipped
-			s.Ahead += w.Ahead
-			version, own := rollout.VersionFailures(w.Failed)
-			s.Failed += version
-			s.Blocked += own
-			continue
-		}
-		started := now
-		if w.StartedAt != nil {
-			started = w.StartedAt.Time
-		}
-		// A failure once counted as the version's stays the version's, in the wave being judged
-		// as in a finished one (recount).
-		versionFailed := map[string]bool{}
-		for _, f := range w.Failed {
-			versionFailed[f.Tenant] = !f.OwnCause
-		}
-		w.Done, w.Pending, w.Skipped, w.Ahead, w.Failed = 0, 0, 0, 0, nil
-		for _, name := range w.Tenants {
-			t := byName[name]
-			progress, failure := rollout.ProgressOf(ro, rollout.Follows(ro, selector, t), superseded, t, started, now)
-			if versionFailed[name] {
-				failure.OwnCause = false
-			}
-			switch progress {
-			case rollout.Done:
-				w.Done++
-			case rollout.Skipped:
-				w.Skipped++
-			case rollout.Ahead:
-				w.Ahead++
-			case rollout.Failed:
-				w.Failed = append(w.Failed, failure)
-			default:
-				w.Pending++
-				wake(started.Add(deadline).Sub(now) + time.Second)
-			}
-		}
-		if w.Pending == 0 && w.CompletedAt == nil {
-			w.CompletedAt = &metav1.Time{Time: now}
-		}
-		s.Done += w.Done
-		s.Pending += w.Pending
-		s.Skipped += w.Skipped
-		s.Ahead += w.Ahead
-		version, own := rollout.VersionFailures(w.Failed)
-		s.Failed += version
-		s.Blocked += own
-	}
-	return int(s.Failed)
-}
-
-// recount counts the failed tenants of a finished wave that recovered as done.
-func recount(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, superseded map[string]bool, w *tenancyv1alpha1.RolloutWave, byName map[string]*tenancyv1alpha1.Tenant, now time.Time) {
-	started := now
-	if w.StartedAt != nil {
-		started = w.StartedAt.Time
-	}
-	failed := w.Failed[:0:0]
-	for _, f := range w.Failed {
-		t := byName[f.Tenant]
-		switch progress, current := rollout.ProgressOf(ro, rollout.Follows(ro, selector, t), superseded, t, started, now); progress {
-		case rollout.Done:
-			w.Done++
-		case rollout.Skipped:
-			w.Skipped++
-		case rollout.Ahead:
-			w.Ahead++
-		case rollout.Failed:
-			// Why it failed is kept; whose the cause is follows the tenant, but a failure once
-			// counted as the version's stays the version's: a tenant whose pods failed the
-			// version must not turn that into a trouble of its own (by filling its quota) and
-			// so release a halted rollout.
-			f.OwnCause = f.OwnCause && current.OwnCause
-			failed = append(failed, f)
-		default:
-			failed = append(failed, f)
-		}
-	}
-	w.Failed = failed
+	return write(computeStatus(ro, observation{
+		selector: selector, tenants: byName, superseded: superseded, chosen: chosen,
+		waves: waves, released: released, now: r.now(),
+	}))
 }
 
 // tenantExists reports whether the cache holds the tenant name.

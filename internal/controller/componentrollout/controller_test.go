@@ -191,7 +191,7 @@ func TestAVersionsFailureStaysTheVersionsInTheWaveBeingJudged(t *testing.T) {
 			Failed:    []tenancyv1alpha1.RolloutFailure{{Tenant: "acme", Reason: tenancyv1alpha1.ReasonRolloutFailed}},
 		}},
 	}
-	failed := (&Reconciler{}).count(ro, labels.Everything(), nil, &status, map[string]*tenancyv1alpha1.Tenant{"acme": tenant}, now, func(time.Duration) {})
+	failed := count(ro, labels.Everything(), nil, &status, map[string]*tenancyv1alpha1.Tenant{"acme": tenant}, now, func(time.Duration) {})
 	if failed != 1 || len(status.Waves[0].Failed) != 1 || status.Waves[0].Failed[0].OwnCause {
 		t.Errorf("failed = %d, wave failures %+v: want the version's failure kept", failed, status.Waves[0].Failed)
 	}

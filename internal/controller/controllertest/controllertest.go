@@ -1,6 +1,7 @@
 // Package controllertest holds what the reconcilers' unit tests share: a cluster of pools,
-// spares and claims, a reader that charges each list what the manager's cache would, and the
-// requests a handler queued. Only tests import it.
+// spares and claims, a reader that charges each list what the manager's cache would, the
+// requests a handler queued, and the reading of a status by kstatus and by Argo CD that each
+// reconciler's computeStatus is held to. Only tests import it.
 package controllertest
 
 import (
@@ -8,16 +9,21 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/test/argocd"
 )
 
 // CacheVisits counts the lists made through it and the objects each makes the cache visit. The
@@ -166,4 +172,54 @@ func Get[T client.Object](t testing.TB, c client.Reader, key client.ObjectKey, o
 		t.Fatal(err)
 	}
 	return obj
+}
+
+// argoCDReading is the Argo CD health that says what each kstatus status says: Current is
+// Healthy, InProgress Progressing, Failed Degraded. Landlord writes no status kstatus reads
+// otherwise.
+var argoCDReading = map[status.Status]string{
+	status.CurrentStatus:    argocd.Healthy,
+	status.InProgressStatus: argocd.Progressing,
+	status.FailedStatus:     argocd.Degraded,
+}
+
+// KstatusAgreesWithArgoCD reads obj, one of Landlord's objects with the status a reconciler
+// computed, as kstatus does (Flux's health checks, kubectl wait, cli-utils) and as the Argo CD
+// health check Landlord ships for its kind does (test/argocd), fails the test unless the two
+// say the same, and returns both readings for the caller to check against what it expects.
+// Argo CD's Suspended, which a rollout halted by its spec with waves to go is, has no kstatus
+// counterpart: kstatus reads the Ready False alone it reports as InProgress (not there yet, and
+// Flux waits on it), and the two agree when Argo CD says Suspended where kstatus says
+// InProgress.
+func KstatusAgreesWithArgoCD(t testing.TB, obj client.Object) (status.Status, string) {
+	t.Helper()
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	if u.GetKind() == "" {
+		gvk, err := apiutil.GVKForObject(obj, tenancyv1alpha1.Scheme())
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.SetGroupVersionKind(gvk)
+	}
+	res, err := status.Compute(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	health, err := argocd.HealthOf(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, ok := argoCDReading[res.Status]
+	switch {
+	case !ok:
+		t.Errorf("kstatus reads %s %s as %s (%s), which no Argo CD health stands for", u.GetKind(), u.GetName(), res.Status, res.Message)
+	case health.Status == argocd.Suspended && res.Status == status.InProgressStatus:
+	case health.Status != want:
+		t.Errorf("kstatus reads %s %s as %s (%s), Argo CD as %s (%s); want %s", u.GetKind(), u.GetName(), res.Status, res.Message, health.Status, health.Message, want)
+	}
+	return res.Status, health.Status
 }

@@ -7,13 +7,11 @@ import (
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/controllertest"
 	"github.com/landlord-dev/landlord/internal/database"
-	"github.com/landlord-dev/landlord/test/argocd"
 )
 
 // Every state a DatabaseServer reports reads the same to kstatus (Flux's health checks,
@@ -28,19 +26,18 @@ func TestADatabaseServersStatusReadsTheSameInKstatusAndArgoCD(t *testing.T) {
 		spec    tenancyv1alpha1.DatabaseServerSpec
 		obs     observation
 		kstatus status.Status
-		argo    string
 		reason  string
 	}{
-		{name: "a server Landlord logs in to is Current and Healthy", spec: network, obs: observation{info: info}, kstatus: status.CurrentStatus, argo: argocd.Healthy, reason: tenancyv1alpha1.ReasonReachable},
-		{name: "a server without its admin credentials is Failed and Degraded", spec: network, obs: observation{err: fmt.Errorf("secret x: %w", database.ErrAdminCredentialsMissing)}, kstatus: status.FailedStatus, argo: argocd.Degraded, reason: tenancyv1alpha1.ReasonCredentialsMissing},
-		{name: "a server its spec cannot log in to is Failed and Degraded", spec: network, obs: observation{err: fmt.Errorf("tls: %w", database.ErrServerUnusable)}, kstatus: status.FailedStatus, argo: argocd.Degraded, reason: tenancyv1alpha1.ReasonServerMisconfigured},
-		{name: "a server that does not answer is Failed and Degraded, not Current", spec: network, obs: observation{err: errors.New("dial tcp 10.0.0.7:5432: connect: connection refused")}, kstatus: status.FailedStatus, argo: argocd.Degraded, reason: tenancyv1alpha1.ReasonUnreachable},
+		{name: "a server Landlord logs in to is Current and Healthy", spec: network, obs: observation{info: info}, kstatus: status.CurrentStatus, reason: tenancyv1alpha1.ReasonReachable},
+		{name: "a server without its admin credentials is Failed and Degraded", spec: network, obs: observation{err: fmt.Errorf("secret x: %w", database.ErrAdminCredentialsMissing)}, kstatus: status.FailedStatus, reason: tenancyv1alpha1.ReasonCredentialsMissing},
+		{name: "a server its spec cannot log in to is Failed and Degraded", spec: network, obs: observation{err: fmt.Errorf("tls: %w", database.ErrServerUnusable)}, kstatus: status.FailedStatus, reason: tenancyv1alpha1.ReasonServerMisconfigured},
+		{name: "a server that does not answer is Failed and Degraded, not Current", spec: network, obs: observation{err: errors.New("dial tcp 10.0.0.7:5432: connect: connection refused")}, kstatus: status.FailedStatus, reason: tenancyv1alpha1.ReasonUnreachable},
 		{name: "a server with too high a connection limit is Current and Healthy, and says so", spec: func() tenancyv1alpha1.DatabaseServerSpec {
 			s := network
 			s.ConnectionLimit = ptr.To[int32](90)
 			return s
-		}(), obs: observation{info: info, logins: 4}, kstatus: status.CurrentStatus, argo: argocd.Healthy, reason: tenancyv1alpha1.ReasonReachable},
-		{name: "a server named without its network is Current and Healthy, and says so", spec: tenancyv1alpha1.DatabaseServerSpec{Host: "pg.example.com"}, obs: observation{info: info}, kstatus: status.CurrentStatus, argo: argocd.Healthy, reason: tenancyv1alpha1.ReasonReachable},
+		}(), obs: observation{info: info, logins: 4}, kstatus: status.CurrentStatus, reason: tenancyv1alpha1.ReasonReachable},
+		{name: "a server named without its network is Current and Healthy, and says so", spec: tenancyv1alpha1.DatabaseServerSpec{Host: "pg.example.com"}, obs: observation{info: info}, kstatus: status.CurrentStatus, reason: tenancyv1alpha1.ReasonReachable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := &tenancyv1alpha1.DatabaseServer{
@@ -65,24 +62,8 @@ func TestADatabaseServersStatusReadsTheSameInKstatusAndArgoCD(t *testing.T) {
 			if ready == nil || ready.Reason != tc.reason {
 				t.Fatalf("Ready %+v, want reason %s", ready, tc.reason)
 			}
-			raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ds)
-			if err != nil {
-				t.Fatal(err)
-			}
-			obj := &unstructured.Unstructured{Object: raw}
-			res, err := status.Compute(obj)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Status != tc.kstatus {
-				t.Errorf("kstatus %s (%s), want %s", res.Status, res.Message, tc.kstatus)
-			}
-			health, err := argocd.HealthOf(obj)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if health.Status != tc.argo {
-				t.Errorf("Argo CD %s (%s), want %s", health.Status, health.Message, tc.argo)
+			if got, _ := controllertest.KstatusAgreesWithArgoCD(t, ds); got != tc.kstatus {
+				t.Errorf("kstatus %s, want %s", got, tc.kstatus)
 			}
 		})
 	}

@@ -1,6 +1,3 @@
-// Package tenantbackup runs TenantBackups and TenantRestores: each is a Job in the operator's
-// namespace, given a plan in a Secret of its own, whose outcome the controllers read from the
-// Job and from the store's manifest. The controllers never read a dump.
 package tenantbackup
 
 import (
@@ -28,7 +25,6 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/config"
-	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
@@ -113,37 +109,31 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			return writes.RetryConflict(err)
 		}
 	}
-	next := *b.Status.DeepCopy()
-	next.ObservedGeneration = b.Generation
-	var err error
+	var o backupObservation
 	switch b.Status.Phase {
 	case tenancyv1alpha1.BackupSucceeded, tenancyv1alpha1.BackupFailed:
 		return ctrl.Result{}, deletePlan(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job, b)
 	case tenancyv1alpha1.BackupRunning:
-		err = r.watch(ctx, b, &next)
+		o.err = r.watch(ctx, b, &o)
 	default:
-		err = r.start(ctx, b, &next)
-	}
-	var ref *refusal
-	conds := conditions.For(&next.Conditions, b.Generation)
-	switch {
-	case errors.As(err, &ref):
-		next.Phase = tenancyv1alpha1.BackupPending
-		conds.Stalled(ref.reason, ref.message)
-		err = nil
-	case err != nil:
-		conds.Reconciling(tenancyv1alpha1.ReasonStoreUnavailable, err.Error())
+		o.err = r.start(ctx, b, &o)
 	}
 	// Optimistic: a reconcile working from a copy older than the one that started the Job must
 	// not write Pending over Running.
-	if werr := writes.PatchStatus(ctx, r.Client, b, &b.Status, next, client.MergeFromWithOptimisticLock{}); werr != nil {
+	if werr := writes.PatchStatus(ctx, r.Client, b, &b.Status, computeBackupStatus(b, o), client.MergeFromWithOptimisticLock{}); werr != nil {
 		return writes.RetryConflict(werr)
 	}
-	return ctrl.Result{}, err
+	// A refusal is the status's to say, not an error to try again.
+	var ref *refusal
+	if errors.As(o.err, &ref) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, o.err
 }
 
-// start makes the backup's Secret and Job, once the tenant and the store allow it.
-func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantBackup, next *tenancyv1alpha1.TenantBackupStatus) error {
+// start makes the backup's Secret and Job, once the tenant and the store allow it, and records
+// in o what it made.
+func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantBackup, o *backupObservation) error {
 	if r.Store == nil {
 		return refuse(tenancyv1alpha1.ReasonBackupsNotConfigured, "the operator has no backup store: set backups.objects and backups.key in its configuration")
 	}
@@ -176,12 +166,10 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 		// Where the Job writes, and whose data it is, are recorded before there is a Job or a
 		// key: a backup deleted with its status write after the Job lost would leave what the
 		// Job wrote in the store, unknown, and a purge finds the backups of a tenant by its UID.
-		recorded := *next
-		recorded.TenantUID, recorded.Location = string(t.UID), plan.Location
-		if err := writes.PatchStatus(ctx, r.Client, b, &b.Status, recorded, client.MergeFromWithOptimisticLock{}); err != nil {
+		o.recorded = &backupPlace{tenantUID: string(t.UID), location: plan.Location}
+		if err := writes.PatchStatus(ctx, r.Client, b, &b.Status, computeBackupStatus(b, *o), client.MergeFromWithOptimisticLock{}); err != nil {
 			return err
 		}
-		*next = *b.Status.DeepCopy()
 	}
 	if b.Status.TenantUID != string(t.UID) {
 		return refuse(tenancyv1alpha1.ReasonBackupRefused, "tenant %s was deleted and created again since this backup was asked for", t.Name)
@@ -207,15 +195,11 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 	if err := createJob(ctx, r.Client, r.Config.Backups, name, plan, owner); err != nil {
 		return err
 	}
-	now := metav1.Now()
-	next.Phase = tenancyv1alpha1.BackupRunning
-	next.TenantUID = string(t.UID)
-	next.Location = plan.Location
-	next.Job = name
-	next.StartTime = &now
-	next.Format = backup.ManifestFormat
-	conditions.For(&next.Conditions, b.Generation).Reconciling(tenancyv1alpha1.ReasonJobRunning,
-		fmt.Sprintf("Job %s/%s dumps %d database(s) of tenant %s", r.Config.Backups.Namespace, name, len(dbs), t.Name))
+	o.now = metav1.Now()
+	o.started = &backupJob{
+		namespace: r.Config.Backups.Namespace, name: name, tenant: t.Name, databases: len(dbs),
+		backupPlace: backupPlace{tenantUID: string(t.UID), location: plan.Location},
+	}
 	r.Recorder.Eventf(b, t, corev1.EventTypeNormal, tenancyv1alpha1.ReasonJobRunning, "Backup", "Job %s/%s started", r.Config.Backups.Namespace, name)
 	return nil
 }
@@ -254,8 +238,8 @@ func createOwned(ctx context.Context, c client.Client, obj, existing client.Obje
 }
 
 // watch follows the Job: a backup succeeded when its Job did and its manifest, written last,
-// is in the store and holds what was asked for.
-func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantBackup, next *tenancyv1alpha1.TenantBackupStatus) error {
+// is in the store and holds what was asked for. How it ended is recorded in o.
+func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantBackup, o *backupObservation) error {
 	done, failed, msg, err := jobEnded(ctx, r.Client, r.APIReader, r.Config.Backups.Namespace, b.Status.Job)
 	if err != nil || !done {
 		return err
@@ -270,7 +254,7 @@ func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantB
 		case m.TenantUID != b.Status.TenantUID || !holdsAsked(m, b.Spec.Databases):
 			msg = "the backup's manifest is not the one this backup asked for"
 		default:
-			r.succeeded(b, next, m)
+			r.succeeded(b, o, m)
 			return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job, b)
 		}
 	}
@@ -278,31 +262,20 @@ func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantB
 	if err := r.Store.Delete(ctx, b.Status.Location); err != nil {
 		return fmt.Errorf("deleting what the failed backup wrote: %w", err)
 	}
-	now := metav1.Now()
-	next.Phase = tenancyv1alpha1.BackupFailed
-	next.CompletionTime = &now
-	conditions.For(&next.Conditions, b.Generation).Stalled(tenancyv1alpha1.ReasonJobFailed, msg)
+	o.now = metav1.Now()
+	o.ended = &backupEnd{failed: true, message: msg}
 	backupsTotal.WithLabelValues("failed").Inc()
 	r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonJobFailed, "Backup", "%s", msg)
 	return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job, b)
 }
 
-func (r *BackupReconciler) succeeded(b *tenancyv1alpha1.TenantBackup, next *tenancyv1alpha1.TenantBackupStatus, m *backup.Manifest) {
-	now := metav1.Now()
-	next.Phase = tenancyv1alpha1.BackupSucceeded
-	next.CompletionTime = &now
-	next.Databases = nil
-	next.Size = 0
-	for _, d := range m.Databases {
-		next.Databases = append(next.Databases, tenancyv1alpha1.BackupDatabaseStatus{
-			Name: d.Name, Engine: tenancyv1alpha1.DatabaseEngine(d.Engine), ServerVersion: d.ServerVersion, Size: d.Size, SHA256: d.SHA256,
-		})
-		next.Size += d.Size
-	}
-	msg := fmt.Sprintf("%d database(s), %d bytes", len(m.Databases), next.Size)
-	conditions.For(&next.Conditions, b.Generation).Ready(tenancyv1alpha1.ReasonSucceeded, msg)
+// succeeded records in o a backup whose Job wrote its manifest m, and counts and tells it.
+func (r *BackupReconciler) succeeded(b *tenancyv1alpha1.TenantBackup, o *backupObservation, m *backup.Manifest) {
+	o.now = metav1.Now()
+	o.ended = &backupEnd{manifest: m}
+	_, size, msg := manifestSummary(m)
 	backupsTotal.WithLabelValues("succeeded").Inc()
-	backupBytes.Add(float64(next.Size))
+	backupBytes.Add(float64(size))
 	if b.Status.StartTime != nil {
 		backupSeconds.Observe(time.Since(b.Status.StartTime.Time).Seconds())
 	}

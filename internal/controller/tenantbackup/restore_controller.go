@@ -22,7 +22,6 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/config"
-	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
@@ -112,49 +111,35 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	// One deleted and made again under this name before this reconcile saw it go writes no more.
 	r.writing.releaseNamed(rs.Name, rs.UID)
-	next := *rs.Status.DeepCopy()
-	next.ObservedGeneration = rs.Generation
+	var o restoreObservation
 	switch rs.Status.Phase {
 	case tenancyv1alpha1.BackupSucceeded, tenancyv1alpha1.BackupFailed:
 		return ctrl.Result{}, deletePlan(ctx, r.Client, r.Config.Backups.Namespace, rs.Status.Job, rs)
 	case tenancyv1alpha1.BackupRunning:
-		err = r.watch(ctx, rs, &next)
+		o.err = r.watch(ctx, rs, &o)
 	default:
-		err = r.start(ctx, rs, &next)
-	}
-	var ref *refusal
-	var res ctrl.Result
-	conds := conditions.For(&next.Conditions, rs.Generation)
-	switch {
-	case errors.As(err, &ref):
-		if next.Phase == "" {
-			next.Phase = tenancyv1alpha1.BackupPending
-		}
-		switch ref.reason {
-		case tenancyv1alpha1.ReasonBackupNotReady:
-			conds.Reconciling(ref.reason, ref.message)
-		case tenancyv1alpha1.ReasonRestoreWaiting:
-			conds.Reconciling(ref.reason, ref.message)
-			// The other restore's end is no event of this one's.
-			res.RequeueAfter = 10 * time.Second
-		default:
-			conds.Stalled(ref.reason, ref.message)
-		}
-		err = nil
-	case err != nil:
-		conds.Reconciling(tenancyv1alpha1.ReasonStoreUnavailable, err.Error())
+		o.err = r.start(ctx, rs, &o)
 	}
 	// Optimistic: a reconcile working from a copy older than the one that started the Job must
 	// not write Pending over Running.
-	if werr := writes.PatchStatus(ctx, r.Client, rs, &rs.Status, next, client.MergeFromWithOptimisticLock{}); werr != nil {
+	if werr := writes.PatchStatus(ctx, r.Client, rs, &rs.Status, computeRestoreStatus(rs, o), client.MergeFromWithOptimisticLock{}); werr != nil {
 		return writes.RetryConflict(werr)
 	}
-	return res, err
+	// A refusal is the status's to say, not an error to try again.
+	var ref *refusal
+	switch {
+	case errors.As(o.err, &ref) && ref.reason == tenancyv1alpha1.ReasonRestoreWaiting:
+		// The other restore's end is no event of this one's.
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	case errors.As(o.err, &ref):
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, o.err
 }
 
 // start checks the backup and the tenant written into, takes the safety backup of a tenant whose
-// own data is replaced, and then makes the Job.
-func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.TenantRestore, next *tenancyv1alpha1.TenantRestoreStatus) error {
+// own data is replaced, and then makes the Job, recording in o what it found and made.
+func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.TenantRestore, o *restoreObservation) error {
 	if r.Store == nil {
 		return refuse(tenancyv1alpha1.ReasonBackupsNotConfigured, "the operator has no backup store: set backups.objects and backups.key in its configuration")
 	}
@@ -183,7 +168,7 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 		}
 		return err
 	}
-	if next.TenantUID != "" && next.TenantUID != string(t.UID) {
+	if rs.Status.TenantUID != "" && rs.Status.TenantUID != string(t.UID) {
 		return refuse(tenancyv1alpha1.ReasonBackupRefused, "tenant %s was deleted and created again since this restore started", name)
 	}
 	own := string(t.UID) == b.Status.TenantUID
@@ -216,8 +201,7 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 		return refuse(tenancyv1alpha1.ReasonBackupRefused, "tenant %s does not accept copies of tenant %s: a copy runs the backed-up tenant's code (functions, checks, views, triggers) as %s's logins, so only a tenant of the same customer should take one; annotate it %s=%s to accept",
 			t.Name, b.Spec.Tenant, t.Name, tenancyv1alpha1.AcceptCopyFromAnnotation, b.Status.TenantUID)
 	}
-	next.Tenant = t.Name
-	next.TenantUID = string(t.UID)
+	o.tenant = &restoreTenant{name: t.Name, uid: string(t.UID)}
 	if other, err := r.restoreInto(ctx, rs, t); err != nil || other != "" {
 		if err != nil {
 			return err
@@ -225,7 +209,7 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 		return refuse(tenancyv1alpha1.ReasonRestoreWaiting, "TenantRestore %s is writing into tenant %s; this one starts after it", other, t.Name)
 	}
 	// The data about to be replaced is kept first, the tenant's own or a copy's.
-	if done, err := r.safetyBackup(ctx, rs, t, names, next); err != nil || !done {
+	if done, err := r.safetyBackup(ctx, rs, t, names, o); err != nil || !done {
 		return err
 	}
 	if other, ok := r.writing.take(string(t.UID), rs); !ok {
@@ -247,16 +231,11 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 		r.writing.release(rs.UID)
 		return err
 	}
-	now := metav1.Now()
-	next.Phase = tenancyv1alpha1.BackupRunning
-	next.Job = jobName
-	next.StartTime = &now
-	what := "replaces the data of"
+	o.now = metav1.Now()
+	o.started = &restoreJob{namespace: r.Config.Backups.Namespace, name: jobName, tenant: t.Name, databases: names}
 	if !own {
-		what = "copies the backup of tenant " + b.Spec.Tenant + " into"
+		o.started.copyOf = b.Spec.Tenant
 	}
-	conditions.For(&next.Conditions, rs.Generation).Reconciling(tenancyv1alpha1.ReasonJobRunning,
-		fmt.Sprintf("Job %s/%s %s tenant %s (%s)", r.Config.Backups.Namespace, jobName, what, t.Name, strings.Join(names, ", ")))
 	r.Recorder.Eventf(rs, t, corev1.EventTypeNormal, tenancyv1alpha1.ReasonJobRunning, "Restore", "Job %s/%s started", r.Config.Backups.Namespace, jobName)
 	return nil
 }
@@ -316,10 +295,10 @@ func restored(b *tenancyv1alpha1.TenantBackup, asked []string) ([]string, error)
 
 // safetyBackup takes a backup of the databases about to be replaced and reports whether it
 // succeeded; a restore whose safety backup failed writes nothing.
-func (r *RestoreReconciler) safetyBackup(ctx context.Context, rs *tenancyv1alpha1.TenantRestore, t *tenancyv1alpha1.Tenant, names []string, next *tenancyv1alpha1.TenantRestoreStatus) (bool, error) {
+func (r *RestoreReconciler) safetyBackup(ctx context.Context, rs *tenancyv1alpha1.TenantRestore, t *tenancyv1alpha1.Tenant, names []string, o *restoreObservation) (bool, error) {
 	name := SafetyBackupName(rs.Name)
 	// Recorded first, so that any change to it (an earlier restore's deleted) wakes this one.
-	next.SafetyBackup = name
+	o.safetyBackup = name
 	b := &tenancyv1alpha1.TenantBackup{}
 	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, b)
 	if apierrors.IsNotFound(err) {
@@ -352,7 +331,9 @@ func (r *RestoreReconciler) safetyBackup(ctx context.Context, rs *tenancyv1alpha
 	return false, refuse(tenancyv1alpha1.ReasonBackupNotReady, "taking safety backup %s of tenant %s before its data is replaced", name, t.Name)
 }
 
-func (r *RestoreReconciler) watch(ctx context.Context, rs *tenancyv1alpha1.TenantRestore, next *tenancyv1alpha1.TenantRestoreStatus) error {
+// watch follows the Job: once it ended, the logins written into are set back, and how it ended
+// is recorded in o.
+func (r *RestoreReconciler) watch(ctx context.Context, rs *tenancyv1alpha1.TenantRestore, o *restoreObservation) error {
 	done, failed, msg, err := jobEnded(ctx, r.Client, r.APIReader, r.Config.Backups.Namespace, rs.Status.Job)
 	if err != nil || !done {
 		return err
@@ -365,25 +346,17 @@ func (r *RestoreReconciler) watch(ctx context.Context, rs *tenancyv1alpha1.Tenan
 	}
 	// Ended: another restore may write into the tenant (once the cache shows this one's end too).
 	r.writing.release(rs.UID)
-	now := metav1.Now()
-	next.CompletionTime = &now
-	conds := conditions.For(&next.Conditions, rs.Generation)
+	o.now = metav1.Now()
 	if skipped != "" {
 		msg = strings.TrimPrefix(msg+"; ", "; ") + "the logins were not set back: " + skipped
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonBackupRefused, "Restore", "the logins of tenant %s were not set back: %s", rs.Status.Tenant, skipped)
 	}
+	o.ended = &restoreEnd{failed: failed, message: msg}
 	if failed {
-		next.Phase = tenancyv1alpha1.BackupFailed
-		conds.Stalled(tenancyv1alpha1.ReasonJobFailed, msg)
 		restoresTotal.WithLabelValues("failed").Inc()
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonJobFailed, "Restore", "%s", msg)
 	} else {
-		next.Phase = tenancyv1alpha1.BackupSucceeded
-		done := fmt.Sprintf("restored TenantBackup %s into tenant %s", rs.Spec.Backup, rs.Status.Tenant)
-		if msg != "" {
-			done += "; " + msg
-		}
-		conds.Ready(tenancyv1alpha1.ReasonSucceeded, done)
+		done := restoredMessage(rs, msg)
 		restoresTotal.WithLabelValues("succeeded").Inc()
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonSucceeded, "Restore", "%s", done)
 	}

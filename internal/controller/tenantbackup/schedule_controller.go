@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 )
@@ -94,43 +93,31 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil || !s.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	next := *s.Status.DeepCopy()
-	next.ObservedGeneration = s.Generation
-	conds := conditions.For(&next.Conditions, s.Generation)
 	sched, err := cron.ParseStandard(s.Spec.Schedule)
 	if err != nil {
-		conds.Stalled(tenancyv1alpha1.ReasonInvalidSchedule, fmt.Sprintf("spec.schedule %q: %v", s.Spec.Schedule, err))
-		return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, s, &s.Status, next)
+		return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, s, &s.Status, computeScheduleStatus(s, scheduleObservation{invalid: err}))
 	}
 	if s.Spec.Suspend {
-		next.NextScheduleTime = nil
-		conds.Ready(tenancyv1alpha1.ReasonSuspended, "suspended: no backup is made and none deleted")
-		return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, s, &s.Status, next)
+		return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, s, &s.Status, computeScheduleStatus(s, scheduleObservation{}))
 	}
 	now := r.Clock.Now()
 	from := s.CreationTimestamp.Time
 	if s.Status.LastScheduleTime != nil {
 		from = s.Status.LastScheduleTime.Time
 	}
+	var o scheduleObservation
 	if slot, due := lastSlot(sched, from, now); due {
 		made, err := r.run(ctx, s, slot)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		next.LastScheduleTime = &metav1.Time{Time: slot}
-		next.Tenants = int32(made)
+		o.ran, o.made = &slot, made
 	}
 	if err := r.retain(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	upcoming := sched.Next(now)
-	next.NextScheduleTime = &metav1.Time{Time: upcoming}
-	msg := "next run at " + upcoming.UTC().Format(time.RFC3339)
-	if next.LastScheduleTime != nil {
-		msg = fmt.Sprintf("last run at %s backed up %d tenant(s); %s", next.LastScheduleTime.UTC().Format(time.RFC3339), next.Tenants, msg)
-	}
-	conds.Ready(tenancyv1alpha1.ReasonScheduled, msg)
-	return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, s, &s.Status, next)
+	o.upcoming = sched.Next(now)
+	return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, s, &s.Status, computeScheduleStatus(s, o))
 }
 
 // lastSlot is the latest time of the schedule after from and no later than now, and whether

@@ -22,7 +22,6 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
-	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
@@ -97,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.written.Delete(req.NamespacedName)
 		if claim.Status.Phase == tenancyv1alpha1.ClaimBound && claim.DeletionTimestamp.IsZero() {
 			// A claim bound before claims had conditions gets them; any other costs nothing.
-			return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, claim, &claim.Status, claimStatus(claim, claim.Status))
+			return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, claim, &claim.Status, computeStatus(claim, recorded(claim.Status)))
 		}
 		return ctrl.Result{}, nil
 	}
@@ -260,10 +259,7 @@ func (r *Reconciler) bind(ctx context.Context, claim *tenancyv1alpha1.TenantClai
 func (r *Reconciler) setBound(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, t *tenancyv1alpha1.Tenant) error {
 	now := metav1.Now()
 	orig := claim.DeepCopy()
-	claim.Status = claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{
-		Phase: tenancyv1alpha1.ClaimBound, Tenant: t.Name, Namespace: r.Config.NamespaceName(t.Name),
-		BoundTime: &now, Reason: tenancyv1alpha1.ReasonBound, Message: fmt.Sprintf("bound to tenant %s", t.Name),
-	})
+	claim.Status = computeStatus(claim, boundTo(t.Name, r.Config.NamespaceName(t.Name), now))
 	// Optimistic: a reconcile working from a stale copy of a claim already Bound must not bind
 	// it again (a second event, a second latency sample, a new boundTime).
 	if err := r.Urgent.Status().Patch(ctx, claim, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -284,31 +280,9 @@ func (r *Reconciler) setRefused(ctx context.Context, claim *tenancyv1alpha1.Tena
 	if claim.Status.Reason != tenancyv1alpha1.ReasonClaimRefused || claim.Status.Message != why {
 		r.Recorder.Eventf(claim, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonClaimRefused, "Bind", "%s", why)
 	}
-	return writes.PatchStatus(ctx, r.Client, claim, &claim.Status,
-		claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: tenancyv1alpha1.ReasonClaimRefused, Message: why}))
+	return writes.PatchStatus(ctx, r.Client, claim, &claim.Status, computeStatus(claim, pending(tenancyv1alpha1.ReasonClaimRefused, why)))
 }
 
 func (r *Reconciler) setPending(ctx context.Context, claim *tenancyv1alpha1.TenantClaim, reason, msg string) error {
-	return writes.PatchStatus(ctx, r.Client, claim, &claim.Status,
-		claimStatus(claim, tenancyv1alpha1.TenantClaimStatus{Phase: tenancyv1alpha1.ClaimPending, Reason: reason, Message: msg}))
-}
-
-// claimStatus is next, the claim's phase, reason and message, with the kstatus conditions they
-// stand for, so kubectl wait --for=condition=Ready and Flux health checks work on claims: a
-// Bound claim is Ready; a Pending one is Reconciling, not Ready, with the reason it waits (a
-// missing pool may yet be created, and an empty one refills); a refused one is Stalled: it
-// waits on a change to its pool, or its own deletion.
-func claimStatus(claim *tenancyv1alpha1.TenantClaim, next tenancyv1alpha1.TenantClaimStatus) tenancyv1alpha1.TenantClaimStatus {
-	next.ObservedGeneration = claim.Generation
-	next.Conditions = append([]metav1.Condition(nil), claim.Status.Conditions...)
-	conds := conditions.For(&next.Conditions, claim.Generation)
-	switch {
-	case next.Phase == tenancyv1alpha1.ClaimBound:
-		conds.Ready(next.Reason, next.Message)
-	case next.Reason == tenancyv1alpha1.ReasonClaimRefused:
-		conds.Stalled(next.Reason, next.Message)
-	default:
-		conds.Reconciling(next.Reason, next.Message)
-	}
-	return next
+	return writes.PatchStatus(ctx, r.Client, claim, &claim.Status, computeStatus(claim, pending(reason, msg)))
 }

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/controller/conditions"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
@@ -162,7 +161,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	poolSparesReady.WithLabelValues(pool.Name).Set(float64(len(ready)))
 	poolSparesDesired.WithLabelValues(pool.Name).Set(float64(pool.Spec.Replicas))
 	return result, writes.PatchStatus(ctx, r.Client, pool, &pool.Status,
-		poolStatus(pool, poolCounts{
+		computeStatus(pool, observation{
 			ready: int32(len(ready)), provisioning: int32(len(provisioning)),
 			suspended: int32(len(suspended)), allocated: int32(allocated),
 			tenants: int32(existing + plan.create),
@@ -306,47 +305,6 @@ func (r *Reconciler) createSpare(ctx context.Context, pool *tenancyv1alpha1.Tena
 	}
 	r.expect(&r.creating, pool.Name, t.Name)
 	return t.Name, nil
-}
-
-// poolCounts are a pool's tenants by what they are to it.
-type poolCounts struct {
-	ready, provisioning, suspended, allocated int32
-	// tenants is every tenant the pool created that still exists and stays, spares and
-	// allocated, for spec.maxTenants.
-	tenants int32
-}
-
-// poolStatus is the status of a pool with these counts of spares and allocated tenants.
-func poolStatus(pool *tenancyv1alpha1.TenantPool, n poolCounts) tenancyv1alpha1.TenantPoolStatus {
-	s := *pool.Status.DeepCopy()
-	s.ObservedGeneration = pool.Generation
-	s.Ready, s.Provisioning, s.Suspended, s.Allocated = n.ready, n.provisioning, n.suspended, n.allocated
-	c := conditions.For(&s.Conditions, pool.Generation)
-	// Suspended spares are named in the message, so a pool holding more spares than its
-	// replicas says why.
-	var held string
-	if n.suspended > 0 {
-		held = fmt.Sprintf(", %d suspended", n.suspended)
-	}
-	capped := pool.Spec.MaxTenants != nil && n.tenants >= *pool.Spec.MaxTenants
-	if capped {
-		c.Set(tenancyv1alpha1.MaxTenantsReachedCondition, metav1.ConditionTrue, tenancyv1alpha1.ReasonMaxTenantsReached,
-			fmt.Sprintf("the pool has created %d tenants (%d allocated), its spec.maxTenants: it creates no spare until that is raised or tenants are deleted", n.tenants, n.allocated))
-	} else {
-		// Present only while true, as Stalled is.
-		c.Remove(tenancyv1alpha1.MaxTenantsReachedCondition)
-	}
-	switch {
-	case n.ready >= pool.Spec.Replicas:
-		c.Ready(tenancyv1alpha1.ReasonSucceeded, fmt.Sprintf("%d spares ready%s", n.ready, held))
-	case capped && n.provisioning == 0:
-		c.Stalled(tenancyv1alpha1.ReasonMaxTenantsReached,
-			fmt.Sprintf("%d of %d spares ready, and the pool has created spec.maxTenants (%d) tenants: raise it, or delete tenants", n.ready, pool.Spec.Replicas, *pool.Spec.MaxTenants))
-	default:
-		c.Reconciling(tenancyv1alpha1.ReasonProgressing,
-			fmt.Sprintf("%d of %d spares ready, %d provisioning%s", n.ready, pool.Spec.Replicas, n.provisioning, held))
-	}
-	return s
 }
 
 func (r *Reconciler) expect(set *map[string]map[string]time.Time, pool, name string) {

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -48,70 +47,6 @@ func TestPlanPool(t *testing.T) {
 			}
 			if !slices.Equal(ready, tc.ready) || !slices.Equal(provisioning, tc.provisioning) {
 				t.Error("planPool reordered the lists it was given")
-			}
-		})
-	}
-}
-
-func TestPoolStatus(t *testing.T) {
-	pool := &tenancyv1alpha1.TenantPool{
-		ObjectMeta: metav1.ObjectMeta{Name: "standard", Generation: 4},
-		Spec:       tenancyv1alpha1.TenantPoolSpec{Replicas: 3},
-	}
-	for _, tc := range []struct {
-		name                           string
-		ready, provisioning, suspended int32
-		readyStatus                    metav1.ConditionStatus
-		reconciling                    bool
-		message                        string
-	}{
-		{name: "a pool with its replicas ready is Ready", ready: 3, readyStatus: metav1.ConditionTrue, message: "3 spares ready"},
-		{name: "a pool short of ready spares is Reconciling", ready: 1, provisioning: 2, readyStatus: metav1.ConditionFalse, reconciling: true, message: "1 of 3 spares ready, 2 provisioning"},
-		{name: "a pool holding a suspended spare besides its replicas is Ready and says so", ready: 3, suspended: 1, readyStatus: metav1.ConditionTrue, message: "3 spares ready, 1 suspended"},
-		{name: "a suspended spare does not make a pool Ready", ready: 2, provisioning: 1, suspended: 1, readyStatus: metav1.ConditionFalse, reconciling: true, message: "2 of 3 spares ready, 1 provisioning, 1 suspended"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := poolStatus(pool, poolCounts{ready: tc.ready, provisioning: tc.provisioning, suspended: tc.suspended, allocated: 5})
-			if s.Ready != tc.ready || s.Provisioning != tc.provisioning || s.Suspended != tc.suspended || s.Allocated != 5 || s.ObservedGeneration != 4 {
-				t.Errorf("counts = ready %d provisioning %d suspended %d allocated %d generation %d", s.Ready, s.Provisioning, s.Suspended, s.Allocated, s.ObservedGeneration)
-			}
-			if c := meta.FindStatusCondition(s.Conditions, tenancyv1alpha1.ReadyCondition); c == nil || c.Status != tc.readyStatus || c.ObservedGeneration != 4 || c.Message != tc.message {
-				t.Errorf("Ready = %+v, want %s at generation 4 saying %q", c, tc.readyStatus, tc.message)
-			}
-			if got := meta.IsStatusConditionTrue(s.Conditions, tenancyv1alpha1.ReconcilingCondition); got != tc.reconciling {
-				t.Errorf("Reconciling = %v, want %v", got, tc.reconciling)
-			}
-		})
-	}
-}
-
-func TestAPoolAtMaxTenantsSaysSo(t *testing.T) {
-	pool := &tenancyv1alpha1.TenantPool{
-		ObjectMeta: metav1.ObjectMeta{Name: "standard", Generation: 2},
-		Spec:       tenancyv1alpha1.TenantPoolSpec{Replicas: 3, MaxTenants: ptr.To[int32](10)},
-	}
-	for _, tc := range []struct {
-		name                 string
-		counts               poolCounts
-		ready, stalled, full bool
-	}{
-		{name: "a pool under its cap says nothing of it", counts: poolCounts{ready: 3, allocated: 6, tenants: 9}, ready: true},
-		{name: "a pool at its cap holding its replicas is Ready and says it is at the cap", counts: poolCounts{ready: 3, allocated: 7, tenants: 10}, ready: true, full: true},
-		{name: "a pool at its cap short of spares is Stalled", counts: poolCounts{ready: 1, allocated: 9, tenants: 10}, stalled: true, full: true},
-		{name: "a pool at its cap with spares still provisioning is on its way", counts: poolCounts{ready: 1, provisioning: 1, allocated: 8, tenants: 10}, full: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := poolStatus(pool, tc.counts)
-			if got := meta.IsStatusConditionTrue(s.Conditions, tenancyv1alpha1.ReadyCondition); got != tc.ready {
-				t.Errorf("Ready = %v, want %v: %+v", got, tc.ready, s.Conditions)
-			}
-			stalled := meta.FindStatusCondition(s.Conditions, tenancyv1alpha1.StalledCondition)
-			if (stalled != nil) != tc.stalled || stalled != nil && stalled.Reason != tenancyv1alpha1.ReasonMaxTenantsReached {
-				t.Errorf("Stalled = %+v, want %v with reason MaxTenantsReached", stalled, tc.stalled)
-			}
-			full := meta.FindStatusCondition(s.Conditions, tenancyv1alpha1.MaxTenantsReachedCondition)
-			if (full != nil && full.Status == metav1.ConditionTrue) != tc.full {
-				t.Errorf("MaxTenantsReached = %+v, want %v", full, tc.full)
 			}
 		})
 	}

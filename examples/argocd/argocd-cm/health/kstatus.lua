@@ -7,6 +7,8 @@
 --   whatever the cause: its admin credentials, its spec, or an outage).
 -- - TenantBackup, TenantRestore: Healthy once it succeeded, Progressing while it waits or its Job
 --   runs, Degraded when it failed or is refused (Stalled).
+-- - TenantBackupSchedule: Healthy while it runs as asked (suspended included), Degraded while its
+--   spec.schedule does not parse (Stalled).
 -- The status follows kstatus: Ready is always present, Reconciling and Stalled only while true,
 -- and status.observedGeneration is the spec Landlord last acted on.
 -- Argo CD runs custom checks without Lua's string library: only `..` builds messages.
