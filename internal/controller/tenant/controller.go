@@ -33,6 +33,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/components"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/domains"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
@@ -62,13 +63,9 @@ type Reconciler struct {
 	Secrets secret.TenantSecrets
 	// Databases reaches the DatabaseServers.
 	Databases *database.Connections
-	// Kinds watches the kinds components render; set up by SetupWithManager.
-	Kinds *kindWatches
 	// Applied remembers the owned objects found in place, so that an unchanged tenant costs
 	// neither requests nor the conversions a comparison takes; set up by SetupWithManager.
 	Applied *apply.Memo
-	// rendered remembers each component's last rendering.
-	rendered renderMemo
 	// own keeps the tenants written whose write the cache does not show yet.
 	own ownWrites
 	// requests remembers the reconcile requests handled, should the status not keep them.
@@ -81,6 +78,10 @@ type Reconciler struct {
 	// the client SetupWithManager set.
 	domainEngine *domains.Engine
 	domainOnce   sync.Once
+	// componentEngine renders, applies and prunes components (package components), and
+	// remembers their renderings; made on first use, with the client SetupWithManager set.
+	componentEngine *components.Engine
+	componentOnce   sync.Once
 
 	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
 	Resync <-chan event.GenericEvent
@@ -115,7 +116,6 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=databaseservers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=componenttemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // annotationUpdate passes the updates of a tenant whose annotations changed as changed says,
@@ -168,6 +168,20 @@ func (r *Reconciler) domains() *domains.Engine {
 	return r.domainEngine
 }
 
+// components is the engine that renders, applies and prunes the tenant's components.
+func (r *Reconciler) components() *components.Engine {
+	r.componentOnce.Do(func() {
+		r.componentEngine = &components.Engine{
+			Client: r.Client, APIReader: r.APIReader, Config: r.Config, Recorder: r.Recorder, Applied: r.Applied,
+			// A write the API server refuses is reported as the other phases report theirs.
+			ApplyFailed: func(t *tenancyv1alpha1.Tenant, obj client.Object, err error) components.Result {
+				return r.applyFailed(t, obj, err).result()
+			},
+		}
+	})
+	return r.componentEngine
+}
+
 // SetupWithManager registers the controller. Owned objects map back to their tenant through
 // the controller owner reference, so deleting or editing one re-converges it within seconds.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -188,7 +202,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A shard hears only of the tenants it reconciles, or has to hand over.
 		For(&tenancyv1alpha1.Tenant{}, builder.WithPredicates(mine, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, dataAnnotationsChanged, reconcileRequested, handover))).
 		// Owned objects, as Owns would watch them, each deletion also forgetting what is
-		// remembered of the object (render_memo.go).
+		// remembered of the object (memory.go).
 		Watches(&corev1.Namespace{}, r.owned(mgr)).
 		Watches(&rbacv1.RoleBinding{}, r.owned(mgr)).
 		Watches(&corev1.ResourceQuota{}, r.owned(mgr)).
@@ -214,12 +228,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.Kinds = &kindWatches{
-		ctrl:    c,
-		cache:   mgr.GetCache(),
-		client:  r.Client,
-		timeout: r.Config.Controller.CacheSyncTimeout.Duration,
-		handler: handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tenancyv1alpha1.Tenant{}, handler.OnlyControllerOwner()),
+	r.components().Kinds = &components.KindWatches{
+		Controller: c,
+		Cache:      mgr.GetCache(),
+		Client:     r.Client,
+		Timeout:    r.Config.Controller.CacheSyncTimeout.Duration,
+		Handler:    handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &tenancyv1alpha1.Tenant{}, handler.OnlyControllerOwner()),
 	}
 	return nil
 }

@@ -13,11 +13,6 @@ const (
 	// ReasonPodsStopped: the tenant is Frozen, and the pods running in its namespace were
 	// deleted.
 	ReasonPodsStopped = "PodsStopped"
-	// ReasonComponentApplied: a component was applied at another version than it ran.
-	ReasonComponentApplied = "ComponentApplied"
-	// ReasonComponentRemoved: a component no longer in the tenant's spec was removed, with the
-	// objects it had rendered.
-	ReasonComponentRemoved = "ComponentRemoved"
 	// ReasonProvisioned: a database and its login were created on a DatabaseServer.
 	ReasonProvisioned = "Provisioned"
 	// ReasonRotated: a database login was given a new password, as a rotation request asked.

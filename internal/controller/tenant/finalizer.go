@@ -90,5 +90,5 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) er
 // forget drops what is remembered about a namespace that is gone.
 func (r *Reconciler) forget(nsName string) {
 	r.Applied.Forget(nsName)
-	r.rendered.forget(nsName)
+	r.components().Forget(nsName)
 }

@@ -18,15 +18,9 @@ import (
 
 // The operator's metrics carry no per-tenant label: a fleet of thousands of tenants would be as
 // many series in every Prometheus that scrapes it. Per-tenant status is what kube-state-metrics
-// exposes from the Tenant objects (config/kube-state-metrics).
+// exposes from the Tenant objects (config/kube-state-metrics). The components' render failures
+// are counted by their engine (package components).
 var (
-	// componentRenderFailures counts the attempts to render a component that failed, by the
-	// reason its tenant then reports: a missing template, a template that does not render, or
-	// one rendering a kind components may not create. Every retry of a stalled tenant counts.
-	componentRenderFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "landlord_component_render_failures_total",
-		Help: "Component renderings that failed, by component and reason (TemplateNotFound, RenderFailed, KindNotAllowed).",
-	}, []string{"component", "reason"})
 	// applyFailures counts writes the API server refused, by the kind written and the reason
 	// the tenant reports: OwnershipConflict and InvalidObject stall the tenant, ApplyFailed is
 	// retried.
@@ -55,7 +49,7 @@ var oldestNotReadyDesc = prometheus.NewDesc("landlord_tenant_oldest_not_ready_se
 var tenantsCollector = leadermetrics.New(collectTenants, tenantsDesc, oldestNotReadyDesc)
 
 func init() {
-	metrics.Registry.MustRegister(componentRenderFailures, applyFailures, tenantsCollector)
+	metrics.Registry.MustRegister(applyFailures, tenantsCollector)
 }
 
 // Counts returns the manager Runnable that reports landlord_tenants and

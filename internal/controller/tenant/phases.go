@@ -25,9 +25,6 @@ type tenantScope struct {
 	// verify: a reconcile was asked for (ReconcileRequestAnnotation), and what earlier
 	// reconciles found in place is checked again rather than trusted: databases on their servers.
 	verify bool
-	// workloads is the tenant namespace's WorkloadsAnnotation as this reconcile last wrote or
-	// read it; nil until then.
-	workloads []string
 }
 
 func newTenantScope(t *tenancyv1alpha1.Tenant, namespace string) *tenantScope {

@@ -1,4 +1,4 @@
-package tenant
+package components
 
 import (
 	"context"
@@ -28,14 +28,14 @@ import (
 // When Landlord's own pods fill the quota (a rolling update's extra pod with no headroom), or
 // the quota counts something pods do not tell, it is not. The pods are listed from the API
 // server (the cache holds none), once per reconcile of a tenant whose workload the quota refuses.
-func (r *Reconciler) ownPodsFillQuota(ctx context.Context, s *tenantScope, refusal string, rendered []*unstructured.Unstructured) (bool, error) {
+func (e *Engine) ownPodsFillQuota(ctx context.Context, s *scope, refusal string, rendered []*unstructured.Unstructured) (bool, error) {
 	q, ok := component.ParseQuotaRefusal(refusal)
 	short := q.Shortfall()
 	if !ok || len(short) == 0 {
 		return false, nil
 	}
 	pods := &corev1.PodList{}
-	if err := r.APIReader.List(ctx, pods, client.InNamespace(s.namespace)); err != nil {
+	if err := e.APIReader.List(ctx, pods, client.InNamespace(s.namespace)); err != nil {
 		return false, fmt.Errorf("listing the pods of namespace %s to tell whose fill its quota: %w", s.namespace, err)
 	}
 	landlords := landlordsWorkloads(s, rendered)
@@ -71,7 +71,7 @@ type workloadNames map[string]map[string]bool
 
 // landlordsWorkloads are the workloads of every component of the tenant: those just rendered and
 // those its status lists.
-func landlordsWorkloads(s *tenantScope, rendered []*unstructured.Unstructured) workloadNames {
+func landlordsWorkloads(s *scope, rendered []*unstructured.Unstructured) workloadNames {
 	out := workloadNames{}
 	add := func(kind, name string) {
 		if out[kind] == nil {

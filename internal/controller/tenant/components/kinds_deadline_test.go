@@ -1,4 +1,4 @@
-package tenant
+package components
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestAKindThatNeverSyncsIsWaitedOnUntilOneDeadline(t *testing.T) {
 
 	t.Run("a reconcile after the deadline asks the informer once and does not wait", func(t *testing.T) {
 		informer := &neverSynced{}
-		w := &kindWatches{timeout: time.Minute, watching: map[schema.GroupVersionKind]kindInformer{
+		w := &KindWatches{Timeout: time.Minute, watching: map[schema.GroupVersionKind]kindInformer{
 			gvk: {informer: informer, started: time.Now().Add(-time.Hour)},
 		}}
 		for range 3 {
@@ -54,7 +54,7 @@ func TestAKindThatNeverSyncsIsWaitedOnUntilOneDeadline(t *testing.T) {
 		// test's context first.
 		started := time.Now().Add(-time.Minute + 300*time.Millisecond)
 		syncBy := started.Add(time.Minute)
-		w := &kindWatches{timeout: time.Minute, watching: map[schema.GroupVersionKind]kindInformer{
+		w := &KindWatches{Timeout: time.Minute, watching: map[schema.GroupVersionKind]kindInformer{
 			gvk: {informer: informer, started: started},
 		}}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -1,4 +1,4 @@
-package tenant
+package components
 
 import (
 	"context"
@@ -75,10 +75,10 @@ func inventoryWorkloads(statuses []tenancyv1alpha1.ComponentStatus) []string {
 // once a reconcile and then kept in s, so that a second component's write does not take back
 // the first's; nothing is written while it is already right, and a write is made against the
 // API server's own copy.
-func (r *Reconciler) recordWorkloads(ctx context.Context, s *tenantScope, want []string, exact bool) error {
+func (e *Engine) recordWorkloads(ctx context.Context, s *scope, want []string, exact bool) error {
 	if s.workloads == nil {
 		ns := &corev1.Namespace{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns, client.UnsafeDisableDeepCopy); err != nil {
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns, client.UnsafeDisableDeepCopy); err != nil {
 			return fmt.Errorf("reading namespace %s: %w", s.namespace, err)
 		}
 		s.workloads = splitWorkloads(ns.Annotations[tenancyv1alpha1.WorkloadsAnnotation])
@@ -91,7 +91,7 @@ func (r *Reconciler) recordWorkloads(ctx context.Context, s *tenantScope, want [
 	// list built from it would take back workloads listed since. The write is made against the
 	// API server's copy, and refused if that changed before it lands.
 	live := &corev1.Namespace{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: s.namespace}, live); err != nil {
+	if err := e.APIReader.Get(ctx, client.ObjectKey{Name: s.namespace}, live); err != nil {
 		return fmt.Errorf("reading namespace %s: %w", s.namespace, err)
 	}
 	s.workloads = splitWorkloads(live.Annotations[tenancyv1alpha1.WorkloadsAnnotation])
@@ -110,7 +110,7 @@ func (r *Reconciler) recordWorkloads(ctx context.Context, s *tenantScope, want [
 	}
 	ns := &corev1.Namespace{}
 	ns.Name = s.namespace
-	if err := r.Client.Patch(ctx, ns, client.RawPatch(types.ApplyYAMLPatchType, body), client.FieldOwner(workloadsFieldOwner), client.ForceOwnership); err != nil {
+	if err := e.Client.Patch(ctx, ns, client.RawPatch(types.ApplyYAMLPatchType, body), client.FieldOwner(workloadsFieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("listing the workloads of tenant %s on namespace %s: %w", s.tenant.Name, s.namespace, err)
 	}
 	s.workloads = next
