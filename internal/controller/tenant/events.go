@@ -18,11 +18,4 @@ const (
 	// ReasonComponentRemoved: a component no longer in the tenant's spec was removed, with the
 	// objects it had rendered.
 	ReasonComponentRemoved = "ComponentRemoved"
-	// ReasonProvisioned: a database and its login were created on a DatabaseServer.
-	ReasonProvisioned = "Provisioned"
-	// ReasonRotated: a database login was given a new password, as a rotation request asked.
-	ReasonRotated = "Rotated"
-	// ReasonCredentialsRestored: the secret store held no record of a database's credentials;
-	// the password in the tenant's credentials Secret was written back to it and kept.
-	ReasonCredentialsRestored = "CredentialsRestored"
 )
