@@ -5,7 +5,8 @@
 // The reconcilers, each importing none of the others:
 //
 //	tenant            a Tenant into its namespace, access, quota, policies, databases, secrets
-//	                  and components; a table of phases per lifecycle state
+//	                  and components; a table of phases per lifecycle state, with engines of
+//	                  its own for domains (tenant/domains) and databases (tenant/databases)
 //	tenantpool        a TenantPool's spare tenants, kept Ready
 //	tenantclaim       a TenantClaim bound to one of its pool's Ready spares
 //	databaseserver    a DatabaseServer's reachability and capacity

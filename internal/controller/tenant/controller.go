@@ -34,6 +34,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/components"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/databases"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/domains"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
@@ -70,10 +71,10 @@ type Reconciler struct {
 	own ownWrites
 	// requests remembers the reconcile requests handled, should the status not keep them.
 	requests handledRequests
-	// placed counts the databases placed that the cache does not show yet.
-	placed placements
-	// slots starts a statement's timeout once it has a connection to its server.
-	slots serverSlots
+	// databaseEngine places, provisions, publishes and drops databases (package databases);
+	// made on first use, with the client SetupWithManager set.
+	databaseEngine *databases.Engine
+	databaseOnce   sync.Once
 	// domainEngine decides and hands over domains (package domains); made on first use, with
 	// the client SetupWithManager set.
 	domainEngine *domains.Engine
@@ -115,7 +116,6 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=databaseservers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // annotationUpdate passes the updates of a tenant whose annotations changed as changed says,

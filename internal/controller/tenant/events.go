@@ -13,11 +13,4 @@ const (
 	// ReasonPodsStopped: the tenant is Frozen, and the pods running in its namespace were
 	// deleted.
 	ReasonPodsStopped = "PodsStopped"
-	// ReasonProvisioned: a database and its login were created on a DatabaseServer.
-	ReasonProvisioned = "Provisioned"
-	// ReasonRotated: a database login was given a new password, as a rotation request asked.
-	ReasonRotated = "Rotated"
-	// ReasonCredentialsRestored: the secret store held no record of a database's credentials;
-	// the password in the tenant's credentials Secret was written back to it and kept.
-	ReasonCredentialsRestored = "CredentialsRestored"
 )

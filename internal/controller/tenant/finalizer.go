@@ -56,7 +56,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) er
 			return err
 		}
 	} else {
-		r.reportKeptDatabases(t)
+		r.databases().ReportKept(t)
 	}
 	ns := &corev1.Namespace{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns); {

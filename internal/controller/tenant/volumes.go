@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/databases"
 )
 
 // A tenant's persistent volumes outlive its namespace. Deleting a namespace deletes its claims,
@@ -131,7 +132,7 @@ func (r *Reconciler) saveVolumesRecord(ctx context.Context, namespace string, t 
 // are Released too) takes nothing of it.
 func (r *Reconciler) tenantVolumes(ctx context.Context, t *tenancyv1alpha1.Tenant, namespace string) ([]corev1.PersistentVolume, error) {
 	uids := []string{string(t.UID)}
-	if adopt := adoptedUID(t); adopt != "" {
+	if adopt := databases.AdoptedUID(t); adopt != "" {
 		uids = append(uids, adopt)
 	}
 	req, err := labels.NewRequirement(tenancyv1alpha1.TenantUIDLabel, selection.In, uids)
@@ -155,7 +156,7 @@ func (r *Reconciler) restoreVolumes(ctx context.Context, s *tenantScope) error {
 	// The status lists kept volumes; a tenant back from Archived (no namespace in status, but
 	// reconciled before) looks once more, in case that list was never written.
 	back := t.Status.Namespace == "" && t.Status.ObservedGeneration > 0
-	if len(t.Status.Volumes) == 0 && adoptedUID(t) == "" && !back {
+	if len(t.Status.Volumes) == 0 && databases.AdoptedUID(t) == "" && !back {
 		return nil
 	}
 	pvs, err := r.tenantVolumes(ctx, t, s.namespace)
@@ -208,7 +209,7 @@ func (r *Reconciler) purgeVolumes(ctx context.Context, s *tenantScope) error {
 	}
 	s.status.Volumes = nil
 	// The records of the volumes just deleted: the tenant's own, and the adopted tenant's.
-	for _, uid := range []string{string(t.UID), adoptedUID(t)} {
+	for _, uid := range []string{string(t.UID), databases.AdoptedUID(t)} {
 		if uid == "" {
 			continue
 		}

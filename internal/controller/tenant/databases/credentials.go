@@ -1,4 +1,4 @@
-package tenant
+package databases
 
 import (
 	"context"
@@ -23,21 +23,21 @@ import (
 // database before its server does; a record the store lost is written back from the Secret
 // (restoreCredentials). Once the server holds the database, the record is stamped with the
 // tenant it now belongs to (recordOwner), and the credentials are published as the tenant's
-// Secret (publishCredentials). The database phase (databases.go) calls these in that order;
+// Secret (publishCredentials). Ensure (databases.go) calls these in that order;
 // the only other reader of the records is purging, which deletes them with the data they name.
 
 // intactCredentials reads the credentials of a database in place from the tenant's own Secret:
 // ok only when the Secret is the tenant's (controlled by it), unedited (its digest matches) and
 // names the engine, server, database and login the status records.
-func (r *Reconciler) intactCredentials(ctx context.Context, s *tenantScope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, error) {
+func (r *Engine) intactCredentials(ctx context.Context, s Scope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, error) {
 	existing := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: tenancyv1alpha1.DatabaseSecretName(e.Name)}, existing)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: tenancyv1alpha1.DatabaseSecretName(e.Name)}, existing)
 	switch {
 	case apierrors.IsNotFound(err):
 		return resources.DatabaseCredentials{}, false, nil
 	case err != nil:
 		return resources.DatabaseCredentials{}, false, err
-	case !metav1.IsControlledBy(existing, s.tenant):
+	case !metav1.IsControlledBy(existing, s.Tenant):
 		return resources.DatabaseCredentials{}, false, nil
 	}
 	c, ok := resources.CredentialsFromSecret(existing, e.Name)
@@ -51,17 +51,17 @@ func (r *Reconciler) intactCredentials(ctx context.Context, s *tenantScope, e db
 // The store is written before the server, so no database ever exists that the store does not
 // know about. A database the status records in place is never created again: see
 // restoreCredentials.
-func (r *Reconciler) credentials(ctx context.Context, s *tenantScope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, outcome) {
-	ok := outcome{done: true}
+func (r *Engine) credentials(ctx context.Context, s Scope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, Result) {
+	ok := Result{Done: true}
 	name := tenancyv1alpha1.DatabaseSecretName(e.Name)
-	stored, err := r.Secrets.Load(ctx, s.namespace, name)
+	stored, err := r.Secrets.Load(ctx, s.Namespace, name)
 	switch {
 	case err == nil:
 		c, isDB, err := resources.ParseStoredCredentials(stored, e.Name)
 		switch {
 		case !isDB || err != nil:
 			return c, false, stalled(tenancyv1alpha1.ReasonInvalidObject,
-				"the secret store holds %s/%s but not as complete database credentials", s.namespace, name)
+				"the secret store holds %s/%s but not as complete database credentials", s.Namespace, name)
 		case c.Engine != e.engine:
 			return c, false, stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
 				"database %s already exists as a %s database; a database cannot change engine", e.Name, c.Engine)
@@ -70,12 +70,12 @@ func (r *Reconciler) credentials(ctx context.Context, s *tenantScope, e dbEntry,
 				"%s is on DatabaseServer %s, not %s: databases are never moved", e, c.Server, e.Server)
 		}
 		legacy, res := r.claimRecord(s, e, c, prev)
-		if !res.done {
+		if !res.Done {
 			return c, false, res
 		}
-		c.Account.Owner, c.Account.Adopt, c.Account.AdoptUnmarked = string(s.tenant.UID), adoptedUID(s.tenant), legacy
+		c.Account.Owner, c.Account.Adopt, c.Account.AdoptUnmarked = string(s.Tenant.UID), AdoptedUID(s.Tenant), legacy
 		// Data still recorded as the adopted tenant's is taken over, never created afresh.
-		c.Account.MustExist = c.UID != "" && c.UID == adoptedUID(s.tenant)
+		c.Account.MustExist = c.UID != "" && c.UID == AdoptedUID(s.Tenant)
 		if e.Rotation == "" || e.Rotation == c.Rotation {
 			return c, false, ok
 		}
@@ -84,20 +84,20 @@ func (r *Reconciler) credentials(ctx context.Context, s *tenantScope, e dbEntry,
 			return c, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 		c.Account.Password, c.Rotation = password, e.Rotation
-		if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.namespace, c)); err != nil {
+		if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.Namespace, c)); err != nil {
 			return c, false, storeFailed(e, err)
 		}
 		return c, true, ok
 	case errors.Is(err, secret.ErrNotFound) && prev != nil:
 		return r.restoreCredentials(ctx, s, e, prev)
-	case errors.Is(err, secret.ErrNotFound) && adoptedUID(s.tenant) != "":
+	case errors.Is(err, secret.ErrNotFound) && AdoptedUID(s.Tenant) != "":
 		// A tenant that adopts another's data finds it through the store, under its namespace's
 		// name. No record there means the data is elsewhere (another namespacePrefix, another
 		// store), never that it is new: an empty database would hide that and strand the data.
 		return resources.DatabaseCredentials{}, false, stalled(tenancyv1alpha1.ReasonAdoptedDataMissing,
 			"%s: this tenant adopts the data of the tenant with UID %s, but the secret store holds no record %s/%s; nothing is created empty. "+
 				"The store and namespacePrefix must be those the earlier tenant used; a database that is new to this tenant can be added once the annotation %s is removed",
-			e, adoptedUID(s.tenant), s.namespace, name, tenancyv1alpha1.AdoptDataAnnotation)
+			e, AdoptedUID(s.Tenant), s.Namespace, name, tenancyv1alpha1.AdoptDataAnnotation)
 	case errors.Is(err, secret.ErrNotFound):
 	default:
 		return resources.DatabaseCredentials{}, false, storeFailed(e, err)
@@ -108,29 +108,29 @@ func (r *Reconciler) credentials(ctx context.Context, s *tenantScope, e dbEntry,
 		server = prev.Server
 	}
 	if server == "" {
-		var res outcome
-		if server, res = r.placeDatabase(ctx, s.tenant, e); !res.done {
+		var res Result
+		if server, res = r.placeDatabase(ctx, s.Tenant, e); !res.Done {
 			return resources.DatabaseCredentials{}, false, res
 		}
 	}
 	ds, err := r.Databases.Server(ctx, server)
 	if err != nil {
-		return resources.DatabaseCredentials{}, false, r.serverFailed(s.tenant, e, server, err)
+		return resources.DatabaseCredentials{}, false, r.serverFailed(s.Tenant, e, server, err)
 	}
 	// The one place names are chosen: for a database neither the store nor the status knows.
 	// From here on they are read from the record (and the status), so databases.naming applies
 	// to new databases only, and adopted data, a move's or a claimed spare's, keeps its names.
 	dbName, user := database.NewNames(r.Config.Databases.Naming, database.Engine(e.engine), ds.Spec.NamePrefix,
-		s.tenant.Name, string(s.tenant.UID), e.Name)
+		s.Tenant.Name, string(s.Tenant.UID), e.Name)
 	password, err := database.GeneratePassword()
 	if err != nil {
 		return resources.DatabaseCredentials{}, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	c := resources.DatabaseCredentials{
-		Engine: e.engine, Name: e.Name, Server: server, Rotation: e.Rotation, UID: string(s.tenant.UID),
-		Account: database.Account{Database: dbName, Username: user, Password: password, Owner: string(s.tenant.UID)},
+		Engine: e.engine, Name: e.Name, Server: server, Rotation: e.Rotation, UID: string(s.Tenant.UID),
+		Account: database.Account{Database: dbName, Username: user, Password: password, Owner: string(s.Tenant.UID)},
 	}
-	if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.namespace, c)); err != nil {
+	if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.Namespace, c)); err != nil {
 		return c, false, storeFailed(e, err)
 	}
 	return c, false, ok
@@ -152,8 +152,8 @@ func (r *Reconciler) credentials(ctx context.Context, s *tenantScope, e dbEntry,
 // This holds when the Secret was deleted too, rather than minting as the store's answer alone
 // would suggest: a deleted Secret does not stop applications that read it at start, and a
 // silent new password would also hide that the store lost data.
-func (r *Reconciler) restoreCredentials(ctx context.Context, s *tenantScope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, outcome) {
-	t := s.tenant
+func (r *Engine) restoreCredentials(ctx context.Context, s Scope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, Result) {
+	t := s.Tenant
 	c, intact, err := r.intactCredentials(ctx, s, e, prev)
 	if err != nil {
 		return c, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
@@ -165,7 +165,7 @@ func (r *Reconciler) restoreCredentials(ctx context.Context, s *tenantScope, e d
 				"%s on DatabaseServer %s: the stored credentials are missing (the secret store holds no record %s/%s) and the tenant's Secret %s is gone or was edited, "+
 					"so nothing holds the password of database %q any more; it is not replaced without a request. "+
 					"Put the record back in the store from a backup, or set the database's rotation to a new value to give it a new password",
-				e, prev.Server, s.namespace, tenancyv1alpha1.DatabaseSecretName(e.Name), tenancyv1alpha1.DatabaseSecretName(e.Name), prev.Database)
+				e, prev.Server, s.Namespace, tenancyv1alpha1.DatabaseSecretName(e.Name), tenancyv1alpha1.DatabaseSecretName(e.Name), prev.Database)
 		}
 		// A rotation asked for a new password; the database keeps its names.
 		c = resources.DatabaseCredentials{
@@ -174,7 +174,7 @@ func (r *Reconciler) restoreCredentials(ctx context.Context, s *tenantScope, e d
 		}
 	}
 	c.UID = string(t.UID)
-	c.Account.Owner, c.Account.Adopt = string(t.UID), adoptedUID(t)
+	c.Account.Owner, c.Account.Adopt = string(t.UID), AdoptedUID(t)
 	if rotate {
 		password, err := database.GeneratePassword()
 		if err != nil {
@@ -182,7 +182,7 @@ func (r *Reconciler) restoreCredentials(ctx context.Context, s *tenantScope, e d
 		}
 		c.Account.Password, c.Rotation = password, e.Rotation
 	}
-	if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.namespace, c)); err != nil {
+	if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.Namespace, c)); err != nil {
 		return c, false, storeFailed(e, err)
 	}
 	if !rotate {
@@ -190,7 +190,7 @@ func (r *Reconciler) restoreCredentials(ctx context.Context, s *tenantScope, e d
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonCredentialsRestored, "Restore",
 			"the secret store held no record of %s; the password in the tenant's Secret %s is written back to it and kept", e, tenancyv1alpha1.DatabaseSecretName(e.Name))
 	}
-	return c, rotate, outcome{done: true}
+	return c, rotate, Result{Done: true}
 }
 
 // claimRecord decides whether a stored record is the tenant's to use. A record names the UID of
@@ -200,13 +200,13 @@ func (r *Reconciler) restoreCredentials(ctx context.Context, s *tenantScope, e d
 // tenant this one adopts (AdoptDataAnnotation). A record without a UID, written before records
 // carried one, is used only when the tenant's own status has the database in place under the
 // recorded names (legacy is then true: its server objects carry no marker yet either).
-func (r *Reconciler) claimRecord(s *tenantScope, e dbEntry, c resources.DatabaseCredentials, prev *tenancyv1alpha1.DatabaseStatus) (legacy bool, res outcome) {
-	t := s.tenant
-	ok := outcome{done: true}
+func (r *Engine) claimRecord(s Scope, e dbEntry, c resources.DatabaseCredentials, prev *tenancyv1alpha1.DatabaseStatus) (legacy bool, res Result) {
+	t := s.Tenant
+	ok := Result{Done: true}
 	switch {
 	case c.UID == string(t.UID):
 		return false, ok
-	case c.UID != "" && c.UID == adoptedUID(t):
+	case c.UID != "" && c.UID == AdoptedUID(t):
 		return false, ok
 	case c.UID == "" && prev != nil && prev.Server == c.Server &&
 		prev.Database == c.Account.Database && prev.Username == c.Account.Username && checkLegacyNames(c, t.Name) == nil:
@@ -222,8 +222,9 @@ func (r *Reconciler) claimRecord(s *tenantScope, e dbEntry, c resources.Database
 		e, t.Name, c.UID, c.Account.Database, c.Server, tenancyv1alpha1.AdoptDataAnnotation, c.UID)
 }
 
-// adoptedUID is the UID of the earlier tenant whose data the tenant takes over, or "".
-func adoptedUID(t *tenancyv1alpha1.Tenant) string {
+// AdoptedUID is the UID of the earlier tenant whose data the tenant takes over, or "": its
+// databases here, its volumes in the tenant reconciler.
+func AdoptedUID(t *tenancyv1alpha1.Tenant) string {
 	if uid := t.Annotations[tenancyv1alpha1.AdoptDataAnnotation]; uid != string(t.UID) {
 		return uid
 	}
@@ -242,7 +243,7 @@ func checkLegacyNames(c resources.DatabaseCredentials, tenant string) error {
 	return nil
 }
 
-func storeFailed(e dbEntry, err error) outcome {
+func storeFailed(e dbEntry, err error) Result {
 	return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "%s: secret store: %w", e, err)
 }
 
@@ -250,29 +251,29 @@ func storeFailed(e dbEntry, err error) outcome {
 // earlier tenant it adopts), once the database's server names it: a record re-stamped first
 // would leave the server's markers naming the earlier tenant, with nothing left to say the
 // takeover was asked for.
-func (r *Reconciler) recordOwner(ctx context.Context, s *tenantScope, e dbEntry, c *resources.DatabaseCredentials) outcome {
-	if c.UID == string(s.tenant.UID) {
-		return outcome{done: true}
+func (r *Engine) recordOwner(ctx context.Context, s Scope, e dbEntry, c *resources.DatabaseCredentials) Result {
+	if c.UID == string(s.Tenant.UID) {
+		return Result{Done: true}
 	}
-	c.UID = string(s.tenant.UID)
-	if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.namespace, *c)); err != nil {
+	c.UID = string(s.Tenant.UID)
+	if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.Namespace, *c)); err != nil {
 		return storeFailed(e, err)
 	}
-	return outcome{done: true}
+	return Result{Done: true}
 }
 
 // publishCredentials writes the credentials Secret into the tenant namespace (when it differs
 // from the cached one) and returns the database's status entry.
 // ds is the server, as the caller read it from the cache.
-func (r *Reconciler) publishCredentials(ctx context.Context, s *tenantScope, c resources.DatabaseCredentials, ds *tenancyv1alpha1.DatabaseServer, prev *tenancyv1alpha1.DatabaseStatus, limit *int32) (*tenancyv1alpha1.DatabaseStatus, outcome) {
-	t := s.tenant
-	sec := resources.DatabaseSecret(t, s.namespace, c, database.Address(ds))
+func (r *Engine) publishCredentials(ctx context.Context, s Scope, c resources.DatabaseCredentials, ds *tenancyv1alpha1.DatabaseServer, prev *tenancyv1alpha1.DatabaseStatus, limit *int32) (*tenancyv1alpha1.DatabaseStatus, Result) {
+	t := s.Tenant
+	sec := resources.DatabaseSecret(t, s.Namespace, c, database.Address(ds))
 	if _, err := r.applier(s).Apply(ctx, sec); err != nil {
-		return prev, r.applyFailed(t, sec, err)
+		return prev, r.ApplyFailed(t, sec, err)
 	}
 	return &tenancyv1alpha1.DatabaseStatus{
 		Engine: c.Engine, Name: c.Name, Server: c.Server,
 		Database: c.Account.Database, Username: c.Account.Username,
 		SecretName: sec.Name, Rotation: c.Rotation, ConnectionLimit: limit,
-	}, outcome{done: true}
+	}, Result{Done: true}
 }

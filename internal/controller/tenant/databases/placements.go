@@ -1,4 +1,4 @@
-package tenant
+package databases
 
 import (
 	"context"
@@ -6,10 +6,69 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 )
+
+// placeDatabase is where a tenant's new database of an engine goes: the server already holding
+// the tenant's databases of that engine if any (no request, and no look at the servers), else
+// the least loaded server (see leastLoadedServer) by the servers and tenant counts in the cache.
+// Nothing is placed when none qualifies; a server becoming Ready re-triggers the tenant. Counts
+// include what this process placed that the cache does not show yet (placements).
+func (r *Engine) placeDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry) (string, Result) {
+	for _, d := range t.Status.Databases {
+		if d.Engine == e.engine {
+			return d.Server, Result{Done: true}
+		}
+	}
+	servers := &tenancyv1alpha1.DatabaseServerList{}
+	if err := r.Client.List(ctx, servers); err != nil {
+		return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
+	}
+	server, err := r.placed.place(ctx, r.Client, t, e.engine, servers.Items)
+	if err != nil {
+		return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
+	}
+	if server != "" {
+		return server, Result{Done: true}
+	}
+	return "", progressing(tenancyv1alpha1.ReasonNoDatabaseServer,
+		"%s: no Ready %s DatabaseServer has room for another tenant", e, e.engine)
+}
+
+// leastLoadedServer is the Ready, not deleted server of the engine with the fewest tenants
+// (by tenants, a count per server name) and room for one more; ties go to the first name. It is
+// "" when none qualifies.
+func leastLoadedServer(engine tenancyv1alpha1.DatabaseEngine, servers []tenancyv1alpha1.DatabaseServer, tenants map[string]int32) string {
+	best, bestCount := "", int32(-1)
+	for i := range servers {
+		ds := &servers[i]
+		if ds.Spec.Engine != engine || !ds.DeletionTimestamp.IsZero() ||
+			!meta.IsStatusConditionTrue(ds.Status.Conditions, tenancyv1alpha1.ReadyCondition) {
+			continue
+		}
+		n := tenants[ds.Name]
+		if ds.Spec.MaxTenants != nil && n >= *ds.Spec.MaxTenants {
+			continue
+		}
+		if bestCount < 0 || n < bestCount || (n == bestCount && ds.Name < best) {
+			best, bestCount = ds.Name, n
+		}
+	}
+	return best
+}
+
+// countTenantsOn counts the tenants with databases on a server, from the cache index.
+func countTenantsOn(ctx context.Context, c client.Reader, server string) (int32, error) {
+	list := &tenancyv1alpha1.TenantList{}
+	if err := c.List(ctx, list, client.MatchingFields{indexes.TenantDatabaseServer: server}, client.UnsafeDisableDeepCopy); err != nil {
+		return 0, err
+	}
+	return int32(len(list.Items)), nil
+}
 
 // placements are the databases this process has placed on a server and the cache does not
 // count yet. A server's tenants are counted from the cache's index of tenants' statuses, and a

@@ -1,4 +1,4 @@
-package tenant
+package databases
 
 import (
 	"context"
@@ -15,17 +15,17 @@ import (
 )
 
 // allowDatabaseEgress keeps the tenant's NetworkPolicy to its database servers in step with the
-// placements of the status draft (ensureDatabases fills them in first, so a database placed in
+// placements of the status draft (Ensure fills them in first, so a database placed in
 // this reconcile is reachable by the end of it; its credentials are published a moment before,
 // and a failed write here is retried): the servers its databases are on, each read from the
 // cache, and no other. It is an isolation object, compared whole with the
 // cache: an unchanged tenant costs no request, and a change of placements one write. A server no
-// longer in the cache has nothing left to reach. It returns a failure outcome, or done.
-func (r *Reconciler) allowDatabaseEgress(ctx context.Context, s *tenantScope) outcome {
-	t := s.tenant
+// longer in the cache has nothing left to reach. It returns a failure result, or done.
+func (r *Engine) allowDatabaseEgress(ctx context.Context, s Scope) Result {
+	t := s.Tenant
 	var servers []*tenancyv1alpha1.DatabaseServer
 	seen := map[string]bool{}
-	for _, d := range s.status.Databases {
+	for _, d := range s.Status.Databases {
 		if seen[d.Server] {
 			continue
 		}
@@ -40,13 +40,13 @@ func (r *Reconciler) allowDatabaseEgress(ctx context.Context, s *tenantScope) ou
 		}
 		servers = append(servers, ds)
 	}
-	policy := resources.DatabaseEgress(t, s.namespace, servers)
+	policy := resources.DatabaseEgress(t, s.Namespace, servers)
 	applier := r.applier(s)
 	applier.WholeObject = true
 	applier.Repaired = writes.DriftRepaired(log.FromContext(ctx).WithValues("tenant", t.Name), r.Recorder, t)
 	result, err := applier.Apply(ctx, policy)
 	if err != nil {
-		return r.applyFailed(t, policy, err)
+		return r.ApplyFailed(t, policy, err)
 	}
 	if result == apply.Updated {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "updated %s: its pods reach the servers of its databases", writes.ObjectRef(policy))
