@@ -16,15 +16,25 @@ const (
 	// SuspendedCondition: present only while spec.suspend is true; Landlord changes nothing of
 	// the tenant, whose other conditions keep what was last observed.
 	SuspendedCondition = "Suspended"
+	// DomainsReadyCondition, while Active or Frozen: every domain of spec.domains is the
+	// tenant's, no other tenant holding it and no handover to it under way.
+	DomainsReadyCondition = "DomainsReady"
 	// NamespaceReadyCondition: the tenant namespace, its RBAC, quota, limits and network
 	// policies (or, when Archived or Purged, their removal).
 	NamespaceReadyCondition = "NamespaceReady"
+	// WorkloadsReadyCondition, while Active or Frozen: the tenant's pods run where and as its
+	// spec says (on its node pool, pods left on a former one deleted; none while Frozen), and its
+	// kept volumes are bound to its namespace again before any component asks for storage.
+	WorkloadsReadyCondition = "WorkloadsReady"
 	// SecretsReadyCondition: the shared secrets copied from the template namespace into the
 	// tenant's.
 	SecretsReadyCondition = "SecretsReady"
 	// DatabasesReadyCondition: the tenant's databases, logins and credentials Secrets (or, when
 	// Archived or Purged, keeping or dropping them).
 	DatabasesReadyCondition = "DatabasesReady"
+	// EgressReadyCondition, while Active or Frozen: the tenant's pods may reach the database
+	// servers its databases are on, and no other.
+	EgressReadyCondition = "EgressReady"
 	// ComponentsReadyCondition: the tenant's components, rendered from their ComponentTemplates,
 	// applied and rolled out.
 	ComponentsReadyCondition = "ComponentsReady"
@@ -82,9 +92,15 @@ const (
 	// ReasonApplyFailed: a write to the API server failed for a reason that may pass (a timeout,
 	// a conflict); it is retried.
 	ReasonApplyFailed = "ApplyFailed"
-	// ReasonNamespaceNotReady: a later phase (secrets, databases, components) waits for the
-	// namespace phase.
+	// ReasonNamespaceNotReady: a later phase (workloads, secrets, databases, egress,
+	// components) waits for the namespace phase.
 	ReasonNamespaceNotReady = "NamespaceNotReady"
+	// ReasonDomainsNotReady: the components wait for the tenant's domains to be its own: no
+	// component is rendered for a domain another tenant holds.
+	ReasonDomainsNotReady = "DomainsNotReady"
+	// ReasonWorkloadsNotReady: the components wait for the workloads phase: a kept volume is
+	// bound to the namespace again before a component could claim new, empty storage.
+	ReasonWorkloadsNotReady = "WorkloadsNotReady"
 
 	// ReasonDatabaseUnavailable: a database server did not answer or refused a statement.
 	ReasonDatabaseUnavailable = "DatabaseUnavailable"

@@ -406,8 +406,9 @@ type TenantStatus struct {
 	Purge *PurgeRecord `json:"purge,omitempty"`
 
 	// Conditions: Ready (always), Reconciling and Stalled (only while true), Suspended (only
-	// while spec.suspend is true), and one condition per concern (NamespaceReady, SecretsReady,
-	// DatabasesReady, ComponentsReady).
+	// while spec.suspend is true), and one condition per concern: NamespaceReady and
+	// DatabasesReady always; DomainsReady, WorkloadsReady, SecretsReady, EgressReady and
+	// ComponentsReady while Active or Frozen.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

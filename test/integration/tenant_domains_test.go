@@ -154,7 +154,7 @@ func TestADomainHandedOverTakesTheOldHoldersIngressesWithIt(t *testing.T) {
 		g.Eventually(func(g Gomega) {
 			tenant := &tenancyv1alpha1.Tenant{}
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "ho-new"}, tenant)).To(Succeed())
-			c := condition(tenant, tenancyv1alpha1.NamespaceReadyCondition)
+			c := condition(tenant, tenancyv1alpha1.DomainsReadyCondition)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(tenancyv1alpha1.ReasonDomainHandover))
 			g.Expect(c.Message).To(ContainSubstring(shop))

@@ -1,6 +1,10 @@
-// Package controller holds Landlord's reconcilers. They orchestrate: builders in
+// Package tenant is the Tenant reconciler: wiring and watches (controller.go, watches.go), a
+// Reconcile that runs the phases of the tenant's lifecycle state from a table (phases.go), each
+// owning one condition, a pure computeStatus (status.go) that sums their outcomes into kstatus
+// conditions, and the finalizer (finalizer.go). The phases orchestrate: builders in
 // internal/resources decide what should exist, internal/apply decides whether to write it, and
-// the reconcilers sequence the phases and report status.
+// the engines under it own the larger concerns (domains, databases, components), each with its
+// dependencies passed in.
 package tenant
 
 import (

@@ -24,10 +24,16 @@ func (r *Reconciler) databases() *databases.Engine {
 	return r.databaseEngine
 }
 
-// ensureDatabases converges an Active or Frozen tenant's databases, their credentials Secrets
-// and its pods' egress to their servers.
+// ensureDatabases converges an Active or Frozen tenant's databases and their credentials
+// Secrets.
 func (r *Reconciler) ensureDatabases(ctx context.Context, s *tenantScope) outcome {
 	return fromEngine(r.databases().Ensure(ctx, s.databaseScope()))
+}
+
+// ensureEgress lets an Active or Frozen tenant's pods reach the servers its databases are on,
+// as the databases phase recorded them in the draft, and no other.
+func (r *Reconciler) ensureEgress(ctx context.Context, s *tenantScope) outcome {
+	return fromEngine(r.databases().AllowEgress(ctx, s.databaseScope()))
 }
 
 // keepDatabases reports an Archived tenant's databases, which are kept untouched.

@@ -19,11 +19,38 @@ import (
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
+// checkDomains decides which of the tenant's domains it holds (package domains): the namespace
+// is built from the tenant with those alone (tenantScope.applied), so a domain another tenant
+// holds never reaches the namespace's domains annotation, which is what lets its Ingresses take
+// a host. A domain handed over from another tenant reaches it only once that tenant's namespace
+// no longer admits it and its Ingresses and routes for it are gone; until then the tenant says
+// what it waits for. Everything else of the tenant is still kept as it should be.
+func (r *Reconciler) checkDomains(ctx context.Context, s *tenantScope) outcome {
+	held, problem, waiting, err := r.domains().Check(ctx, s.tenant)
+	if err != nil {
+		s.domainsErr = err
+		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+	}
+	s.applied = s.tenant
+	if problem != "" || waiting != "" {
+		s.applied = s.tenant.DeepCopy()
+		s.applied.Spec.Domains = held
+	}
+	switch {
+	case problem != "" && waiting != "":
+		return stalled(tenancyv1alpha1.ReasonDomainConflict, "%s; %s", problem, waiting)
+	case problem != "":
+		return stalled(tenancyv1alpha1.ReasonDomainConflict, "%s", problem)
+	case waiting != "":
+		return progressing(tenancyv1alpha1.ReasonDomainHandover, "%s", waiting)
+	}
+	return done(tenancyv1alpha1.ReasonSucceeded, "%d domains held", len(held))
+}
+
 // ensureNamespace applies the namespace and everything in it that an Active or Frozen tenant
-// owns (RBAC, quota, limit range, network policies). Objects equal to the cached ones are not
-// written.
+// owns (RBAC, quota, limit range, network policies), built from the tenant with the domains it
+// holds. Objects equal to the cached ones are not written.
 func (r *Reconciler) ensureNamespace(ctx context.Context, s *tenantScope) outcome {
-	t := s.tenant
 	ns := &corev1.Namespace{}
 	getErr := r.Client.Get(ctx, client.ObjectKey{Name: s.namespace}, ns)
 	switch err := getErr; {
@@ -33,46 +60,31 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, s *tenantScope) outcom
 	case err != nil && !apierrors.IsNotFound(err):
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
-
-	// A domain another tenant holds never reaches the namespace's domains annotation, which is
-	// what lets its Ingresses take a host; everything else of the namespace is still kept as it
-	// should be (access, quota, a Frozen tenant's pods stopped), and the tenant is Stalled after.
-	// A domain handed over from another tenant reaches it only once that tenant's namespace no
-	// longer admits it and its Ingresses and routes for it are gone; until then the tenant says
-	// what it waits for.
-	held, problem, waiting, err := r.domains().Check(ctx, t)
-	if err != nil {
-		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
-	}
-	if problem != "" || waiting != "" {
-		t = t.DeepCopy()
-		t.Spec.Domains = held
+	// Never built from domains not decided on.
+	t := s.applied
+	if t == nil {
+		return failedf(tenancyv1alpha1.ReasonApplyFailed, "deciding which domains the tenant holds: %w", s.domainsErr)
 	}
 
 	// The pool the namespace's pods were placed on: a new namespace has none yet, and is created
 	// recording the tenant's pool.
-	placed := t.Spec.NodePool
+	s.podsPool = t.Spec.NodePool
 	if getErr == nil {
-		if placed, err = r.podsPool(ctx, ns, t.Spec.NodePool); err != nil {
+		var err error
+		if s.podsPool, err = r.podsPool(ctx, ns, t.Spec.NodePool); err != nil {
 			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 	}
 
-	// resources.Build is a pure function of these and of the configuration, which is fixed for
-	// the life of the process; the pods' pool is recorded on the namespace.
-	inputs, err := namespaceInputs(t, placed)
+	applier, err := r.namespaceApplier(ctx, s, t, s.podsPool)
 	if err != nil {
 		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
-	applier := r.applier(s)
-	applier.Inputs = &inputs
-	// These objects are the isolation boundary: anything someone else adds to them is removed.
-	applier.WholeObject = true
-	applier.Repaired = writes.DriftRepaired(log.FromContext(ctx).WithValues("tenant", t.Name), r.Recorder, t)
 	objs := resources.Build(t, r.Config)
-	// Until the pods placed on the old pool are deleted, the record keeps naming it, so that a
-	// crash in between leaves the move to the next reconcile rather than forgotten.
-	resources.SetPodsPool(objs, placed)
+	// Until the pods placed on the old pool are deleted (the workloads phase), the record keeps
+	// naming it, so that a crash in between leaves the move to the next reconcile rather than
+	// forgotten.
+	resources.SetPodsPool(objs, s.podsPool)
 	// The objects changed to what the spec and configuration now say (a repair of drift is
 	// reported on its own, by applier.Repaired).
 	var updated []string
@@ -93,32 +105,24 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, s *tenantScope) outcom
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonApplied, "Apply",
 			"updated %s", strings.Join(updated, ", "))
 	}
-	// Before any component can create a claim that a provisioner would give a new, empty disk.
-	if err := r.restoreVolumes(ctx, s); err != nil {
-		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
-	}
-	// After the namespace names the new pool, so that the pods recreated in place of the deleted
-	// ones are admitted onto it.
-	if placed != t.Spec.NodePool {
-		if err := r.movePods(ctx, s, t, applier, objs, placed); err != nil {
-			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
-		}
-	}
-	if t.Spec.State == tenancyv1alpha1.StateFrozen {
-		if err := r.stopPods(ctx, s); err != nil {
-			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
-		}
-	}
-	if problem != "" {
-		if waiting != "" {
-			problem += "; " + waiting
-		}
-		return stalled(tenancyv1alpha1.ReasonDomainConflict, "%s", problem)
-	}
-	if waiting != "" {
-		return progressing(tenancyv1alpha1.ReasonDomainHandover, "%s", waiting)
-	}
 	return done(tenancyv1alpha1.ReasonSucceeded, "namespace %s is ready", s.namespace)
+}
+
+// namespaceApplier applies the objects of the tenant's namespace, built from t (the tenant with
+// the domains it holds) with its pods placed on podsPool.
+func (r *Reconciler) namespaceApplier(ctx context.Context, s *tenantScope, t *tenancyv1alpha1.Tenant, podsPool string) (*apply.Applier, error) {
+	// resources.Build is a pure function of these and of the configuration, which is fixed for
+	// the life of the process; the pods' pool is recorded on the namespace.
+	inputs, err := namespaceInputs(t, podsPool)
+	if err != nil {
+		return nil, err
+	}
+	applier := r.applier(s)
+	applier.Inputs = &inputs
+	// These objects are the isolation boundary: anything someone else adds to them is removed.
+	applier.WholeObject = true
+	applier.Repaired = writes.DriftRepaired(log.FromContext(ctx).WithValues("tenant", t.Name), r.Recorder, t)
+	return applier, nil
 }
 
 // namespaceInputs digests what the tenant's namespace and the objects in it are built from: the
@@ -151,77 +155,6 @@ func (r *Reconciler) podsPool(ctx context.Context, ns *corev1.Namespace, pool st
 		return "", err
 	}
 	return resources.PodsPool(live), nil
-}
-
-// movePods deletes the pods of a tenant namespace that were placed on node pool from, which the
-// tenant no longer has: a pod's nodeSelector cannot change, so they would go on running on the
-// old pool's nodes, beside the pods of the tenant that pool is given to next, or on shared nodes
-// when the tenant now has a pool of its own. Their controllers recreate them, and admission
-// places the new ones on the tenant's pool now. The namespace among desired (as Build returns
-// them for t, the tenant as applied) records the pods' pool; the record is updated once the pods
-// are deleted, so a crash before that deletes them again on the next reconcile rather than
-// leaving them behind.
-// A pod nothing recreates is gone, as when its node is drained; the tenant is told by the event.
-func (r *Reconciler) movePods(ctx context.Context, s *tenantScope, t *tenancyv1alpha1.Tenant, applier *apply.Applier, desired []client.Object, from string) error {
-	to := t.Spec.NodePool
-	// The operator's grace period, as for a Frozen tenant: a pod asking for a year to stop would
-	// otherwise stay on the other tenant's pool for a year.
-	if err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(s.namespace), client.GracePeriodSeconds(resources.PodStopGracePeriodSeconds)); err != nil {
-		return fmt.Errorf("deleting the pods of tenant %s placed on %s: %w", s.tenant.Name, poolName(from), err)
-	}
-	r.Recorder.Eventf(s.tenant, nil, corev1.EventTypeNormal, ReasonNodePoolChanged, "DeletePods",
-		"deleted the pods of namespace %s: the tenant moved from %s to %s, where their controllers recreate them",
-		s.namespace, poolName(from), poolName(to))
-	inputs, err := namespaceInputs(t, to)
-	if err != nil {
-		return err
-	}
-	applier.Inputs = &inputs
-	resources.SetPodsPool(desired, to)
-	for _, obj := range desired {
-		if _, ok := obj.(*corev1.Namespace); !ok {
-			continue
-		}
-		if _, err := applier.Apply(ctx, obj); err != nil {
-			return fmt.Errorf("recording that the pods of namespace %s run on %s: %w", s.namespace, poolName(to), err)
-		}
-	}
-	return nil
-}
-
-// poolName names a node pool in a message, or says there is none.
-func poolName(pool string) string {
-	if pool == "" {
-		return "no dedicated node pool"
-	}
-	return "node pool " + pool
-}
-
-// stopPods deletes every pod of a Frozen tenant's namespace, the tenant's own workloads' too:
-// the quota then lets none start again (its pods limit is 0 while Frozen), so nothing of the
-// tenant runs. Whether any pod runs is read from the quota's status, in the cache, so a Frozen
-// tenant with nothing running costs no request. Volumes and everything else stay.
-func (r *Reconciler) stopPods(ctx context.Context, s *tenantScope) error {
-	quota := &corev1.ResourceQuota{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: resources.QuotaName}, quota); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	used, counted := quota.Status.Used[corev1.ResourcePods]
-	if counted && used.IsZero() {
-		return nil
-	}
-	// Not yet counted (a quota just written) is treated as running: the delete finds nothing
-	// when nothing runs, and the quota's first count re-triggers the tenant.
-	// The grace period is the operator's, not each pod's own: a pod asking for a year to stop
-	// would otherwise run, Frozen, for a year.
-	if err := r.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(s.namespace), client.GracePeriodSeconds(resources.PodStopGracePeriodSeconds)); err != nil {
-		return fmt.Errorf("stopping the pods of frozen tenant %s: %w", s.tenant.Name, err)
-	}
-	if counted {
-		r.Recorder.Eventf(s.tenant, nil, corev1.EventTypeNormal, ReasonPodsStopped, "Freeze",
-			"deleted the %s running pods of namespace %s: the tenant is Frozen", used.String(), s.namespace)
-	}
-	return nil
 }
 
 // rebind replaces a tenant RoleBinding whose roleRef is not the desired one (a binding of the

@@ -25,6 +25,13 @@ type tenantScope struct {
 	// verify: a reconcile was asked for (ReconcileRequestAnnotation), and what earlier
 	// reconciles found in place is checked again rather than trusted: databases on their servers.
 	verify bool
+	// applied is the tenant as its namespace is built from, its domains those it holds (the
+	// domains phase sets it; nil until it has decided), and domainsErr why it could not decide.
+	applied    *tenancyv1alpha1.Tenant
+	domainsErr error
+	// podsPool is the node pool the namespace's pods were placed on, as the namespace phase
+	// found it recorded.
+	podsPool string
 }
 
 func newTenantScope(t *tenancyv1alpha1.Tenant, namespace string) *tenantScope {
@@ -36,9 +43,9 @@ type tenantPhase struct {
 	// condition reports the phase's outcome.
 	condition string
 	run       func(*Reconciler, context.Context, *tenantScope) outcome
-	// needsNamespace: the phase works inside the tenant namespace, and waits until the
-	// namespace phase is done.
-	needsNamespace bool
+	// after are the conditions of earlier phases this one waits for: it runs only once they
+	// are done in this reconcile (the namespace for everything working inside it).
+	after []string
 	// recheck, when set, looks at the tenant again this long after a reconcile that left the
 	// phase neither done nor failed: for progress no watched event may report.
 	recheck time.Duration
@@ -48,12 +55,28 @@ type tenantPhase struct {
 var phasesActive = []tenantPhase{
 	// A domain handed over waits for another tenant's objects to go, which no watched event
 	// reports (handOver).
-	{condition: tenancyv1alpha1.NamespaceReadyCondition, run: (*Reconciler).ensureNamespace, recheck: domains.HandoverRecheck},
-	{condition: tenancyv1alpha1.SecretsReadyCondition, run: (*Reconciler).copySharedSecrets, needsNamespace: true},
-	{condition: tenancyv1alpha1.DatabasesReadyCondition, run: (*Reconciler).ensureDatabases, needsNamespace: true},
+	{condition: tenancyv1alpha1.DomainsReadyCondition, run: (*Reconciler).checkDomains, recheck: domains.HandoverRecheck},
+	{condition: tenancyv1alpha1.NamespaceReadyCondition, run: (*Reconciler).ensureNamespace},
+	{condition: tenancyv1alpha1.WorkloadsReadyCondition, run: (*Reconciler).ensureWorkloads, after: inNamespace},
+	{condition: tenancyv1alpha1.SecretsReadyCondition, run: (*Reconciler).copySharedSecrets, after: inNamespace},
+	{condition: tenancyv1alpha1.DatabasesReadyCondition, run: (*Reconciler).ensureDatabases, after: inNamespace},
+	// After the databases phase, which records in the draft the servers they are on.
+	{condition: tenancyv1alpha1.EgressReadyCondition, run: (*Reconciler).ensureEgress, after: inNamespace},
 	// Workload status events re-trigger a rollout in progress; the recheck, a look at the cache
-	// (no request), is the safety net should one be missed.
-	{condition: tenancyv1alpha1.ComponentsReadyCondition, run: (*Reconciler).ensureComponents, needsNamespace: true, recheck: rolloutRecheck},
+	// (no request), is the safety net should one be missed. No component is rendered for a
+	// domain the tenant does not hold, nor before its kept volumes are bound again.
+	{condition: tenancyv1alpha1.ComponentsReadyCondition, run: (*Reconciler).ensureComponents, recheck: rolloutRecheck,
+		after: []string{tenancyv1alpha1.NamespaceReadyCondition, tenancyv1alpha1.DomainsReadyCondition, tenancyv1alpha1.WorkloadsReadyCondition}},
+}
+
+// inNamespace is what a phase working inside the tenant namespace waits for.
+var inNamespace = []string{tenancyv1alpha1.NamespaceReadyCondition}
+
+// waitingFor is the outcome of a phase waiting for an earlier one.
+var waitingFor = map[string]outcome{
+	tenancyv1alpha1.NamespaceReadyCondition: progressing(tenancyv1alpha1.ReasonNamespaceNotReady, "waiting for the namespace"),
+	tenancyv1alpha1.DomainsReadyCondition:   progressing(tenancyv1alpha1.ReasonDomainsNotReady, "waiting for the tenant's domains"),
+	tenancyv1alpha1.WorkloadsReadyCondition: progressing(tenancyv1alpha1.ReasonWorkloadsNotReady, "waiting for the tenant's workloads"),
 }
 
 // tenantPhases are the phases of each lifecycle state.
@@ -85,20 +108,22 @@ type phaseResult struct {
 }
 
 // runPhases runs the phases in order. Every phase runs, so each condition reports on every
-// reconcile, except that one working inside the namespace waits while the namespace is not done.
+// reconcile, except that one waits while a phase it comes after is not done.
 func (r *Reconciler) runPhases(ctx context.Context, s *tenantScope, phases []tenantPhase) []phaseResult {
 	results := make([]phaseResult, 0, len(phases))
-	namespaceDone := false
+	finished := make(map[string]bool, len(phases))
 	for _, p := range phases {
-		var o outcome
-		if p.needsNamespace && !namespaceDone {
-			o = progressing(tenancyv1alpha1.ReasonNamespaceNotReady, "waiting for the namespace")
-		} else {
+		o, waiting := outcome{}, false
+		for _, c := range p.after {
+			if !finished[c] {
+				o, waiting = waitingFor[c], true
+				break
+			}
+		}
+		if !waiting {
 			o = p.run(r, ctx, s)
 		}
-		if p.condition == tenancyv1alpha1.NamespaceReadyCondition {
-			namespaceDone = o.done
-		}
+		finished[p.condition] = o.done
 		results = append(results, phaseResult{condition: p.condition, outcome: o})
 	}
 	return results

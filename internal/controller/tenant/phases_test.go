@@ -10,8 +10,8 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
 
-// The phase table's contract, with stand-in phases: every phase reports on every reconcile,
-// phases inside the namespace wait for it, and the outcomes decide when to look again.
+// The phase table's contract, with stand-in phases in the table's order: every phase reports on
+// every reconcile, and a phase waits, saying for what, while one it comes after is not done.
 func TestRunPhases(t *testing.T) {
 	stub := func(o outcome, ran *[]string, name string) func(*Reconciler, context.Context, *tenantScope) outcome {
 		return func(*Reconciler, context.Context, *tenantScope) outcome {
@@ -19,31 +19,42 @@ func TestRunPhases(t *testing.T) {
 			return o
 		}
 	}
+	ok := func(reason string) outcome { return done(reason, "") }
 	for _, tc := range []struct {
-		name      string
-		namespace outcome
-		ran       []string
-		reasons   []string
+		name               string
+		domains, namespace outcome
+		ran                []string
+		reasons            []string
 	}{
 		{
-			name:      "phases inside the namespace run once it is done",
-			namespace: done(tenancyv1alpha1.ReasonSucceeded, "ready"),
-			ran:       []string{"namespace", "secrets", "components"},
-			reasons:   []string{tenancyv1alpha1.ReasonSucceeded, "SecretsOK", "ComponentsOK"},
+			name:    "every phase runs once those it comes after are done",
+			domains: ok("DomainsOK"), namespace: ok("NamespaceOK"),
+			ran:     []string{"domains", "namespace", "workloads", "secrets", "components"},
+			reasons: []string{"DomainsOK", "NamespaceOK", "WorkloadsOK", "SecretsOK", "ComponentsOK"},
 		},
 		{
-			name:      "phases inside the namespace wait, and say so, while it is not done",
-			namespace: progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "terminating"),
-			ran:       []string{"namespace"},
-			reasons:   []string{tenancyv1alpha1.ReasonNamespaceTerminating, tenancyv1alpha1.ReasonNamespaceNotReady, tenancyv1alpha1.ReasonNamespaceNotReady},
+			name:    "phases inside the namespace wait, and say so, while it is not done",
+			domains: ok("DomainsOK"), namespace: progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "terminating"),
+			ran: []string{"domains", "namespace"},
+			reasons: []string{"DomainsOK", tenancyv1alpha1.ReasonNamespaceTerminating, tenancyv1alpha1.ReasonNamespaceNotReady,
+				tenancyv1alpha1.ReasonNamespaceNotReady, tenancyv1alpha1.ReasonNamespaceNotReady},
+		},
+		{
+			name:    "a domain conflict holds back the components alone: the namespace, workloads and secrets converge",
+			domains: stalled(tenancyv1alpha1.ReasonDomainConflict, "held by another"), namespace: ok("NamespaceOK"),
+			ran:     []string{"domains", "namespace", "workloads", "secrets"},
+			reasons: []string{tenancyv1alpha1.ReasonDomainConflict, "NamespaceOK", "WorkloadsOK", "SecretsOK", tenancyv1alpha1.ReasonDomainsNotReady},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ran []string
 			phases := []tenantPhase{
+				{condition: tenancyv1alpha1.DomainsReadyCondition, run: stub(tc.domains, &ran, "domains")},
 				{condition: tenancyv1alpha1.NamespaceReadyCondition, run: stub(tc.namespace, &ran, "namespace")},
-				{condition: tenancyv1alpha1.SecretsReadyCondition, run: stub(done("SecretsOK", ""), &ran, "secrets"), needsNamespace: true},
-				{condition: tenancyv1alpha1.ComponentsReadyCondition, run: stub(done("ComponentsOK", ""), &ran, "components"), needsNamespace: true},
+				{condition: tenancyv1alpha1.WorkloadsReadyCondition, run: stub(ok("WorkloadsOK"), &ran, "workloads"), after: inNamespace},
+				{condition: tenancyv1alpha1.SecretsReadyCondition, run: stub(ok("SecretsOK"), &ran, "secrets"), after: inNamespace},
+				{condition: tenancyv1alpha1.ComponentsReadyCondition, run: stub(ok("ComponentsOK"), &ran, "components"),
+					after: []string{tenancyv1alpha1.NamespaceReadyCondition, tenancyv1alpha1.DomainsReadyCondition, tenancyv1alpha1.WorkloadsReadyCondition}},
 			}
 			results := (&Reconciler{}).runPhases(context.Background(), &tenantScope{}, phases)
 			if len(results) != len(phases) {
@@ -58,6 +69,25 @@ func TestRunPhases(t *testing.T) {
 				t.Errorf("ran %v, want %v", ran, tc.ran)
 			}
 		})
+	}
+}
+
+// Every phase waits only for phases that come before it in its state's table, and each
+// condition it waits for says what it waits with.
+func TestEveryPhaseWaitsOnlyForEarlierPhases(t *testing.T) {
+	for state, phases := range tenantPhases {
+		seen := map[string]bool{}
+		for _, p := range phases {
+			for _, c := range p.after {
+				if !seen[c] {
+					t.Errorf("%s: %s waits for %s, which does not come before it", state, p.condition, c)
+				}
+				if _, ok := waitingFor[c]; !ok {
+					t.Errorf("%s: %s waits for %s, which has no waiting outcome", state, p.condition, c)
+				}
+			}
+			seen[p.condition] = true
+		}
 	}
 }
 

@@ -161,8 +161,8 @@ func placedDatabases(t *tenancyv1alpha1.Tenant) map[dbKey]*tenancyv1alpha1.Datab
 	return placed
 }
 
-// Ensure converges the tenant's databases, records those in place in the status draft, and lets
-// the tenant's pods reach the servers they are on (allowDatabaseEgress). A database whose
+// Ensure converges the tenant's databases and records those in place in the status draft, for
+// AllowEgress to let the tenant's pods reach the servers they are on. A database whose
 // credentials Secret is intact and whose status records it in place costs nothing but a
 // cache-compared apply: no store read, no login to its server, unless a reconcile was asked for
 // (Scope.Verify), which checks it on its server. Everything else takes the slow path:
@@ -199,9 +199,6 @@ func (r *Engine) Ensure(ctx context.Context, s Scope) Result {
 		return cmp.Or(cmp.Compare(a.Engine, b.Engine), cmp.Compare(a.Name, b.Name))
 	})
 	s.Status.Databases = statuses
-	if res := r.allowDatabaseEgress(ctx, s); !res.Done {
-		failures = append(failures, res)
-	}
 
 	if len(failures) == 0 {
 		return done(tenancyv1alpha1.ReasonSucceeded, "%d databases ready", len(desired))

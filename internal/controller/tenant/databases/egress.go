@@ -14,14 +14,14 @@ import (
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
-// allowDatabaseEgress keeps the tenant's NetworkPolicy to its database servers in step with the
-// placements of the status draft (Ensure fills them in first, so a database placed in
-// this reconcile is reachable by the end of it; its credentials are published a moment before,
-// and a failed write here is retried): the servers its databases are on, each read from the
+// AllowEgress keeps the tenant's NetworkPolicy to its database servers in step with the
+// placements of the status draft (Ensure fills them in first, in the phase before, so a
+// database placed in this reconcile is reachable by the end of it; its credentials are
+// published a moment before, and a failed write here is retried): the servers its databases are on, each read from the
 // cache, and no other. It is an isolation object, compared whole with the
 // cache: an unchanged tenant costs no request, and a change of placements one write. A server no
 // longer in the cache has nothing left to reach. It returns a failure result, or done.
-func (r *Engine) allowDatabaseEgress(ctx context.Context, s Scope) Result {
+func (r *Engine) AllowEgress(ctx context.Context, s Scope) Result {
 	t := s.Tenant
 	var servers []*tenancyv1alpha1.DatabaseServer
 	seen := map[string]bool{}
@@ -51,5 +51,8 @@ func (r *Engine) allowDatabaseEgress(ctx context.Context, s Scope) Result {
 	if result == apply.Updated {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "updated %s: its pods reach the servers of its databases", writes.ObjectRef(policy))
 	}
-	return done(tenancyv1alpha1.ReasonSucceeded, "")
+	if len(servers) == 0 {
+		return done(tenancyv1alpha1.ReasonSucceeded, "the tenant's pods reach no database server")
+	}
+	return done(tenancyv1alpha1.ReasonSucceeded, "the tenant's pods reach the %d database servers its databases are on, and no other", len(servers))
 }
