@@ -83,8 +83,8 @@ func ProgressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded m
 }
 
 // OwnCause reports whether a failed tenant never took the rollout's version up for a reason of
-// its own: the version was not applied, and its components phase did not get to try (the
-// namespace has not converged: a domain another tenant holds, a namespace being deleted). Such
+// its own: the version was not applied, and its components phase did not get to try (a phase it
+// waits for has not converged: a domain another tenant holds, a namespace being deleted). Such
 // a failure says nothing of the version, and counts against no failure budget: otherwise a
 // tenant's own trouble, which whoever may stall the tenant can cause, would halt the fleet's
 // rollout. So is a version applied whose pods the tenant's own pods leave no room for in its
@@ -101,8 +101,11 @@ func OwnCause(ro *tenancyv1alpha1.ComponentRollout, t *tenancyv1alpha1.Tenant) b
 		return t.Status.Components[i].Reason == tenancyv1alpha1.ReasonQuotaExceeded
 	}
 	c := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ComponentsReadyCondition)
-	return c != nil && c.Reason == tenancyv1alpha1.ReasonNamespaceNotReady
+	return c != nil && slices.Contains(waitingReasons, c.Reason)
 }
+
+// waitingReasons are the reasons of a components phase that waits for another phase.
+var waitingReasons = []string{tenancyv1alpha1.ReasonNamespaceNotReady, tenancyv1alpha1.ReasonDomainsNotReady, tenancyv1alpha1.ReasonWorkloadsNotReady}
 
 // VersionFailures counts the failures of the version itself among a wave's, and those of
 // tenants for reasons of their own.

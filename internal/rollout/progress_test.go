@@ -55,6 +55,38 @@ func TestProgressOf(t *testing.T) {
 	}
 }
 
+// A tenant whose components phase never got to try the version failed for a reason of its own,
+// whichever phase it waited for; one that applied the version failed for the version's.
+func TestOwnCause(t *testing.T) {
+	ro := &tenancyv1alpha1.ComponentRollout{Spec: tenancyv1alpha1.ComponentRolloutSpec{Component: "web", Version: "2.0.0"}}
+	waiting := func(reason string) *tenancyv1alpha1.Tenant {
+		return &tenancyv1alpha1.Tenant{Status: tenancyv1alpha1.TenantStatus{
+			Components: []tenancyv1alpha1.ComponentStatus{{Name: "web", Version: "1.0.0"}},
+			Conditions: []metav1.Condition{{Type: tenancyv1alpha1.ComponentsReadyCondition, Status: metav1.ConditionFalse, Reason: reason}},
+		}}
+	}
+	applied := &tenancyv1alpha1.Tenant{Status: tenancyv1alpha1.TenantStatus{
+		Components: []tenancyv1alpha1.ComponentStatus{{Name: "web", Version: "2.0.0", Reason: tenancyv1alpha1.ReasonProgressDeadlineExceeded}},
+	}}
+	for _, tc := range []struct {
+		name   string
+		tenant *tenancyv1alpha1.Tenant
+		want   bool
+	}{
+		{"waiting for its namespace is its own cause", waiting(tenancyv1alpha1.ReasonNamespaceNotReady), true},
+		{"waiting for a domain another tenant holds is its own cause", waiting(tenancyv1alpha1.ReasonDomainsNotReady), true},
+		{"waiting for its workloads is its own cause", waiting(tenancyv1alpha1.ReasonWorkloadsNotReady), true},
+		{"a version that does not render is the version's", waiting(tenancyv1alpha1.ReasonRenderFailed), false},
+		{"a version applied that fails is the version's", applied, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := rollout.OwnCause(ro, tc.tenant); got != tc.want {
+				t.Errorf("OwnCause = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestClipKeepsMessagesShortAndWhole(t *testing.T) {
 	long := strings.Repeat("é", 200)
 	got := rollout.Clip(long)
