@@ -40,6 +40,8 @@ const (
 // finalizer of its own), and the drain completes. A pod whose grace period or tolerations would
 // hold or dodge a drain is refused when it is created.
 func TestATenantCannotHoldTheDrainOfItsNode(t *testing.T) {
+	// Its nodes are its own, tainted for its pool: no other test's pod is on them.
+	t.Parallel()
 	ctx := context.Background()
 	addNode(t, localcluster.Node{Name: drainNode, Pool: "pool-drain"})
 	addNode(t, localcluster.Node{Name: spareNode, Pool: "pool-drain"})

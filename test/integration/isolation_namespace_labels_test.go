@@ -22,6 +22,7 @@ import (
 // were placed on. A user who may edit namespaces, short of a cluster administrator, may not
 // add, change or remove any of them; the operator may.
 func TestOnlyTheOperatorSetsLandlordsLabelsOnNamespaces(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	createTenant(t, newTenant("iso-nslabels", func(t *tenancyv1alpha1.Tenant) { t.Spec.NodePool = "pool-nslabels" }))
 	waitReady(t, "iso-nslabels")

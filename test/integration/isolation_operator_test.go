@@ -24,6 +24,7 @@ import (
 // so a bug or a stolen token cannot reach kube-system or the platform's namespaces. Events and
 // leases go where they must (a cluster-scoped Tenant's events go to default).
 func TestTheOperatorWritesOnlyInTenantNamespacesAndItsOwn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	createTenant(t, newTenant("iso-confine"))
 	const tenantNS, elsewhere, lookalike = "tenant-iso-confine", "iso-confine-platform", "iso-confine-lookalike"

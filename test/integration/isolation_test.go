@@ -275,6 +275,7 @@ func TestTenantIsolationPolicies(t *testing.T) {
 // Outside tenant namespaces the policies do nothing: the rest of the cluster never depends on
 // them and never fails because of them.
 func TestIsolationPoliciesLeaveOtherNamespacesAlone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	createTenant(t, newTenant("iso-scope", func(t *tenancyv1alpha1.Tenant) {
 		t.Spec.NodePool = "pool-scope"

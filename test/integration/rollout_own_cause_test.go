@@ -106,6 +106,7 @@ func TestATenantThatFillsItsQuotaHaltsNoRollout(t *testing.T) {
 // the rollout as any other, so that a quota too tight for the version across the fleet halts it
 // rather than rolling it out everywhere with every tenant stalled part-way.
 func TestAQuotaLandlordsOwnPodsFillIsNoExcuse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, v := range []string{"1.0.0", "2.0.0"} {
 		publish(t, "tight", v, webManifests, `{"replicas": 1}`)

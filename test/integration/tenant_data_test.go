@@ -127,6 +127,7 @@ func TestARecreatedTenantDoesNotInheritTheEarlierTenantsData(t *testing.T) {
 // The same for pools: a spare whose generated name is that of a deleted spare or tenant must
 // neither take over the kept data nor, when the pool deletes it, drop it.
 func TestASpareWhoseNameWasUsedBeforeIsReplacedAndTheEarlierDataKept(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := NewWithT(t)
 	const name = "dbpool-x7k2q"

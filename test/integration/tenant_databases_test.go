@@ -156,6 +156,7 @@ func TestOneTenantCannotReachAnothersDatabases(t *testing.T) {
 }
 
 func TestArchivedTenantKeepsItsDatabasesAndGetsThemBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := NewWithT(t)
 	tenant := createTenant(t, newTenant("db-archive", withDatabases))
@@ -179,6 +180,7 @@ func TestArchivedTenantKeepsItsDatabasesAndGetsThemBack(t *testing.T) {
 }
 
 func TestPurgedTenantDropsItsDatabases(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := NewWithT(t)
 	tenant := createTenant(t, newTenant("db-purge", withDatabases))
@@ -204,6 +206,7 @@ func TestPurgedTenantDropsItsDatabases(t *testing.T) {
 // still has a record of: a record lost from the store (deleted by hand, a store restored from an
 // older copy) must not leave the database behind while the tenant reports itself purged.
 func TestAPurgeDropsADatabaseWhoseStoredRecordIsGone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := NewWithT(t)
 	tenant := createTenant(t, newTenant("db-purge-lost", withDatabases))

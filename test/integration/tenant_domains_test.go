@@ -40,6 +40,7 @@ func waitStalled(t *testing.T, name, reason string) string {
 // holder, its namespace never admits the domain, and it takes the domain once the holder
 // gives it up. Everything else of the stalled tenant's namespace is kept as it should be.
 func TestADomainBelongsToOneTenant(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	createTenant(t, newTenant("dom-holder", func(t *tenancyv1alpha1.Tenant) {
 		t.Spec.Domains = []tenancyv1alpha1.Domain{"shop.dom.example.org", "*.apps.dom.example.org"}
@@ -99,6 +100,7 @@ func TestADomainBelongsToOneTenant(t *testing.T) {
 // holder names it: the operator deletes the old holder's Ingresses for it, with an event naming
 // each, and the new holder waits, saying for what, while a finalizer holds one.
 func TestADomainHandedOverTakesTheOldHoldersIngressesWithIt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const shop, keep = "shop.handover.example.org", "keep.handover.example.org"
 	const oldNS, newNS = "tenant-ho-old", "tenant-ho-new"

@@ -94,6 +94,7 @@ func TestTenantLifecycle(t *testing.T) {
 }
 
 func TestPurgedTenantRemovesItsNamespace(t *testing.T) {
+	t.Parallel()
 	const name = "purged"
 	createTenant(t, newTenant(name))
 	setState(t, name, tenancyv1alpha1.StatePurged)
@@ -105,6 +106,7 @@ func TestPurgedTenantRemovesItsNamespace(t *testing.T) {
 // A namespace with the tenant's name that Landlord did not create belongs to someone else: the
 // tenant stalls with a message saying so, and the namespace is left exactly as it was.
 func TestTenantStallsOnANamespaceItDoesNotOwn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := NewWithT(t)
 	foreign := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-squatted", Labels: map[string]string{"team": "payments"}}}

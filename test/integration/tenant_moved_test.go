@@ -20,6 +20,7 @@ import (
 // stopped, must drop nothing: until the destination has taken it over, the data is the only copy
 // the moved customer has.
 func TestAMovedAwayTenantsPurgeDropsNothingTheDestinationHasNotTakenOver(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := NewWithT(t)
 	src := createTenant(t, newTenant("moved-src", withAppDatabase))

@@ -249,6 +249,7 @@ func count(g Gomega, list client.ObjectList, opts ...client.ListOption) int {
 // Deleting a suspended tenant goes ahead, as Flux lets a suspended object go, and runs the
 // finalizer all the same: it is what keeps a tenant's data when its namespace goes.
 func TestDeletingASuspendedTenantProceedsAndKeepsItsData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	g := NewWithT(t)
 	tenant := createTenant(t, newTenant("paused-deleted", func(t *tenancyv1alpha1.Tenant) {
@@ -290,6 +291,7 @@ func poolCounts(t *testing.T, name string, ready, provisioning, suspended, alloc
 // Resumed, it is an ordinary spare again. Claims say all along, in kstatus conditions, whether
 // they are Ready.
 func TestASuspendedSpareIsReplacedNeverHandedOutAndNeverScaledAway(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const poolName = "pool-paused"
 	pool := newPool(poolName, 1)

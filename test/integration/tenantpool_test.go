@@ -198,6 +198,8 @@ func waitPoolTenants(t *testing.T, pool string, spares, allocated int) {
 // Fifty signups at once against twenty Ready spares: exactly twenty bind, to twenty different
 // tenants, and the rest wait until the pool has refilled.
 func TestConcurrentClaimsNeverShareASpare(t *testing.T) {
+	// Its claims are told from others in default by their pool.
+	t.Parallel()
 	ctx := context.Background()
 	const spares, claims = 20, 50
 	pool := newPool("pool-rush", spares)
@@ -224,7 +226,9 @@ func TestConcurrentClaimsNeverShareASpare(t *testing.T) {
 	}
 	wg.Wait()
 	t.Cleanup(func() {
-		_ = k8s.DeleteAllOf(ctx, &tenancyv1alpha1.TenantClaim{}, client.InNamespace("default"))
+		for i := range claims {
+			_ = k8s.Delete(ctx, newClaim(fmt.Sprintf("rush-%02d", i), "pool-rush"))
+		}
 	})
 
 	phases := func(g Gomega) (bound map[string]string, pending int) {
@@ -232,6 +236,9 @@ func TestConcurrentClaimsNeverShareASpare(t *testing.T) {
 		g.Expect(k8s.List(ctx, list, client.InNamespace("default"))).To(Succeed())
 		bound = map[string]string{}
 		for _, c := range list.Items {
+			if c.Spec.Pool != pool.Name {
+				continue
+			}
 			switch c.Status.Phase {
 			case tenancyv1alpha1.ClaimBound:
 				g.Expect(bound).NotTo(HaveKey(c.Status.Tenant), "tenant %s bound twice", c.Status.Tenant)
@@ -283,6 +290,7 @@ func TestPoolSampleBindsItsClaim(t *testing.T) {
 // Claims racing a scale-down or a pool deletion: a claim that binds a spare keeps it, whatever
 // the pool does at the same moment, and one that finds no spare waits and says why.
 func TestABoundTenantSurvivesAPoolShrinkingAtTheSameMoment(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, shrink := range []string{"scale-to-zero", "delete"} {
 		t.Run("claims racing a pool "+shrink+" keep the tenants they bound", func(t *testing.T) {
