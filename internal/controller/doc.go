@@ -6,7 +6,9 @@
 //
 //	tenant            a Tenant into its namespace, access, quota, policies, databases, secrets
 //	                  and components; a table of phases per lifecycle state, with engines of
-//	                  its own for domains (tenant/domains) and databases (tenant/databases)
+//	                  its own for domains (tenant/domains), the namespace (tenant/namespaces),
+//	                  pods and volumes (tenant/workloads), databases (tenant/databases) and
+//	                  components (tenant/components)
 //	tenantpool        a TenantPool's spare tenants, kept Ready
 //	tenantclaim       a TenantClaim bound to one of its pool's Ready spares
 //	databaseserver    a DatabaseServer's reachability and capacity

@@ -18,7 +18,8 @@ const (
 // ResourceQuota is the tenant's quota: operator defaults overridden key by key by spec.quota.
 // NodePort and LoadBalancer services are capped at zero whatever the tenant asks: they would
 // expose the tenant outside the platform's ingress. A Frozen tenant may run no pod at all: its
-// own workloads, not only the components Landlord scales to zero, stop (see stopPods).
+// own workloads, not only the components Landlord scales to zero, stop (see stopPods, in
+// internal/controller/tenant/workloads).
 func ResourceQuota(t *tenancyv1alpha1.Tenant, cfg *config.Config, namespace string) *corev1.ResourceQuota {
 	hard := merge(normalizeQuota(cfg.Defaults.Quota), normalizeQuota(t.Spec.Quota))
 	hard[corev1.ResourceServicesNodePorts] = resource.MustParse("0")

@@ -107,7 +107,8 @@ type tenantNamespace struct {
 	// pool is the node pool its pods run on, "" for none.
 	pool string
 	// moving: the tenant's pool changed and its pods placed for the old one are not deleted yet;
-	// the tenant controller deletes them all (see movePods), so the audit leaves them alone.
+	// the tenant controller deletes them all (see movePods, in tenant/workloads), so the audit
+	// leaves them alone.
 	moving bool
 }
 

@@ -3,8 +3,8 @@
 // owning one condition, a pure computeStatus (status.go) that sums their outcomes into kstatus
 // conditions, and the finalizer (finalizer.go). The phases orchestrate: builders in
 // internal/resources decide what should exist, internal/apply decides whether to write it, and
-// the engines under it own the larger concerns (domains, databases, components), each with its
-// dependencies passed in.
+// the engines under it own the larger concerns (domains, the namespace, workloads, databases,
+// components), each with its dependencies passed in.
 package tenant
 
 import (
@@ -40,6 +40,8 @@ import (
 	"github.com/landlord-dev/landlord/internal/controller/tenant/components"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/databases"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/domains"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/namespaces"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/workloads"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -87,6 +89,13 @@ type Reconciler struct {
 	// remembers their renderings; made on first use, with the client SetupWithManager set.
 	componentEngine *components.Engine
 	componentOnce   sync.Once
+	// namespaceEngine applies and removes the tenant's namespace and the objects in it (package
+	// namespaces); workloadEngine moves and stops its pods and keeps its volumes (package
+	// workloads). Made on first use, with the client SetupWithManager set.
+	namespaceEngine *namespaces.Engine
+	namespaceOnce   sync.Once
+	workloadEngine  *workloads.Engine
+	workloadOnce    sync.Once
 
 	// Resync, when set, enqueues the tenants sent on it: a forced resync without touching them.
 	Resync <-chan event.GenericEvent
@@ -111,14 +120,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants/status,verbs=get;patch
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenants/finalizers,verbs=update
-// A Frozen tenant's pods are deleted, all at once (stopPods), and so are those of a tenant moved
-// to another node pool (movePods); the operator reads no pod.
-// +kubebuilder:rbac:groups="",resources=pods,verbs=deletecollection
-// Tenant RoleBindings are deleted only to change their roleRef, which Kubernetes never updates.
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=resourcequotas;limitranges,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch
+// The namespace and the objects in it are watched through the rules of the engine that writes
+// them (package namespaces).
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

@@ -52,7 +52,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) er
 			}
 			return fmt.Errorf("purging databases: %s", res.message)
 		}
-		if err := r.purgeVolumes(ctx, s); err != nil {
+		if err := r.workloads().PurgeVolumes(ctx, s.workloadScope()); err != nil {
 			return err
 		}
 	} else {
@@ -64,7 +64,7 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) er
 		// The volumes of a tenant that is not purged outlive its namespace, marked with its UID
 		// for a tenant that adopts its data.
 		if !purge && metav1.IsControlledBy(ns, t) {
-			if err := r.keepVolumes(ctx, s); err != nil {
+			if err := r.workloads().KeepVolumes(ctx, s.workloadScope()); err != nil {
 				return err
 			}
 		}

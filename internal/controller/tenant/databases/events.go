@@ -11,8 +11,9 @@ const (
 	// ReasonCredentialsRestored: the secret store held no record of a database's credentials;
 	// the password in the tenant's credentials Secret was written back to it and kept.
 	ReasonCredentialsRestored = "CredentialsRestored"
-	// ReasonApplied: the tenant's NetworkPolicy to its database servers was updated as its
-	// databases' placements changed; the note names it. The tenant reconciler records the same
-	// reason for the other objects of the tenant's namespace it updates.
+	// ReasonApplied: objects of the tenant's namespace (its RBAC, quota, limits, network
+	// policies) that had drifted or whose spec changed were updated; the note names them. The
+	// database engine records it for the NetworkPolicy to the tenant's database servers, as
+	// their databases' placements change, and the namespace engine for the other objects.
 	ReasonApplied = "Applied"
 )

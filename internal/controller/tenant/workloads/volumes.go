@@ -1,4 +1,4 @@
-package tenant
+package workloads
 
 import (
 	"cmp"
@@ -41,22 +41,22 @@ func volumesRecord(t *tenancyv1alpha1.Tenant) string { return volumesRecordPrefi
 
 const volumesRecordPrefix = "landlord-volumes-"
 
-// keepVolumes switches the volumes bound to the claims in the tenant namespace to Retain, marks
+// KeepVolumes switches the volumes bound to the claims in the tenant namespace to Retain, marks
 // them, and records them in the status draft (when status is) and in the secret store.
-func (r *Reconciler) keepVolumes(ctx context.Context, s *tenantScope) error {
-	t := s.tenant
+func (e *Engine) KeepVolumes(ctx context.Context, s Scope) error {
+	t := s.Tenant
 	claims := &corev1.PersistentVolumeClaimList{}
-	if err := r.APIReader.List(ctx, claims, client.InNamespace(s.namespace)); err != nil {
-		return fmt.Errorf("listing the claims in namespace %s: %w", s.namespace, err)
+	if err := e.APIReader.List(ctx, claims, client.InNamespace(s.Namespace)); err != nil {
+		return fmt.Errorf("listing the claims in namespace %s: %w", s.Namespace, err)
 	}
-	kept := slices.Clone(s.status.Volumes)
+	kept := slices.Clone(s.Status.Volumes)
 	for i := range claims.Items {
 		pvc := &claims.Items[i]
 		if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
 			continue
 		}
 		pv := &corev1.PersistentVolume{}
-		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+		if err := e.APIReader.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -74,7 +74,7 @@ func (r *Reconciler) keepVolumes(ctx context.Context, s *tenantScope) error {
 		pv.Spec.PersistentVolumeReclaimPolicy = corev1.PersistentVolumeReclaimRetain
 		// A retried archive finds the volume kept already: no write.
 		if !equality.Semantic.DeepEqual(orig, pv) {
-			if err := r.Client.Patch(ctx, pv, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			if err := e.Client.Patch(ctx, pv, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 				return fmt.Errorf("keeping volume %s of claim %s: %w", pv.Name, pvc.Name, err)
 			}
 		}
@@ -83,15 +83,15 @@ func (r *Reconciler) keepVolumes(ctx context.Context, s *tenantScope) error {
 	if len(kept) == 0 {
 		return nil
 	}
-	if err := r.saveVolumesRecord(ctx, s.namespace, t, kept); err != nil {
+	if err := e.saveVolumesRecord(ctx, s.Namespace, t, kept); err != nil {
 		return err
 	}
-	s.status.Volumes = kept
+	s.Status.Volumes = kept
 	names := make([]string, 0, len(kept))
 	for _, v := range kept {
 		names = append(names, v.Claim+"="+v.Volume)
 	}
-	r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonVolumesKept, "Keep",
+	e.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonVolumesKept, "Keep",
 		"volumes switched to Retain and kept while the namespace is gone: %s", strings.Join(names, ", "))
 	return nil
 }
@@ -105,7 +105,7 @@ func setVolume(list []tenancyv1alpha1.VolumeStatus, v tenancyv1alpha1.VolumeStat
 
 // saveVolumesRecord keeps the list of kept volumes in the secret store too, marked with the
 // tenant's UID: the tenant's status goes when the tenant is deleted.
-func (r *Reconciler) saveVolumesRecord(ctx context.Context, namespace string, t *tenancyv1alpha1.Tenant, kept []tenancyv1alpha1.VolumeStatus) error {
+func (e *Engine) saveVolumesRecord(ctx context.Context, namespace string, t *tenancyv1alpha1.Tenant, kept []tenancyv1alpha1.VolumeStatus) error {
 	data, err := json.Marshal(kept)
 	if err != nil {
 		return err
@@ -119,7 +119,7 @@ func (r *Reconciler) saveVolumesRecord(ctx context.Context, namespace string, t 
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{"volumes": data},
 	}
-	if err := r.Secrets.Save(ctx, rec); err != nil {
+	if err := e.Secrets.Save(ctx, rec); err != nil {
 		return fmt.Errorf("recording kept volumes in the secret store: %w", err)
 	}
 	return nil
@@ -130,7 +130,7 @@ func (r *Reconciler) saveVolumesRecord(ctx context.Context, namespace string, t 
 // are kept by namespace name, kept volumes pass only to a tenant of the same namespace: an
 // adoption annotation naming the UID of another, living tenant (an Archived one, whose volumes
 // are Released too) takes nothing of it.
-func (r *Reconciler) tenantVolumes(ctx context.Context, t *tenancyv1alpha1.Tenant, namespace string) ([]corev1.PersistentVolume, error) {
+func (e *Engine) tenantVolumes(ctx context.Context, t *tenancyv1alpha1.Tenant, namespace string) ([]corev1.PersistentVolume, error) {
 	uids := []string{string(t.UID)}
 	if adopt := databases.AdoptedUID(t); adopt != "" {
 		uids = append(uids, adopt)
@@ -140,7 +140,7 @@ func (r *Reconciler) tenantVolumes(ctx context.Context, t *tenancyv1alpha1.Tenan
 		return nil, err
 	}
 	pvs := &corev1.PersistentVolumeList{}
-	if err := r.APIReader.List(ctx, pvs, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}); err != nil {
+	if err := e.APIReader.List(ctx, pvs, client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*req)}); err != nil {
 		return nil, fmt.Errorf("listing the tenant's kept volumes: %w", err)
 	}
 	return slices.DeleteFunc(pvs.Items, func(pv corev1.PersistentVolume) bool {
@@ -151,15 +151,15 @@ func (r *Reconciler) tenantVolumes(ctx context.Context, t *tenancyv1alpha1.Tenan
 // restoreVolumes reserves each kept volume of the tenant for the claim of the same name in its
 // namespace, once the namespace exists again. It costs nothing for a tenant without kept
 // volumes that adopts nothing and is not coming back from Archived.
-func (r *Reconciler) restoreVolumes(ctx context.Context, s *tenantScope) error {
-	t := s.tenant
+func (e *Engine) restoreVolumes(ctx context.Context, s Scope) error {
+	t := s.Tenant
 	// The status lists kept volumes; a tenant back from Archived (no namespace in status, but
 	// reconciled before) looks once more, in case that list was never written.
 	back := t.Status.Namespace == "" && t.Status.ObservedGeneration > 0
 	if len(t.Status.Volumes) == 0 && databases.AdoptedUID(t) == "" && !back {
 		return nil
 	}
-	pvs, err := r.tenantVolumes(ctx, t, s.namespace)
+	pvs, err := e.tenantVolumes(ctx, t, s.Namespace)
 	if err != nil {
 		return err
 	}
@@ -173,21 +173,21 @@ func (r *Reconciler) restoreVolumes(ctx context.Context, s *tenantScope) error {
 		}
 		orig := pv.DeepCopy()
 		metav1.SetMetaDataLabel(&pv.ObjectMeta, tenancyv1alpha1.TenantUIDLabel, string(t.UID))
-		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: s.namespace, Name: claim}
-		if err := r.Client.Patch(ctx, pv, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: s.Namespace, Name: claim}
+		if err := e.Client.Patch(ctx, pv, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("reserving volume %s for claim %s: %w", pv.Name, claim, err)
 		}
 		log.FromContext(ctx).Info("reserved a kept volume for its claim", "volume", pv.Name, "claim", claim)
 	}
-	s.status.Volumes = nil
+	s.Status.Volumes = nil
 	return nil
 }
 
-// purgeVolumes deletes the tenant's kept volumes, with the reclaim policy they had before they
+// PurgeVolumes deletes the tenant's kept volumes, with the reclaim policy they had before they
 // were kept, so a dynamically provisioned disk goes with its volume as it would have.
-func (r *Reconciler) purgeVolumes(ctx context.Context, s *tenantScope) error {
-	t := s.tenant
-	pvs, err := r.tenantVolumes(ctx, t, s.namespace)
+func (e *Engine) PurgeVolumes(ctx context.Context, s Scope) error {
+	t := s.Tenant
+	pvs, err := e.tenantVolumes(ctx, t, s.Namespace)
 	if err != nil {
 		return err
 	}
@@ -196,24 +196,24 @@ func (r *Reconciler) purgeVolumes(ctx context.Context, s *tenantScope) error {
 		if policy := corev1.PersistentVolumeReclaimPolicy(pv.Annotations[tenancyv1alpha1.ReclaimPolicyAnnotation]); policy != "" && policy != pv.Spec.PersistentVolumeReclaimPolicy {
 			orig := pv.DeepCopy()
 			pv.Spec.PersistentVolumeReclaimPolicy = policy
-			if err := r.Client.Patch(ctx, pv, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			if err := e.Client.Patch(ctx, pv, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 				return fmt.Errorf("restoring the reclaim policy of volume %s: %w", pv.Name, err)
 			}
 		}
 		uid := pv.UID
-		if err := r.Client.Delete(ctx, pv, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		if err := e.Client.Delete(ctx, pv, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting volume %s: %w", pv.Name, err)
 		}
-		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonVolumesDeleted, "Purge",
+		e.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonVolumesDeleted, "Purge",
 			"deleted volume %s of claim %s", pv.Name, pv.Annotations[tenancyv1alpha1.VolumeClaimAnnotation])
 	}
-	s.status.Volumes = nil
+	s.Status.Volumes = nil
 	// The records of the volumes just deleted: the tenant's own, and the adopted tenant's.
 	for _, uid := range []string{string(t.UID), databases.AdoptedUID(t)} {
 		if uid == "" {
 			continue
 		}
-		if err := r.Secrets.Delete(ctx, s.namespace, volumesRecordPrefix+uid, uid); err != nil {
+		if err := e.Secrets.Delete(ctx, s.Namespace, volumesRecordPrefix+uid, uid); err != nil {
 			return err
 		}
 	}
