@@ -128,6 +128,11 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if errors.As(o.err, &ref) {
 		return ctrl.Result{}, nil
 	}
+	if o.ended != nil && o.err == nil {
+		// Once the end is recorded, the plan's passwords go; a deletion that fails is tried
+		// again (the phase's branch above) and changes nothing of the verdict.
+		return ctrl.Result{}, deletePlan(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job, b)
+	}
 	return ctrl.Result{}, o.err
 }
 
@@ -238,7 +243,8 @@ func createOwned(ctx context.Context, c client.Client, obj, existing client.Obje
 }
 
 // watch follows the Job: a backup succeeded when its Job did and its manifest, written last,
-// is in the store and holds what was asked for. How it ended is recorded in o.
+// is in the store and holds what was asked for. How it ended is recorded in o; Reconcile
+// deletes the plan once that is written.
 func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantBackup, o *backupObservation) error {
 	done, failed, msg, err := jobEnded(ctx, r.Client, r.APIReader, r.Config.Backups.Namespace, b.Status.Job)
 	if err != nil || !done {
@@ -255,7 +261,7 @@ func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantB
 			msg = "the backup's manifest is not the one this backup asked for"
 		default:
 			r.succeeded(b, o, m)
-			return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job, b)
+			return nil
 		}
 	}
 	// Nothing of a failed backup counts, and nothing of it is kept.
@@ -266,7 +272,7 @@ func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantB
 	o.ended = &backupEnd{failed: true, message: msg}
 	backupsTotal.WithLabelValues("failed").Inc()
 	r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonJobFailed, "Backup", "%s", msg)
-	return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, b.Status.Job, b)
+	return nil
 }
 
 // succeeded records in o a backup whose Job wrote its manifest m, and counts and tells it.

@@ -133,6 +133,10 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	case errors.As(o.err, &ref):
 		return ctrl.Result{}, nil
+	case o.ended != nil && o.err == nil:
+		// Once the end is recorded, the plan's passwords go; a deletion that fails is tried
+		// again (the phase's branch above) and changes nothing of the verdict.
+		return ctrl.Result{}, deletePlan(ctx, r.Client, r.Config.Backups.Namespace, rs.Status.Job, rs)
 	}
 	return ctrl.Result{}, o.err
 }
@@ -360,7 +364,7 @@ func (r *RestoreReconciler) watch(ctx context.Context, rs *tenancyv1alpha1.Tenan
 		restoresTotal.WithLabelValues("succeeded").Inc()
 		r.Recorder.Eventf(rs, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonSucceeded, "Restore", "%s", done)
 	}
-	return deletePlan(ctx, r.Client, r.Config.Backups.Namespace, rs.Status.Job, rs)
+	return nil
 }
 
 // restoreInto names another restore that writes into the tenant now, if one does: two at once

@@ -105,13 +105,6 @@ var backupCases = []struct {
 		obs:  backupObservation{err: errors.New("dial tcp: connection refused")},
 		want: want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonStoreUnavailable, says: "connection refused", kstatus: status.InProgressStatus},
 	},
-	{
-		name:     "a backup that succeeded but whose plan is not deleted yet is Reconciling until it is",
-		previous: tenancyv1alpha1.TenantBackupStatus{Phase: tenancyv1alpha1.BackupRunning, Job: "landlord-backup-0a1b2c3d4e5f", Conditions: running("landlord-backup-0a1b2c3d4e5f")},
-		obs:      backupObservation{now: statusNow, ended: &backupEnd{manifest: manifest}, err: errors.New("the server is currently unable to handle the request")},
-		want: want{phase: tenancyv1alpha1.BackupSucceeded, ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonStoreUnavailable,
-			says: "unable to handle", kstatus: status.InProgressStatus},
-	},
 }
 
 // backupAt is a backup at generation 2 with the status an earlier reconcile left.
