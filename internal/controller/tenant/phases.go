@@ -101,10 +101,12 @@ func phasesFor(state tenancyv1alpha1.TenantState) []tenantPhase {
 	return phasesActive
 }
 
-// phaseResult is one phase's outcome and the condition that reports it.
+// phaseResult is one phase's outcome and the condition that reports it; waited: the phase did
+// not run, waiting for an earlier one.
 type phaseResult struct {
 	condition string
 	outcome
+	waited bool
 }
 
 // runPhases runs the phases in order. Every phase runs, so each condition reports on every
@@ -124,7 +126,7 @@ func (r *Reconciler) runPhases(ctx context.Context, s *tenantScope, phases []ten
 			o = p.run(r, ctx, s)
 		}
 		finished[p.condition] = o.done
-		results = append(results, phaseResult{condition: p.condition, outcome: o})
+		results = append(results, phaseResult{condition: p.condition, outcome: o, waited: waiting})
 	}
 	return results
 }

@@ -72,6 +72,61 @@ func TestRunPhases(t *testing.T) {
 	}
 }
 
+// What the Active table's order promises, with its own rows (their runs stood in for): a Frozen
+// tenant's pods are stopped, and its secrets and databases converge, while a domain is another
+// tenant's; no component is rendered for a domain the tenant does not hold, nor before its kept
+// volumes are bound to its namespace again.
+func TestTheActiveTableKeepsItsPromises(t *testing.T) {
+	run := func(outcomes map[string]outcome) (ran []string, results []phaseResult) {
+		phases := slices.Clone(phasesActive)
+		for i := range phases {
+			c := phases[i].condition
+			phases[i].run = func(*Reconciler, context.Context, *tenantScope) outcome {
+				ran = append(ran, c)
+				if o, ok := outcomes[c]; ok {
+					return o
+				}
+				return done(tenancyv1alpha1.ReasonSucceeded, "")
+			}
+		}
+		return ran, (&Reconciler{}).runPhases(context.Background(), &tenantScope{}, phases)
+	}
+	reason := func(results []phaseResult, condition string) string {
+		for _, r := range results {
+			if r.condition == condition {
+				return r.reason
+			}
+		}
+		t.Fatalf("no result for %s", condition)
+		return ""
+	}
+
+	t.Run("a domain conflict stops the components alone", func(t *testing.T) {
+		ran, results := run(map[string]outcome{tenancyv1alpha1.DomainsReadyCondition: stalled(tenancyv1alpha1.ReasonDomainConflict, "held")})
+		for _, c := range []string{tenancyv1alpha1.NamespaceReadyCondition, tenancyv1alpha1.WorkloadsReadyCondition, tenancyv1alpha1.SecretsReadyCondition,
+			tenancyv1alpha1.DatabasesReadyCondition, tenancyv1alpha1.EgressReadyCondition} {
+			if !slices.Contains(ran, c) {
+				t.Errorf("%s did not run during a domain conflict", c)
+			}
+		}
+		if slices.Contains(ran, tenancyv1alpha1.ComponentsReadyCondition) {
+			t.Error("the components ran for a domain the tenant does not hold")
+		}
+		if got := reason(results, tenancyv1alpha1.ComponentsReadyCondition); got != tenancyv1alpha1.ReasonDomainsNotReady {
+			t.Errorf("the components say %s, want %s", got, tenancyv1alpha1.ReasonDomainsNotReady)
+		}
+	})
+	t.Run("kept volumes not yet bound again hold the components back", func(t *testing.T) {
+		ran, results := run(map[string]outcome{tenancyv1alpha1.WorkloadsReadyCondition: failedf(tenancyv1alpha1.ReasonApplyFailed, "binding a kept volume")})
+		if slices.Contains(ran, tenancyv1alpha1.ComponentsReadyCondition) {
+			t.Error("the components ran before the kept volumes were bound again")
+		}
+		if got := reason(results, tenancyv1alpha1.ComponentsReadyCondition); got != tenancyv1alpha1.ReasonWorkloadsNotReady {
+			t.Errorf("the components say %s, want %s", got, tenancyv1alpha1.ReasonWorkloadsNotReady)
+		}
+	})
+}
+
 // Every phase waits only for phases that come before it in its state's table, and each
 // condition it waits for says what it waits with.
 func TestEveryPhaseWaitsOnlyForEarlierPhases(t *testing.T) {

@@ -92,14 +92,15 @@ func (r *Reconciler) claim(ctx context.Context, t *tenancyv1alpha1.Tenant) error
 
 // recordShard sets the status that ends a reconcile to name this shard as the tenant's, and says
 // whether it did: after any reconcile that was not a takeover, and after a takeover in which no
-// phase failed or stalled and the namespace and workloads phases are done. A stalled phase may have stopped
-// before writing (or pruning) objects that still carry the old shard's label, which this
-// shard's cache would then never hold; the takeover is tried again at the stall's own pace.
+// phase failed, stalled or waited (did not run) and the namespace and workloads phases are
+// done. A stalled or waiting phase may not have written (or pruned) objects that still carry
+// the old shard's label, which this shard's cache would then never hold; the takeover is tried
+// again at the stall's or the wait's own pace.
 func (r *Reconciler) recordShard(next *tenancyv1alpha1.TenantStatus, takeover bool, results []phaseResult) bool {
 	if takeover {
 		for _, res := range results {
 			inNamespace := res.condition == tenancyv1alpha1.NamespaceReadyCondition || res.condition == tenancyv1alpha1.WorkloadsReadyCondition
-			if res.err != nil || res.stalled || inNamespace && !res.done {
+			if res.err != nil || res.stalled || res.waited || inNamespace && !res.done {
 				return false
 			}
 		}

@@ -27,6 +27,8 @@ func TestATakeoverIsRecordedOnlyOnceEveryObjectCarriesTheNewLabel(t *testing.T) 
 		{"a takeover whose namespace is still terminating is not", true, []phaseResult{ns(progressing("X", "x"))}, false},
 		{"a takeover with a stalled phase is not: it may have stopped before writing the rest", true, []phaseResult{ns(outcome{done: true}), secrets(stalled("X", "x"))}, false},
 		{"a takeover with a failed phase is not", true, []phaseResult{ns(outcome{done: true}), secrets(failed("X", errors.New("boom")))}, false},
+		{"a takeover with a phase that waited is not: it wrote none of its objects", true, []phaseResult{ns(outcome{done: true}),
+			{condition: tenancyv1alpha1.ComponentsReadyCondition, outcome: waitingFor[tenancyv1alpha1.DomainsReadyCondition], waited: true}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Reconciler{Shard: "b"}
