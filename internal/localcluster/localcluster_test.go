@@ -37,6 +37,8 @@ func TestAWholeClusterRunsWorkloadsOnSimulatedNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole local cluster: not under -short")
 	}
+	// Each test's cluster is its own (its data directory, its ports): the two run side by side.
+	t.Parallel()
 	c, err := Start(Options{AssetsDir: assetsDir(t), DataDir: dataDir(t), MetricsServer: true})
 	if err != nil {
 		t.Fatal(err)
@@ -234,6 +236,7 @@ func TestAClusterStartedAgainOnItsDataKeepsWhatItHad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole local cluster: not under -short")
 	}
+	t.Parallel()
 	dir := dataDir(t)
 	ctx := context.Background()
 	opts := Options{AssetsDir: assetsDir(t), DataDir: dir, MetricsServer: true}

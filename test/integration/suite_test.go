@@ -256,12 +256,14 @@ func confirmedDelete(ctx context.Context, name string, opts ...client.DeleteOpti
 }
 
 // waitNamespaceGone waits until the namespace controller has emptied and removed a namespace.
+// It takes them a few at a time: while the parallel tests delete dozens of tenants at once, one
+// namespace may wait well past the suite's timeout for its turn.
 func waitNamespaceGone(t *testing.T, name string) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
 		ns, err := env.Clientset.CoreV1().Namespaces().Get(context.Background(), name, metav1.GetOptions{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "namespace %s: %v, phase %s", name, err, ns.Status.Phase)
-	}).WithTimeout(timeout).Should(Succeed())
+	}).WithTimeout(4 * timeout).Should(Succeed())
 }
 
 // waitNamespaceNotTerminating waits until a namespace, if there is one, is not being deleted.
@@ -274,7 +276,7 @@ func waitNamespaceNotTerminating(t *testing.T, name string) {
 		}
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(ns.DeletionTimestamp).To(BeNil(), "namespace %s is terminating", name)
-	}).WithTimeout(timeout).Should(Succeed())
+	}).WithTimeout(4 * timeout).Should(Succeed()) // at the namespace controller's pace (waitNamespaceGone)
 }
 
 // condition returns the tenant's condition of a type, or nil.
