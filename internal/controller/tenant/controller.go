@@ -181,9 +181,7 @@ func (r *Reconciler) components() *components.Engine {
 		r.componentEngine = &components.Engine{
 			Client: r.Client, APIReader: r.APIReader, Config: r.Config, Recorder: r.Recorder, Applied: r.Applied,
 			// A write the API server refuses is reported as the other phases report theirs.
-			ApplyFailed: func(t *tenancyv1alpha1.Tenant, obj client.Object, err error) components.Result {
-				return r.applyFailed(t, obj, err).result()
-			},
+			ApplyFailed: r.applyFailed,
 		}
 	})
 	return r.componentEngine
@@ -376,10 +374,10 @@ func requeueAfter(phases []tenantPhase, results []phaseResult) (ctrl.Result, err
 	var errs []error
 	isStalled := false
 	for _, res := range results {
-		if res.err != nil {
-			errs = append(errs, res.err)
+		if res.Err != nil {
+			errs = append(errs, res.Err)
 		}
-		isStalled = isStalled || res.stalled
+		isStalled = isStalled || res.Stalled
 	}
 	if err := errors.Join(errs...); err != nil {
 		return ctrl.Result{}, err
@@ -389,7 +387,7 @@ func requeueAfter(phases []tenantPhase, results []phaseResult) (ctrl.Result, err
 	}
 	var after time.Duration
 	for i, res := range results {
-		if p := phases[i]; !res.done && p.recheck > 0 && (after == 0 || p.recheck < after) {
+		if p := phases[i]; !res.Done && p.recheck > 0 && (after == 0 || p.recheck < after) {
 			after = p.recheck
 		}
 	}

@@ -4,10 +4,10 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/databases"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 )
 
 // The database phase of each lifecycle state: each asks the engine that owns the tenant's
@@ -19,7 +19,7 @@ import (
 func (r *Reconciler) databases() *databases.Engine {
 	r.databaseOnce.Do(func() {
 		r.databaseEngine = &databases.Engine{Client: r.Client, APIReader: r.APIReader, Config: r.Config, Recorder: r.Recorder,
-			Secrets: r.Secrets, Databases: r.Databases, Applied: r.Applied, ApplyFailed: r.databaseApplyFailed}
+			Secrets: r.Secrets, Databases: r.Databases, Applied: r.Applied, ApplyFailed: r.applyFailed}
 	})
 	return r.databaseEngine
 }
@@ -27,18 +27,18 @@ func (r *Reconciler) databases() *databases.Engine {
 // ensureDatabases converges an Active or Frozen tenant's databases and their credentials
 // Secrets.
 func (r *Reconciler) ensureDatabases(ctx context.Context, s *tenantScope) outcome {
-	return fromEngine(r.databases().Ensure(ctx, s.databaseScope()))
+	return r.databases().Ensure(ctx, s.databaseScope())
 }
 
 // ensureEgress lets an Active or Frozen tenant's pods reach the servers its databases are on,
 // as the databases phase recorded them in the draft, and no other.
 func (r *Reconciler) ensureEgress(ctx context.Context, s *tenantScope) outcome {
-	return fromEngine(r.databases().AllowEgress(ctx, s.databaseScope()))
+	return r.databases().AllowEgress(ctx, s.databaseScope())
 }
 
 // keepDatabases reports an Archived tenant's databases, which are kept untouched.
 func (r *Reconciler) keepDatabases(_ context.Context, s *tenantScope) outcome {
-	return fromEngine(r.databases().Keep(s.tenant))
+	return r.databases().Keep(s.tenant)
 }
 
 // purgeDatabases drops a Purged tenant's databases and forgets their stored credentials, unless
@@ -48,23 +48,12 @@ func (r *Reconciler) purgeDatabases(ctx context.Context, s *tenantScope) outcome
 	if conditionCurrent(t, tenancyv1alpha1.DatabasesReadyCondition, tenancyv1alpha1.ReasonDatabasesDropped) {
 		s.status.Databases = nil
 		c := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.DatabasesReadyCondition)
-		return done(c.Reason, "%s", c.Message)
+		return phase.Done(c.Reason, "%s", c.Message)
 	}
-	return fromEngine(r.databases().Purge(ctx, s.databaseScope()))
+	return r.databases().Purge(ctx, s.databaseScope())
 }
 
 // databaseScope is the reconcile as the database engine sees it.
 func (s *tenantScope) databaseScope() databases.Scope {
 	return databases.Scope{Tenant: s.tenant, Namespace: s.namespace, Verify: s.verify, Status: &s.status}
-}
-
-// fromEngine is the database engine's result as the phase's outcome.
-func fromEngine(res databases.Result) outcome {
-	return outcome{done: res.Done, stalled: res.Stalled, reason: res.Reason, message: res.Message, err: res.Err}
-}
-
-// databaseApplyFailed is applyFailed for the database engine's writes.
-func (r *Reconciler) databaseApplyFailed(t *tenancyv1alpha1.Tenant, obj client.Object, err error) databases.Result {
-	res := r.applyFailed(t, obj, err)
-	return databases.Result{Done: res.done, Stalled: res.stalled, Reason: res.reason, Message: res.message, Err: res.err}
 }

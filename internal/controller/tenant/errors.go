@@ -10,6 +10,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 )
 
@@ -22,17 +23,17 @@ func (r *Reconciler) applyFailed(t *tenancyv1alpha1.Tenant, obj client.Object, e
 	var res outcome
 	switch {
 	case errors.As(err, &conflict):
-		res = stalled(tenancyv1alpha1.ReasonOwnershipConflict, "%s", msg)
+		res = phase.Stalled(tenancyv1alpha1.ReasonOwnershipConflict, "%s", msg)
 	case apierrors.IsForbidden(err):
 		// Landlord's own role does not allow the kind (a component rendered something outside
 		// what components may create): only a person can change that.
-		res = stalled(tenancyv1alpha1.ReasonInvalidObject, "%s", msg)
+		res = phase.Stalled(tenancyv1alpha1.ReasonInvalidObject, "%s", msg)
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		res = stalled(tenancyv1alpha1.ReasonInvalidObject, "%s", msg)
+		res = phase.Stalled(tenancyv1alpha1.ReasonInvalidObject, "%s", msg)
 	default:
-		res = outcome{reason: tenancyv1alpha1.ReasonApplyFailed, message: msg, err: err}
+		res = outcome{Reason: tenancyv1alpha1.ReasonApplyFailed, Message: msg, Err: err}
 	}
-	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, res.reason, "Apply", "%s", msg)
-	applyFailures.WithLabelValues(obj.GetObjectKind().GroupVersionKind().Kind, res.reason).Inc()
+	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, res.Reason, "Apply", "%s", msg)
+	applyFailures.WithLabelValues(obj.GetObjectKind().GroupVersionKind().Kind, res.Reason).Inc()
 	return res
 }

@@ -46,11 +46,11 @@ func (r *Reconciler) finalize(ctx context.Context, t *tenancyv1alpha1.Tenant) er
 	// deleting a pool) drops its databases, as Purged would.
 	purge := t.Spec.State == tenancyv1alpha1.StatePurged || t.IsUnallocatedSpare()
 	if purge {
-		if res := r.purgeDatabases(ctx, s); !res.done {
-			if res.err != nil {
-				return res.err
+		if res := r.purgeDatabases(ctx, s); !res.Done {
+			if res.Err != nil {
+				return res.Err
 			}
-			return fmt.Errorf("purging databases: %s", res.message)
+			return fmt.Errorf("purging databases: %s", res.Message)
 		}
 		if err := r.workloads().PurgeVolumes(ctx, s.workloadScope()); err != nil {
 			return err

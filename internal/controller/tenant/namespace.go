@@ -3,11 +3,10 @@ package tenant
 import (
 	"context"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/namespaces"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 )
 
 // checkDomains decides which of the tenant's domains it holds (package domains): the namespace
@@ -20,7 +19,7 @@ func (r *Reconciler) checkDomains(ctx context.Context, s *tenantScope) outcome {
 	held, problem, waiting, err := r.domains().Check(ctx, s.tenant)
 	if err != nil {
 		s.domainsErr = err
-		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		return phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	s.applied = s.tenant
 	if problem != "" || waiting != "" {
@@ -29,13 +28,13 @@ func (r *Reconciler) checkDomains(ctx context.Context, s *tenantScope) outcome {
 	}
 	switch {
 	case problem != "" && waiting != "":
-		return stalled(tenancyv1alpha1.ReasonDomainConflict, "%s; %s", problem, waiting)
+		return phase.Stalled(tenancyv1alpha1.ReasonDomainConflict, "%s; %s", problem, waiting)
 	case problem != "":
-		return stalled(tenancyv1alpha1.ReasonDomainConflict, "%s", problem)
+		return phase.Stalled(tenancyv1alpha1.ReasonDomainConflict, "%s", problem)
 	case waiting != "":
-		return progressing(tenancyv1alpha1.ReasonDomainHandover, "%s", waiting)
+		return phase.Progressing(tenancyv1alpha1.ReasonDomainHandover, "%s", waiting)
 	}
-	return done(tenancyv1alpha1.ReasonSucceeded, "%d domains held", len(held))
+	return phase.Done(tenancyv1alpha1.ReasonSucceeded, "%d domains held", len(held))
 }
 
 // namespaces is the engine that applies the tenant's namespace and the objects in it, and
@@ -45,10 +44,7 @@ func (r *Reconciler) namespaces() *namespaces.Engine {
 		r.namespaceEngine = &namespaces.Engine{Client: r.Client, APIReader: r.APIReader, Config: r.Config, Recorder: r.Recorder,
 			Applied: r.Applied, Volumes: r.workloads(), Forget: r.forget,
 			// A write the API server refuses is reported as the other phases report theirs.
-			ApplyFailed: func(t *tenancyv1alpha1.Tenant, obj client.Object, err error) namespaces.Result {
-				res := r.applyFailed(t, obj, err)
-				return namespaces.Result{Done: res.done, Stalled: res.stalled, Reason: res.reason, Message: res.message, Err: res.err}
-			},
+			ApplyFailed: r.applyFailed,
 		}
 	})
 	return r.namespaceEngine
@@ -58,9 +54,9 @@ func (r *Reconciler) namespaces() *namespaces.Engine {
 // owns (RBAC, quota, limit range, network policies), built from the tenant with the domains it
 // holds, and finds the node pool its pods were placed on.
 func (r *Reconciler) ensureNamespace(ctx context.Context, s *tenantScope) outcome {
-	var res namespaces.Result
+	var res outcome
 	s.podsPool, res = r.namespaces().Ensure(ctx, s.namespaceScope())
-	return fromNamespaces(res)
+	return res
 }
 
 // removeNamespace deletes the namespace of an Archived or Purged tenant, and waits until it is
@@ -69,7 +65,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, s *tenantScope) outcom
 func (r *Reconciler) removeNamespace(ctx context.Context, s *tenantScope) outcome {
 	s.status.Components = keptComponents(s.tenant, s.status.Components)
 	removed := conditionCurrent(s.tenant, tenancyv1alpha1.NamespaceReadyCondition, tenancyv1alpha1.ReasonNamespaceRemoved)
-	return fromNamespaces(r.namespaces().Remove(ctx, s.namespaceScope(), removed))
+	return r.namespaces().Remove(ctx, s.namespaceScope(), removed)
 }
 
 // keptComponents is what the status keeps of the components of a tenant whose namespace goes:
@@ -92,11 +88,6 @@ func keptComponents(t *tenancyv1alpha1.Tenant, components []tenancyv1alpha1.Comp
 // namespaceScope is the reconcile as the namespace engine sees it.
 func (s *tenantScope) namespaceScope() namespaces.Scope {
 	return namespaces.Scope{Tenant: s.tenant, Applied: s.applied, DomainsErr: s.domainsErr, Namespace: s.namespace, Verify: s.verify, Status: &s.status}
-}
-
-// fromNamespaces is the namespace engine's result as the phase's outcome.
-func fromNamespaces(res namespaces.Result) outcome {
-	return outcome{done: res.Done, stalled: res.Stalled, reason: res.Reason, message: res.Message, err: res.Err}
 }
 
 // applier applies the tenant's objects: cache-compared, remembered once found in place, and

@@ -2,11 +2,11 @@ package tenant
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/domains"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 )
 
 // A tenant is converged by phases. Each phase owns one concern and the one condition that
@@ -74,9 +74,9 @@ var inNamespace = []string{tenancyv1alpha1.NamespaceReadyCondition}
 
 // waitingFor is the outcome of a phase waiting for an earlier one.
 var waitingFor = map[string]outcome{
-	tenancyv1alpha1.NamespaceReadyCondition: progressing(tenancyv1alpha1.ReasonNamespaceNotReady, "waiting for the namespace"),
-	tenancyv1alpha1.DomainsReadyCondition:   progressing(tenancyv1alpha1.ReasonDomainsNotReady, "waiting for the tenant's domains"),
-	tenancyv1alpha1.WorkloadsReadyCondition: progressing(tenancyv1alpha1.ReasonWorkloadsNotReady, "waiting for the tenant's workloads"),
+	tenancyv1alpha1.NamespaceReadyCondition: phase.Progressing(tenancyv1alpha1.ReasonNamespaceNotReady, "waiting for the namespace"),
+	tenancyv1alpha1.DomainsReadyCondition:   phase.Progressing(tenancyv1alpha1.ReasonDomainsNotReady, "waiting for the tenant's domains"),
+	tenancyv1alpha1.WorkloadsReadyCondition: phase.Progressing(tenancyv1alpha1.ReasonWorkloadsNotReady, "waiting for the tenant's workloads"),
 }
 
 // tenantPhases are the phases of each lifecycle state.
@@ -125,44 +125,12 @@ func (r *Reconciler) runPhases(ctx context.Context, s *tenantScope, phases []ten
 		if !waiting {
 			o = p.run(r, ctx, s)
 		}
-		finished[p.condition] = o.done
+		finished[p.condition] = o.Done
 		results = append(results, phaseResult{condition: p.condition, outcome: o, waited: waiting})
 	}
 	return results
 }
 
-// outcome is what a phase observed. Exactly one of three holds: done (the phase's concern has
-// converged), stalled (it cannot converge without a person), or neither (in progress, or a
-// transient error in err that is retried with backoff).
-type outcome struct {
-	done    bool
-	stalled bool
-	reason  string
-	message string
-	err     error
-}
-
-// done: the phase's concern has converged.
-func done(reason, format string, args ...any) outcome {
-	return outcome{done: true, reason: reason, message: fmt.Sprintf(format, args...)}
-}
-
-// stalled: the phase cannot converge until a person acts.
-func stalled(reason, format string, args ...any) outcome {
-	return outcome{stalled: true, reason: reason, message: fmt.Sprintf(format, args...)}
-}
-
-// progressing: work is under way and an event reports its end.
-func progressing(reason, format string, args ...any) outcome {
-	return outcome{reason: reason, message: fmt.Sprintf(format, args...)}
-}
-
-// failed: a transient error, reported with its own message and retried with backoff.
-func failed(reason string, err error) outcome {
-	return outcome{reason: reason, message: err.Error(), err: err}
-}
-
-// failedf is failed with an error of the formatted message.
-func failedf(reason, format string, args ...any) outcome {
-	return failed(reason, fmt.Errorf(format, args...))
-}
+// outcome is what a phase observed (package phase): done, stalled, or neither (in progress, or
+// a transient error retried with backoff); the engines a phase calls return the same.
+type outcome = phase.Result

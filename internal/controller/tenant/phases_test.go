@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 )
 
 // The phase table's contract, with stand-in phases in the table's order: every phase reports on
@@ -19,7 +20,7 @@ func TestRunPhases(t *testing.T) {
 			return o
 		}
 	}
-	ok := func(reason string) outcome { return done(reason, "") }
+	ok := func(reason string) outcome { return phase.Done(reason, "") }
 	for _, tc := range []struct {
 		name               string
 		domains, namespace outcome
@@ -34,14 +35,14 @@ func TestRunPhases(t *testing.T) {
 		},
 		{
 			name:    "phases inside the namespace wait, and say so, while it is not done",
-			domains: ok("DomainsOK"), namespace: progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "terminating"),
+			domains: ok("DomainsOK"), namespace: phase.Progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "terminating"),
 			ran: []string{"domains", "namespace"},
 			reasons: []string{"DomainsOK", tenancyv1alpha1.ReasonNamespaceTerminating, tenancyv1alpha1.ReasonNamespaceNotReady,
 				tenancyv1alpha1.ReasonNamespaceNotReady, tenancyv1alpha1.ReasonNamespaceNotReady},
 		},
 		{
 			name:    "a domain conflict holds back the components alone: the namespace, workloads and secrets converge",
-			domains: stalled(tenancyv1alpha1.ReasonDomainConflict, "held by another"), namespace: ok("NamespaceOK"),
+			domains: phase.Stalled(tenancyv1alpha1.ReasonDomainConflict, "held by another"), namespace: ok("NamespaceOK"),
 			ran:     []string{"domains", "namespace", "workloads", "secrets"},
 			reasons: []string{tenancyv1alpha1.ReasonDomainConflict, "NamespaceOK", "WorkloadsOK", "SecretsOK", tenancyv1alpha1.ReasonDomainsNotReady},
 		},
@@ -61,8 +62,8 @@ func TestRunPhases(t *testing.T) {
 				t.Fatalf("%d results for %d phases", len(results), len(phases))
 			}
 			for i, res := range results {
-				if res.condition != phases[i].condition || res.reason != tc.reasons[i] {
-					t.Errorf("result %d = %s/%s, want %s/%s", i, res.condition, res.reason, phases[i].condition, tc.reasons[i])
+				if res.condition != phases[i].condition || res.Reason != tc.reasons[i] {
+					t.Errorf("result %d = %s/%s, want %s/%s", i, res.condition, res.Reason, phases[i].condition, tc.reasons[i])
 				}
 			}
 			if !slices.Equal(ran, tc.ran) {
@@ -86,7 +87,7 @@ func TestTheActiveTableKeepsItsPromises(t *testing.T) {
 				if o, ok := outcomes[c]; ok {
 					return o
 				}
-				return done(tenancyv1alpha1.ReasonSucceeded, "")
+				return phase.Done(tenancyv1alpha1.ReasonSucceeded, "")
 			}
 		}
 		return ran, (&Reconciler{}).runPhases(context.Background(), &tenantScope{}, phases)
@@ -94,7 +95,7 @@ func TestTheActiveTableKeepsItsPromises(t *testing.T) {
 	reason := func(results []phaseResult, condition string) string {
 		for _, r := range results {
 			if r.condition == condition {
-				return r.reason
+				return r.Reason
 			}
 		}
 		t.Fatalf("no result for %s", condition)
@@ -102,7 +103,7 @@ func TestTheActiveTableKeepsItsPromises(t *testing.T) {
 	}
 
 	t.Run("a domain conflict stops the components alone", func(t *testing.T) {
-		ran, results := run(map[string]outcome{tenancyv1alpha1.DomainsReadyCondition: stalled(tenancyv1alpha1.ReasonDomainConflict, "held")})
+		ran, results := run(map[string]outcome{tenancyv1alpha1.DomainsReadyCondition: phase.Stalled(tenancyv1alpha1.ReasonDomainConflict, "held")})
 		for _, c := range []string{tenancyv1alpha1.NamespaceReadyCondition, tenancyv1alpha1.WorkloadsReadyCondition, tenancyv1alpha1.SecretsReadyCondition,
 			tenancyv1alpha1.DatabasesReadyCondition, tenancyv1alpha1.EgressReadyCondition} {
 			if !slices.Contains(ran, c) {
@@ -117,7 +118,7 @@ func TestTheActiveTableKeepsItsPromises(t *testing.T) {
 		}
 	})
 	t.Run("kept volumes not yet bound again hold the components back", func(t *testing.T) {
-		ran, results := run(map[string]outcome{tenancyv1alpha1.WorkloadsReadyCondition: failedf(tenancyv1alpha1.ReasonApplyFailed, "binding a kept volume")})
+		ran, results := run(map[string]outcome{tenancyv1alpha1.WorkloadsReadyCondition: phase.Failedf(tenancyv1alpha1.ReasonApplyFailed, "binding a kept volume")})
 		if slices.Contains(ran, tenancyv1alpha1.ComponentsReadyCondition) {
 			t.Error("the components ran before the kept volumes were bound again")
 		}
@@ -158,11 +159,11 @@ func TestRequeueAfter(t *testing.T) {
 		after   time.Duration
 		err     error
 	}{
-		{name: "a converged tenant is not looked at again", results: []outcome{done("", ""), done("", "")}},
-		{name: "an error is returned for backoff", results: []outcome{failed("", boom), progressing("", "")}, err: boom},
-		{name: "a stall is looked at again after stalledRetry", results: []outcome{stalled("", ""), progressing("", "")}, after: stalledRetry},
-		{name: "a phase with a recheck still under way is looked at again after it", results: []outcome{done("", ""), progressing("", "")}, after: rolloutRecheck},
-		{name: "a phase without a recheck under way waits for its event", results: []outcome{progressing("", ""), done("", "")}},
+		{name: "a converged tenant is not looked at again", results: []outcome{phase.Done("", ""), phase.Done("", "")}},
+		{name: "an error is returned for backoff", results: []outcome{phase.Failed("", boom), phase.Progressing("", "")}, err: boom},
+		{name: "a stall is looked at again after stalledRetry", results: []outcome{phase.Stalled("", ""), phase.Progressing("", "")}, after: stalledRetry},
+		{name: "a phase with a recheck still under way is looked at again after it", results: []outcome{phase.Done("", ""), phase.Progressing("", "")}, after: rolloutRecheck},
+		{name: "a phase without a recheck under way waits for its event", results: []outcome{phase.Progressing("", ""), phase.Done("", "")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			results := make([]phaseResult, len(tc.results))

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
@@ -18,7 +19,7 @@ func (r *Reconciler) copySharedSecrets(ctx context.Context, s *tenantScope) outc
 	t := s.tenant
 	templates := &corev1.SecretList{}
 	if err := r.Client.List(ctx, templates, client.InNamespace(r.Config.Secrets.TemplateNamespace)); err != nil {
-		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		return phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	desired, invalid := resources.SharedSecrets(t, s.namespace, templates.Items)
 	for _, e := range invalid {
@@ -44,14 +45,14 @@ func (r *Reconciler) copySharedSecrets(ctx context.Context, s *tenantScope) outc
 	copyLabels := client.MatchingLabels{tenancyv1alpha1.SharedCopyLabel: "true", tenancyv1alpha1.TenantLabel: t.Name}
 	copies := &corev1.SecretList{}
 	if err := r.Client.List(ctx, copies, client.InNamespace(s.namespace), copyLabels); err != nil {
-		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		return phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	for i := range copies.Items {
 		if c := &copies.Items[i]; !keep[c.Name] {
 			if _, err := writes.DeleteIfLabelled(ctx, r.Client, r.APIReader, c, copyLabels); err != nil {
-				return failedf(tenancyv1alpha1.ReasonApplyFailed, "removing secret %s/%s: %w", s.namespace, c.Name, err)
+				return phase.Failedf(tenancyv1alpha1.ReasonApplyFailed, "removing secret %s/%s: %w", s.namespace, c.Name, err)
 			}
 		}
 	}
-	return done(tenancyv1alpha1.ReasonSucceeded, "%d shared secrets in place", len(desired))
+	return phase.Done(tenancyv1alpha1.ReasonSucceeded, "%d shared secrets in place", len(desired))
 }

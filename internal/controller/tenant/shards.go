@@ -100,7 +100,7 @@ func (r *Reconciler) recordShard(next *tenancyv1alpha1.TenantStatus, takeover bo
 	if takeover {
 		for _, res := range results {
 			inNamespace := res.condition == tenancyv1alpha1.NamespaceReadyCondition || res.condition == tenancyv1alpha1.WorkloadsReadyCondition
-			if res.err != nil || res.stalled || res.waited || inNamespace && !res.done {
+			if res.Err != nil || res.Stalled || res.waited || inNamespace && !res.Done {
 				return false
 			}
 		}

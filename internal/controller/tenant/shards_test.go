@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 )
 
 func TestATakeoverIsRecordedOnlyOnceEveryObjectCarriesTheNewLabel(t *testing.T) {
@@ -22,12 +23,12 @@ func TestATakeoverIsRecordedOnlyOnceEveryObjectCarriesTheNewLabel(t *testing.T) 
 		results  []phaseResult
 		want     bool
 	}{
-		{"a reconcile of the shard's own tenant is recorded whatever its outcome", false, []phaseResult{ns(stalled("X", "x"))}, true},
-		{"a clean takeover is recorded", true, []phaseResult{ns(outcome{done: true}), secrets(outcome{done: true})}, true},
-		{"a takeover whose namespace is still terminating is not", true, []phaseResult{ns(progressing("X", "x"))}, false},
-		{"a takeover with a stalled phase is not: it may have stopped before writing the rest", true, []phaseResult{ns(outcome{done: true}), secrets(stalled("X", "x"))}, false},
-		{"a takeover with a failed phase is not", true, []phaseResult{ns(outcome{done: true}), secrets(failed("X", errors.New("boom")))}, false},
-		{"a takeover with a phase that waited is not: it wrote none of its objects", true, []phaseResult{ns(outcome{done: true}),
+		{"a reconcile of the shard's own tenant is recorded whatever its outcome", false, []phaseResult{ns(phase.Stalled("X", "x"))}, true},
+		{"a clean takeover is recorded", true, []phaseResult{ns(outcome{Done: true}), secrets(outcome{Done: true})}, true},
+		{"a takeover whose namespace is still terminating is not", true, []phaseResult{ns(phase.Progressing("X", "x"))}, false},
+		{"a takeover with a stalled phase is not: it may have stopped before writing the rest", true, []phaseResult{ns(outcome{Done: true}), secrets(phase.Stalled("X", "x"))}, false},
+		{"a takeover with a failed phase is not", true, []phaseResult{ns(outcome{Done: true}), secrets(phase.Failed("X", errors.New("boom")))}, false},
+		{"a takeover with a phase that waited is not: it wrote none of its objects", true, []phaseResult{ns(outcome{Done: true}),
 			{condition: tenancyv1alpha1.ComponentsReadyCondition, outcome: waitingFor[tenancyv1alpha1.DomainsReadyCondition], waited: true}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

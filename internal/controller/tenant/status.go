@@ -42,14 +42,14 @@ func computeStatus(t *tenancyv1alpha1.Tenant, namespace string, draft tenancyv1a
 		res := &results[i]
 		ran[res.condition] = true
 		status := metav1.ConditionFalse
-		if res.done {
+		if res.Done {
 			status = metav1.ConditionTrue
 		}
-		conds.Set(res.condition, status, res.reason, res.message)
+		conds.Set(res.condition, status, res.Reason, res.Message)
 		switch {
-		case res.stalled && stalledBy == nil:
+		case res.Stalled && stalledBy == nil:
 			stalledBy = res
-		case !res.done && !res.stalled && progressingBy == nil:
+		case !res.Done && !res.Stalled && progressingBy == nil:
 			progressingBy = res
 		}
 	}
@@ -62,10 +62,10 @@ func computeStatus(t *tenancyv1alpha1.Tenant, namespace string, draft tenancyv1a
 
 	switch {
 	case stalledBy != nil:
-		conds.Stalled(stalledBy.reason, stalledBy.message)
+		conds.Stalled(stalledBy.Reason, stalledBy.Message)
 		s.ObservedGeneration = gen
 	case progressingBy != nil:
-		conds.Reconciling(progressingBy.reason, progressingBy.message)
+		conds.Reconciling(progressingBy.Reason, progressingBy.Message)
 	default:
 		conds.Ready(tenancyv1alpha1.ReasonSucceeded, readyMessage(t, namespace))
 		s.ObservedGeneration = gen

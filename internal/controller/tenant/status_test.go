@@ -10,15 +10,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 )
 
 func TestComputeStatus(t *testing.T) {
 	const namespace = "tenant-acme"
-	nsDone := phaseResult{condition: tenancyv1alpha1.NamespaceReadyCondition, outcome: done(tenancyv1alpha1.ReasonSucceeded, "namespace is ready")}
-	secretsDone := phaseResult{condition: tenancyv1alpha1.SecretsReadyCondition, outcome: done(tenancyv1alpha1.ReasonSucceeded, "secrets copied")}
-	dbsStalled := phaseResult{condition: tenancyv1alpha1.DatabasesReadyCondition, outcome: stalled(tenancyv1alpha1.ReasonNoDatabaseServer, "no server")}
-	compsRolling := phaseResult{condition: tenancyv1alpha1.ComponentsReadyCondition, outcome: progressing(tenancyv1alpha1.ReasonProgressing, "web rolling out")}
-	compsFailed := phaseResult{condition: tenancyv1alpha1.ComponentsReadyCondition, outcome: failed(tenancyv1alpha1.ReasonApplyFailed, errors.New("apply refused"))}
+	nsDone := phaseResult{condition: tenancyv1alpha1.NamespaceReadyCondition, outcome: phase.Done(tenancyv1alpha1.ReasonSucceeded, "namespace is ready")}
+	secretsDone := phaseResult{condition: tenancyv1alpha1.SecretsReadyCondition, outcome: phase.Done(tenancyv1alpha1.ReasonSucceeded, "secrets copied")}
+	dbsStalled := phaseResult{condition: tenancyv1alpha1.DatabasesReadyCondition, outcome: phase.Stalled(tenancyv1alpha1.ReasonNoDatabaseServer, "no server")}
+	compsRolling := phaseResult{condition: tenancyv1alpha1.ComponentsReadyCondition, outcome: phase.Progressing(tenancyv1alpha1.ReasonProgressing, "web rolling out")}
+	compsFailed := phaseResult{condition: tenancyv1alpha1.ComponentsReadyCondition, outcome: phase.Failed(tenancyv1alpha1.ReasonApplyFailed, errors.New("apply refused"))}
 
 	// want is a condition's status and reason, or absent.
 	type want struct {
@@ -75,7 +76,7 @@ func TestComputeStatus(t *testing.T) {
 				{Type: tenancyv1alpha1.SecretsReadyCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonSucceeded},
 				{Type: tenancyv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonProgressing},
 			}},
-			results: []phaseResult{{condition: tenancyv1alpha1.NamespaceReadyCondition, outcome: done(tenancyv1alpha1.ReasonNamespaceRemoved, "removed")}},
+			results: []phaseResult{{condition: tenancyv1alpha1.NamespaceReadyCondition, outcome: phase.Done(tenancyv1alpha1.ReasonNamespaceRemoved, "removed")}},
 			ready:   want{metav1.ConditionTrue, tenancyv1alpha1.ReasonSucceeded}, reconciling: absent, stalled: absent,
 			secrets:            absent,
 			observedGeneration: 7, namespace: "",
@@ -84,7 +85,7 @@ func TestComputeStatus(t *testing.T) {
 			name:     "an Archived tenant keeps naming its namespace while it terminates",
 			state:    tenancyv1alpha1.StateArchived,
 			previous: tenancyv1alpha1.TenantStatus{Namespace: namespace},
-			results:  []phaseResult{{condition: tenancyv1alpha1.NamespaceReadyCondition, outcome: progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "terminating")}},
+			results:  []phaseResult{{condition: tenancyv1alpha1.NamespaceReadyCondition, outcome: phase.Progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "terminating")}},
 			ready:    want{metav1.ConditionFalse, tenancyv1alpha1.ReasonNamespaceTerminating}, reconciling: want{metav1.ConditionTrue, tenancyv1alpha1.ReasonNamespaceTerminating}, stalled: absent,
 			observedGeneration: 3, namespace: namespace,
 		},
@@ -182,7 +183,7 @@ func TestSuspendedStatusKeepsWhatWasObservedAndSaysWhy(t *testing.T) {
 		resumed.Spec.Suspend = false
 		resumed.Status = got
 		next := computeStatus(resumed, "tenant-acme", *got.DeepCopy(), []phaseResult{
-			{condition: tenancyv1alpha1.NamespaceReadyCondition, outcome: done(tenancyv1alpha1.ReasonSucceeded, "namespace is ready")},
+			{condition: tenancyv1alpha1.NamespaceReadyCondition, outcome: phase.Done(tenancyv1alpha1.ReasonSucceeded, "namespace is ready")},
 		})
 		if c := meta.FindStatusCondition(next.Conditions, tenancyv1alpha1.SuspendedCondition); c != nil {
 			t.Errorf("Suspended = %+v after resuming, want it absent", c)

@@ -8,6 +8,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/namespaces"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/workloads"
 )
 
@@ -31,9 +32,9 @@ func (r *Reconciler) workloads() *workloads.Engine {
 func (r *Reconciler) ensureWorkloads(ctx context.Context, s *tenantScope) outcome {
 	msg, err := r.workloads().Ensure(ctx, s.workloadScope())
 	if err != nil {
-		return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		return phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
-	return done(tenancyv1alpha1.ReasonSucceeded, "%s", msg)
+	return phase.Done(tenancyv1alpha1.ReasonSucceeded, "%s", msg)
 }
 
 // workloadScope is the reconcile as the workloads engine sees it.

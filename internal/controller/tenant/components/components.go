@@ -28,6 +28,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/component"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
@@ -59,31 +60,10 @@ type Engine struct {
 	Kinds *KindWatches
 	// ApplyFailed classifies a write the API server refused, and records it on the tenant, as
 	// the tenant's other phases do.
-	ApplyFailed func(t *tenancyv1alpha1.Tenant, obj client.Object, err error) Result
+	ApplyFailed phase.ApplyFailed
 
 	// rendered remembers each component's last rendering.
 	rendered renderMemo
-}
-
-// Result is what converging a tenant's components observed. Exactly one of three holds: Done
-// (every component has rolled out), Stalled (one cannot converge without a person), or neither
-// (rolling out, or a transient error in Err that is retried with backoff).
-type Result struct {
-	Done    bool
-	Stalled bool
-	Reason  string
-	Message string
-	Err     error
-}
-
-// stalled: a component cannot converge until a person acts.
-func stalled(reason, format string, args ...any) Result {
-	return Result{Stalled: true, Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
-
-// failed: a transient error, reported with its own message and retried with backoff.
-func failed(reason string, err error) Result {
-	return Result{Reason: reason, Message: err.Error(), Err: err}
 }
 
 // scope is one reconcile of one tenant's components: the tenant as the cache holds it (read
@@ -104,7 +84,7 @@ type scope struct {
 // component's status entry (status.components) and whether every workload has rolled out. A
 // component that cannot render keeps running what it ran before: nothing is pruned for it. With
 // verify, the objects found in place before are compared with the API server's copies again.
-func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespace string, verify bool) ([]tenancyv1alpha1.ComponentStatus, Result) {
+func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespace string, verify bool) ([]tenancyv1alpha1.ComponentStatus, phase.Result) {
 	s := &scope{tenant: t, namespace: namespace, verify: verify}
 	prev := map[string]*tenancyv1alpha1.ComponentStatus{}
 	for i := range t.Status.Components {
@@ -113,7 +93,7 @@ func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespac
 
 	var (
 		statuses []tenancyv1alpha1.ComponentStatus
-		stall    *Result
+		stall    *phase.Result
 		errs     []error
 		waiting  []string
 	)
@@ -174,15 +154,15 @@ func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespac
 	case stall != nil:
 		return statuses, *stall
 	case len(waiting) > 0:
-		return statuses, Result{Reason: tenancyv1alpha1.ReasonRollingOut, Message: strings.Join(waiting, "; "), Err: errors.Join(errs...)}
+		return statuses, phase.Result{Reason: tenancyv1alpha1.ReasonRollingOut, Message: strings.Join(waiting, "; "), Err: errors.Join(errs...)}
 	}
-	return statuses, Result{Done: true, Reason: tenancyv1alpha1.ReasonSucceeded, Message: fmt.Sprintf("%d components rolled out", len(t.Spec.Components))}
+	return statuses, phase.Result{Done: true, Reason: tenancyv1alpha1.ReasonSucceeded, Message: fmt.Sprintf("%d components rolled out", len(t.Spec.Components))}
 }
 
 // ensureComponent converges one component and returns its status entry.
-func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha1.Component, prev *tenancyv1alpha1.ComponentStatus) (tenancyv1alpha1.ComponentStatus, Result) {
+func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha1.Component, prev *tenancyv1alpha1.ComponentStatus) (tenancyv1alpha1.ComponentStatus, phase.Result) {
 	t, nsName := s.tenant, s.namespace
-	keep := func(res Result) (tenancyv1alpha1.ComponentStatus, Result) {
+	keep := func(res phase.Result) (tenancyv1alpha1.ComponentStatus, phase.Result) {
 		st := tenancyv1alpha1.ComponentStatus{Name: c.Name}
 		if prev != nil {
 			st = *prev.DeepCopy()
@@ -191,14 +171,14 @@ func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha
 		st.Message = res.Message
 		return st, res
 	}
-	stall := func(reason, format string, args ...any) (tenancyv1alpha1.ComponentStatus, Result) {
+	stall := func(reason, format string, args ...any) (tenancyv1alpha1.ComponentStatus, phase.Result) {
 		msg := fmt.Sprintf(format, args...)
 		if prefix := fmt.Sprintf("component %s version %s", c.Name, c.Version); !strings.HasPrefix(msg, prefix) {
 			msg = prefix + ": " + msg
 		}
 		e.Recorder.Eventf(t, nil, corev1.EventTypeWarning, reason, "Render", "%s", msg)
 		componentRenderFailures.WithLabelValues(c.Name, reason).Inc()
-		return keep(stalled(reason, "%s", msg))
+		return keep(phase.Stalled(reason, "%s", msg))
 	}
 
 	tmpl := &tenancyv1alpha1.ComponentTemplate{}
@@ -209,7 +189,7 @@ func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha
 		if apierrors.IsNotFound(err) {
 			return stall(tenancyv1alpha1.ReasonTemplateNotFound, "ComponentTemplate %s not found", tmplName)
 		}
-		return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
+		return keep(phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err))
 	}
 	if tmpl.Spec.Component != c.Name || tmpl.Spec.Version != c.Version {
 		return stall(tenancyv1alpha1.ReasonRenderFailed, "ComponentTemplate %s is for component %s version %s", tmplName, tmpl.Spec.Component, tmpl.Spec.Version)
@@ -235,14 +215,14 @@ func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha
 			if errors.As(err, &notAllowed) {
 				return stall(tenancyv1alpha1.ReasonKindNotAllowed, "%v", err)
 			}
-			return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
+			return keep(phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err))
 		}
 	}
 
 	// The scale policy knows Landlord's workloads by the namespace's list: listed first, they are
 	// never applied unguarded.
 	if err := e.recordWorkloads(ctx, s, workloadsOf(objs), false); err != nil {
-		return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
+		return keep(phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err))
 	}
 
 	ownedByOthers, err := component.FieldsOwnedByOthers(tmpl.Spec.FieldsOwnedByOthers)
@@ -281,7 +261,7 @@ func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha
 	sort.Strings(inventory)
 	if prev != nil {
 		if err := e.prune(ctx, s, prev.Inventory, current); err != nil {
-			return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
+			return keep(phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err))
 		}
 	}
 
@@ -317,7 +297,7 @@ func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha
 			// otherwise.
 			own, err := e.ownPodsFillQuota(ctx, s, h.Quota, objs)
 			if err != nil {
-				return keep(failed(tenancyv1alpha1.ReasonApplyFailed, err))
+				return keep(phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err))
 			}
 			h.QuotaExceeded = own
 		}
@@ -340,14 +320,14 @@ func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha
 		// tenant's own failure, not the version's (rollout.OwnCause).
 		msg := fmt.Sprintf("component %s version %s: the tenant's quota has no room for its pods: %s", c.Name, c.Version, strings.Join(quota, "; "))
 		e.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonQuotaExceeded, "Rollout", "%s", msg)
-		return st, stalled(tenancyv1alpha1.ReasonQuotaExceeded, "%s", msg)
+		return st, phase.Stalled(tenancyv1alpha1.ReasonQuotaExceeded, "%s", msg)
 	}
 	if len(failures) > 0 {
 		// A rollout that failed waits for a new version or values (or for its workload to
 		// recover, whose status change re-triggers the tenant).
-		return st, stalled(tenancyv1alpha1.ReasonRolloutFailed, "%s: %s", c.Name, strings.Join(failures, "; "))
+		return st, phase.Stalled(tenancyv1alpha1.ReasonRolloutFailed, "%s: %s", c.Name, strings.Join(failures, "; "))
 	}
-	return st, Result{Done: st.Ready}
+	return st, phase.Result{Done: st.Ready}
 }
 
 // applier applies the tenant's objects: cache-compared, remembered once found in place, and

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/resources"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -51,8 +52,8 @@ func (r *Engine) intactCredentials(ctx context.Context, s Scope, e dbEntry, prev
 // The store is written before the server, so no database ever exists that the store does not
 // know about. A database the status records in place is never created again: see
 // restoreCredentials.
-func (r *Engine) credentials(ctx context.Context, s Scope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, Result) {
-	ok := Result{Done: true}
+func (r *Engine) credentials(ctx context.Context, s Scope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, phase.Result) {
+	ok := phase.Result{Done: true}
 	name := tenancyv1alpha1.DatabaseSecretName(e.Name)
 	stored, err := r.Secrets.Load(ctx, s.Namespace, name)
 	switch {
@@ -60,13 +61,13 @@ func (r *Engine) credentials(ctx context.Context, s Scope, e dbEntry, prev *tena
 		c, isDB, err := resources.ParseStoredCredentials(stored, e.Name)
 		switch {
 		case !isDB || err != nil:
-			return c, false, stalled(tenancyv1alpha1.ReasonInvalidObject,
+			return c, false, phase.Stalled(tenancyv1alpha1.ReasonInvalidObject,
 				"the secret store holds %s/%s but not as complete database credentials", s.Namespace, name)
 		case c.Engine != e.engine:
-			return c, false, stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
+			return c, false, phase.Stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
 				"database %s already exists as a %s database; a database cannot change engine", e.Name, c.Engine)
 		case e.Server != "" && e.Server != c.Server:
-			return c, false, stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
+			return c, false, phase.Stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
 				"%s is on DatabaseServer %s, not %s: databases are never moved", e, c.Server, e.Server)
 		}
 		legacy, res := r.claimRecord(s, e, c, prev)
@@ -81,7 +82,7 @@ func (r *Engine) credentials(ctx context.Context, s Scope, e dbEntry, prev *tena
 		}
 		password, err := database.GeneratePassword()
 		if err != nil {
-			return c, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
+			return c, false, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 		c.Account.Password, c.Rotation = password, e.Rotation
 		if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.Namespace, c)); err != nil {
@@ -94,7 +95,7 @@ func (r *Engine) credentials(ctx context.Context, s Scope, e dbEntry, prev *tena
 		// A tenant that adopts another's data finds it through the store, under its namespace's
 		// name. No record there means the data is elsewhere (another namespacePrefix, another
 		// store), never that it is new: an empty database would hide that and strand the data.
-		return resources.DatabaseCredentials{}, false, stalled(tenancyv1alpha1.ReasonAdoptedDataMissing,
+		return resources.DatabaseCredentials{}, false, phase.Stalled(tenancyv1alpha1.ReasonAdoptedDataMissing,
 			"%s: this tenant adopts the data of the tenant with UID %s, but the secret store holds no record %s/%s; nothing is created empty. "+
 				"The store and namespacePrefix must be those the earlier tenant used; a database that is new to this tenant can be added once the annotation %s is removed",
 			e, AdoptedUID(s.Tenant), s.Namespace, name, tenancyv1alpha1.AdoptDataAnnotation)
@@ -108,7 +109,7 @@ func (r *Engine) credentials(ctx context.Context, s Scope, e dbEntry, prev *tena
 		server = prev.Server
 	}
 	if server == "" {
-		var res Result
+		var res phase.Result
 		if server, res = r.placeDatabase(ctx, s.Tenant, e); !res.Done {
 			return resources.DatabaseCredentials{}, false, res
 		}
@@ -124,7 +125,7 @@ func (r *Engine) credentials(ctx context.Context, s Scope, e dbEntry, prev *tena
 		s.Tenant.Name, string(s.Tenant.UID), e.Name)
 	password, err := database.GeneratePassword()
 	if err != nil {
-		return resources.DatabaseCredentials{}, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		return resources.DatabaseCredentials{}, false, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	c := resources.DatabaseCredentials{
 		Engine: e.engine, Name: e.Name, Server: server, Rotation: e.Rotation, UID: string(s.Tenant.UID),
@@ -152,16 +153,16 @@ func (r *Engine) credentials(ctx context.Context, s Scope, e dbEntry, prev *tena
 // This holds when the Secret was deleted too, rather than minting as the store's answer alone
 // would suggest: a deleted Secret does not stop applications that read it at start, and a
 // silent new password would also hide that the store lost data.
-func (r *Engine) restoreCredentials(ctx context.Context, s Scope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, Result) {
+func (r *Engine) restoreCredentials(ctx context.Context, s Scope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (resources.DatabaseCredentials, bool, phase.Result) {
 	t := s.Tenant
 	c, intact, err := r.intactCredentials(ctx, s, e, prev)
 	if err != nil {
-		return c, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		return c, false, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	rotate := e.Rotation != "" && e.Rotation != prev.Rotation
 	if !intact {
 		if !rotate {
-			return c, false, stalled(tenancyv1alpha1.ReasonCredentialsMissing,
+			return c, false, phase.Stalled(tenancyv1alpha1.ReasonCredentialsMissing,
 				"%s on DatabaseServer %s: the stored credentials are missing (the secret store holds no record %s/%s) and the tenant's Secret %s is gone or was edited, "+
 					"so nothing holds the password of database %q any more; it is not replaced without a request. "+
 					"Put the record back in the store from a backup, or set the database's rotation to a new value to give it a new password",
@@ -178,7 +179,7 @@ func (r *Engine) restoreCredentials(ctx context.Context, s Scope, e dbEntry, pre
 	if rotate {
 		password, err := database.GeneratePassword()
 		if err != nil {
-			return c, false, failed(tenancyv1alpha1.ReasonApplyFailed, err)
+			return c, false, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 		c.Account.Password, c.Rotation = password, e.Rotation
 	}
@@ -190,7 +191,7 @@ func (r *Engine) restoreCredentials(ctx context.Context, s Scope, e dbEntry, pre
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonCredentialsRestored, "Restore",
 			"the secret store held no record of %s; the password in the tenant's Secret %s is written back to it and kept", e, tenancyv1alpha1.DatabaseSecretName(e.Name))
 	}
-	return c, rotate, Result{Done: true}
+	return c, rotate, phase.Result{Done: true}
 }
 
 // claimRecord decides whether a stored record is the tenant's to use. A record names the UID of
@@ -200,9 +201,9 @@ func (r *Engine) restoreCredentials(ctx context.Context, s Scope, e dbEntry, pre
 // tenant this one adopts (AdoptDataAnnotation). A record without a UID, written before records
 // carried one, is used only when the tenant's own status has the database in place under the
 // recorded names (legacy is then true: its server objects carry no marker yet either).
-func (r *Engine) claimRecord(s Scope, e dbEntry, c resources.DatabaseCredentials, prev *tenancyv1alpha1.DatabaseStatus) (legacy bool, res Result) {
+func (r *Engine) claimRecord(s Scope, e dbEntry, c resources.DatabaseCredentials, prev *tenancyv1alpha1.DatabaseStatus) (legacy bool, res phase.Result) {
 	t := s.Tenant
-	ok := Result{Done: true}
+	ok := phase.Result{Done: true}
 	switch {
 	case c.UID == string(t.UID):
 		return false, ok
@@ -212,11 +213,11 @@ func (r *Engine) claimRecord(s Scope, e dbEntry, c resources.DatabaseCredentials
 		prev.Database == c.Account.Database && prev.Username == c.Account.Username && checkLegacyNames(c, t.Name) == nil:
 		return true, ok
 	case c.UID == "":
-		return false, stalled(tenancyv1alpha1.ReasonForeignData,
+		return false, phase.Stalled(tenancyv1alpha1.ReasonForeignData,
 			"%s: the secret store holds credentials for database %q that this tenant's status does not vouch for, written before records named their tenant; "+
 				"they are never used: move them out of the store, or drop the database by hand", e, c.Account.Database)
 	}
-	return false, stalled(tenancyv1alpha1.ReasonForeignData,
+	return false, phase.Stalled(tenancyv1alpha1.ReasonForeignData,
 		"%s: the secret store holds the kept data of an earlier tenant named %s (UID %s): database %q on DatabaseServer %s. "+
 			"It is never used, changed or dropped by another tenant. To take it over, annotate this tenant with %s=%s; otherwise give this tenant another name",
 		e, t.Name, c.UID, c.Account.Database, c.Server, tenancyv1alpha1.AdoptDataAnnotation, c.UID)
@@ -243,29 +244,29 @@ func checkLegacyNames(c resources.DatabaseCredentials, tenant string) error {
 	return nil
 }
 
-func storeFailed(e dbEntry, err error) Result {
-	return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "%s: secret store: %w", e, err)
+func storeFailed(e dbEntry, err error) phase.Result {
+	return phase.Failedf(tenancyv1alpha1.ReasonStoreUnavailable, "%s: secret store: %w", e, err)
 }
 
 // recordOwner names the tenant in the stored record of credentials that named another (the
 // earlier tenant it adopts), once the database's server names it: a record re-stamped first
 // would leave the server's markers naming the earlier tenant, with nothing left to say the
 // takeover was asked for.
-func (r *Engine) recordOwner(ctx context.Context, s Scope, e dbEntry, c *resources.DatabaseCredentials) Result {
+func (r *Engine) recordOwner(ctx context.Context, s Scope, e dbEntry, c *resources.DatabaseCredentials) phase.Result {
 	if c.UID == string(s.Tenant.UID) {
-		return Result{Done: true}
+		return phase.Result{Done: true}
 	}
 	c.UID = string(s.Tenant.UID)
 	if err := r.Secrets.Save(ctx, resources.StoredCredentials(s.Namespace, *c)); err != nil {
 		return storeFailed(e, err)
 	}
-	return Result{Done: true}
+	return phase.Result{Done: true}
 }
 
 // publishCredentials writes the credentials Secret into the tenant namespace (when it differs
 // from the cached one) and returns the database's status entry.
 // ds is the server, as the caller read it from the cache.
-func (r *Engine) publishCredentials(ctx context.Context, s Scope, c resources.DatabaseCredentials, ds *tenancyv1alpha1.DatabaseServer, prev *tenancyv1alpha1.DatabaseStatus, limit *int32) (*tenancyv1alpha1.DatabaseStatus, Result) {
+func (r *Engine) publishCredentials(ctx context.Context, s Scope, c resources.DatabaseCredentials, ds *tenancyv1alpha1.DatabaseServer, prev *tenancyv1alpha1.DatabaseStatus, limit *int32) (*tenancyv1alpha1.DatabaseStatus, phase.Result) {
 	t := s.Tenant
 	sec := resources.DatabaseSecret(t, s.Namespace, c, database.Address(ds))
 	if _, err := r.applier(s).Apply(ctx, sec); err != nil {
@@ -275,5 +276,5 @@ func (r *Engine) publishCredentials(ctx context.Context, s Scope, c resources.Da
 		Engine: c.Engine, Name: c.Name, Server: c.Server,
 		Database: c.Account.Database, Username: c.Account.Username,
 		SecretName: sec.Name, Rotation: c.Rotation, ConnectionLimit: limit,
-	}, Result{Done: true}
+	}, phase.Result{Done: true}
 }

@@ -27,6 +27,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/resources"
@@ -57,7 +58,7 @@ type Engine struct {
 	Applied *apply.Memo
 	// ApplyFailed classifies a failed write of one of the tenant's objects and records it, as the
 	// tenant reconciler does for every object it writes.
-	ApplyFailed func(t *tenancyv1alpha1.Tenant, obj client.Object, err error) Result
+	ApplyFailed phase.ApplyFailed
 
 	// placed counts the databases placed that the cache does not show yet.
 	placed placements
@@ -74,42 +75,6 @@ type Scope struct {
 	Namespace string
 	Verify    bool
 	Status    *tenancyv1alpha1.TenantStatus
-}
-
-// Result is what the engine observed, as the tenant's database phase reports it. Exactly one of
-// three holds: Done (converged), Stalled (it cannot converge without a person), or neither (in
-// progress, or a transient error in Err that is retried with backoff).
-type Result struct {
-	Done    bool
-	Stalled bool
-	Reason  string
-	Message string
-	Err     error
-}
-
-// done: converged.
-func done(reason, format string, args ...any) Result {
-	return Result{Done: true, Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
-
-// stalled: it cannot converge until a person acts.
-func stalled(reason, format string, args ...any) Result {
-	return Result{Stalled: true, Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
-
-// progressing: work is under way and an event reports its end.
-func progressing(reason, format string, args ...any) Result {
-	return Result{Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
-
-// failed: a transient error, reported with its own message and retried with backoff.
-func failed(reason string, err error) Result {
-	return Result{Reason: reason, Message: err.Error(), Err: err}
-}
-
-// failedf is failed with an error of the formatted message.
-func failedf(reason, format string, args ...any) Result {
-	return failed(reason, fmt.Errorf(format, args...))
 }
 
 // applier writes the tenant's objects, compared with the cache (or, when a reconcile was asked
@@ -168,13 +133,13 @@ func placedDatabases(t *tenancyv1alpha1.Tenant) map[dbKey]*tenancyv1alpha1.Datab
 // (Scope.Verify), which checks it on its server. Everything else takes the slow path:
 // credentials from the store (created there first for a new database), the database ensured on
 // its server, then the Secret written.
-func (r *Engine) Ensure(ctx context.Context, s Scope) Result {
+func (r *Engine) Ensure(ctx context.Context, s Scope) phase.Result {
 	t := s.Tenant
 	prev := placedDatabases(t)
 
 	var (
 		statuses []tenancyv1alpha1.DatabaseStatus
-		failures []Result
+		failures []phase.Result
 	)
 	desired := desiredDatabases(t)
 	for _, e := range desired {
@@ -192,7 +157,7 @@ func (r *Engine) Ensure(ctx context.Context, s Scope) Result {
 	for _, st := range prev {
 		if err := r.releaseDatabase(ctx, s, st); err != nil {
 			statuses = append(statuses, *st)
-			failures = append(failures, failed(tenancyv1alpha1.ReasonApplyFailed, err))
+			failures = append(failures, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err))
 		}
 	}
 	slices.SortFunc(statuses, func(a, b tenancyv1alpha1.DatabaseStatus) int {
@@ -201,7 +166,7 @@ func (r *Engine) Ensure(ctx context.Context, s Scope) Result {
 	s.Status.Databases = statuses
 
 	if len(failures) == 0 {
-		return done(tenancyv1alpha1.ReasonSucceeded, "%d databases ready", len(desired))
+		return phase.Done(tenancyv1alpha1.ReasonSucceeded, "%d databases ready", len(desired))
 	}
 	// A stall is reported ahead of progress, and every error is retried.
 	res := failures[0]
@@ -222,16 +187,16 @@ func (r *Engine) Ensure(ctx context.Context, s Scope) Result {
 
 // ensureDatabase converges one database and returns its status entry (the previous one when it
 // could not be brought in place, so a placement is never forgotten).
-func (r *Engine) ensureDatabase(ctx context.Context, s Scope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (*tenancyv1alpha1.DatabaseStatus, Result) {
+func (r *Engine) ensureDatabase(ctx context.Context, s Scope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (*tenancyv1alpha1.DatabaseStatus, phase.Result) {
 	t := s.Tenant
 	if prev != nil && e.Server != "" && e.Server != prev.Server {
-		return prev, stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
+		return prev, phase.Stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
 			"%s is on DatabaseServer %s, not %s: databases are never moved", e, prev.Server, e.Server)
 	}
 	if prev != nil && !s.Verify && (e.Rotation == "" || e.Rotation == prev.Rotation) {
 		c, ok, err := r.intactCredentials(ctx, s, e, prev)
 		if err != nil {
-			return prev, failed(tenancyv1alpha1.ReasonApplyFailed, err)
+			return prev, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 		if ok {
 			ds, err := r.Databases.Server(ctx, c.Server)
@@ -287,7 +252,7 @@ func (r *Engine) ensureDatabase(ctx context.Context, s Scope, e dbEntry, prev *t
 
 // ensureOnServer ensures c's database and login on its server, within the server's slots of
 // concurrent work: created when missing, given c's password and the server's connection limit.
-func (r *Engine) ensureOnServer(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials) Result {
+func (r *Engine) ensureOnServer(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials) phase.Result {
 	prov, err := r.Databases.Provisioner(ctx, c.Server)
 	if err != nil {
 		return r.serverFailed(t, e, c.Server, err)
@@ -297,12 +262,12 @@ func (r *Engine) ensureOnServer(ctx context.Context, t *tenancyv1alpha1.Tenant, 
 	}); err != nil {
 		return r.serverFailed(t, e, c.Server, err)
 	}
-	return Result{Done: true}
+	return phase.Result{Done: true}
 }
 
 // limitOnServer gives acct's login the server's connection limit, within the server's slots of
 // concurrent work.
-func (r *Engine) limitOnServer(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, server string, acct database.Account) Result {
+func (r *Engine) limitOnServer(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, server string, acct database.Account) phase.Result {
 	prov, err := r.Databases.Provisioner(ctx, server)
 	if err != nil {
 		return r.serverFailed(t, e, server, err)
@@ -312,29 +277,29 @@ func (r *Engine) limitOnServer(ctx context.Context, t *tenancyv1alpha1.Tenant, e
 	}); err != nil {
 		return r.serverFailed(t, e, server, err)
 	}
-	return Result{Done: true}
+	return phase.Result{Done: true}
 }
 
 // serverFailed reports a server that is down or refused, as an event and a result: a server
 // that cannot be used as configured stalls, anything else is retried. The drivers' errors name
 // the server and the statement's failure, never a password.
-func (r *Engine) serverFailed(t *tenancyv1alpha1.Tenant, e dbEntry, server string, err error) Result {
+func (r *Engine) serverFailed(t *tenancyv1alpha1.Tenant, e dbEntry, server string, err error) phase.Result {
 	var missing *database.MissingError
 	if errors.As(err, &missing) {
-		res := stalled(tenancyv1alpha1.ReasonAdoptedDataMissing, "%s on DatabaseServer %s: %v", e, server, err)
+		res := phase.Stalled(tenancyv1alpha1.ReasonAdoptedDataMissing, "%s on DatabaseServer %s: %v", e, server, err)
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, res.Reason, "Provision", "%s", res.Message)
 		return res
 	}
 	var foreign *database.ForeignError
 	if errors.As(err, &foreign) {
-		res := stalled(tenancyv1alpha1.ReasonForeignData, "%s on DatabaseServer %s: %v", e, server, err)
+		res := phase.Stalled(tenancyv1alpha1.ReasonForeignData, "%s on DatabaseServer %s: %v", e, server, err)
 		if foreign.Owner != "" {
 			res.Message += fmt.Sprintf("; to take it over, annotate this tenant with %s=%s", tenancyv1alpha1.AdoptDataAnnotation, foreign.Owner)
 		}
 		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, res.Reason, "Provision", "%s", res.Message)
 		return res
 	}
-	res := failedf(tenancyv1alpha1.ReasonDatabaseUnavailable, "%s on DatabaseServer %s: %w", e, server, err)
+	res := phase.Failedf(tenancyv1alpha1.ReasonDatabaseUnavailable, "%s on DatabaseServer %s: %w", e, server, err)
 	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, res.Reason, "Provision", "%s", res.Message)
 	if errors.Is(err, database.ErrServerUnusable) {
 		res.Stalled, res.Err = true, nil
@@ -368,8 +333,8 @@ func (r *Engine) releaseDatabase(ctx context.Context, s Scope, st *tenancyv1alph
 
 // Keep reports an Archived tenant's databases, which are kept untouched, as are their status
 // entries.
-func (r *Engine) Keep(t *tenancyv1alpha1.Tenant) Result {
-	return done(tenancyv1alpha1.ReasonDatabasesKept,
+func (r *Engine) Keep(t *tenancyv1alpha1.Tenant) phase.Result {
+	return phase.Done(tenancyv1alpha1.ReasonDatabasesKept,
 		"%d databases and their credentials are kept while the tenant is %s", len(t.Status.Databases), t.Spec.State)
 }
 
@@ -379,11 +344,11 @@ func (r *Engine) Keep(t *tenancyv1alpha1.Tenant) Result {
 // copy), then forgets the tenant's stored secrets, and the status entries with them. Only a
 // Purged tenant, or an unused spare being deleted, gets here; the caller skips a purge its
 // condition reports done for the tenant's generation.
-func (r *Engine) Purge(ctx context.Context, s Scope) Result {
+func (r *Engine) Purge(ctx context.Context, s Scope) phase.Result {
 	t := s.Tenant
 	stored, err := r.Secrets.LoadAll(ctx, s.Namespace)
 	if err != nil {
-		return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "listing stored credentials: %w", err)
+		return phase.Failedf(tenancyv1alpha1.ReasonStoreUnavailable, "listing stored credentials: %w", err)
 	}
 	if movedTo := t.Annotations[tenancyv1alpha1.MovedToAnnotation]; movedTo != "" {
 		return r.purgeMovedAway(s, stored, movedTo)
@@ -400,14 +365,14 @@ func (r *Engine) Purge(ctx context.Context, s Scope) Result {
 		}
 		e := dbEntry{engine: c.Engine, Database: tenancyv1alpha1.Database{Name: name}}
 		if err != nil {
-			if res := r.abandonOrStall(ctx, t, e, c, stalled(tenancyv1alpha1.ReasonInvalidObject,
+			if res := r.abandonOrStall(ctx, t, e, c, phase.Stalled(tenancyv1alpha1.ReasonInvalidObject,
 				"%s: %v; drop it by hand and delete it from the store", e, err)); !res.Done {
 				return res
 			}
 			// Only while the record still names the owner read here: a same-named newer
 			// tenant's record written since is that tenant's.
 			if err := r.Secrets.Delete(ctx, s.Namespace, sec.Name, sec.Annotations[tenancyv1alpha1.TenantUIDLabel]); err != nil {
-				return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
+				return phase.Failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
 			}
 			continue
 		}
@@ -430,7 +395,7 @@ func (r *Engine) Purge(ctx context.Context, s Scope) Result {
 		// c.UID is the owner claimRecord accepted as this tenant's lineage: the record is
 		// forgotten only while it still names it.
 		if err := r.Secrets.Delete(ctx, s.Namespace, sec.Name, c.UID); err != nil {
-			return failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
+			return phase.Failedf(tenancyv1alpha1.ReasonStoreUnavailable, "deleting stored credentials: %w", err)
 		}
 		if wasDropped {
 			dropped = append(dropped, e.String())
@@ -452,7 +417,7 @@ func (r *Engine) Purge(ctx context.Context, s Scope) Result {
 	if len(dropped) > 0 {
 		msg += " (" + strings.Join(dropped, ", ") + ")"
 	}
-	return done(tenancyv1alpha1.ReasonDatabasesDropped, "%s", msg)
+	return phase.Done(tenancyv1alpha1.ReasonDatabasesDropped, "%s", msg)
 }
 
 // purgeMovedAway purges a tenant moved to another cluster (MovedToAnnotation): the same data is
@@ -463,7 +428,7 @@ func (r *Engine) Purge(ctx context.Context, s Scope) Result {
 // database the status records that no record covers cannot be told either way and waits too.
 // The data is reachable, so AbandonDataAnnotation is no way out: removing MovedToAnnotation is,
 // and the server's markers then keep whatever the destination did take over from being dropped.
-func (r *Engine) purgeMovedAway(s Scope, stored []*corev1.Secret, movedTo string) Result {
+func (r *Engine) purgeMovedAway(s Scope, stored []*corev1.Secret, movedTo string) phase.Result {
 	t := s.Tenant
 	lineage := func(uid string) bool { return uid == "" || uid == string(t.UID) || uid == AdoptedUID(t) }
 	records := map[dbKey]resources.DatabaseCredentials{}
@@ -499,7 +464,7 @@ func (r *Engine) purgeMovedAway(s Scope, stored []*corev1.Secret, movedTo string
 	for _, key := range slices.SortedFunc(maps.Keys(waiting), compareDBKeys) {
 		c := waiting[key]
 		e := dbEntry{engine: key.engine, Database: tenancyv1alpha1.Database{Name: key.name}}
-		return stalled(tenancyv1alpha1.ReasonMovedAway,
+		return phase.Stalled(tenancyv1alpha1.ReasonMovedAway,
 			"%s: the tenant was moved to %s, and the database %q on DatabaseServer %s has not been taken over there yet (the secret store's record does not name the moved tenant): "+
 				"it is neither dropped nor forgotten. Finish the move (landlordctl move); remove the annotation %s only if the move is abandoned and the destination's tenant deleted, "+
 				"for a purge then drops the data here",
@@ -510,7 +475,7 @@ func (r *Engine) purgeMovedAway(s Scope, stored []*corev1.Secret, movedTo string
 	if len(takenOver) > 0 {
 		msg += " (" + strings.Join(takenOver, ", ") + ")"
 	}
-	return done(tenancyv1alpha1.ReasonDatabasesDropped, "%s", msg)
+	return phase.Done(tenancyv1alpha1.ReasonDatabasesDropped, "%s", msg)
 }
 
 // dropUnrecorded drops a database the tenant's status records in place and the store has no
@@ -520,7 +485,7 @@ func (r *Engine) purgeMovedAway(s Scope, stored []*corev1.Secret, movedTo string
 // alone. One the server no longer holds is only forgotten: a purge reconciled again from a cache
 // that still shows the status written before its own earlier pass finds it gone, and drops
 // nothing twice.
-func (r *Engine) dropUnrecorded(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, st *tenancyv1alpha1.DatabaseStatus) (res Result, dropped bool) {
+func (r *Engine) dropUnrecorded(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, st *tenancyv1alpha1.DatabaseStatus) (res phase.Result, dropped bool) {
 	c := resources.DatabaseCredentials{Engine: st.Engine, Name: st.Name, Server: st.Server, Account: database.Account{
 		Database: st.Database, Username: st.Username, Owner: string(t.UID), Adopt: AdoptedUID(t),
 	}}
@@ -532,7 +497,7 @@ func (r *Engine) dropUnrecorded(ctx context.Context, t *tenancyv1alpha1.Tenant, 
 			return err
 		})
 		if err == nil && !held {
-			return Result{Done: true}, false
+			return phase.Result{Done: true}, false
 		}
 	}
 	if err != nil {
@@ -551,7 +516,7 @@ func sameAccount(st *tenancyv1alpha1.DatabaseStatus, c resources.DatabaseCredent
 // marked as another's (a name collision refused when it was to be created) is not dropped: it
 // never held this tenant's data. One that cannot be reached stops the purge, unless the tenant
 // asks for unreachable data to be abandoned.
-func (r *Engine) dropDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials) (res Result, dropped bool) {
+func (r *Engine) dropDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials) (res phase.Result, dropped bool) {
 	prov, err := r.Databases.Provisioner(ctx, c.Server)
 	if err == nil {
 		err = r.slots.run(ctx, c.Server, r.Config.Databases.Timeout.Duration, func(sqlCtx context.Context) error {
@@ -564,11 +529,11 @@ func (r *Engine) dropDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e 
 		databaseLog(ctx, t, e, c).Info("database dropped")
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonDatabasesDropped, "Purge",
 			"dropped %s (database %s) on DatabaseServer %s", e, c.Account.Database, c.Server)
-		return Result{Done: true}, true
+		return phase.Result{Done: true}, true
 	case errors.As(err, &foreign):
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonForeignData, "Purge",
 			"%s on DatabaseServer %s is not dropped: %v", e, c.Server, err)
-		return Result{Done: true}, false
+		return phase.Result{Done: true}, false
 	}
 	return r.abandonOrStall(ctx, t, e, c, r.serverFailed(t, e, c.Server, err)), false
 }
@@ -583,7 +548,7 @@ func databaseLog(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c re
 // abandonOrStall is what a purge does with a database it cannot drop: res (retried, or stalled)
 // unless the tenant carries AbandonDataAnnotation with its own UID, in which case the database
 // is forgotten, and an event and the log say exactly what was left where.
-func (r *Engine) abandonOrStall(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials, res Result) Result {
+func (r *Engine) abandonOrStall(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry, c resources.DatabaseCredentials, res phase.Result) phase.Result {
 	if t.UID == "" || t.Annotations[tenancyv1alpha1.AbandonDataAnnotation] != string(t.UID) {
 		return res
 	}
@@ -591,7 +556,7 @@ func (r *Engine) abandonOrStall(ctx context.Context, t *tenancyv1alpha1.Tenant, 
 	databaseLog(ctx, t, e, c).Info("abandoned tenant data that could not be reached", "data", where, "cause", res.Message)
 	r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonDataAbandoned, "Abandon",
 		"abandoned %s: it may still exist there and must be dropped by hand; its stored credentials are forgotten (%s)", where, res.Message)
-	return Result{Done: true}
+	return phase.Result{Done: true}
 }
 
 // ReportKept records, on deletion of a tenant that is not Purged, that its databases stay where

@@ -10,6 +10,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
@@ -21,7 +22,7 @@ import (
 // cache, and no other. It is an isolation object, compared whole with the
 // cache: an unchanged tenant costs no request, and a change of placements one write. A server no
 // longer in the cache has nothing left to reach. It returns a failure result, or done.
-func (r *Engine) AllowEgress(ctx context.Context, s Scope) Result {
+func (r *Engine) AllowEgress(ctx context.Context, s Scope) phase.Result {
 	t := s.Tenant
 	var servers []*tenancyv1alpha1.DatabaseServer
 	seen := map[string]bool{}
@@ -36,7 +37,7 @@ func (r *Engine) AllowEgress(ctx context.Context, s Scope) Result {
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
-			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+			return phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 		servers = append(servers, ds)
 	}
@@ -52,7 +53,7 @@ func (r *Engine) AllowEgress(ctx context.Context, s Scope) Result {
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonApplied, "Apply", "updated %s: its pods reach the servers of its databases", writes.ObjectRef(policy))
 	}
 	if len(servers) == 0 {
-		return done(tenancyv1alpha1.ReasonSucceeded, "the tenant's pods reach no database server")
+		return phase.Done(tenancyv1alpha1.ReasonSucceeded, "the tenant's pods reach no database server")
 	}
-	return done(tenancyv1alpha1.ReasonSucceeded, "the tenant's pods reach the %d database servers its databases are on, and no other", len(servers))
+	return phase.Done(tenancyv1alpha1.ReasonSucceeded, "the tenant's pods reach the %d database servers its databases are on, and no other", len(servers))
 }

@@ -11,6 +11,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 )
 
 // placeDatabase is where a tenant's new database of an engine goes: the server already holding
@@ -18,24 +19,24 @@ import (
 // the least loaded server (see leastLoadedServer) by the servers and tenant counts in the cache.
 // Nothing is placed when none qualifies; a server becoming Ready re-triggers the tenant. Counts
 // include what this process placed that the cache does not show yet (placements).
-func (r *Engine) placeDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry) (string, Result) {
+func (r *Engine) placeDatabase(ctx context.Context, t *tenancyv1alpha1.Tenant, e dbEntry) (string, phase.Result) {
 	for _, d := range t.Status.Databases {
 		if d.Engine == e.engine {
-			return d.Server, Result{Done: true}
+			return d.Server, phase.Result{Done: true}
 		}
 	}
 	servers := &tenancyv1alpha1.DatabaseServerList{}
 	if err := r.Client.List(ctx, servers); err != nil {
-		return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		return "", phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	server, err := r.placed.place(ctx, r.Client, t, e.engine, servers.Items)
 	if err != nil {
-		return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		return "", phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	if server != "" {
-		return server, Result{Done: true}
+		return server, phase.Result{Done: true}
 	}
-	return "", progressing(tenancyv1alpha1.ReasonNoDatabaseServer,
+	return "", phase.Progressing(tenancyv1alpha1.ReasonNoDatabaseServer,
 		"%s: no Ready %s DatabaseServer has room for another tenant", e, e.engine)
 }
 

@@ -24,6 +24,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/workloads"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/resources"
@@ -56,7 +57,7 @@ type Engine struct {
 	Forget func(namespace string)
 	// ApplyFailed classifies a failed write of one of the tenant's objects and records it, as the
 	// tenant reconciler does for every object it writes.
-	ApplyFailed func(t *tenancyv1alpha1.Tenant, obj client.Object, err error) Result
+	ApplyFailed phase.ApplyFailed
 }
 
 // Scope is one reconcile of one tenant, as the engine sees it: the tenant as the cache holds it
@@ -73,42 +74,6 @@ type Scope struct {
 	Status     *tenancyv1alpha1.TenantStatus
 }
 
-// Result is what the engine observed, as the tenant's namespace phase reports it. Exactly one of
-// three holds: Done (converged), Stalled (it cannot converge without a person), or neither (in
-// progress, or a transient error in Err that is retried with backoff).
-type Result struct {
-	Done    bool
-	Stalled bool
-	Reason  string
-	Message string
-	Err     error
-}
-
-// done: converged.
-func done(reason, format string, args ...any) Result {
-	return Result{Done: true, Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
-
-// stalled: it cannot converge until a person acts.
-func stalled(reason, format string, args ...any) Result {
-	return Result{Stalled: true, Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
-
-// progressing: work is under way and an event reports its end.
-func progressing(reason, format string, args ...any) Result {
-	return Result{Reason: reason, Message: fmt.Sprintf(format, args...)}
-}
-
-// failed: a transient error, reported with its own message and retried with backoff.
-func failed(reason string, err error) Result {
-	return Result{Reason: reason, Message: err.Error(), Err: err}
-}
-
-// failedf is failed with an error of the formatted message.
-func failedf(reason, format string, args ...any) Result {
-	return failed(reason, fmt.Errorf(format, args...))
-}
-
 // applier writes the tenant's objects: cache-compared, remembered once found in place, and
 // compared with the API server's copies when a reconcile was asked for.
 func (e *Engine) applier(s Scope) *apply.Applier {
@@ -120,33 +85,33 @@ func (e *Engine) applier(s Scope) *apply.Applier {
 // (s.Applied). Objects equal to the cached ones are not written. It returns the node pool the
 // namespace's pods were placed on: a new namespace has none yet, and is created recording the
 // tenant's pool.
-func (e *Engine) Ensure(ctx context.Context, s Scope) (podsPool string, res Result) {
+func (e *Engine) Ensure(ctx context.Context, s Scope) (podsPool string, res phase.Result) {
 	ns := &corev1.Namespace{}
 	getErr := e.Client.Get(ctx, client.ObjectKey{Name: s.Namespace}, ns)
 	switch err := getErr; {
 	case err == nil && !ns.DeletionTimestamp.IsZero():
 		// Back from Archived before the old namespace is gone: its deletion event re-triggers us.
-		return "", progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "waiting for namespace %s to finish terminating", s.Namespace)
+		return "", phase.Progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "waiting for namespace %s to finish terminating", s.Namespace)
 	case err != nil && !apierrors.IsNotFound(err):
-		return "", failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		return "", phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	// Never built from domains not decided on.
 	t := s.Applied
 	if t == nil {
-		return "", failedf(tenancyv1alpha1.ReasonApplyFailed, "deciding which domains the tenant holds: %w", s.DomainsErr)
+		return "", phase.Failedf(tenancyv1alpha1.ReasonApplyFailed, "deciding which domains the tenant holds: %w", s.DomainsErr)
 	}
 
 	podsPool = t.Spec.NodePool
 	if getErr == nil {
 		var err error
 		if podsPool, err = e.podsPool(ctx, ns, t.Spec.NodePool); err != nil {
-			return podsPool, failed(tenancyv1alpha1.ReasonApplyFailed, err)
+			return podsPool, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 	}
 
 	applier, err := e.namespaceApplier(ctx, s, t, podsPool)
 	if err != nil {
-		return podsPool, failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		return podsPool, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 	}
 	objs := resources.Build(t, e.Config)
 	// Until the pods placed on the old pool are deleted (the workloads phase), the record keeps
@@ -173,7 +138,7 @@ func (e *Engine) Ensure(ctx context.Context, s Scope) (podsPool string, res Resu
 		e.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonApplied, "Apply",
 			"updated %s", strings.Join(updated, ", "))
 	}
-	return podsPool, done(tenancyv1alpha1.ReasonSucceeded, "namespace %s is ready", s.Namespace)
+	return podsPool, phase.Done(tenancyv1alpha1.ReasonSucceeded, "namespace %s is ready", s.Namespace)
 }
 
 // NamespaceWithPool is the tenant's namespace as built from s.Applied, recording that its pods

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/workloads"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 )
@@ -18,7 +19,7 @@ import (
 // first; a Purged tenant's kept volumes are deleted once the namespace is gone. removed is
 // whether the tenant's condition reports the namespace removed for its generation already: it
 // is then not confirmed again, nor are the volumes deleted again.
-func (e *Engine) Remove(ctx context.Context, s Scope, removed bool) Result {
+func (e *Engine) Remove(ctx context.Context, s Scope, removed bool) phase.Result {
 	t := s.Tenant
 	ns := &corev1.Namespace{}
 	err := e.Client.Get(ctx, client.ObjectKey{Name: s.Namespace}, ns)
@@ -30,33 +31,33 @@ func (e *Engine) Remove(ctx context.Context, s Scope, removed bool) Result {
 	}
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
-			return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+			return phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 		}
 		e.Forget(s.Namespace)
 		if t.Spec.State == tenancyv1alpha1.StatePurged && !removed {
 			if err := e.Volumes.PurgeVolumes(ctx, s.volumes()); err != nil {
-				return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+				return phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 			}
 		}
-		return done(tenancyv1alpha1.ReasonNamespaceRemoved, "namespace %s is removed while the tenant is %s", s.Namespace, t.Spec.State)
+		return phase.Done(tenancyv1alpha1.ReasonNamespaceRemoved, "namespace %s is removed while the tenant is %s", s.Namespace, t.Spec.State)
 	}
 	if ns.DeletionTimestamp.IsZero() {
 		if t.Spec.State != tenancyv1alpha1.StatePurged && metav1.IsControlledBy(ns, t) {
 			if err := e.Volumes.KeepVolumes(ctx, s.volumes()); err != nil {
-				return failed(tenancyv1alpha1.ReasonApplyFailed, err)
+				return phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
 			}
 		}
 		deleted, err := writes.DeleteIfControlled(ctx, e.Client, e.APIReader, ns, t)
 		switch {
 		case err != nil:
-			return failedf(tenancyv1alpha1.ReasonApplyFailed, "deleting namespace %s: %w", s.Namespace, err)
+			return phase.Failedf(tenancyv1alpha1.ReasonApplyFailed, "deleting namespace %s: %w", s.Namespace, err)
 		case !deleted:
-			return stalled(tenancyv1alpha1.ReasonOwnershipConflict, "namespace %s is not controlled by this tenant; not deleting it", s.Namespace)
+			return phase.Stalled(tenancyv1alpha1.ReasonOwnershipConflict, "namespace %s is not controlled by this tenant; not deleting it", s.Namespace)
 		}
 		e.Recorder.Eventf(t, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonNamespaceRemoved, "Delete",
 			"deleting namespace %s: the tenant is %s", s.Namespace, t.Spec.State)
 	}
-	return progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "waiting for namespace %s to finish terminating", s.Namespace)
+	return phase.Progressing(tenancyv1alpha1.ReasonNamespaceTerminating, "waiting for namespace %s to finish terminating", s.Namespace)
 }
 
 // volumes is the reconcile as the workloads engine sees it, for the tenant's volumes.
