@@ -28,7 +28,8 @@ const previousReleaseFile = "testdata/previous-release"
 
 var (
 	root = testenv.RepoRoot()
-	// work holds both releases' trees and binaries, kept when a test fails.
+	// work holds both releases' binaries, kept when a test fails (the previous release's tree is
+	// under bin/upgrade, extractRelease).
 	work string
 	// previous and current are the two releases.
 	previous, current release
@@ -57,7 +58,7 @@ func run(m *testing.M) int {
 		if code == 0 {
 			_ = os.RemoveAll(work)
 		} else {
-			fmt.Fprintln(os.Stderr, "upgrade: both releases, the clusters' logs and every operator's log are kept in", work)
+			fmt.Fprintln(os.Stderr, "upgrade: both releases' binaries, the clusters' logs and every operator's log are kept in", work)
 		}
 	}()
 	if err := prepareReleases(); err != nil {
@@ -69,7 +70,7 @@ func run(m *testing.M) int {
 }
 
 // prepareReleases extracts the previous release's tree from git and builds both binaries at
-// once: the previous one compiles only Landlord's own packages that changed since.
+// once: the previous one compiles only Landlord's own packages, once (extractRelease).
 func prepareReleases() error {
 	data, err := os.ReadFile(filepath.Join(root, "test", "upgrade", previousReleaseFile))
 	if err != nil {
@@ -84,15 +85,12 @@ func prepareReleases() error {
 		return fmt.Errorf("the previous release (%s, commit %s) is not in this clone's history, so there is nothing to upgrade from: "+
 			"fetch the whole history (git fetch --unshallow) and run the tests again: %v %s", name, commit, err, out)
 	}
-	previous = release{name: name, tree: filepath.Join(work, "previous"), binary: filepath.Join(work, "bin", "landlord-previous")}
-	current = release{name: "this checkout", tree: root, binary: filepath.Join(work, "bin", "landlord")}
-	if err := os.MkdirAll(previous.tree, 0o755); err != nil {
+	tree, err := extractRelease(commit)
+	if err != nil {
 		return err
 	}
-	archive := exec.Command("sh", "-c", fmt.Sprintf("git -C %q archive --format=tar %s | tar -x -C %q", root, commit, previous.tree))
-	if out, err := archive.CombinedOutput(); err != nil {
-		return fmt.Errorf("extracting the previous release (%s) from git: %w\n%s", commit, err, out)
-	}
+	previous = release{name: name, tree: tree, binary: filepath.Join(work, "bin", "landlord-previous")}
+	current = release{name: "this checkout", tree: root, binary: filepath.Join(work, "bin", "landlord")}
 	errs := make(chan error, 2)
 	for _, r := range []release{previous, current} {
 		go func() { errs <- buildBinary(r) }()
@@ -100,11 +98,40 @@ func prepareReleases() error {
 	return errors.Join(<-errs, <-errs)
 }
 
-// buildBinary builds a release's operator. -trimpath keeps the directory out of what the build
-// cache keys each package by: the previous release's tree is extracted to a new directory on
-// every run, and would otherwise be compiled whole every time rather than taken from the cache.
+// extractRelease extracts the tree of a release's commit from git, once: into bin/, under the
+// commit, where later runs find it. The build cache keys Landlord's own packages by their
+// directory, so a tree at the same place each run is compiled once, not on every run (and its
+// dependencies are the ones the tests compiled already). It is extracted beside and renamed
+// into place, so that two runs at once never build from half a tree.
+func extractRelease(commit string) (string, error) {
+	tree := filepath.Join(root, "bin", "upgrade", commit)
+	if _, err := os.Stat(tree); err == nil {
+		return tree, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(tree), 0o755); err != nil {
+		return "", err
+	}
+	partial, err := os.MkdirTemp(filepath.Dir(tree), commit+".partial-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(partial)
+	archive := exec.Command("sh", "-c", fmt.Sprintf("git -C %q archive --format=tar %s | tar -x -C %q", root, commit, partial))
+	if out, err := archive.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("extracting the previous release (%s) from git: %w\n%s", commit, err, out)
+	}
+	if err := os.Rename(partial, tree); err != nil {
+		if _, statErr := os.Stat(tree); statErr == nil {
+			return tree, nil // another run put it there first
+		}
+		return "", err
+	}
+	return tree, nil
+}
+
+// buildBinary builds a release's operator.
 func buildBinary(r release) error {
-	cmd := exec.Command("go", "build", "-trimpath", "-o", r.binary, "./cmd/landlord")
+	cmd := exec.Command("go", "build", "-o", r.binary, "./cmd/landlord")
 	cmd.Dir = r.tree
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building landlord of %s: %w\n%s", r.name, err, out)
