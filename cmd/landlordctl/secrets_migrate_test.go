@@ -53,20 +53,7 @@ func TestSecretsMigrateMovesTheStoreAndTheClusterWithIt(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Stop() })
 	kubeconfig := writeKubeconfig(t, env)
-	for k, v := range secrettest.AWSEnvironment {
-		t.Setenv(k, v)
-	}
-	s3, err := secrettest.StartS3("landlord", "shared")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s3.Close)
-	kms := secrettest.StartAWSKMS(t.TempDir())
-	t.Cleanup(kms.Close)
-	key, err := kms.CreateKey(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s3, key := secrettest.StartAWS(t, "landlord", "shared")
 	if err := s3.PutObject("shared", "README.md", []byte("another team's files")); err != nil {
 		t.Fatal(err)
 	}

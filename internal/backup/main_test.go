@@ -106,20 +106,8 @@ type store struct {
 func newStore(t *testing.T) *store {
 	t.Helper()
 	ctx := testContext(t)
-	for k, v := range secrettest.AWSEnvironment {
-		t.Setenv(k, v)
-	}
-	s3, err := secrettest.StartS3(bucketName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s3.Close)
-	kms := secrettest.StartAWSKMS(t.TempDir())
-	t.Cleanup(kms.Close)
-	key, err := kms.CreateKey(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s3, key := secrettest.StartAWS(t, bucketName)
+	var err error
 	st := &store{objects: s3.URL(bucketName, prefix), key: key, tenantUID: randomHex(t, 16)}
 	if st.Store, err = backup.OpenStore(ctx, st.objects, st.key, ""); err != nil {
 		t.Fatal(err)

@@ -32,20 +32,7 @@ import (
 func TestABackupThatEndedReadsSoThoughItsPlanIsDeletedLater(t *testing.T) {
 	ctx := context.Background()
 	cfg := config.Default()
-	for k, v := range secrettest.AWSEnvironment {
-		t.Setenv(k, v)
-	}
-	s3, err := secrettest.StartS3("backups")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s3.Close)
-	kms := secrettest.StartAWSKMS(t.TempDir())
-	t.Cleanup(kms.Close)
-	key, err := kms.CreateKey(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s3, key := secrettest.StartAWS(t, "backups")
 	store, err := backup.OpenStore(ctx, s3.URL("backups", "landlord"), key, "")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"testing"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
@@ -101,4 +102,26 @@ func (s *S3) conditionalDeletes(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// StartAWS starts, for one test, an S3 server holding the buckets and a KMS emulator with one
+// key, and sets the AWS environment their clients read: the S3 server and the key's URL. Both
+// stop when the test ends.
+func StartAWS(t testing.TB, buckets ...string) (*S3, string) {
+	t.Helper()
+	for k, v := range AWSEnvironment {
+		t.Setenv(k, v)
+	}
+	s3, err := StartS3(buckets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s3.Close)
+	kms := StartAWSKMS(t.TempDir())
+	t.Cleanup(kms.Close)
+	key, err := kms.CreateKey(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s3, key
 }
