@@ -77,6 +77,11 @@ type RolloutStrategy struct {
 	// it counts as failed. Default 10m.
 	// +optional
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+
+	// IgnoreMaintenanceWindows moves each tenant when its wave is released, outside its
+	// maintenance windows (spec.maintenanceWindows) too: for an urgent fix.
+	// +optional
+	IgnoreMaintenanceWindows bool `json:"ignoreMaintenanceWindows,omitempty"`
 }
 
 // RolloutWave is one wave of a rollout: the tenants it moves, fixed when it is planned (only the
@@ -107,11 +112,24 @@ type RolloutWave struct {
 	// rollout that is not a rollback leaves where they are.
 	// +optional
 	Ahead int32 `json:"ahead,omitempty"`
+	// Waiting are the wave's tenants waiting for their maintenance window, and when it opens.
+	// +listType=map
+	// +listMapKey=tenant
+	// +optional
+	Waiting []RolloutWaiting `json:"waiting,omitempty"`
 	// Failed are the wave's tenants that failed, and why.
 	// +listType=map
 	// +listMapKey=tenant
 	// +optional
 	Failed []RolloutFailure `json:"failed,omitempty"`
+}
+
+// RolloutWaiting is a tenant of a released wave that waits for its maintenance window.
+type RolloutWaiting struct {
+	// Tenant is the tenant's name.
+	Tenant string `json:"tenant"`
+	// NextWindow is when its next maintenance window opens.
+	NextWindow metav1.Time `json:"nextWindow"`
 }
 
 // RolloutFailure is a tenant that did not run the version Ready.

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -58,6 +59,121 @@ type ComponentTemplateSpec struct {
 	// +listType=atomic
 	// +optional
 	FieldsOwnedByOthers []FieldOwnedByOthers `json:"fieldsOwnedByOthers,omitempty"`
+
+	// Migrations change each tenant's data for this version: Jobs that Landlord runs in the
+	// tenant's namespace when a tenant moves to this version (by its spec or a ComponentRollout),
+	// and before the component first starts in a new tenant. A version without migrations moves
+	// as any other.
+	// +optional
+	Migrations *Migrations `json:"migrations,omitempty"`
+}
+
+// Migrations are the Jobs that bring a tenant's data to a version, and how they run.
+type Migrations struct {
+	// Pre are run in order before any of the version's pods exist (expand): the workloads move
+	// to the version only once every one has succeeded, and stay on the version they ran when
+	// one fails.
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Pre []MigrationJob `json:"pre,omitempty"`
+
+	// Post are run in order once every workload of the version is Ready at it (contract).
+	// +kubebuilder:validation:MaxItems=4
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Post []MigrationJob `json:"post,omitempty"`
+
+	// FromAnyVersion says this version's migrations bring the data of any older version up to
+	// it (an Atlas, Flyway or Rails migrate): a tenant that skips versions runs only this
+	// version's migrations and those of the versions after it. Without it, a tenant moving from
+	// 1.0 to 1.3 runs the migrations of 1.1, 1.2 and 1.3 in order.
+	// +optional
+	FromAnyVersion bool `json:"fromAnyVersion,omitempty"`
+
+	// Backup is whether a TenantBackup of the databases the migrations name is taken before
+	// they run: Required (the default: a failed backup fails the migration), Optional (the
+	// migrations run after the backup ends, however it ends) or Off. Without a backup store
+	// (backups.objects) no backup is taken. A new tenant's first migrations take none.
+	// +kubebuilder:validation:Enum=Required;Optional;Off
+	// +optional
+	Backup MigrationBackup `json:"backup,omitempty"`
+
+	// FenceWriters scales the version the tenant runs to zero replicas, and waits for its pods
+	// to be gone, before the pre migrations run: for migrations the old code cannot survive.
+	// The workloads come back at the old version when a migration fails.
+	// +optional
+	FenceWriters bool `json:"fenceWriters,omitempty"`
+}
+
+// MigrationBackup is whether a backup is taken before a migration.
+type MigrationBackup string
+
+const (
+	MigrationBackupRequired MigrationBackup = "Required"
+	MigrationBackupOptional MigrationBackup = "Optional"
+	MigrationBackupOff      MigrationBackup = "Off"
+)
+
+// MigrationJob is one migration: the container of a Job that Landlord runs once in the tenant's
+// namespace, under its quota and policies, as a Job tenant users cannot edit or delete.
+type MigrationJob struct {
+	// Name of the migration, unique in its list.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=20
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="must be a DNS label (lowercase letters, digits and '-')"
+	Name string `json:"name"`
+
+	// Image runs the migration; the template's image at its version when empty.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// Command and Args are the container's, as in a pod.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Command []string `json:"command,omitempty"`
+	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// Env is the container's environment, besides the databases'.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// Databases are the tenant's databases (their names in its spec) the migration needs. Each
+	// reaches the container from the tenant's own credentials Secret, db-<name>, as
+	// DB_<NAME>_URL, _HOST, _PORT, _DATABASE, _USERNAME and _PASSWORD (NAME upper-cased, '-' as
+	// '_'), and as DATABASE_URL when it is the only one. A database the tenant does not have
+	// holds the migration back with MigrationFailed.
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=set
+	// +optional
+	Databases []string `json:"databases,omitempty"`
+
+	// Resources are the container's requests and limits; the tenant's limit range fills in
+	// what is left out.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Timeout bounds the Job (its activeDeadlineSeconds); 10m when unset.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Retries is how many times a failed container is run again before the migration fails
+	// (the Job's backoffLimit). Only for migrations that can safely run again.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	Retries int32 `json:"retries,omitempty"`
 }
 
 // FieldOwnedByOthers names one field of some of a component's rendered objects that another

@@ -124,6 +124,13 @@ const (
 	// ReasonRolloutFailed: a component's workload will not roll out without a change (its
 	// Deployment is past its progress deadline); the message is the workload's own.
 	ReasonRolloutFailed = "RolloutFailed"
+	// ReasonMigrating: a component's migration to a new version runs (its backup, its fence, a
+	// pre migration, or a post migration); status.components[].migration says which.
+	ReasonMigrating = "Migrating"
+	// ReasonMigrationFailed: a component's migration failed, naming the version, the Job and
+	// its termination message; the workloads stay on the version they ran. A ComponentRollout
+	// counts it as its version's failure.
+	ReasonMigrationFailed = "MigrationFailed"
 
 	// ReasonForeignData: data the tenant would use (a stored credentials record, a database, a
 	// login, a volume) belongs to another tenant, or was not created by Landlord. The message

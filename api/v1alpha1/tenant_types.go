@@ -195,6 +195,44 @@ type TenantSpec struct {
 	// +listMapKey=name
 	// +optional
 	Components []Component `json:"components,omitempty"`
+
+	// MaintenanceWindows are the weekly times a ComponentRollout may move the tenant (take its
+	// backup, run its migrations, change its version); any time when empty. A rollout moves the
+	// tenant's wave-mates meanwhile, names the tenant and its next window in its status, and
+	// counts the tenant's progress deadline from its window's start. A rollout with
+	// strategy.ignoreMaintenanceWindows (an urgent fix) moves it at once. A move begun in a
+	// window is finished after it closes. Changing spec.components moves the tenant at once.
+	// +kubebuilder:validation:MaxItems=14
+	// +listType=atomic
+	// +optional
+	MaintenanceWindows []MaintenanceWindow `json:"maintenanceWindows,omitempty"`
+}
+
+// Weekday is a day of the week.
+// +kubebuilder:validation:Enum=Monday;Tuesday;Wednesday;Thursday;Friday;Saturday;Sunday
+type Weekday string
+
+// MaintenanceWindow is a weekly window: it opens at Start on each of Days, in TimeZone, and
+// stays open for Duration (which may run into the next day).
+type MaintenanceWindow struct {
+	// Days the window opens on; every day when empty.
+	// +kubebuilder:validation:MaxItems=7
+	// +listType=set
+	// +optional
+	Days []Weekday `json:"days,omitempty"`
+
+	// Start is the time of day the window opens, HH:MM (24-hour clock).
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([01][0-9]|2[0-3]):[0-5][0-9]$')",message="must be a time of day as HH:MM, such as 02:00"
+	Start string `json:"start"`
+
+	// Duration is how long the window stays open: from 15m to 24h.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('15m') && duration(self) <= duration('24h')",message="must be from 15m to 24h"
+	Duration metav1.Duration `json:"duration"`
+
+	// TimeZone is an IANA time zone name (Europe/Paris); UTC when empty.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // Component pins one application component to a version.
@@ -259,6 +297,68 @@ type ComponentStatus struct {
 	// +listType=atomic
 	// +optional
 	Inventory []string `json:"inventory,omitempty"`
+	// Migration is the component's last migration: under way, failed, or done.
+	// +optional
+	Migration *MigrationStatus `json:"migration,omitempty"`
+}
+
+// MigrationPhase is where a tenant's migration of a component is.
+// +kubebuilder:validation:Enum=BackingUp;Fencing;Pre;Applying;Post;Succeeded;Failed
+type MigrationPhase string
+
+const (
+	// MigrationBackingUp: the backup taken before the migrations runs.
+	MigrationBackingUp MigrationPhase = "BackingUp"
+	// MigrationFencing: the running version is being scaled to zero (fenceWriters).
+	MigrationFencing MigrationPhase = "Fencing"
+	// MigrationPre: a pre migration runs; the workloads are still at the version they ran.
+	MigrationPre MigrationPhase = "Pre"
+	// MigrationApplying: the pre migrations succeeded; the version is being rolled out.
+	MigrationApplying MigrationPhase = "Applying"
+	// MigrationPost: every workload is Ready at the version, and a post migration runs.
+	MigrationPost MigrationPhase = "Post"
+	// MigrationSucceeded: every migration succeeded.
+	MigrationSucceeded MigrationPhase = "Succeeded"
+	// MigrationFailed: a migration (or the backup it required) failed. The tenant stays on
+	// the version it ran (a post migration's failure leaves it at the new one) until another
+	// version is chosen, or a reconcile is requested (landlordctl reconcile), which runs the
+	// failed migration again as a new attempt.
+	MigrationFailed MigrationPhase = "Failed"
+)
+
+// MigrationStatus is one migration of a tenant's component from a version to another.
+type MigrationStatus struct {
+	// From is the version the component ran; empty for a new tenant.
+	// +optional
+	From string `json:"from,omitempty"`
+	// To is the version migrated to.
+	To string `json:"to"`
+	// Phase is where the migration is.
+	Phase MigrationPhase `json:"phase"`
+	// Step is the migration running, or that failed: <version>/<pre|post>/<name>.
+	// +optional
+	Step string `json:"step,omitempty"`
+	// Job is the Job of that step, in the tenant's namespace.
+	// +optional
+	Job string `json:"job,omitempty"`
+	// Backup is the TenantBackup taken before the migrations: restore it (a TenantRestore
+	// naming it, or landlordctl restore) to bring the data back as it was, losing what was
+	// written since. Never restored by Landlord on its own.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// Attempts counts the times the migration was started: a reconcile requested after a
+	// failure starts another attempt.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// StartedAt is when the migration began; FinishedAt when it succeeded or failed.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// Message says what the migration waits for, or why it failed (the Job's termination
+	// message).
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // Databases lists a tenant's databases by engine. A name is used once across engines, because
