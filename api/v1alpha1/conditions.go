@@ -254,6 +254,10 @@ const (
 	CredentialsDigestAnnotation = "tenancy.landlord.dev/credentials-digest"
 	// ComponentLabel names the component an object was rendered for.
 	ComponentLabel = "tenancy.landlord.dev/component"
+	// MigrationLabel marks a component's migration Job and its pods with the move it belongs to
+	// (a tenant's component from one version to another): tenant users may neither change nor
+	// delete them.
+	MigrationLabel = "tenancy.landlord.dev/migration"
 	// PoolLabel names the TenantPool a tenant was created by. AllocatedLabel ("true") marks a
 	// tenant handed to a customer by a claim: the pool never touches it again. ClaimAnnotation
 	// names the claim ("namespace/name") and ClaimUIDLabel its UID, so a retried bind finds its

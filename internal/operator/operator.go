@@ -267,12 +267,15 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Backups run on the default shard, where their kinds are served.
+	// Backups run on the default shard, where their kinds are served; every shard's migrations
+	// may ask for one.
+	backupsServed, err := served(mapper, "TenantBackup", "TenantRestore", "TenantBackupSchedule")
+	if err != nil {
+		return nil, err
+	}
 	backups := false
 	if opts.Shard == "" {
-		if backups, err = served(mapper, "TenantBackup", "TenantRestore", "TenantBackupSchedule"); err != nil {
-			return nil, err
-		}
+		backups = backupsServed
 		if !backups {
 			ctrl.Log.WithName("setup").Error(errors.New("the TenantBackup, TenantRestore and TenantBackupSchedule CustomResourceDefinitions are not installed"),
 				"backups and restores are off until they are (apply this release's CRDs) and the operator restarts")
@@ -420,6 +423,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			return ns.Annotations[tenancyv1alpha1.SecretStoreAnnotation], err
 		})},
 		Databases: conns,
+		Backups:   backupsServed,
 		Resync:    opts.Resync,
 		Usage:     sampler, UsageChanged: usageChanged,
 		Urgent: urgent,

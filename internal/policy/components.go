@@ -24,7 +24,8 @@ const ComponentObjects = "landlord-component-objects"
 // and Kubernetes' controllers (garbage collector, namespace deletion), which remove what the
 // tenant's deletion leaves. Subresources stay out of scope: the workloads' status, and the scale
 // subresource an autoscaler uses. The objects the workloads make (ReplicaSets, pods) carry no
-// owner reference to the Tenant, so a tenant admin still restarts a pod by deleting it.
+// owner reference to the Tenant, so a tenant admin still restarts a pod by deleting it; but not
+// a pod of a migration Job (labelled tenancy.landlord.dev/migration, a label only Landlord sets).
 func ComponentObjectsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	p := validatingPolicy(ComponentObjects, []admissionregistrationv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
@@ -38,8 +39,11 @@ func ComponentObjectsPolicy(op Operator) *admissionregistrationv1.ValidatingAdmi
 		MatchConditions: append([]admissionregistrationv1.MatchCondition{
 			{
 				Name: "rendered-by-landlord",
+				// Or a pod of a migration Job's: a tenant that deleted it would fail its own
+				// migration, and a rollout would count that against the version.
 				Expression: `oldObject.metadata.?ownerReferences.orValue([]).exists(o, o.kind == 'Tenant' && o.apiVersion.startsWith(` +
-					cel(tenancyv1alpha1.GroupVersion.Group+"/") + `) && o.?controller.orValue(false))`,
+					cel(tenancyv1alpha1.GroupVersion.Group+"/") + `) && o.?controller.orValue(false)) || ` +
+					`(oldObject.kind == 'Pod' && oldObject.metadata.?labels[` + cel(tenancyv1alpha1.MigrationLabel) + `].hasValue())`,
 			},
 			{
 				Name: "not-the-operator-or-kubernetes",

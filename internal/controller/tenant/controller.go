@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -40,6 +41,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/controller/tenant/components"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/databases"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/domains"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/migrations"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/namespaces"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/workloads"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
@@ -70,6 +72,8 @@ type Reconciler struct {
 	Secrets secret.TenantSecrets
 	// Databases reaches the DatabaseServers.
 	Databases *database.Connections
+	// Backups: TenantBackups are served, so a migration can take one first.
+	Backups bool
 	// Applied remembers the owned objects found in place, so that an unchanged tenant costs
 	// neither requests nor the conversions a comparison takes; set up by SetupWithManager.
 	Applied *apply.Memo
@@ -182,6 +186,10 @@ func (r *Reconciler) components() *components.Engine {
 			Client: r.Client, APIReader: r.APIReader, Config: r.Config, Recorder: r.Recorder, Applied: r.Applied,
 			// A write the API server refuses is reported as the other phases report theirs.
 			ApplyFailed: r.applyFailed,
+			Migrations: &migrations.Engine{
+				Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, ApplyFailed: r.applyFailed,
+				Backups: r.Backups && r.Config.Backups.Objects != "",
+			},
 		}
 	})
 	return r.componentEngine
@@ -213,6 +221,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ResourceQuota{}, r.owned(mgr)).
 		Watches(&corev1.LimitRange{}, r.owned(mgr)).
 		Watches(&networkingv1.NetworkPolicy{}, r.owned(mgr)).
+		// Migration Jobs: their end moves the tenant's component on.
+		Watches(&batchv1.Job{}, r.owned(mgr)).
 		Watches(&corev1.Secret{}, r.owned(mgr)).
 		Watches(&corev1.Secret{}, r.templateSecretHandler()).
 		Watches(&tenancyv1alpha1.DatabaseServer{}, r.databaseServerHandler()).

@@ -28,6 +28,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/component"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/migrations"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/resources"
@@ -58,6 +59,8 @@ type Engine struct {
 	Applied *apply.Memo
 	// Kinds watches the kinds components render; set once the tenant controller is built.
 	Kinds *KindWatches
+	// Migrations runs the migrations of a version a component moves to.
+	Migrations *migrations.Engine
 	// ApplyFailed classifies a write the API server refused, and records it on the tenant, as
 	// the tenant's other phases do.
 	ApplyFailed phase.ApplyFailed
@@ -109,7 +112,7 @@ func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespac
 			continue
 		}
 		c.Version = chosen.version
-		st, res := e.ensureComponent(ctx, s, c, prev[c.Name])
+		st, res := e.move(ctx, s, c, prev[c.Name])
 		st.Reason = ""
 		if res.Stalled {
 			st.Reason = res.Reason
@@ -160,7 +163,8 @@ func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespac
 }
 
 // ensureComponent converges one component and returns its status entry.
-func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha1.Component, prev *tenancyv1alpha1.ComponentStatus) (tenancyv1alpha1.ComponentStatus, phase.Result) {
+// With fence, its workloads are scaled to zero, as a Frozen tenant's are.
+func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha1.Component, prev *tenancyv1alpha1.ComponentStatus, fence bool) (tenancyv1alpha1.ComponentStatus, phase.Result) {
 	t, nsName := s.tenant, s.namespace
 	keep := func(res phase.Result) (tenancyv1alpha1.ComponentStatus, phase.Result) {
 		st := tenancyv1alpha1.ComponentStatus{Name: c.Name}
@@ -229,7 +233,8 @@ func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha
 	if err != nil {
 		return stall(tenancyv1alpha1.ReasonRenderFailed, "%v", err)
 	}
-	if t.Spec.State == tenancyv1alpha1.StateFrozen {
+	scaledToZero := fence || t.Spec.State == tenancyv1alpha1.StateFrozen
+	if scaledToZero {
 		ownedByOthers = component.WhileFrozen(ownedByOthers)
 	}
 
@@ -242,7 +247,7 @@ func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha
 	written := map[string]*unstructured.Unstructured{}
 	for _, obj := range objs {
 		resources.StampComponentObject(t, nsName, c.Name, obj)
-		if t.Spec.State == tenancyv1alpha1.StateFrozen {
+		if scaledToZero {
 			component.ScaleToZero([]*unstructured.Unstructured{obj})
 		}
 		_, answer, err := applier.ApplyLive(ctx, obj)

@@ -1,0 +1,118 @@
+package components
+
+import (
+	"context"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/migrations"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
+)
+
+// move converges one component to the version chosen for it (c.Version) through the migrations
+// the move runs (package migrations): while the backup, the fence and the pre migrations run,
+// and when one fails, the component keeps the version it runs (a new tenant's component does not
+// start); the post migrations run once the new version is Ready, and the component is Ready
+// only once they succeeded. A move without migrations applies the version at once.
+func (e *Engine) move(ctx context.Context, s *scope, c tenancyv1alpha1.Component, prev *tenancyv1alpha1.ComponentStatus) (tenancyv1alpha1.ComponentStatus, phase.Result) {
+	var last *tenancyv1alpha1.MigrationStatus
+	running := ""
+	if prev != nil {
+		running, last = prev.Version, prev.Migration
+	}
+	from, to := running, c.Version
+	applied := running == to
+	plain := func() (tenancyv1alpha1.ComponentStatus, phase.Result) {
+		st, res := e.ensureComponent(ctx, s, c, prev, false)
+		st.Migration = last
+		return st, res
+	}
+	if e.Migrations == nil {
+		return plain()
+	}
+	if applied {
+		// The version is applied: only a move whose post migrations have not succeeded is left.
+		if last == nil || last.To != to || last.Phase == tenancyv1alpha1.MigrationSucceeded {
+			return plain()
+		}
+		from = last.From
+	}
+	templates, err := e.Migrations.Templates(ctx)
+	if err != nil {
+		return e.keep(prev, c, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err))
+	}
+	path := migrations.PathOf(templates, c.Name, from, to)
+	if path.Empty() {
+		return plain()
+	}
+	m := migrations.Move{Tenant: s.tenant, Namespace: s.namespace, Component: c.Name, From: from, To: to, Last: last, Retry: s.verify}
+
+	if !applied {
+		d := e.Migrations.Before(ctx, m, path, false)
+		if d.Gate != migrations.Proceed && d.Fence && d.Status.Phase == tenancyv1alpha1.MigrationFencing {
+			// Fence, and once every pod of the version it runs is gone go on at once.
+			st, res := e.held(ctx, s, c, prev, from, d)
+			if !st.fencedReady || res.Err != nil {
+				return st.ComponentStatus, res
+			}
+			m.Last = d.Status
+			d = e.Migrations.Before(ctx, m, path, true)
+		}
+		if d.Gate != migrations.Proceed {
+			st, res := e.held(ctx, s, c, prev, from, d)
+			return st.ComponentStatus, res
+		}
+		m.Last = d.Status
+		last = d.Status
+	}
+
+	st, res := e.ensureComponent(ctx, s, c, prev, false)
+	st.Migration = last
+	if !st.Ready || res.Stalled || res.Err != nil {
+		return st, res
+	}
+	d := e.Migrations.After(ctx, m, path)
+	st.Migration = d.Status
+	if d.Gate != migrations.Proceed {
+		st.Ready, st.Message = false, d.Result.Message
+		return st, d.Result
+	}
+	return st, res
+}
+
+// heldStatus is a held component's status entry, and whether the version it runs is fenced and
+// every one of its pods gone.
+type heldStatus struct {
+	tenancyv1alpha1.ComponentStatus
+	fencedReady bool
+}
+
+// held keeps the version the component runs (from; nothing for a new tenant) while its move
+// waits or after it failed, scaled to zero while fenced. Its entry is not Ready, and says why.
+func (e *Engine) held(ctx context.Context, s *scope, c tenancyv1alpha1.Component, prev *tenancyv1alpha1.ComponentStatus, from string, d migrations.Decision) (heldStatus, phase.Result) {
+	if from == "" {
+		return heldStatus{ComponentStatus: tenancyv1alpha1.ComponentStatus{Name: c.Name, Message: d.Result.Message, Migration: d.Status}}, d.Result
+	}
+	old := c
+	old.Version = from
+	st, res := e.ensureComponent(ctx, s, old, prev, d.Fence)
+	out := heldStatus{ComponentStatus: st, fencedReady: d.Fence && st.Ready && !res.Stalled && res.Err == nil}
+	out.Migration = d.Status
+	out.Ready = false
+	out.Message = d.Result.Message
+	if res.Err != nil && d.Result.Err == nil && !d.Result.Stalled {
+		// The version it runs could not be applied: retried as any write is.
+		return out, res
+	}
+	return out, d.Result
+}
+
+// keep is the component's last status entry, not Ready, while res is retried.
+func (e *Engine) keep(prev *tenancyv1alpha1.ComponentStatus, c tenancyv1alpha1.Component, res phase.Result) (tenancyv1alpha1.ComponentStatus, phase.Result) {
+	st := tenancyv1alpha1.ComponentStatus{Name: c.Name}
+	if prev != nil {
+		st = *prev.DeepCopy()
+	}
+	st.Ready = false
+	st.Message = res.Message
+	return st, res
+}
