@@ -311,7 +311,9 @@ func TestAJobOfAKnownImageRunsItsProgram(t *testing.T) {
 			if tc.check == nil {
 				return
 			}
-			pod := jobPod(t, cs, name, func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed })
+			pod := jobPod(t, cs, name, func(p *corev1.Pod) bool {
+				return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+			})
 			ended := pod.Status.ContainerStatuses[0].State.Terminated
 			if ended == nil {
 				t.Fatalf("the pod's container did not end: %+v", pod.Status.ContainerStatuses[0].State)
