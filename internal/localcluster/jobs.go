@@ -127,8 +127,8 @@ func (r *jobRunner) stop() error {
 
 // observe takes a pod as the informer sees it: a pod of a known image being deleted has its
 // process told to end, or its deletion ended; a Job's pod of a known image that kwok made
-// Running is run, once. One seen Running in the runner's first look at the cluster ran under
-// an earlier runner, whose process is gone: it fails.
+// Running is run, once, when it is not held. One seen Running in the runner's first look at
+// the cluster ran under an earlier runner, whose process is gone: it fails.
 func (r *jobRunner) observe(pod *corev1.Pod, initial bool) {
 	if len(pod.Spec.Containers) == 0 {
 		return
@@ -148,6 +148,9 @@ func (r *jobRunner) observe(pod *corev1.Pod, initial bool) {
 		return
 	}
 	if run != nil || !ownedByJob(pod) || !startedByKwok(pod) {
+		return
+	}
+	if _, held := pod.Annotations[HoldAnnotation]; held {
 		return
 	}
 	run = &podRun{terminate: make(chan struct{})}

@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -321,6 +322,27 @@ func TestAJobOfAKnownImageRunsItsProgram(t *testing.T) {
 			tc.check(t, pod, ended)
 		})
 	}
+
+	t.Run("a held pod's program starts once the hold is removed", func(t *testing.T) {
+		t.Parallel()
+		job := testJob("held", corev1.Container{Name: "main", Image: testImage, Args: []string{"exit", "0", "/dev/termination-log", "released"}})
+		job.Spec.Template.Annotations = map[string]string{HoldAnnotation: "true"}
+		if _, err := cs.BatchV1().Jobs("jobs").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := jobPod(t, cs, "held", startedByKwok)
+		if _, err := os.Stat(filepath.Join(c.LogDir, "pods", "jobs_"+pod.Name+".log")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the held pod's program started: its log: %v", err)
+		}
+		patch := []byte(`{"metadata":{"annotations":{"` + HoldAnnotation + `":null}}}`)
+		if _, err := cs.CoreV1().Pods("jobs").Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ended := jobPod(t, cs, "held", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded }).Status.ContainerStatuses[0].State.Terminated
+		if ended == nil || ended.Message != "released" {
+			t.Errorf("the released pod ended %+v, want the program's message", ended)
+		}
+	})
 
 	t.Run("a pod deleted while its program runs has its program told to end, then goes", func(t *testing.T) {
 		t.Parallel()
