@@ -270,14 +270,18 @@ func (r *jobRunner) execute(pod *corev1.Pod, run *podRun, dir string) (ended *co
 		return startFailed(err)
 	}
 	r.log.Printf("pod %s/%s (%s) runs %s (pid %d)", pod.Namespace, pod.Name, pod.UID, p.path, cmd.Process.Pid)
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() {
+		// How it ended is the process's state, which Wait sets whatever it returns.
+		_ = cmd.Wait()
+		close(exited)
+	}()
 	pgid := cmd.Process.Pid
 	kill := func(sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
-	var waitErr error
 	select {
-	case waitErr = <-exited:
+	case <-exited:
 	case <-r.ctx.Done():
+		// The runner stops: the process goes with it, and its end is written by the next start.
 		kill(syscall.SIGKILL)
 		<-exited
 		return nil, false
@@ -287,10 +291,10 @@ func (r *jobRunner) execute(pod *corev1.Pod, run *podRun, dir string) (ended *co
 		r.mu.Unlock()
 		kill(syscall.SIGTERM)
 		select {
-		case waitErr = <-exited:
+		case <-exited:
 		case <-time.After(g):
 			kill(syscall.SIGKILL)
-			waitErr = <-exited
+			<-exited
 		case <-r.ctx.Done():
 			kill(syscall.SIGKILL)
 			<-exited
@@ -299,7 +303,6 @@ func (r *jobRunner) execute(pod *corev1.Pod, run *podRun, dir string) (ended *co
 	}
 	// What the process left running ends with it, as a container's processes do.
 	kill(syscall.SIGKILL)
-	_ = waitErr // the process's state says how it ended
 	ended = &corev1.ContainerStateTerminated{ExitCode: exitCode(cmd.ProcessState), Reason: "Completed", StartedAt: started, FinishedAt: metav1.Now()}
 	if ended.ExitCode != 0 {
 		ended.Reason = "Error"

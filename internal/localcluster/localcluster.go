@@ -6,6 +6,14 @@
 //
 // Every process is started and stopped by PID and writes its log next to the data
 // (<DataDir>/logs/<name>.log); start-up waits until each is healthy, never for a fixed time.
+//
+// kwok's nodes run no containers. The Jobs of the images the cluster knows (Options.Images)
+// really run, though: a Job's pod whose one container runs a known image runs that image's
+// Program as a process of this machine, with the pod's env, envFrom and secret, configMap and
+// emptyDir volumes, and ends as the process exits (jobs.go). This is a local cluster feature
+// only, for make run's backups and the tests; the shipped operator has none of it. A real
+// cluster adds what the runner does not enforce: containers and images, isolation from the
+// machine, resource limits, network policies and security contexts.
 package localcluster
 
 import (
