@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/localcluster"
 )
 
 // `landlord job` refuses a plan it cannot carry out with exit code 1 and a message that says
@@ -67,5 +71,29 @@ func TestJobRefusesAPlanItCannotCarryOut(t *testing.T) {
 			}
 			g.Expect(stdout.String() + stderr.String()).NotTo(ContainSubstring(password))
 		})
+	}
+}
+
+// make run's embedded cluster runs the configured backup image's Jobs as this binary's
+// `landlord job`, with the database client tools of this machine on their PATH.
+func TestTheEmbeddedClusterRunsTheBackupImageAsThisBinary(t *testing.T) {
+	none, err := backupImages(config.Backups{})
+	if err != nil || none != nil {
+		t.Errorf("with no backups.image: %v, %v; want nothing to run", none, err)
+	}
+	images, err := backupImages(config.Backups{Image: "ghcr.io/landlord-dev/landlord-backup:v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := os.Executable()
+	prog, ok := images["ghcr.io/landlord-dev/landlord-backup:v1"]
+	if !ok || len(images) != 1 || prog.Entrypoint != self {
+		t.Fatalf("images %+v, want the backup image run as %s", images, self)
+	}
+	path := filepath.SplitList(prog.Env["PATH"])
+	for _, dir := range filepath.SplitList(localcluster.DefaultPath) {
+		if !slices.Contains(path, dir) {
+			t.Errorf("PATH %q lacks %s", prog.Env["PATH"], dir)
+		}
 	}
 }

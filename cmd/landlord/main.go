@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/localcluster"
@@ -125,6 +126,9 @@ func run(ctx context.Context, configPath string, overrides config.Overrides, emb
 			st.File.Dir = filepath.Join(local.DataDir, "secrets")
 			st.File.KeyFile = filepath.Join(st.File.Dir, "key.json")
 		}
+		if local.Images, err = backupImages(opts.Config.Backups); err != nil {
+			return err
+		}
 		cluster, err := localcluster.Start(local)
 		if err != nil {
 			return err
@@ -161,6 +165,25 @@ Use it from another shell:
 	}
 	log.Info("starting manager")
 	return mgr.Start(ctx)
+}
+
+// backupImages makes the embedded cluster run the backup and restore Jobs for real: the
+// configured backups.image is this binary, whose `landlord job` the Jobs run, with this
+// machine's PostgreSQL and MariaDB client tools on its PATH. A real cluster runs the image
+// itself, in a container; the embedded one runs a process of this machine
+// (localcluster.Options.Images).
+func backupImages(b config.Backups) (map[string]localcluster.Program, error) {
+	if b.Image == "" {
+		return nil, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this binary, which the embedded cluster runs as %s: %w", b.Image, err)
+	}
+	return map[string]localcluster.Program{b.Image: {
+		Entrypoint: self,
+		Env:        map[string]string{"PATH": localcluster.HostPath(backup.ToolNames...)},
+	}}, nil
 }
 
 // checkLeaderElection refuses to run the default shard on a real cluster without leader

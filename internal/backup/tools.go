@@ -26,6 +26,10 @@ type Tools struct {
 	MySQLDump, MySQL string
 }
 
+// ToolNames are the executables FindTools looks for on PATH: a PATH holding the directories
+// of these (localcluster.HostPath) finds the same tools as this machine's.
+var ToolNames = []string{"pg_dump", "pg_restore", "psql", "mariadb-dump", "mysqldump", "mariadb", "mysql"}
+
 // FindTools finds the client tools on PATH. Debian's pg_dump on PATH is a wrapper that picks a
 // version by the clusters configured on the machine, of which a Job's image has none: the
 // newest /usr/lib/postgresql/*/bin is used instead, as a newer pg_dump reads every older server.

@@ -6,6 +6,14 @@
 //
 // Every process is started and stopped by PID and writes its log next to the data
 // (<DataDir>/logs/<name>.log); start-up waits until each is healthy, never for a fixed time.
+//
+// kwok's nodes run no containers. The Jobs of the images the cluster knows (Options.Images)
+// really run, though: a Job's pod whose one container runs a known image runs that image's
+// Program as a process of this machine, with the pod's env, envFrom and secret, configMap and
+// emptyDir volumes, and ends as the process exits (jobs.go). This is a local cluster feature
+// only, for make run's backups and the tests; the shipped operator has none of it. A real
+// cluster adds what the runner does not enforce: containers and images, isolation from the
+// machine, resource limits, network policies and security contexts.
 package localcluster
 
 import (
@@ -43,6 +51,11 @@ type Options struct {
 	ConfigureAPIServer func(*envtest.APIServer)
 	// ConfigureEtcd, when set, may change etcd's flags before it starts.
 	ConfigureEtcd func(*envtest.Etcd)
+	// Images are the images whose Jobs really run: a Job's pod whose one container runs one
+	// of these images (keyed by the exact image reference) runs that image's Program as a
+	// process of this machine once kwok makes the pod Running, and ends as the process does
+	// (see jobs.go). kwok plays every other pod. Not with APIServerOnly.
+	Images map[string]Program
 	// MetricsServer serves the metrics API (metrics.k8s.io) with metrics-server behind
 	// kube-apiserver's aggregation layer, from the usage kwok plays for each pod (the pod's
 	// annotations UsageCPUAnnotation and UsageMemoryAnnotation). Not with APIServerOnly.
@@ -63,6 +76,8 @@ type Cluster struct {
 	LogDir string
 	// aggregation is the aggregation layer's certificates, with a metrics server.
 	aggregation aggregation
+	// jobs runs the Jobs of Options.Images.
+	jobs *jobRunner
 }
 
 // startTimeout bounds how long each process may take to become healthy.
@@ -195,16 +210,29 @@ func (c *Cluster) startNodeComponents(opts Options) error {
 	if err := os.WriteFile(caFile, c.env.ControlPlane.APIServer.SecureServing.CA, 0o600); err != nil {
 		return err
 	}
-	kwokConfig := kwokStages
+	kwokConfig, err := stagesFor(kwokStages, opts.Images)
+	if err != nil {
+		return err
+	}
 	var metricsPort int
 	var serving servingCert
 	if opts.MetricsServer {
-		kwokConfig = slices.Concat(kwokStages, []byte("\n---\n"), kwokMetrics)
+		kwokConfig = slices.Concat(kwokConfig, []byte("\n---\n"), kwokMetrics)
 		serving = servingCert{caFile: caFile, certFile: filepath.Join(certDir, "apiserver.crt"), keyFile: filepath.Join(certDir, "apiserver.key")}
 	}
 	stages := filepath.Join(opts.DataDir, "kwok-stages.yaml")
 	if err := os.WriteFile(stages, kwokConfig, 0o600); err != nil {
 		return err
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	if len(opts.Images) > 0 {
+		// Before kwok: a pod the runner finds Running in its first look ran under an earlier start.
+		if c.jobs, err = startJobRunner(ctx, cs, opts.Images, opts.DataDir, c.LogDir); err != nil {
+			return err
+		}
 	}
 	ports, err := freePorts(4)
 	if err != nil {
@@ -228,10 +256,6 @@ func (c *Cluster) startNodeComponents(opts Options) error {
 		c.processes = append(c.processes, p)
 	}
 	kwokProcess := c.processes[len(c.processes)-1]
-	cs, err := kubernetes.NewForConfig(c.Config)
-	if err != nil {
-		return err
-	}
 	nodes := opts.Nodes
 	if nodes == nil {
 		nodes = DefaultNodes()
@@ -266,6 +290,10 @@ func (c *Cluster) logFile(name string) (*os.File, error) {
 // Stop stops every process, the simulated ones first; etcd's data stays.
 func (c *Cluster) Stop() error {
 	var errs []error
+	if c.jobs != nil {
+		errs = append(errs, c.jobs.stop())
+		c.jobs = nil
+	}
 	for i := len(c.processes) - 1; i >= 0; i-- {
 		errs = append(errs, c.processes[i].stop())
 	}

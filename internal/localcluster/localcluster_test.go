@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,7 +232,8 @@ func resourceQuantity(n int64) *resource.Quantity { return resource.NewQuantity(
 
 // make run keeps the cluster's data between runs (docs/getting-started.md: tenants survive a restart): a cluster
 // started again on the same directory has what the last one had, its nodes Ready again, and the
-// metrics API reporting its pods (kwok serves the nodes on a new port at each start).
+// metrics API reporting its pods (kwok serves the nodes on a new port at each start). A Job's
+// pod whose program ran when the cluster stopped fails, as a pod of a lost node does.
 func TestAClusterStartedAgainOnItsDataKeepsWhatItHad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a whole local cluster: not under -short")
@@ -239,7 +241,7 @@ func TestAClusterStartedAgainOnItsDataKeepsWhatItHad(t *testing.T) {
 	t.Parallel()
 	dir := dataDir(t)
 	ctx := context.Background()
-	opts := Options{AssetsDir: assetsDir(t), DataDir: dir, MetricsServer: true}
+	opts := Options{AssetsDir: assetsDir(t), DataDir: dir, MetricsServer: true, Images: testImages(t)}
 	c, err := Start(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -255,6 +257,17 @@ func TestAClusterStartedAgainOnItsDataKeepsWhatItHad(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("kept").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "jobs"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(t.TempDir(), "state")
+	if _, err := cs.BatchV1().Jobs("jobs").Create(ctx, testJob("cut-short", corev1.Container{Name: "main", Image: testImage, Args: []string{"wait", state}}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the Job's program started", func(context.Context) (bool, error) {
+		data, _ := os.ReadFile(state)
+		return strings.HasPrefix(string(data), "started"), nil
+	})
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -291,6 +304,10 @@ func TestAClusterStartedAgainOnItsDataKeepsWhatItHad(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("the metrics API does not report the pod kept from before the restart: %v (metrics-server's log: %s)", err, filepath.Join(c.LogDir, "metrics-server.log"))
+	}
+	ended := jobPod(t, cs, "cut-short", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed }).Status.ContainerStatuses[0].State.Terminated
+	if ended == nil || ended.Message != restartedMessage {
+		t.Errorf("the pod whose program ran as the cluster stopped ended %+v, want the message %q", ended, restartedMessage)
 	}
 
 	t.Run("a start without metrics-server unregisters the metrics API an earlier one served", func(t *testing.T) {

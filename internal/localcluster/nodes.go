@@ -23,6 +23,15 @@ const (
 	// NeverReadyAnnotation, set to "true" on a pod (or a pod template), keeps the pod Running
 	// but never Ready, as a pod whose readiness probe fails.
 	NeverReadyAnnotation = "localcluster.landlord.dev/never-ready"
+	// HoldAnnotation, on a Job's pod (through its template), holds its end: kwok leaves the
+	// pod Running until the annotation is removed, then completes it (or fails it with
+	// ExitCodeAnnotation's code); of an image the cluster runs (Options.Images), its process
+	// starts only once the annotation is removed. A test orders its steps with it, or ends a
+	// held pod itself by writing its status, as a kubelet would.
+	HoldAnnotation = "localcluster.landlord.dev/hold"
+	// ExitCodeAnnotation is the exit code kwok fails a released pod of an image the cluster
+	// does not run with.
+	ExitCodeAnnotation = "localcluster.landlord.dev/exit-code"
 	// UnpullableImage is an image no simulated node can pull: a pod whose first container
 	// runs it stays Pending in ImagePullBackOff.
 	UnpullableImage = "registry.invalid/landlord/unpullable:missing"

@@ -48,6 +48,8 @@ const OperatorUser = config.DefaultIdentity
 type Env struct {
 	cluster *localcluster.Cluster
 	dataDir string
+	// releasePrograms releases the programs of the Jobs the cluster runs (RunJobs).
+	releasePrograms func() error
 	// Admin is a cluster administrator's configuration and client.
 	Admin       *rest.Config
 	AdminClient client.Client
@@ -67,6 +69,10 @@ type Options struct {
 	APIServerOnly bool
 	// MetricsServer serves the metrics API (localcluster.Options.MetricsServer).
 	MetricsServer bool
+	// RunJobs really runs the Jobs of BackupImage and MigratorImage, as processes of this
+	// machine (localcluster.Options.Images); kwok plays every other pod. Their programs are
+	// built at the first start that asks for them.
+	RunJobs bool
 }
 
 // Start starts a whole local cluster (internal/localcluster) and installs Landlord's CRDs, the
@@ -84,16 +90,24 @@ func StartWith(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	cluster, err := localcluster.Start(localcluster.Options{
+	local := localcluster.Options{
 		AssetsDir: assets, DataDir: dataDir, APIServerOnly: opts.APIServerOnly, MetricsServer: opts.MetricsServer,
 		CRDDir:    filepath.Join(root, "config", "crd", "bases"),
 		Manifests: []string{filepath.Join(root, "config", "rbac", "tenant_roles.yaml")},
-	})
+	}
+	release := func() error { return nil }
+	if opts.RunJobs {
+		if local.Images, release, err = JobImages(); err != nil {
+			return nil, errors.Join(err, os.RemoveAll(dataDir))
+		}
+	}
+	cluster, err := localcluster.Start(local)
 	if err != nil {
+		_ = release()
 		// The cluster's logs stay in dataDir, which the error names, for whoever has to find out why.
 		return nil, fmt.Errorf("%w (the cluster's data and logs are kept in %s; 'make control-plane' builds its binaries)", err, dataDir)
 	}
-	e := &Env{cluster: cluster, dataDir: dataDir, Admin: cluster.Config}
+	e := &Env{cluster: cluster, dataDir: dataDir, Admin: cluster.Config, releasePrograms: release}
 	if e.AdminClient, err = client.New(e.Admin, client.Options{Scheme: tenancyv1alpha1.Scheme()}); err != nil {
 		return nil, errors.Join(err, e.Stop())
 	}
@@ -107,7 +121,9 @@ func StartWith(opts Options) (*Env, error) {
 }
 
 // Stop stops the cluster and removes its data and logs.
-func (e *Env) Stop() error { return errors.Join(e.cluster.Stop(), os.RemoveAll(e.dataDir)) }
+func (e *Env) Stop() error {
+	return errors.Join(e.cluster.Stop(), os.RemoveAll(e.dataDir), e.releasePrograms())
+}
 
 // installOperatorRBAC binds the generated config/rbac/role.yaml to OperatorUser, so that a
 // missing permission fails the tests as it would fail in a cluster.

@@ -1,10 +1,8 @@
 package tenantbackup_test
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"os"
 	"testing"
@@ -24,6 +22,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/controller/tenantbackup"
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
+	"github.com/landlord-dev/landlord/internal/localcluster"
 	"github.com/landlord-dev/landlord/internal/secret/secrettest"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
@@ -35,12 +34,9 @@ var (
 	backupS3    *secrettest.S3
 )
 
-// holdAnnotation keeps a Job's pod running on the local cluster's nodes, which run no
-// containers, until a test has run the Job's command itself and lets the pod end.
-const (
-	holdAnnotation     = "localcluster.landlord.dev/hold"
-	exitCodeAnnotation = "localcluster.landlord.dev/exit-code"
-)
+// storeCredentials is the Secret of backups.envFromSecrets: the store's and the key's AWS
+// credentials, which the Jobs get as their environment.
+const storeCredentials = "backup-store-credentials"
 
 func startBackupStore() (func(), error) {
 	for k, v := range secrettest.AWSEnvironment {
@@ -65,8 +61,12 @@ func startBackupStore() (func(), error) {
 	}
 	opConfig.Backups.Objects = s3.URL("backups", "tenants/")
 	opConfig.Backups.Key = key
-	opConfig.Backups.Image = "registry.invalid/landlord/backup:test"
-	opConfig.Backups.PodAnnotations = map[string]string{holdAnnotation: "true"}
+	opConfig.Backups.Image = testenv.BackupImage
+	opConfig.Backups.EnvFromSecrets = []string{storeCredentials}
+	// Every Job's pod is held until its test releases it: what is true while a Job runs (a
+	// restore waiting for its safety backup, the plan's Secret) lasts as long as the test
+	// needs to see it, rather than the second a real Job takes.
+	opConfig.Backups.PodAnnotations = map[string]string{localcluster.HoldAnnotation: "true"}
 	opConfig.Backups.KeepAfterPurge = metav1.Duration{Duration: keepAfterPurge}
 	if backupStore, err = backup.OpenStore(context.Background(), opConfig.Backups.Objects, opConfig.Backups.Key, ""); err != nil {
 		return nil, err
@@ -79,50 +79,84 @@ func startBackupStore() (func(), error) {
 	}, nil
 }
 
-// runJob plays the container of the named Job: it runs `landlord job` over the plan the Job's
-// Secret holds, in this process (whose environment has the store's credentials, as the Job's
-// envFromSecrets would), then lets the pod end as the command did.
+// createStoreCredentials creates the Secret of backups.envFromSecrets in the Jobs' namespace.
+func createStoreCredentials(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opConfig.Backups.Namespace}}
+	if err := k8s.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: opConfig.Backups.Namespace, Name: storeCredentials}, StringData: secrettest.AWSEnvironment}
+	return k8s.Create(ctx, s)
+}
+
+// runJob releases the named Job's held pod, and waits until its container, `landlord job` over
+// the Job's plan, has succeeded.
 func runJob(t *testing.T, name string) {
 	t.Helper()
-	runPlan(t, name)
-	endPod(t, name, 0)
+	releaseJob(t, name)
+	waitJobSucceeded(t, name)
 }
 
-// runPlan runs `landlord job` over the plan of the named Job, and leaves its pod running.
-func runPlan(t *testing.T, name string) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := opConfig.Backups.Namespace
-	s := &corev1.Secret{}
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)).To(Succeed())
-	var plan backup.Plan
-	g.Expect(json.Unmarshal(s.Data[tenantbackup.PlanKey], &plan)).To(Succeed())
-	var log bytes.Buffer
-	err := backup.RunJob(ctx, plan, backup.FindTools(), &log)
-	g.Expect(err).NotTo(HaveOccurred(), "landlord job: %s", log.String())
-}
-
-// endPod lets the held pod of the Job end with the exit code: 0 completes it, another fails it.
-func endPod(t *testing.T, job string, code int) {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := context.Background()
+// jobPod waits until the named Job has its one pod, and returns it.
+func jobPod(g Gomega, job string) *corev1.Pod {
 	var pod *corev1.Pod
 	g.Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
-		g.Expect(k8s.List(ctx, pods, client.InNamespace(opConfig.Backups.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job})).To(Succeed())
+		g.Expect(k8s.List(context.Background(), pods, client.InNamespace(opConfig.Backups.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job})).To(Succeed())
 		g.Expect(pods.Items).To(HaveLen(1))
 		pod = &pods.Items[0]
-		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 	}).WithTimeout(timeout).Should(Succeed())
-	annotations := map[string]any{holdAnnotation: nil}
-	if code != 0 {
-		annotations[exitCodeAnnotation] = fmt.Sprint(code)
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(k8s.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	return pod
+}
+
+// releaseJob removes the hold of the named Job's pod: its container starts.
+func releaseJob(t *testing.T, job string) {
+	t.Helper()
+	g := NewWithT(t)
+	pod := jobPod(g, job)
+	patch := []byte(`{"metadata":{"annotations":{"` + localcluster.HoldAnnotation + `":null}}}`)
+	g.Expect(k8s.Patch(context.Background(), pod, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+// waitJobSucceeded waits until the named Job's container has exited 0, and fails at once,
+// quoting its last words, should it fail.
+func waitJobSucceeded(t *testing.T, job string) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		pod := &corev1.Pod{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(jobPod(g, job)), pod)).To(Succeed())
+		if pod.Status.Phase == corev1.PodFailed {
+			StopTrying(fmt.Sprintf("landlord job of %s failed: %+v", job, pod.Status.ContainerStatuses)).Now()
+		}
+		g.Expect(pod.Status.Phase).To(Equal(corev1.PodSucceeded))
+	}).WithTimeout(2 * timeout).Should(Succeed())
+}
+
+// endPod ends the held pod of the Job as though its container had exited with code, without
+// running it: it writes the pod's end as a kubelet would. The played path, for the ends a
+// real Job does not come to on demand (a container killed, one that exits 0 having written
+// nothing).
+func endPod(t *testing.T, job string, code int32) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Eventually(func(g Gomega) {
+		pod := jobPod(g, job)
+		g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+		g.Expect(pod.Annotations).To(HaveKey(localcluster.HoldAnnotation), "a released pod's end is its container's")
+		now := metav1.Now()
+		ended := &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Completed", StartedAt: now, FinishedAt: now}
+		pod.Status.Phase = corev1.PodSucceeded
+		if code != 0 {
+			pod.Status.Phase, ended.Reason = corev1.PodFailed, "Error"
+		}
+		for i := range pod.Status.ContainerStatuses {
+			pod.Status.ContainerStatuses[i].Ready = false
+			pod.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: ended}
+		}
+		g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	}).WithTimeout(timeout).Should(Succeed())
 }
 
 func waitBackup(t *testing.T, name string, phase tenancyv1alpha1.BackupPhase) *tenancyv1alpha1.TenantBackup {
@@ -367,20 +401,13 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		g := NewWithT(t)
 		createBackup(t, suite, "bk-acme-dropped", "bk-acme")
 		b := waitBackup(t, "bk-acme-dropped", tenancyv1alpha1.BackupRunning)
-		secret := &corev1.Secret{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: opConfig.Backups.Namespace, Name: b.Status.Job}, secret)).To(Succeed())
-		var plan backup.Plan
-		g.Expect(json.Unmarshal(secret.Data[tenantbackup.PlanKey], &plan)).To(Succeed())
+		// The container starts as the backup is deleted: it is stopped (SIGTERM: it removes
+		// what it wrote) before its pod goes, and the store is cleaned once the Job is gone.
+		releaseJob(t, b.Status.Job)
 		deleteBackup(t, b.Name)
-		// The container runs as long as its pod does: if the pod outlived the backup, it writes.
 		pods := &corev1.PodList{}
 		g.Expect(k8s.List(ctx, pods, client.InNamespace(opConfig.Backups.Namespace), client.MatchingLabels{batchv1.JobNameLabel: b.Status.Job})).To(Succeed())
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp.IsZero() {
-				var log bytes.Buffer
-				g.Expect(backup.RunJob(ctx, plan, backup.FindTools(), &log)).To(Succeed(), log.String())
-			}
-		}
+		g.Expect(pods.Items).To(BeEmpty(), "a pod outlived its backup")
 		_, err := backupStore.Manifest(ctx, b.Status.Location)
 		g.Expect(err).To(MatchError(backup.ErrNoManifest), "a pod outlived its backup and wrote it to the store")
 	})
@@ -397,6 +424,9 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		runJob(t, safety.Status.Job)
 		rs = waitRestore(t, rs.Name, tenancyv1alpha1.BackupRunning)
 		deleteTenant(t, "bk-gone")
+		// Played: what a real Job makes of databases whose tenant is going depends on how far
+		// the deletion went when it connected; this tests what the restore says of a Job that
+		// ended after its tenant went.
 		endPod(t, rs.Status.Job, 0)
 		rs = waitRestore(t, rs.Name, tenancyv1alpha1.BackupSucceeded)
 		g.Expect(meta.FindStatusCondition(rs.Status.Conditions, tenancyv1alpha1.ReadyCondition).Message).To(ContainSubstring("the logins were not set back: tenant bk-gone is gone"))
@@ -421,6 +451,7 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		g := NewWithT(t)
 		createBackup(t, suite, "bk-acme-killed", "bk-acme")
 		b := waitBackup(t, "bk-acme-killed", tenancyv1alpha1.BackupRunning)
+		// Played: a container killed (137, as by the OOM killer), which the real Job is not on demand.
 		endPod(t, b.Status.Job, 137)
 		b = waitBackup(t, "bk-acme-killed", tenancyv1alpha1.BackupFailed)
 		g.Expect(meta.FindStatusCondition(b.Status.Conditions, tenancyv1alpha1.StalledCondition).Reason).To(Equal(tenancyv1alpha1.ReasonJobFailed))
@@ -432,6 +463,7 @@ func TestATenantsDatabasesAreBackedUpAndRestored(t *testing.T) {
 		g := NewWithT(t)
 		createBackup(t, suite, "bk-acme-empty", "bk-acme")
 		b := waitBackup(t, "bk-acme-empty", tenancyv1alpha1.BackupRunning)
+		// Played: the real Job writes its manifest whenever it exits 0.
 		endPod(t, b.Status.Job, 0)
 		b = waitBackup(t, "bk-acme-empty", tenancyv1alpha1.BackupFailed)
 		g.Expect(meta.FindStatusCondition(b.Status.Conditions, tenancyv1alpha1.ReadyCondition).Message).To(ContainSubstring("without writing the backup's manifest"))
@@ -468,16 +500,17 @@ func TestTwoRestoresIntoOneTenantTakeTurns(t *testing.T) {
 	for _, name := range names {
 		createRestore(t, suite, name, "bk-turns-1", "")
 	}
-	// Both safety backups end at once: both restores are ready to start in the same instant.
+	// Both safety backups are released together and end within moments of each other: both
+	// restores are ready to start at once.
 	var safetyJobs []string
 	for _, name := range names {
 		safetyJobs = append(safetyJobs, waitBackup(t, tenantbackup.SafetyBackupName(name), tenancyv1alpha1.BackupRunning).Status.Job)
 	}
 	for _, job := range safetyJobs {
-		runPlan(t, job)
+		releaseJob(t, job)
 	}
 	for _, job := range safetyJobs {
-		endPod(t, job, 0)
+		waitJobSucceeded(t, job)
 	}
 
 	running := func(g Gomega) (first, waiting *tenancyv1alpha1.TenantRestore) {

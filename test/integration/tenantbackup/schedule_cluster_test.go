@@ -119,6 +119,7 @@ func TestABackupScheduleBacksUpItsTenantsAtItsTimesAndKeepsTheNewest(t *testing.
 	t.Run("a failed backup is kept until a newer one succeeds", func(t *testing.T) {
 		g := NewWithT(t)
 		failed := run(t)
+		// Played: the real Job fails on no demand.
 		endPod(t, failed.Status.Job, 1)
 		waitBackup(t, failed.Name, tenancyv1alpha1.BackupFailed)
 		g.Consistently(func(g Gomega) {

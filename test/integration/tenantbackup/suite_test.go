@@ -23,8 +23,9 @@ import (
 
 // The backup controllers run as the operator runs them, against the whole local cluster, real
 // PostgreSQL and MariaDB servers, an S3 server and an AWS KMS emulator (both spoken to by the
-// AWS SDK). The local cluster's nodes run no containers: a test plays a Job's container by
-// running `landlord job` over the Job's own plan in this process, then lets the pod end.
+// AWS SDK). Their Jobs really run: the local cluster runs a pod of testenv.BackupImage as
+// `landlord job` over the Job's own plan, a process of this machine with the Job's environment
+// (the store's credentials from backups.envFromSecrets) and volumes.
 var (
 	env      *testenv.Env
 	k8s      client.Client
@@ -56,7 +57,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	var err error
-	if env, err = testenv.Start(); err != nil {
+	if env, err = testenv.StartWith(testenv.Options{RunJobs: true}); err != nil {
 		return fail(err)
 	}
 	defer func() { _ = env.Stop() }()
@@ -67,6 +68,9 @@ func run(m *testing.M) int {
 	}
 	defer stop()
 	servers = started
+	if err := createStoreCredentials(ctx); err != nil {
+		return fail(err)
+	}
 	storeDir, err := os.MkdirTemp("", "landlord-store-")
 	if err != nil {
 		return fail(err)
