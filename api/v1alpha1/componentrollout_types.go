@@ -112,7 +112,8 @@ type RolloutWave struct {
 	// rollout that is not a rollback leaves where they are.
 	// +optional
 	Ahead int32 `json:"ahead,omitempty"`
-	// Waiting are the wave's tenants waiting for their maintenance window, and when it opens.
+	// Waiting are the wave's tenants waiting for their maintenance window, and when it opens:
+	// the first 50 by name (pending counts them all). The wave is not done while any waits.
 	// +listType=map
 	// +listMapKey=tenant
 	// +optional

@@ -222,6 +222,7 @@ type MaintenanceWindow struct {
 	Days []Weekday `json:"days,omitempty"`
 
 	// Start is the time of day the window opens, HH:MM (24-hour clock).
+	// +kubebuilder:validation:MaxLength=5
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([01][0-9]|2[0-3]):[0-5][0-9]$')",message="must be a time of day as HH:MM, such as 02:00"
 	Start string `json:"start"`
 
@@ -229,7 +230,8 @@ type MaintenanceWindow struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('15m') && duration(self) <= duration('24h')",message="must be from 15m to 24h"
 	Duration metav1.Duration `json:"duration"`
 
-	// TimeZone is an IANA time zone name (Europe/Paris); UTC when empty.
+	// TimeZone is an IANA time zone name (Europe/Paris); UTC when empty, and when the
+	// operator's time zone database does not know the name.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	TimeZone string `json:"timeZone,omitempty"`

@@ -38,48 +38,75 @@ const (
 	Skipped
 	// Ahead: runs a higher version, which the rollout may not move it down from.
 	Ahead
+	// Waiting: pending, and not moving until its next maintenance window opens (MayMoveNow).
+	Waiting
 )
 
-// ProgressOf says where t stands in the rollout, and for a failed tenant why. A tenant is done
-// when its status reports the rollout's version applied and ready; skipped when it is no longer
-// chosen (follows is false), or a higher rollout (named in superseded) has moved it; ahead when
-// it runs a higher version that the rollout may not move it down from (Moves); failed when it is
-// Stalled, or still not done past the progress deadline counted from its wave's start.
-func ProgressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded map[string]bool, t *tenancyv1alpha1.Tenant, started time.Time, now time.Time) (Progress, tenancyv1alpha1.RolloutFailure) {
+// Standing is where a tenant of a released wave stands (ProgressOf), and what the rollout's
+// status says of it.
+type Standing struct {
+	Progress Progress
+	// Failure is why a Failed tenant failed.
+	Failure tenancyv1alpha1.RolloutFailure
+	// Deadline is when a Pending tenant's progress deadline passes.
+	Deadline time.Time
+	// NextWindow is when a Waiting tenant's next maintenance window opens.
+	NextWindow time.Time
+}
+
+// ProgressOf says where t stands in the rollout. A tenant is done when its status reports the
+// rollout's version applied and ready; skipped when it is no longer chosen (follows is false),
+// or a higher rollout (named in superseded) has moved it; ahead when it runs a higher version
+// that the rollout may not move it down from (Moves); waiting when its maintenance windows keep
+// the rollout from moving it now (MayMoveNow), whatever else holds it; failed when it is
+// Stalled, or still not done past the progress deadline. The deadline counts from its wave's
+// start (started), or from the opening of the maintenance window it moves in when that is later.
+func ProgressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded map[string]bool, t *tenancyv1alpha1.Tenant, started time.Time, now time.Time) Standing {
 	if !follows {
-		return Skipped, tenancyv1alpha1.RolloutFailure{}
+		return Standing{Progress: Skipped}
 	}
 	i := slices.IndexFunc(t.Status.Components, func(c tenancyv1alpha1.ComponentStatus) bool { return c.Name == ro.Spec.Component })
 	if i >= 0 {
 		st := t.Status.Components[i]
 		if st.Version == ro.Spec.Version && st.Ready {
-			return Done, tenancyv1alpha1.RolloutFailure{}
+			return Standing{Progress: Done}
 		}
 		if superseded[st.Rollout] {
-			return Skipped, tenancyv1alpha1.RolloutFailure{}
+			return Standing{Progress: Skipped}
 		}
 	}
 	if running, current := Running(t, ro.Spec.Component); !Moves(ro, running, current) {
-		return Ahead, tenancyv1alpha1.RolloutFailure{}
+		return Standing{Progress: Ahead}
+	}
+	if ok, next := MayMoveNow(ro, t, now); !ok {
+		return Standing{Progress: Waiting, NextWindow: next}
+	}
+	since := "its wave started"
+	if windowed := len(t.Spec.MaintenanceWindows) > 0 && !ro.Spec.Strategy.IgnoreMaintenanceWindows; windowed {
+		// The window it moves in: open now, or the last one, in which it began.
+		since = "its wave started and its maintenance window opened"
+		if opened := WindowsAt(t.Spec.MaintenanceWindows, now).Opened; opened.After(started) {
+			started = opened
+		}
 	}
 	ready := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ReadyCondition)
 	message := ""
 	if ready != nil {
 		message = ready.Message
 	}
-	// A stall counts once it began after the wave did: a tenant stalled before, for reasons of
-	// its own, is given until the deadline. (Times are kept to the second.)
+	// A stall counts once it began after the wave (or its window) did: a tenant stalled before,
+	// for reasons of its own, is given until the deadline. (Times are kept to the second.)
 	if stalled := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.StalledCondition); stalled != nil && stalled.Status == metav1.ConditionTrue &&
 		!stalled.LastTransitionTime.Time.Before(started.Truncate(time.Second)) {
-		return Failed, tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: stalled.Reason, Message: Clip(stalled.Message), OwnCause: OwnCause(ro, t)}
+		return Standing{Progress: Failed, Failure: tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: stalled.Reason, Message: Clip(stalled.Message), OwnCause: OwnCause(ro, t)}}
 	}
 	deadline := ProgressDeadline(ro)
 	if now.Sub(started) > deadline {
-		return Failed, tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: tenancyv1alpha1.ReasonProgressDeadlineExceeded,
-			Message:  Clip(fmt.Sprintf("not running %s %s Ready %s after its wave started: %s", ro.Spec.Component, ro.Spec.Version, deadline, message)),
-			OwnCause: OwnCause(ro, t)}
+		return Standing{Progress: Failed, Failure: tenancyv1alpha1.RolloutFailure{Tenant: t.Name, Reason: tenancyv1alpha1.ReasonProgressDeadlineExceeded,
+			Message:  Clip(fmt.Sprintf("not running %s %s Ready %s after %s: %s", ro.Spec.Component, ro.Spec.Version, deadline, since, message)),
+			OwnCause: OwnCause(ro, t)}}
 	}
-	return Pending, tenancyv1alpha1.RolloutFailure{}
+	return Standing{Progress: Pending, Deadline: started.Add(deadline)}
 }
 
 // OwnCause reports whether a failed tenant never took the rollout's version up for a reason of

@@ -1,7 +1,9 @@
 package componentrollout
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,11 +126,16 @@ func mayMove(ro *tenancyv1alpha1.ComponentRollout, s *tenancyv1alpha1.ComponentR
 	return true
 }
 
+// maxWaiting is how many of a wave's tenants waiting for their maintenance window its status
+// names.
+const maxWaiting = 50
+
 // count works out where every tenant of the released waves stands, records it in s (tenants
 // of waves not released yet count as pending), marks the waves now done, and returns how many
-// tenants failed. wake hears how long until a pending tenant's progress deadline passes.
+// tenants failed. A tenant waiting for its maintenance window is pending, and named in its
+// wave's waiting list (the first maxWaiting by name). wake hears how long until a pending
+// tenant's progress deadline passes, or a waiting tenant's window opens.
 func count(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, superseded map[string]bool, s *tenancyv1alpha1.ComponentRolloutStatus, byName map[string]*tenancyv1alpha1.Tenant, now time.Time, wake func(time.Duration)) int {
-	deadline := rollout.ProgressDeadline(ro)
 	s.Done, s.Pending, s.Failed, s.Skipped, s.Ahead, s.Blocked = 0, 0, 0, 0, 0, 0
 	for i := range s.Waves {
 		w := &s.Waves[i]
@@ -159,14 +166,11 @@ func count(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, super
 		for _, f := range w.Failed {
 			versionFailed[f.Tenant] = !f.OwnCause
 		}
-		w.Done, w.Pending, w.Skipped, w.Ahead, w.Failed = 0, 0, 0, 0, nil
+		w.Done, w.Pending, w.Skipped, w.Ahead, w.Failed, w.Waiting = 0, 0, 0, 0, nil, nil
 		for _, name := range w.Tenants {
 			t := byName[name]
-			progress, failure := rollout.ProgressOf(ro, rollout.Follows(ro, selector, t), superseded, t, started, now)
-			if versionFailed[name] {
-				failure.OwnCause = false
-			}
-			switch progress {
+			standing := rollout.ProgressOf(ro, rollout.Follows(ro, selector, t), superseded, t, started, now)
+			switch standing.Progress {
 			case rollout.Done:
 				w.Done++
 			case rollout.Skipped:
@@ -174,11 +178,23 @@ func count(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, super
 			case rollout.Ahead:
 				w.Ahead++
 			case rollout.Failed:
+				failure := standing.Failure
+				if versionFailed[name] {
+					failure.OwnCause = false
+				}
 				w.Failed = append(w.Failed, failure)
+			case rollout.Waiting:
+				w.Pending++
+				w.Waiting = append(w.Waiting, tenancyv1alpha1.RolloutWaiting{Tenant: name, NextWindow: metav1.NewTime(standing.NextWindow.UTC())})
+				wake(standing.NextWindow.Sub(now) + time.Second)
 			default:
 				w.Pending++
-				wake(started.Add(deadline).Sub(now) + time.Second)
+				wake(standing.Deadline.Sub(now) + time.Second)
 			}
+		}
+		slices.SortFunc(w.Waiting, func(a, b tenancyv1alpha1.RolloutWaiting) int { return cmp.Compare(a.Tenant, b.Tenant) })
+		if len(w.Waiting) > maxWaiting {
+			w.Waiting = w.Waiting[:maxWaiting]
 		}
 		if w.Pending == 0 && w.CompletedAt == nil {
 			w.CompletedAt = &metav1.Time{Time: now}
@@ -203,7 +219,7 @@ func recount(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, sup
 	failed := w.Failed[:0:0]
 	for _, f := range w.Failed {
 		t := byName[f.Tenant]
-		switch progress, current := rollout.ProgressOf(ro, rollout.Follows(ro, selector, t), superseded, t, started, now); progress {
+		switch current := rollout.ProgressOf(ro, rollout.Follows(ro, selector, t), superseded, t, started, now); current.Progress {
 		case rollout.Done:
 			w.Done++
 		case rollout.Skipped:
@@ -215,7 +231,7 @@ func recount(ro *tenancyv1alpha1.ComponentRollout, selector labels.Selector, sup
 			// counted as the version's stays the version's: a tenant whose pods failed the
 			// version must not turn that into a trouble of its own (by filling its quota) and
 			// so release a halted rollout.
-			f.OwnCause = f.OwnCause && current.OwnCause
+			f.OwnCause = f.OwnCause && current.Failure.OwnCause
 			failed = append(failed, f)
 		default:
 			failed = append(failed, f)

@@ -2,13 +2,16 @@ package componentrollout
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/controllertest"
@@ -29,6 +32,15 @@ func following(name, version string) *tenancyv1alpha1.Tenant {
 		},
 	}
 }
+
+// windowed is t with a daily maintenance window of an hour at 02:00 UTC, closed at statusNow.
+func windowed(t *tenancyv1alpha1.Tenant) *tenancyv1alpha1.Tenant {
+	t.Spec.MaintenanceWindows = []tenancyv1alpha1.MaintenanceWindow{{Start: "02:00", Duration: metav1.Duration{Duration: time.Hour}}}
+	return t
+}
+
+// nextWindow is when windowed's window next opens after statusNow.
+var nextWindow = time.Date(2025, 3, 2, 2, 0, 0, 0, time.UTC)
 
 // fleet is the tenants of a case by name, and their names in order, as Reconcile hands them
 // to computeStatus.
@@ -92,6 +104,34 @@ var statusCases = []struct {
 			return fleet(following("acme", "2.0.0"), following("globex", "1.0.0"), following("initech", "1.0.0"))
 		},
 		ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonPausedBetweenWaves, requeue: time.Hour,
+		kstatus: status.InProgressStatus, argo: argocd.Progressing,
+	},
+	{
+		name: "a rollout whose canary waits for its maintenance window is Reconciling, and looks again when the window opens",
+		obs: func() observation {
+			return fleet(windowed(following("acme", "1.0.0")), following("globex", "1.0.0"))
+		},
+		ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonWaveInProgress, requeue: nextWindow.Sub(statusNow) + time.Second,
+		kstatus: status.InProgressStatus, argo: argocd.Progressing,
+	},
+	{
+		name: "an urgent rollout moves a tenant outside its window, and looks again at its deadline",
+		spec: func(s *tenancyv1alpha1.ComponentRolloutSpec) { s.Strategy.IgnoreMaintenanceWindows = true },
+		obs: func() observation {
+			return fleet(windowed(following("acme", "1.0.0")), following("globex", "1.0.0"))
+		},
+		ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonWaveInProgress, requeue: 10*time.Minute + time.Second,
+		kstatus: status.InProgressStatus, argo: argocd.Progressing,
+	},
+	{
+		name: "a rollout whose waiting tenant is past the deadline is not failed, only Reconciling",
+		obs: func() observation {
+			o := fleet(windowed(following("acme", "1.0.0")), following("globex", "1.0.0"))
+			o.waves = []tenancyv1alpha1.RolloutWave{{Tenants: []string{"acme"}, StartedAt: &metav1.Time{Time: statusNow.Add(-time.Hour)}}}
+			o.released = 1
+			return o
+		},
+		ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonWaveInProgress, requeue: nextWindow.Sub(statusNow) + time.Second,
 		kstatus: status.InProgressStatus, argo: argocd.Progressing,
 	},
 	{
@@ -181,4 +221,84 @@ func TestARolloutsStatusReadsTheSameInKstatusAndArgoCD(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A released wave's tenants that wait for their maintenance window are pending, named with
+// their next window (by name, at most maxWaiting), and hold the wave open; the rollout looks
+// again when the first window opens.
+func TestWaitingTenants(t *testing.T) {
+	many := func(n int) []*tenancyv1alpha1.Tenant {
+		var tenants []*tenancyv1alpha1.Tenant
+		for i := range n {
+			tenants = append(tenants, windowed(following(fmt.Sprintf("t%03d", n-i), "1.0.0")))
+		}
+		return tenants
+	}
+	waiting := func(names ...string) []tenancyv1alpha1.RolloutWaiting {
+		var out []tenancyv1alpha1.RolloutWaiting
+		for _, name := range names {
+			out = append(out, tenancyv1alpha1.RolloutWaiting{Tenant: name, NextWindow: metav1.NewTime(nextWindow)})
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		ignore      bool
+		tenants     []*tenancyv1alpha1.Tenant
+		wantWaiting []tenancyv1alpha1.RolloutWaiting
+		wantPending int32
+		wantDone    int32
+		wantRequeue time.Duration
+	}{
+		"a tenant outside its window waits while its wave-mate is done": {
+			tenants:     []*tenancyv1alpha1.Tenant{windowed(following("acme", "1.0.0")), following("globex", "2.0.0")},
+			wantWaiting: waiting("acme"), wantPending: 1, wantDone: 1, wantRequeue: nextWindow.Sub(statusNow) + time.Second,
+		},
+		"a tenant already running the version outside its window is done": {
+			tenants:  []*tenancyv1alpha1.Tenant{windowed(following("acme", "2.0.0")), following("globex", "2.0.0")},
+			wantDone: 2,
+		},
+		"an urgent rollout names no tenant waiting": {
+			ignore:      true,
+			tenants:     []*tenancyv1alpha1.Tenant{windowed(following("acme", "1.0.0")), following("globex", "2.0.0")},
+			wantPending: 1, wantDone: 1, wantRequeue: 10*time.Minute + time.Second,
+		},
+		"the waiting tenants are named by name, the first 50": {
+			tenants:     many(60),
+			wantWaiting: waiting(names(1, 50)...), wantPending: 60, wantRequeue: nextWindow.Sub(statusNow) + time.Second,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ro := statusCaseRollout(func(s *tenancyv1alpha1.ComponentRolloutSpec) {
+				s.Strategy.Canaries = nil
+				s.Strategy.BatchSize = &intstr.IntOrString{Type: intstr.String, StrVal: "100%"}
+				s.Strategy.IgnoreMaintenanceWindows = tc.ignore
+			})
+			s, requeue := computeStatus(ro, fleet(tc.tenants...))
+			if len(s.Waves) != 1 || s.Released != 1 {
+				t.Fatalf("waves %+v, %d released; want one, released", s.Waves, s.Released)
+			}
+			w := s.Waves[0]
+			if !equality.Semantic.DeepEqual(w.Waiting, tc.wantWaiting) {
+				t.Errorf("waiting %+v, want %+v", w.Waiting, tc.wantWaiting)
+			}
+			if w.Pending != tc.wantPending || w.Done != tc.wantDone || len(w.Failed) != 0 {
+				t.Errorf("wave: %d pending, %d done, failed %+v; want %d pending, %d done", w.Pending, w.Done, w.Failed, tc.wantPending, tc.wantDone)
+			}
+			if complete := w.CompletedAt != nil; complete != (tc.wantPending == 0) {
+				t.Errorf("wave completed %v with %d pending", complete, w.Pending)
+			}
+			if requeue != tc.wantRequeue {
+				t.Errorf("looks again in %s, want %s", requeue, tc.wantRequeue)
+			}
+		})
+	}
+}
+
+// names are t<from> to t<to>, as many() names them.
+func names(from, to int) []string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprintf("t%03d", i))
+	}
+	return out
 }

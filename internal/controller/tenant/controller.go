@@ -43,6 +43,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/controller/tenant/domains"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/migrations"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/namespaces"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/workloads"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/database"
@@ -379,7 +380,8 @@ func logStall(ctx context.Context, t *tenancyv1alpha1.Tenant, next tenancyv1alph
 
 // requeueAfter turns the phases' outcomes into the reconcile's result: errors are retried with
 // backoff, a stall is looked at again after stalledRetry, and a phase still under way after its
-// recheck.
+// recheck; otherwise the tenant is looked at again at the soonest time a phase asked for (a
+// rollout waiting for the tenant's maintenance window).
 func requeueAfter(phases []tenantPhase, results []phaseResult) (ctrl.Result, error) {
 	var errs []error
 	isStalled := false
@@ -397,9 +399,10 @@ func requeueAfter(phases []tenantPhase, results []phaseResult) (ctrl.Result, err
 	}
 	var after time.Duration
 	for i, res := range results {
-		if p := phases[i]; !res.Done && p.recheck > 0 && (after == 0 || p.recheck < after) {
-			after = p.recheck
+		if p := phases[i]; !res.Done && p.recheck > 0 {
+			after = phase.Sooner(after, p.recheck)
 		}
+		after = phase.Sooner(after, res.RequeueAfter)
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
 }

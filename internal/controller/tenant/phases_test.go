@@ -164,6 +164,10 @@ func TestRequeueAfter(t *testing.T) {
 		{name: "a stall is looked at again after stalledRetry", results: []outcome{phase.Stalled("", ""), phase.Progressing("", "")}, after: stalledRetry},
 		{name: "a phase with a recheck still under way is looked at again after it", results: []outcome{phase.Done("", ""), phase.Progressing("", "")}, after: rolloutRecheck},
 		{name: "a phase without a recheck under way waits for its event", results: []outcome{phase.Progressing("", ""), phase.Done("", "")}},
+		{name: "a converged phase that asked to be looked at again is, when it asked", results: []outcome{phase.Done("", ""), waitingForWindow(phase.Done("", ""), 3*time.Hour)}, after: 3 * time.Hour},
+		{name: "a phase's recheck comes first when it is sooner than the time asked for", results: []outcome{phase.Done("", ""), waitingForWindow(phase.Progressing("", ""), time.Hour)}, after: rolloutRecheck},
+		{name: "the time asked for comes first when it is sooner than the recheck", results: []outcome{phase.Done("", ""), waitingForWindow(phase.Progressing("", ""), time.Second)}, after: time.Second},
+		{name: "a stall is looked at again after stalledRetry, whatever was asked", results: []outcome{phase.Stalled("", ""), waitingForWindow(phase.Done("", ""), time.Hour)}, after: stalledRetry},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			results := make([]phaseResult, len(tc.results))
@@ -179,4 +183,11 @@ func TestRequeueAfter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitingForWindow is o asking to be looked at again after d, as the components phase asks when a
+// rollout waits for the tenant's maintenance window.
+func waitingForWindow(o outcome, d time.Duration) outcome {
+	o.RequeueAfter = d
+	return o
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -99,9 +100,12 @@ func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespac
 		stall    *phase.Result
 		errs     []error
 		waiting  []string
+		// wait: how long until a rollout waiting for the tenant's maintenance window may move it.
+		wait time.Duration
 	)
 	for _, c := range t.Spec.Components {
 		chosen, err := e.versionOf(ctx, t, c)
+		wait = phase.Sooner(wait, chosen.wait)
 		if err != nil {
 			if p := prev[c.Name]; p != nil {
 				statuses = append(statuses, *p)
@@ -155,11 +159,11 @@ func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespac
 	}
 	switch {
 	case stall != nil:
-		return statuses, *stall
+		return statuses, stall.After(wait)
 	case len(waiting) > 0:
-		return statuses, phase.Result{Reason: tenancyv1alpha1.ReasonRollingOut, Message: strings.Join(waiting, "; "), Err: errors.Join(errs...)}
+		return statuses, phase.Result{Reason: tenancyv1alpha1.ReasonRollingOut, Message: strings.Join(waiting, "; "), Err: errors.Join(errs...), RequeueAfter: wait}
 	}
-	return statuses, phase.Result{Done: true, Reason: tenancyv1alpha1.ReasonSucceeded, Message: fmt.Sprintf("%d components rolled out", len(t.Spec.Components))}
+	return statuses, phase.Result{Done: true, Reason: tenancyv1alpha1.ReasonSucceeded, Message: fmt.Sprintf("%d components rolled out", len(t.Spec.Components)), RequeueAfter: wait}
 }
 
 // ensureComponent converges one component and returns its status entry.

@@ -5,6 +5,7 @@ package phase
 
 import (
 	"fmt"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -13,13 +14,30 @@ import (
 
 // Result is what a phase observed. Exactly one of three holds: Done (its concern has
 // converged), Stalled (it cannot converge without a person), or neither (in progress, or a
-// transient error in Err that is retried with backoff).
+// transient error in Err that is retried with backoff). RequeueAfter, when set, is when the
+// phase has more to do that no watched event reports (a maintenance window opening), whatever
+// its outcome now.
 type Result struct {
-	Done    bool
-	Stalled bool
-	Reason  string
-	Message string
-	Err     error
+	Done         bool
+	Stalled      bool
+	Reason       string
+	Message      string
+	Err          error
+	RequeueAfter time.Duration
+}
+
+// After is r asking to be looked at again after d (RequeueAfter), or sooner if it asked so.
+func (r Result) After(d time.Duration) Result {
+	r.RequeueAfter = Sooner(r.RequeueAfter, d)
+	return r
+}
+
+// Sooner is the sooner of two requeue delays, where 0 is none.
+func Sooner(a, b time.Duration) time.Duration {
+	if a <= 0 || (b > 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // Done: the phase's concern has converged.
