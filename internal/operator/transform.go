@@ -3,6 +3,7 @@ package operator
 import (
 	"reflect"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -145,6 +146,13 @@ func keepWhatIsCompared(scheme *runtime.Scheme, obj any, m metav1.Object) error 
 	case *corev1.Namespace:
 		// Its phase and annotations are read; it is small.
 		dropped = false
+	case *batchv1.Job:
+		// A migration's end is read from its Job's conditions (migrations.Outcome): they stay.
+		conditions := o.Status.Conditions
+		o.Spec, o.Status = batchv1.JobSpec{}, batchv1.JobStatus{}
+		if o.Labels[tenancyv1alpha1.MigrationLabel] != "" {
+			o.Status.Conditions = conditions
+		}
 	default:
 		// Any other kind a component renders (a Deployment, a Job): spec and status go.
 		dropped = dropSpecAndStatus(obj)

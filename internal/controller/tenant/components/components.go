@@ -100,6 +100,8 @@ func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespac
 		stall    *phase.Result
 		errs     []error
 		waiting  []string
+		// migrating: a component waits for its migrations.
+		migrating bool
 		// wait: how long until a rollout waiting for the tenant's maintenance window may move it.
 		wait time.Duration
 	)
@@ -136,6 +138,7 @@ func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespac
 			waiting = append(waiting, res.Message)
 		case !st.Ready:
 			waiting = append(waiting, fmt.Sprintf("component %s %s: %s", c.Name, c.Version, st.Message))
+			migrating = migrating || migrations.Running(st.Migration)
 		}
 	}
 	// Components removed from the spec: everything they applied goes.
@@ -161,7 +164,11 @@ func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespac
 	case stall != nil:
 		return statuses, stall.After(wait)
 	case len(waiting) > 0:
-		return statuses, phase.Result{Reason: tenancyv1alpha1.ReasonRollingOut, Message: strings.Join(waiting, "; "), Err: errors.Join(errs...), RequeueAfter: wait}
+		reason := tenancyv1alpha1.ReasonRollingOut
+		if migrating && len(errs) == 0 {
+			reason = tenancyv1alpha1.ReasonMigrating
+		}
+		return statuses, phase.Result{Reason: reason, Message: strings.Join(waiting, "; "), Err: errors.Join(errs...), RequeueAfter: wait}
 	}
 	return statuses, phase.Result{Done: true, Reason: tenancyv1alpha1.ReasonSucceeded, Message: fmt.Sprintf("%d components rolled out", len(t.Spec.Components)), RequeueAfter: wait}
 }

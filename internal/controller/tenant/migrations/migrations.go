@@ -91,6 +91,11 @@ type Decision struct {
 	Result phase.Result
 }
 
+// Running reports whether a migration is under way: neither succeeded nor failed.
+func Running(st *tenancyv1alpha1.MigrationStatus) bool {
+	return st != nil && st.Phase != tenancyv1alpha1.MigrationSucceeded && st.Phase != tenancyv1alpha1.MigrationFailed
+}
+
 // Templates lists the component's templates from the cache.
 func (e *Engine) Templates(ctx context.Context) ([]tenancyv1alpha1.ComponentTemplate, error) {
 	list := &tenancyv1alpha1.ComponentTemplateList{}
@@ -146,7 +151,7 @@ func (e *Engine) Before(ctx context.Context, m Move, path Path, fencedReady bool
 		}
 	}
 	if m.Tenant.Spec.State == tenancyv1alpha1.StateFrozen {
-		return e.hold(st, "", "component %s: its migrations to %s run once the tenant is Active", m.Component, m.To)
+		return e.hold(st, "", "its migrations to %s run once the tenant is Active", m.To)
 	}
 	for _, db := range path.Databases {
 		if !hasDatabase(m.Tenant, db) {
@@ -154,14 +159,16 @@ func (e *Engine) Before(ctx context.Context, m Move, path Path, fencedReady bool
 		}
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: tenancyv1alpha1.DatabaseSecretName(db)}, &corev1.Secret{}); err != nil {
 			if apierrors.IsNotFound(err) {
-				return e.hold(st, "", "component %s: its migrations to %s wait for the credentials of database %s", m.Component, m.To, db)
+				return e.hold(st, "", "its migrations to %s wait for the credentials of database %s", m.To, db)
 			}
 			return e.transient(st, err)
 		}
 	}
 
-	// The backup, before anything changes.
-	if e.Backups && m.From != "" && len(path.Databases) > 0 && path.Backup != tenancyv1alpha1.MigrationBackupOff {
+	// The backup, before anything changes; once it ended, the attempt has gone past it, and a
+	// backup deleted since is not taken again over data the migrations may have changed.
+	pastBackup := st.Phase == tenancyv1alpha1.MigrationFencing || st.Phase == tenancyv1alpha1.MigrationPre
+	if !pastBackup && e.Backups && m.From != "" && len(path.Databases) > 0 && path.Backup != tenancyv1alpha1.MigrationBackupOff {
 		name := BackupName(m.Tenant.Name, id, st.Attempts)
 		st.Backup = name
 		done, failure, err := e.backup(ctx, m, id, name, path.Databases)
@@ -170,7 +177,7 @@ func (e *Engine) Before(ctx context.Context, m Move, path Path, fencedReady bool
 			return e.transient(st, err)
 		case !done:
 			st.Phase = tenancyv1alpha1.MigrationBackingUp
-			return e.hold(st, tenancyv1alpha1.MigrationBackingUp, "component %s: backing up databases %s before migrating to %s (TenantBackup %s)", m.Component, strings.Join(path.Databases, ", "), m.To, name)
+			return e.hold(st, tenancyv1alpha1.MigrationBackingUp, "backing up databases %s before migrating from %s (TenantBackup %s)", strings.Join(path.Databases, ", "), m.From, name)
 		case failure != "" && path.Backup == tenancyv1alpha1.MigrationBackupRequired:
 			return e.fail(m, st, "", "", "component %s %s: the backup the migrations require failed: TenantBackup %s: %s", m.Component, m.To, name, failure)
 		}
@@ -180,7 +187,7 @@ func (e *Engine) Before(ctx context.Context, m Move, path Path, fencedReady bool
 	fence := path.FenceWriters && m.From != ""
 	if fence && !(st.Phase == tenancyv1alpha1.MigrationPre || (st.Phase == tenancyv1alpha1.MigrationFencing && fencedReady)) {
 		st.Phase = tenancyv1alpha1.MigrationFencing
-		d := e.hold(st, tenancyv1alpha1.MigrationFencing, "component %s: scaling %s to zero before migrating to %s", m.Component, m.From, m.To)
+		d := e.hold(st, tenancyv1alpha1.MigrationFencing, "scaling %s to zero before migrating", m.From)
 		d.Fence = true
 		return d
 	}
@@ -238,9 +245,10 @@ func (e *Engine) step(ctx context.Context, m Move, st *tenancyv1alpha1.Migration
 		return false, e.transient(st, err)
 	}
 	st.Phase, st.Step, st.Job = stage, step.Name(), name
-	switch finished, failed, why := outcome(job); {
+	// Not kstatus's verdict: it reads a Job that started as Current.
+	switch finished, failed, why := Outcome(job); {
 	case !finished:
-		return false, e.hold(st, stage, "component %s: migration %s runs (Job %s)", m.Component, step.Name(), name)
+		return false, e.hold(st, stage, "migration %s runs (Job %s)", step.Name(), name)
 	case failed:
 		msg, err := e.lastWords(ctx, m, job)
 		if err != nil {
@@ -279,8 +287,9 @@ func (e *Engine) job(ctx context.Context, m Move, id, name string, i int, step S
 	return create, nil
 }
 
-// outcome reads a Job's end from its conditions.
-func outcome(j *batchv1.Job) (finished, failed bool, why string) {
+// Outcome reads a Job's end from its conditions, which the operator's cache keeps of a
+// migration Job (and nothing else of its status).
+func Outcome(j *batchv1.Job) (finished, failed bool, why string) {
 	for _, c := range j.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
 			continue
