@@ -112,9 +112,12 @@ type Migrations struct {
 type MigrationBackup string
 
 const (
+	// MigrationBackupRequired: a failed backup fails the move.
 	MigrationBackupRequired MigrationBackup = "Required"
+	// MigrationBackupOptional: the migrations run once the backup ended, however it ended.
 	MigrationBackupOptional MigrationBackup = "Optional"
-	MigrationBackupOff      MigrationBackup = "Off"
+	// MigrationBackupOff: no backup is taken.
+	MigrationBackupOff MigrationBackup = "Off"
 )
 
 // MigrationJob is one migration: the container of a Job that Landlord runs once in the tenant's

@@ -31,7 +31,10 @@ import (
 
 // Reasons of the events a move records on its Tenant, beside MigrationFailed.
 const (
-	ReasonMigrationStarted   = "MigrationStarted"
+	// ReasonMigrationStarted: a component's move to a version with migrations began (or began
+	// again, as a new attempt).
+	ReasonMigrationStarted = "MigrationStarted"
+	// ReasonMigrationSucceeded: every migration of a component's move succeeded.
 	ReasonMigrationSucceeded = "MigrationSucceeded"
 )
 
