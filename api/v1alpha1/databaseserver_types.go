@@ -26,6 +26,10 @@ type SecretReference struct {
 	Name string `json:"name"`
 }
 
+// DefaultMaxConcurrentJobs is how many migration Jobs run against a server at once when its
+// spec.maxConcurrentJobs is unset.
+const DefaultMaxConcurrentJobs = 4
+
 // DatabaseServerSpec is a shared database server on which tenant databases are placed.
 type DatabaseServerSpec struct {
 	// Engine is the server's SQL dialect: postgres, or mysql (MySQL and MariaDB).
@@ -88,6 +92,14 @@ type DatabaseServerSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MaxTenants *int32 `json:"maxTenants,omitempty"`
+
+	// MaxConcurrentJobs caps how many tenants' migration Jobs run against the server at once
+	// (a wave of 500 tenants on one server runs this many at a time; the others wait their
+	// turn); 4 when unset. Each operator process (each shard) holds to it on its own.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	MaxConcurrentJobs *int32 `json:"maxConcurrentJobs,omitempty"`
 
 	// Network says where the server's connections come from, as seen by NetworkPolicies:
 	// Landlord lets the pods of each tenant with a database on the server reach it, and no other

@@ -458,6 +458,11 @@ func (in *DatabaseServerSpec) DeepCopyInto(out *DatabaseServerSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MaxConcurrentJobs != nil {
+		in, out := &in.MaxConcurrentJobs, &out.MaxConcurrentJobs
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Network != nil {
 		in, out := &in.Network, &out.Network
 		*out = new(DatabaseServerNetwork)

@@ -8,6 +8,8 @@ import (
 	"context"
 	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,7 +59,15 @@ const (
 	// BackupTenantUID indexes the TenantBackups by the UID of the tenant they back up, once
 	// recorded: what a purge deletes.
 	BackupTenantUID = "status.tenantUID"
+	// RunningMigrationServer indexes the migration Jobs that have not ended by the database
+	// servers they reach (MigrationServersAnnotation): how many run against a server is one read
+	// of the cache.
+	RunningMigrationServer = "metadata.annotations.database-servers,running"
 )
+
+// MigrationServersAnnotation on a migration Job lists the DatabaseServers its databases are on,
+// comma-separated.
+const MigrationServersAnnotation = "tenancy.landlord.dev/database-servers"
 
 // NotReady is the one TenantDatabasesNotReady key.
 const NotReady = "notReady"
@@ -79,6 +89,7 @@ func Add(ctx context.Context, indexer client.FieldIndexer) error {
 		{&tenancyv1alpha1.Tenant{}, TenantPoolAll, tenantPoolAll},
 		{&tenancyv1alpha1.Tenant{}, TenantClaimUID, tenantClaimUID},
 		{&tenancyv1alpha1.TenantClaim{}, PendingClaimPool, pendingClaimPool},
+		{&batchv1.Job{}, RunningMigrationServer, RunningMigrationServers},
 	} {
 		if err := indexer.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
 			return err
@@ -287,4 +298,25 @@ func pendingClaimPool(obj client.Object) []string {
 		return nil
 	}
 	return []string{c.Spec.Pool}
+}
+
+// RunningMigrationServers indexes a migration Job that has not ended (no Complete or Failed
+// condition: the operator's cache keeps a migration Job's conditions) by its servers.
+func RunningMigrationServers(obj client.Object) []string {
+	j, ok := obj.(*batchv1.Job)
+	if !ok || j.Labels[tenancyv1alpha1.MigrationLabel] == "" {
+		return nil
+	}
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return nil
+		}
+	}
+	var out []string
+	for s := range strings.SplitSeq(j.Annotations[MigrationServersAnnotation], ",") {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

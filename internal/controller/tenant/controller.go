@@ -190,6 +190,7 @@ func (r *Reconciler) components() *components.Engine {
 			Migrations: &migrations.Engine{
 				Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, ApplyFailed: r.applyFailed,
 				Backups: r.Backups && r.Config.Backups.Objects != "",
+				Slots:   &migrations.Slots{},
 			},
 		}
 	})

@@ -427,3 +427,74 @@ func queryString(g Gomega, conn *sql.DB, q string) string {
 	g.Expect(conn.QueryRow(q).Scan(&s)).To(Succeed())
 	return s
 }
+
+func TestAServerRunsNoMoreMigrationJobsAtOnceThanItsLimit(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	server := &tenancyv1alpha1.DatabaseServer{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Name: pgServer}, server)).To(Succeed())
+	setLimit := func(limit *int32) {
+		g.Eventually(func() error {
+			s := &tenancyv1alpha1.DatabaseServer{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: pgServer}, s); err != nil {
+				return err
+			}
+			s.Spec.MaxConcurrentJobs = limit
+			return k8s.Update(ctx, s)
+		}).WithTimeout(timeout).Should(Succeed())
+	}
+	setLimit(ptr.To[int32](1))
+	t.Cleanup(func() { setLimit(server.Spec.MaxConcurrentJobs) })
+
+	const component = "queued"
+	publishVersion(t, component, "1.0", nil)
+	publishVersion(t, component, "1.1", &tenancyv1alpha1.Migrations{Backup: tenancyv1alpha1.MigrationBackupOff, Pre: []tenancyv1alpha1.MigrationJob{
+		sqlStep("wait", "app", waitForLock("app")),
+	}})
+	tenants := []string{"mig-queue-a", "mig-queue-b"}
+	for _, name := range tenants {
+		createTenant(t, newTenant(name, withDatabases, runs(component, "1.0", false)))
+	}
+	// Each tenant's migration waits for a lock in its own database: whichever runs holds the
+	// server's one place until the test lets it end.
+	releases := []func(){holdLock(t, tenants[0], "app"), holdLock(t, tenants[1], "app")}
+	for _, name := range tenants {
+		setVersion(t, name, "1.1")
+	}
+
+	t.Run("one tenant's migration runs while the other waits its turn, saying for what", func(t *testing.T) {
+		var running, waiting string
+		NewWithT(t).Eventually(func(g Gomega) {
+			running, waiting = "", ""
+			for _, name := range tenants {
+				got := &tenancyv1alpha1.Tenant{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
+				g.Expect(got.Status.Components).To(HaveLen(1))
+				m := got.Status.Components[0].Migration
+				g.Expect(m).NotTo(BeNil())
+				g.Expect(m.To).To(Equal("1.1"))
+				switch {
+				case m.Job != "":
+					running = name
+				case strings.Contains(m.Message, "runs 1 of the 1 migration Jobs it allows at once"):
+					waiting = name
+				}
+			}
+			g.Expect(running).NotTo(BeEmpty())
+			g.Expect(waiting).NotTo(BeEmpty())
+		}).WithTimeout(2 * timeout).Should(Succeed())
+	})
+
+	t.Run("once the Job ends, the next one runs, and both tenants move", func(t *testing.T) {
+		for _, release := range releases {
+			release()
+		}
+		for _, name := range tenants {
+			componentStatus(t, name, func(g Gomega, st tenancyv1alpha1.ComponentStatus, _ *tenancyv1alpha1.Tenant) {
+				g.Expect(st.Version).To(Equal("1.1"))
+				g.Expect(st.Ready).To(BeTrue())
+				g.Expect(st.Migration.Phase).To(Equal(tenancyv1alpha1.MigrationSucceeded))
+			})
+		}
+	})
+}

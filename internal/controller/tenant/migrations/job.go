@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
@@ -48,7 +49,10 @@ func DatabaseEnvPrefix(database string) string {
 // tenant's own credentials Secrets, by reference: the Job holds no credential, and a Secret of
 // another namespace cannot be named. It runs once, retried Retries times, for at most Timeout,
 // with no service account token and nothing it may escalate to.
-func Job(t *tenancyv1alpha1.Tenant, namespace, component, id, name string, stepIndex string, step Step) *batchv1.Job {
+//
+// servers are the DatabaseServers its databases are on (indexes.MigrationServersAnnotation):
+// what it counts against (Slots).
+func Job(t *tenancyv1alpha1.Tenant, namespace, component, id, name string, stepIndex string, step Step, servers []string) *batchv1.Job {
 	labels := resources.Labels(t)
 	labels[tenancyv1alpha1.ComponentLabel] = component
 	labels[MigrationLabel] = id
@@ -85,6 +89,7 @@ func Job(t *tenancyv1alpha1.Tenant, namespace, component, id, name string, stepI
 			Name: name, Namespace: namespace, Labels: labels,
 			Annotations: map[string]string{
 				"tenancy.landlord.dev/migration-step-name": step.Name(),
+				indexes.MigrationServersAnnotation:        strings.Join(servers, ","),
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(t, tenancyv1alpha1.GroupVersion.WithKind("Tenant"))},
 		},

@@ -10,6 +10,7 @@ package migrations
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -52,6 +53,8 @@ type Engine struct {
 	Recorder  events.EventRecorder
 	// Backups: a backup store is configured, and TenantBackups are served.
 	Backups bool
+	// Slots keeps each database server's migration Jobs within its limit; none when nil.
+	Slots *Slots
 	// ApplyFailed classifies a write the API server refused.
 	ApplyFailed phase.ApplyFailed
 	// Now is the clock; time.Now when nil.
@@ -241,6 +244,10 @@ func (e *Engine) step(ctx context.Context, m Move, st *tenancyv1alpha1.Migration
 	}
 	name := JobName(m.Component, id, st.Attempts, i)
 	job, err := e.job(ctx, m, id, name, i, step)
+	if full, ok := errors.AsType[*Full](err); ok {
+		st.Phase, st.Step, st.Job = stage, step.Name(), ""
+		return false, e.hold(st, stage, "migration %s waits its turn: %v", step.Name(), full)
+	}
 	if err != nil {
 		if res := e.ApplyFailed(m.Tenant, job, err); res.Stalled {
 			return false, e.fail(m, st, step.Name(), name, "component %s %s: migration %s: the Job is refused: %s", m.Component, m.To, step.Name(), res.Message)
@@ -268,9 +275,13 @@ func (e *Engine) step(ctx context.Context, m Move, st *tenancyv1alpha1.Migration
 // job is the step's Job: found in the cache, or created, or (created by a reconcile the cache has
 // not caught up with) read from the API server.
 func (e *Engine) job(ctx context.Context, m Move, id, name string, i int, step Step) (*batchv1.Job, error) {
-	want := Job(m.Tenant, m.Namespace, m.Component, id, name, strconv.Itoa(i), step)
+	servers, limits, err := e.servers(ctx, m.Tenant, step.Job.Databases)
+	if err != nil {
+		return nil, err
+	}
+	want := Job(m.Tenant, m.Namespace, m.Component, id, name, strconv.Itoa(i), step, servers)
 	job := &batchv1.Job{}
-	err := e.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, job)
+	err = e.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, job)
 	if err == nil {
 		return job, nil
 	}
@@ -278,7 +289,16 @@ func (e *Engine) job(ctx context.Context, m Move, id, name string, i int, step S
 		return want, err
 	}
 	create := want.DeepCopy()
-	if err := e.Client.Create(ctx, create); err != nil {
+	do := func() error { return e.Client.Create(ctx, create) }
+	if e.Slots != nil {
+		// Within each server's limit of Jobs at once: the first to come takes a place.
+		inner := do
+		do = func() error { return e.Slots.Create(ctx, e.Client, limits, client.ObjectKeyFromObject(create), inner) }
+	}
+	if err := do(); err != nil {
+		if _, full := errors.AsType[*Full](err); full {
+			return nil, err
+		}
 		if !apierrors.IsAlreadyExists(err) {
 			return want, err
 		}
@@ -288,6 +308,37 @@ func (e *Engine) job(ctx context.Context, m Move, id, name string, i int, step S
 		return job, nil
 	}
 	return create, nil
+}
+
+// servers are the DatabaseServers the databases are on, sorted, and each one's limit of
+// migration Jobs at once.
+func (e *Engine) servers(ctx context.Context, t *tenancyv1alpha1.Tenant, databases []string) ([]string, map[string]int32, error) {
+	limits := map[string]int32{}
+	for _, db := range t.Status.Databases {
+		if !slices.Contains(databases, db.Name) || db.Server == "" {
+			continue
+		}
+		if _, ok := limits[db.Server]; ok {
+			continue
+		}
+		limit := int32(tenancyv1alpha1.DefaultMaxConcurrentJobs)
+		s := &tenancyv1alpha1.DatabaseServer{}
+		switch err := e.Client.Get(ctx, client.ObjectKey{Name: db.Server}, s, client.UnsafeDisableDeepCopy); {
+		case err == nil:
+			if s.Spec.MaxConcurrentJobs != nil {
+				limit = *s.Spec.MaxConcurrentJobs
+			}
+		case !apierrors.IsNotFound(err):
+			return nil, nil, err
+		}
+		limits[db.Server] = limit
+	}
+	servers := make([]string, 0, len(limits))
+	for s := range limits {
+		servers = append(servers, s)
+	}
+	slices.Sort(servers)
+	return servers, limits, nil
 }
 
 // Outcome reads a Job's end from its conditions, which the operator's cache keeps of a

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/migrations"
 )
 
@@ -99,7 +100,7 @@ func TestAMigrationJobReachesOnlyTheTenantsOwnCredentialsAndCannotEscalate(t *te
 	if len(name) > 63 {
 		t.Fatalf("Job name %q is %d characters: its pods' job-name label allows 63", name, len(name))
 	}
-	job := migrations.Job(tenant, "tenant-acme", "web", id, name, "3", step)
+	job := migrations.Job(tenant, "tenant-acme", "web", id, name, "3", step, []string{"pg-1", "pg-2"})
 	pod := job.Spec.Template.Spec
 	c := pod.Containers[0]
 	if c.Image != "example.com/web:1.1" {
@@ -127,6 +128,9 @@ func TestAMigrationJobReachesOnlyTheTenantsOwnCredentialsAndCannotEscalate(t *te
 	}
 	if job.Namespace != "tenant-acme" || !metav1.IsControlledBy(job, tenant) || job.Labels[tenancyv1alpha1.ComponentLabel] != "web" {
 		t.Errorf("the Job is not the tenant's component object (namespace %s, owners %v, labels %v): tenant users could change it", job.Namespace, job.OwnerReferences, job.Labels)
+	}
+	if got := job.Annotations[indexes.MigrationServersAnnotation]; got != "pg-1,pg-2" {
+		t.Errorf("servers annotation %q: the Job would not count against its servers' limits", got)
 	}
 	if *job.Spec.BackoffLimit != 2 || *job.Spec.ActiveDeadlineSeconds != int64(migrations.DefaultTimeout.Seconds()) {
 		t.Errorf("backoffLimit %d, activeDeadlineSeconds %d", *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds)

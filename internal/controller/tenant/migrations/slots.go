@@ -1,0 +1,90 @@
+package migrations
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
+)
+
+// reservationLifetime is how long a Job this process created counts against its servers before
+// the cache shows it: far longer than the cache takes, short enough that a Job whose creation
+// the cache never shows (deleted at once) does not hold a place for long.
+const reservationLifetime = time.Minute
+
+// Slots keeps each database server's migration Jobs within its limit
+// (DatabaseServer spec.maxConcurrentJobs): a Job is created only while fewer than the limit run
+// against every server it reaches. What runs is read from the cache's index of running
+// migration Jobs, and the Jobs this process created that the cache does not show yet are counted
+// besides, so reconciles running side by side never pass the limit together. One Slots per
+// operator process: shards each hold to the limit on their own.
+type Slots struct {
+	mu sync.Mutex
+	// reserved are the Jobs this process created, by server, and when.
+	reserved map[string]map[client.ObjectKey]time.Time
+}
+
+// Full is a server at its limit.
+type Full struct {
+	Server  string
+	Running int
+	Limit   int32
+}
+
+func (f *Full) Error() string {
+	return fmt.Sprintf("database server %s runs %d of the %d migration Jobs it allows at once", f.Server, f.Running, f.Limit)
+}
+
+// Create calls create for the Job at key unless a server of limits (server name → limit) is at
+// its limit, in which case it returns that server's *Full and creates nothing.
+func (s *Slots) Create(ctx context.Context, c client.Reader, limits map[string]int32, key client.ObjectKey, create func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	servers := make([]string, 0, len(limits))
+	for server := range limits {
+		servers = append(servers, server)
+	}
+	slices.Sort(servers)
+	for _, server := range servers {
+		jobs := &batchv1.JobList{}
+		if err := c.List(ctx, jobs, client.MatchingFields{indexes.RunningMigrationServer: server}, client.UnsafeDisableDeepCopy); err != nil {
+			return err
+		}
+		running := map[client.ObjectKey]bool{}
+		for i := range jobs.Items {
+			running[client.ObjectKeyFromObject(&jobs.Items[i])] = true
+		}
+		for k, at := range s.reserved[server] {
+			// Once the cache holds the Job, the index counts it while it runs.
+			seen := c.Get(ctx, k, &batchv1.Job{}, client.UnsafeDisableDeepCopy) == nil
+			if seen || now.Sub(at) > reservationLifetime {
+				delete(s.reserved[server], k)
+				continue
+			}
+			running[k] = true
+		}
+		if limit := limits[server]; len(running) >= int(limit) {
+			return &Full{Server: server, Running: len(running), Limit: limit}
+		}
+	}
+	if err := create(); err != nil {
+		return err
+	}
+	if s.reserved == nil {
+		s.reserved = map[string]map[client.ObjectKey]time.Time{}
+	}
+	for _, server := range servers {
+		if s.reserved[server] == nil {
+			s.reserved[server] = map[client.ObjectKey]time.Time{}
+		}
+		s.reserved[server][key] = now
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package migrations_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/tenant/migrations"
+)
+
+// migrationJob is a migration Job on the servers, as the cache holds it.
+func migrationJob(name string, servers string) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Namespace: "tenant-" + name,
+		Labels:      map[string]string{tenancyv1alpha1.MigrationLabel: "id"},
+		Annotations: map[string]string{indexes.MigrationServersAnnotation: servers},
+	}}
+}
+
+func TestAServerNeverRunsMoreMigrationJobsThanItsLimitHowEverManyReconcilesCreateThemAtOnce(t *testing.T) {
+	ctx := context.Background()
+	scheme := tenancyv1alpha1.Scheme()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithIndex(&batchv1.Job{}, indexes.RunningMigrationServer, func(o client.Object) []string {
+		// The operator's index, as indexes.Add registers it.
+		return indexes.RunningMigrationServers(o)
+	}).WithStatusSubresource(&batchv1.Job{}).Build()
+	slots := &migrations.Slots{}
+	limits := map[string]int32{"pg": 2, "maria": 3}
+
+	t.Run("of ten Jobs asked for at once, the limit of the fullest server is created", func(t *testing.T) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		created, full := 0, 0
+		for i := range 10 {
+			wg.Go(func() {
+				job := migrationJob(fmt.Sprintf("t%d", i), "maria,pg")
+				err := slots.Create(ctx, c, limits, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) })
+				mu.Lock()
+				defer mu.Unlock()
+				var f *migrations.Full
+				switch {
+				case err == nil:
+					created++
+				case errors.As(err, &f):
+					full++
+					if f.Server != "pg" || f.Limit != 2 {
+						t.Errorf("refused for %+v, want pg at its limit of 2", f)
+					}
+				default:
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if created != 2 || full != 8 {
+			t.Fatalf("created %d, refused %d; want 2 and 8", created, full)
+		}
+	})
+
+	t.Run("a Job that ended frees its place at once", func(t *testing.T) {
+		jobs := &batchv1.JobList{}
+		if err := c.List(ctx, jobs); err != nil {
+			t.Fatal(err)
+		}
+		done := &jobs.Items[0]
+		done.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+		if err := c.Status().Update(ctx, done); err != nil {
+			t.Fatal(err)
+		}
+		next := migrationJob("t-next", "pg")
+		if err := slots.Create(ctx, c, limits, client.ObjectKeyFromObject(next), func() error { return c.Create(ctx, next) }); err != nil {
+			t.Fatalf("a place was freed, yet: %v", err)
+		}
+		again := migrationJob("t-again", "pg")
+		var f *migrations.Full
+		if err := slots.Create(ctx, c, limits, client.ObjectKeyFromObject(again), func() error { return c.Create(ctx, again) }); !errors.As(err, &f) {
+			t.Fatalf("the server is at its limit again, yet: %v", err)
+		}
+	})
+
+	t.Run("a server with room takes Jobs that reach it alone", func(t *testing.T) {
+		job := migrationJob("t-maria", "maria")
+		if err := slots.Create(ctx, c, map[string]int32{"maria": 3}, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) }); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
