@@ -415,11 +415,59 @@ func TestSkippingVersionsRunsEachVersionsMigrationsInOrder(t *testing.T) {
 		g.Expect(logged(g, "mig-skip")).To(Equal([]string{"1.1", "1.2", "1.3"}))
 	})
 
+	t.Run("a pool's spare created at 1.3 is claimable only once every version's migrations ran", func(t *testing.T) {
+		g := NewWithT(t)
+		spec := newTenant("unused", withDatabases, runs(component, "1.3", false)).Spec
+		spec.Organization, spec.Email = "", ""
+		claim := claimedSpare(t, "mig-pool", spec)
+		got := &tenancyv1alpha1.Tenant{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: claim.Status.Tenant}, got)).To(Succeed())
+		m := got.Status.Components[0].Migration
+		g.Expect(m).NotTo(BeNil())
+		g.Expect(m.Phase).To(Equal(tenancyv1alpha1.MigrationSucceeded))
+		g.Expect(m.FinishedAt.Time).NotTo(BeTemporally(">", claim.Status.BoundTime.Time), "bound before its migrations ended")
+		g.Expect(logged(g, claim.Status.Tenant)).To(Equal([]string{"1.1", "1.2", "1.3"}))
+	})
+
 	t.Run("a tenant created at 1.3 runs every version's before its component starts", func(t *testing.T) {
 		g := NewWithT(t)
 		createTenant(t, newTenant("mig-new", withDatabases, runs(component, "1.3", false)))
 		g.Expect(logged(g, "mig-new")).To(Equal([]string{"1.1", "1.2", "1.3"}))
 	})
+}
+
+// claimedSpare creates a pool of one spare from spec, claims it, and returns the claim once
+// Bound; the pool, the claim and every tenant the pool made go when the test ends.
+func claimedSpare(t *testing.T, pool string, spec tenancyv1alpha1.TenantSpec) *tenancyv1alpha1.TenantClaim {
+	t.Helper()
+	ctx := context.Background()
+	g := NewWithT(t)
+	p := &tenancyv1alpha1.TenantPool{
+		ObjectMeta: metav1.ObjectMeta{Name: pool},
+		Spec:       tenancyv1alpha1.TenantPoolSpec{Replicas: 1, Template: tenancyv1alpha1.TenantTemplate{Spec: spec}},
+	}
+	g.Expect(k8s.Create(ctx, p)).To(Succeed())
+	claim := &tenancyv1alpha1.TenantClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: pool + "-signup", Namespace: "default"},
+		Spec:       tenancyv1alpha1.TenantClaimSpec{Pool: pool, Organization: "Spare Inc.", Email: "ops@spare.example.com"},
+	}
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, claim)
+		_ = k8s.Delete(ctx, p)
+		tenants := &tenancyv1alpha1.TenantList{}
+		_ = k8s.List(ctx, tenants, client.MatchingLabels{tenancyv1alpha1.PoolLabel: pool})
+		var names []string
+		for _, tn := range tenants.Items {
+			names = append(names, tn.Name)
+		}
+		testenv.DeleteTenants(t, k8s, 2*timeout, names...)
+	})
+	g.Expect(k8s.Create(ctx, claim)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(claim), claim)).To(Succeed())
+		g.Expect(claim.Status.Phase).To(Equal(tenancyv1alpha1.ClaimBound))
+	}).WithTimeout(3 * timeout).Should(Succeed())
+	return claim
 }
 
 func queryString(g Gomega, conn *sql.DB, q string) string {
@@ -466,12 +514,15 @@ func TestAServerRunsNoMoreMigrationJobsAtOnceThanItsLimit(t *testing.T) {
 		var running, waiting string
 		NewWithT(t).Eventually(func(g Gomega) {
 			running, waiting = "", ""
+			var seen []string
+			defer func() { g.Expect(seen).To(BeNil(), "the migrations seen") }()
 			for _, name := range tenants {
 				got := &tenancyv1alpha1.Tenant{}
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, got)).To(Succeed())
 				g.Expect(got.Status.Components).To(HaveLen(1))
 				m := got.Status.Components[0].Migration
 				g.Expect(m).NotTo(BeNil())
+				seen = append(seen, fmt.Sprintf("%s: %+v", name, *m))
 				g.Expect(m.To).To(Equal("1.1"))
 				switch {
 				case m.Job != "":
@@ -482,6 +533,7 @@ func TestAServerRunsNoMoreMigrationJobsAtOnceThanItsLimit(t *testing.T) {
 			}
 			g.Expect(running).NotTo(BeEmpty())
 			g.Expect(waiting).NotTo(BeEmpty())
+			seen = nil
 		}).WithTimeout(2 * timeout).Should(Succeed())
 	})
 

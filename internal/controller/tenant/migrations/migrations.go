@@ -283,6 +283,9 @@ func (e *Engine) job(ctx context.Context, m Move, id, name string, i int, step S
 	job := &batchv1.Job{}
 	err = e.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: name}, job)
 	if err == nil {
+		if e.Slots != nil {
+			e.Slots.Seen(client.ObjectKeyFromObject(job))
+		}
 		return job, nil
 	}
 	if !apierrors.IsNotFound(err) {

@@ -30,6 +30,17 @@ type Slots struct {
 	reserved map[string]map[client.ObjectKey]time.Time
 }
 
+// Seen drops the reservation of a Job the cache now holds: from then on the index counts it
+// while it runs. The tenant's reconcile calls it as soon as it reads the Job from the cache, so a
+// Job that ends and goes soon after does not hold its place until the reservation expires.
+func (s *Slots) Seen(key client.ObjectKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, jobs := range s.reserved {
+		delete(jobs, key)
+	}
+}
+
 // Full is a server at its limit.
 type Full struct {
 	Server  string

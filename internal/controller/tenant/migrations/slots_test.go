@@ -88,6 +88,22 @@ func TestAServerNeverRunsMoreMigrationJobsThanItsLimitHowEverManyReconcilesCreat
 		}
 	})
 
+	t.Run("a Job created, ended and gone before another is asked for holds no place once seen", func(t *testing.T) {
+		own := &migrations.Slots{}
+		first := migrationJob("t-gone", "solo")
+		if err := own.Create(ctx, c, map[string]int32{"solo": 1}, client.ObjectKeyFromObject(first), func() error { return c.Create(ctx, first) }); err != nil {
+			t.Fatal(err)
+		}
+		own.Seen(client.ObjectKeyFromObject(first))
+		if err := c.Delete(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		second := migrationJob("t-second", "solo")
+		if err := own.Create(ctx, c, map[string]int32{"solo": 1}, client.ObjectKeyFromObject(second), func() error { return c.Create(ctx, second) }); err != nil {
+			t.Fatalf("the first Job is gone, yet: %v", err)
+		}
+	})
+
 	t.Run("a server with room takes Jobs that reach it alone", func(t *testing.T) {
 		job := migrationJob("t-maria", "maria")
 		if err := slots.Create(ctx, c, map[string]int32{"maria": 3}, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) }); err != nil {
