@@ -89,7 +89,7 @@ func Job(t *tenancyv1alpha1.Tenant, namespace, component, id, name string, stepI
 			Name: name, Namespace: namespace, Labels: labels,
 			Annotations: map[string]string{
 				"tenancy.landlord.dev/migration-step-name": step.Name(),
-				indexes.MigrationServersAnnotation:        strings.Join(servers, ","),
+				indexes.MigrationServersAnnotation:         strings.Join(servers, ","),
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(t, tenancyv1alpha1.GroupVersion.WithKind("Tenant"))},
 		},
