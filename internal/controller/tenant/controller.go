@@ -75,6 +75,8 @@ type Reconciler struct {
 	Databases *database.Connections
 	// Backups: TenantBackups are served, so a migration can take one first.
 	Backups bool
+	// slots keeps each database server's migration Jobs within its limit.
+	slots migrations.Slots
 	// Applied remembers the owned objects found in place, so that an unchanged tenant costs
 	// neither requests nor the conversions a comparison takes; set up by SetupWithManager.
 	Applied *apply.Memo
@@ -190,7 +192,7 @@ func (r *Reconciler) components() *components.Engine {
 			Migrations: &migrations.Engine{
 				Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, ApplyFailed: r.applyFailed,
 				Backups: r.Backups && r.Config.Backups.Objects != "",
-				Slots:   &migrations.Slots{},
+				Slots:   &r.slots,
 			},
 		}
 	})
@@ -225,6 +227,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&networkingv1.NetworkPolicy{}, r.owned(mgr)).
 		// Migration Jobs: their end moves the tenant's component on.
 		Watches(&batchv1.Job{}, r.owned(mgr)).
+		// A migration Job that ended frees a place on its servers for a tenant waiting its turn.
+		Watches(&batchv1.Job{}, r.migrationJobEnded()).
 		Watches(&corev1.Secret{}, r.owned(mgr)).
 		Watches(&corev1.Secret{}, r.templateSecretHandler()).
 		Watches(&tenancyv1alpha1.DatabaseServer{}, r.databaseServerHandler()).

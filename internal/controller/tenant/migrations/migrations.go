@@ -296,7 +296,9 @@ func (e *Engine) job(ctx context.Context, m Move, id, name string, i int, step S
 	if e.Slots != nil {
 		// Within each server's limit of Jobs at once: the first to come takes a place.
 		inner := do
-		do = func() error { return e.Slots.Create(ctx, e.Client, limits, client.ObjectKeyFromObject(create), inner) }
+		do = func() error {
+			return e.Slots.Create(ctx, e.Client, m.Tenant.Name, limits, client.ObjectKeyFromObject(create), inner)
+		}
 	}
 	if err := do(); err != nil {
 		if _, full := errors.AsType[*Full](err); full {

@@ -28,6 +28,22 @@ type Slots struct {
 	mu sync.Mutex
 	// reserved are the Jobs this process created, by server, and when.
 	reserved map[string]map[client.ObjectKey]time.Time
+	// waiting are the tenants told a server was full, by server: woken when a Job on it ends.
+	waiting map[string]map[string]bool
+}
+
+// Waiting hands out, and forgets, the tenants told that server was full: a Job on it ended,
+// and one of them may take its place.
+func (s *Slots) Waiting(server string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for t := range s.waiting[server] {
+		out = append(out, t)
+	}
+	delete(s.waiting, server)
+	slices.Sort(out)
+	return out
 }
 
 // Seen drops the reservation of a Job the cache now holds: from then on the index counts it
@@ -54,7 +70,8 @@ func (f *Full) Error() string {
 
 // Create calls create for the Job at key unless a server of limits (server name → limit) is at
 // its limit, in which case it returns that server's *Full and creates nothing.
-func (s *Slots) Create(ctx context.Context, c client.Reader, limits map[string]int32, key client.ObjectKey, create func() error) error {
+// The tenant is remembered as waiting for a full server (Waiting).
+func (s *Slots) Create(ctx context.Context, c client.Reader, tenant string, limits map[string]int32, key client.ObjectKey, create func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -82,6 +99,13 @@ func (s *Slots) Create(ctx context.Context, c client.Reader, limits map[string]i
 			running[k] = true
 		}
 		if limit := limits[server]; len(running) >= int(limit) {
+			if s.waiting == nil {
+				s.waiting = map[string]map[string]bool{}
+			}
+			if s.waiting[server] == nil {
+				s.waiting[server] = map[string]bool{}
+			}
+			s.waiting[server][tenant] = true
 			return &Full{Server: server, Running: len(running), Limit: limit}
 		}
 	}

@@ -44,7 +44,7 @@ func TestAServerNeverRunsMoreMigrationJobsThanItsLimitHowEverManyReconcilesCreat
 		for i := range 10 {
 			wg.Go(func() {
 				job := migrationJob(fmt.Sprintf("t%d", i), "maria,pg")
-				err := slots.Create(ctx, c, limits, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) })
+				err := slots.Create(ctx, c, "tenant", limits, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) })
 				mu.Lock()
 				defer mu.Unlock()
 				var f *migrations.Full
@@ -67,6 +67,15 @@ func TestAServerNeverRunsMoreMigrationJobsThanItsLimitHowEverManyReconcilesCreat
 		}
 	})
 
+	t.Run("the tenants told a server was full are handed out once, to be woken", func(t *testing.T) {
+		if got := slots.Waiting("pg"); len(got) != 1 || got[0] != "tenant" {
+			t.Fatalf("waiting for pg: %v", got)
+		}
+		if got := slots.Waiting("pg"); got != nil {
+			t.Fatalf("handed out twice: %v", got)
+		}
+	})
+
 	t.Run("a Job that ended frees its place at once", func(t *testing.T) {
 		jobs := &batchv1.JobList{}
 		if err := c.List(ctx, jobs); err != nil {
@@ -78,12 +87,12 @@ func TestAServerNeverRunsMoreMigrationJobsThanItsLimitHowEverManyReconcilesCreat
 			t.Fatal(err)
 		}
 		next := migrationJob("t-next", "pg")
-		if err := slots.Create(ctx, c, limits, client.ObjectKeyFromObject(next), func() error { return c.Create(ctx, next) }); err != nil {
+		if err := slots.Create(ctx, c, "tenant", limits, client.ObjectKeyFromObject(next), func() error { return c.Create(ctx, next) }); err != nil {
 			t.Fatalf("a place was freed, yet: %v", err)
 		}
 		again := migrationJob("t-again", "pg")
 		var f *migrations.Full
-		if err := slots.Create(ctx, c, limits, client.ObjectKeyFromObject(again), func() error { return c.Create(ctx, again) }); !errors.As(err, &f) {
+		if err := slots.Create(ctx, c, "tenant", limits, client.ObjectKeyFromObject(again), func() error { return c.Create(ctx, again) }); !errors.As(err, &f) {
 			t.Fatalf("the server is at its limit again, yet: %v", err)
 		}
 	})
@@ -91,7 +100,7 @@ func TestAServerNeverRunsMoreMigrationJobsThanItsLimitHowEverManyReconcilesCreat
 	t.Run("a Job created, ended and gone before another is asked for holds no place once seen", func(t *testing.T) {
 		own := &migrations.Slots{}
 		first := migrationJob("t-gone", "solo")
-		if err := own.Create(ctx, c, map[string]int32{"solo": 1}, client.ObjectKeyFromObject(first), func() error { return c.Create(ctx, first) }); err != nil {
+		if err := own.Create(ctx, c, "tenant", map[string]int32{"solo": 1}, client.ObjectKeyFromObject(first), func() error { return c.Create(ctx, first) }); err != nil {
 			t.Fatal(err)
 		}
 		own.Seen(client.ObjectKeyFromObject(first))
@@ -99,14 +108,14 @@ func TestAServerNeverRunsMoreMigrationJobsThanItsLimitHowEverManyReconcilesCreat
 			t.Fatal(err)
 		}
 		second := migrationJob("t-second", "solo")
-		if err := own.Create(ctx, c, map[string]int32{"solo": 1}, client.ObjectKeyFromObject(second), func() error { return c.Create(ctx, second) }); err != nil {
+		if err := own.Create(ctx, c, "tenant", map[string]int32{"solo": 1}, client.ObjectKeyFromObject(second), func() error { return c.Create(ctx, second) }); err != nil {
 			t.Fatalf("the first Job is gone, yet: %v", err)
 		}
 	})
 
 	t.Run("a server with room takes Jobs that reach it alone", func(t *testing.T) {
 		job := migrationJob("t-maria", "maria")
-		if err := slots.Create(ctx, c, map[string]int32{"maria": 3}, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) }); err != nil {
+		if err := slots.Create(ctx, c, "tenant", map[string]int32{"maria": 3}, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) }); err != nil {
 			t.Fatal(err)
 		}
 	})
