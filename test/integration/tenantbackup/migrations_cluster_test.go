@@ -550,3 +550,88 @@ func TestAServerRunsNoMoreMigrationJobsAtOnceThanItsLimit(t *testing.T) {
 		}
 	})
 }
+
+func TestFencedWritersAreStoppedBeforeThePreMigrationAndPostMigrationsRunOnceTheVersionIsReady(t *testing.T) {
+	ctx := context.Background()
+	const component = "fenced"
+	publishVersion(t, component, "1.0", &tenancyv1alpha1.Migrations{Pre: []tenancyv1alpha1.MigrationJob{
+		sqlStep("log", "app", "CREATE TABLE steps (n SERIAL PRIMARY KEY, step VARCHAR(16))"),
+	}})
+	publishVersion(t, component, "1.1", &tenancyv1alpha1.Migrations{
+		Backup: tenancyv1alpha1.MigrationBackupOff, FenceWriters: true,
+		Pre:  []tenancyv1alpha1.MigrationJob{sqlStep("expand", "app", waitForLock("app"), "INSERT INTO steps (step) VALUES ('expand')")},
+		Post: []tenancyv1alpha1.MigrationJob{sqlStep("contract", "app", "INSERT INTO steps (step) VALUES ('contract')")},
+	})
+	const tenant = "mig-fence"
+	createTenant(t, newTenant(tenant, withDatabases, runs(component, "1.0", false)))
+	release := holdLock(t, tenant, "app")
+	setVersion(t, tenant, "1.1")
+	ns := opConfig.NamespaceName(tenant)
+
+	t.Run("the version it runs is scaled to zero, its pods gone, while the pre migration runs", func(t *testing.T) {
+		componentStatus(t, tenant, func(g Gomega, st tenancyv1alpha1.ComponentStatus, _ *tenancyv1alpha1.Tenant) {
+			g.Expect(st.Migration).NotTo(BeNil())
+			g.Expect(st.Migration.Step).To(Equal("1.1/pre/expand"), "migration: %+v", st.Migration)
+		})
+		NewWithT(t).Consistently(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, d)).To(Succeed())
+			g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(0)))
+			g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example.com/fenced:1.0"))
+			_, pods := images(g, tenant)
+			g.Expect(pods).To(BeEmpty())
+		}).WithTimeout(time.Second).Should(Succeed())
+	})
+
+	t.Run("the version moves once it ends, and the post migration runs once its pods are Ready", func(t *testing.T) {
+		g := NewWithT(t)
+		release()
+		st := componentStatus(t, tenant, func(g Gomega, st tenancyv1alpha1.ComponentStatus, _ *tenancyv1alpha1.Tenant) {
+			g.Expect(st.Version).To(Equal("1.1"))
+			g.Expect(st.Ready).To(BeTrue())
+		})
+		g.Expect(st.Migration.Phase).To(Equal(tenancyv1alpha1.MigrationSucceeded))
+		d, pods := images(g, tenant)
+		g.Expect(d).To(Equal("registry.example.com/fenced:1.1"))
+		g.Expect(pods).To(HaveLen(2))
+		conn := openAs(g, tenant, "app")
+		defer conn.Close()
+		g.Expect(queryString(g, conn, "SELECT string_agg(step, ',' ORDER BY n) FROM steps")).To(Equal("expand,contract"))
+		// The post migration's Job was made after the version's pods were Ready.
+		jobs := &batchv1.JobList{}
+		g.Expect(k8s.List(ctx, jobs, client.InNamespace(ns), client.MatchingLabels{tenancyv1alpha1.MigrationLabel: migrationID(g, tenant)})).To(Succeed())
+		var contract *batchv1.Job
+		for i := range jobs.Items {
+			if jobs.Items[i].Annotations["tenancy.landlord.dev/migration-step-name"] == "1.1/post/contract" {
+				contract = &jobs.Items[i]
+			}
+		}
+		g.Expect(contract).NotTo(BeNil())
+		list := &corev1.PodList{}
+		g.Expect(k8s.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"app": "app"})).To(Succeed())
+		for _, p := range list.Items {
+			ready := false
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+					ready = !c.LastTransitionTime.After(contract.CreationTimestamp.Time)
+				}
+			}
+			g.Expect(ready).To(BeTrue(), "pod %s was not Ready when the post migration's Job was made", p.Name)
+		}
+	})
+}
+
+// migrationID is the move ID of the tenant's component's last migration, from its Jobs' label.
+func migrationID(g Gomega, tenant string) string {
+	jobs := &batchv1.JobList{}
+	g.Expect(k8s.List(context.Background(), jobs, client.InNamespace(opConfig.NamespaceName(tenant)), client.HasLabels{tenancyv1alpha1.MigrationLabel})).To(Succeed())
+	ids := map[string]bool{}
+	for _, j := range jobs.Items {
+		ids[j.Labels[tenancyv1alpha1.MigrationLabel]] = true
+	}
+	g.Expect(ids).To(HaveLen(1), "the Jobs of one move are kept, those of the one before pruned")
+	for id := range ids {
+		return id
+	}
+	return ""
+}
