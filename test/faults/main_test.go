@@ -1,8 +1,11 @@
 // Package faults_test injects faults into a running Landlord and checks that nothing is lost:
-// the operator binary is SIGKILLed at random points, two replicas hand leadership over, and a
-// database server goes away mid-provisioning. Everything is real: a whole local cluster
-// (test/testenv), PostgreSQL and MariaDB servers (internal/database/dbtest), the file secret
-// store, and the landlord binary built from this tree, run as the shipped ServiceAccount.
+// the operator binary is SIGKILLed at random points and at each step of a component's move
+// through its migrations, two replicas hand leadership over, a database server goes away
+// mid-provisioning, the secret store and the API server fail, and the operator restarts on an
+// empty store. Everything is real: a whole local cluster (test/testenv), PostgreSQL and MariaDB
+// servers (internal/database/dbtest), the file secret store, and the landlord binary built from
+// this tree, run as the shipped ServiceAccount; the cluster runs the containers of migration
+// Jobs (test/migrator) against the tenants' databases.
 //
 // Every scenario ends with checkInvariants: each tenant converges to its spec, and each
 // database and stored credential of a tenant that is not Purged still exists, logs in with the
@@ -126,7 +129,9 @@ func run(m *testing.M) int {
 	// The binary builds while the cluster starts: the two take about as long.
 	built := make(chan error, 1)
 	go func() { built <- buildOperator() }()
-	if env, err = testenv.Start(); err != nil {
+	// The cluster really runs migration Jobs (testenv.MigratorImage) as processes of the test:
+	// the operator is the binary, its Jobs' containers are the cluster's.
+	if env, err = testenv.StartWith(testenv.Options{RunJobs: true}); err != nil {
 		<-built
 		return fail(err)
 	}
