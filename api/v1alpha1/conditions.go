@@ -131,6 +131,11 @@ const (
 	// its termination message; the workloads stay on the version they ran. A ComponentRollout
 	// counts it as its version's failure.
 	ReasonMigrationFailed = "MigrationFailed"
+	// ReasonMigrationNotStarted: a component's migration Job never got a pod to run before its
+	// timeout (the tenant's quota, limit range or policies refused it): the workloads stay on
+	// the version they ran, and a ComponentRollout counts it as the tenant's own failure, not
+	// the version's.
+	ReasonMigrationNotStarted = "MigrationNotStarted"
 
 	// ReasonForeignData: data the tenant would use (a stored credentials record, a database, a
 	// login, a volume) belongs to another tenant, or was not created by Landlord. The message

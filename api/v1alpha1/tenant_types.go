@@ -361,6 +361,11 @@ type MigrationStatus struct {
 	// message).
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Reason is why a failed migration failed: MigrationFailed (it ran and failed, or its backup
+	// did), or MigrationNotStarted (its Job never got a pod to run: the tenant's namespace
+	// refused it, which says nothing of the version).
+	// +optional
+	Reason string `json:"reason,omitempty"`
 }
 
 // Databases lists a tenant's databases by engine. A name is used once across engines, because

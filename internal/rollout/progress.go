@@ -132,7 +132,9 @@ func OwnCause(ro *tenancyv1alpha1.ComponentRollout, t *tenancyv1alpha1.Tenant) b
 }
 
 // waitingReasons are the reasons of a components phase that waits for another phase.
-var waitingReasons = []string{tenancyv1alpha1.ReasonNamespaceNotReady, tenancyv1alpha1.ReasonDomainsNotReady, tenancyv1alpha1.ReasonWorkloadsNotReady}
+var waitingReasons = []string{tenancyv1alpha1.ReasonNamespaceNotReady, tenancyv1alpha1.ReasonDomainsNotReady, tenancyv1alpha1.ReasonWorkloadsNotReady,
+	// A migration whose Job never got a pod: the tenant's namespace refused it.
+	tenancyv1alpha1.ReasonMigrationNotStarted}
 
 // VersionFailures counts the failures of the version itself among a wave's, and those of
 // tenants for reasons of their own.

@@ -120,6 +120,8 @@ func TestOwnCause(t *testing.T) {
 		{"waiting for a domain another tenant holds is its own cause", waiting(tenancyv1alpha1.ReasonDomainsNotReady), true},
 		{"waiting for its workloads is its own cause", waiting(tenancyv1alpha1.ReasonWorkloadsNotReady), true},
 		{"a version that does not render is the version's", waiting(tenancyv1alpha1.ReasonRenderFailed), false},
+		{"a migration that ran and failed is the version's", waiting(tenancyv1alpha1.ReasonMigrationFailed), false},
+		{"a migration whose Job the tenant's namespace never let run is its own cause", waiting(tenancyv1alpha1.ReasonMigrationNotStarted), true},
 		{"a version applied that fails is the version's", applied, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -634,4 +635,46 @@ func migrationID(g Gomega, tenant string) string {
 		return id
 	}
 	return ""
+}
+
+func TestAMigrationTheTenantsOwnQuotaNeverLetsRunIsNotTheVersionsFailure(t *testing.T) {
+	ctx := context.Background()
+	const component = "starved"
+	publishVersion(t, component, "1.0", nil)
+	step := sqlStep("never", "app", "SELECT 1")
+	step.Timeout = &metav1.Duration{Duration: 5 * time.Second}
+	publishVersion(t, component, "1.1", &tenancyv1alpha1.Migrations{Backup: tenancyv1alpha1.MigrationBackupOff, Pre: []tenancyv1alpha1.MigrationJob{step}})
+	const tenant = "mig-starved"
+	// Its two pods fill its quota: the migration's pod is refused.
+	createTenant(t, newTenant(tenant, withDatabases, runs(component, "1.0", true), func(t *tenancyv1alpha1.Tenant) {
+		t.Labels = map[string]string{"migrations-test": "starved"}
+		t.Spec.Quota = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}
+	}))
+	ro := &tenancyv1alpha1.ComponentRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "starved-1.1"},
+		Spec: tenancyv1alpha1.ComponentRolloutSpec{Component: component, Version: "1.1",
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"migrations-test": "starved"}}},
+	}
+	NewWithT(t).Expect(k8s.Create(ctx, ro)).To(Succeed())
+	t.Cleanup(func() { _ = k8s.Delete(ctx, ro) })
+
+	t.Run("the tenant reports MigrationNotStarted and stays on the version it ran", func(t *testing.T) {
+		st := componentStatus(t, tenant, func(g Gomega, st tenancyv1alpha1.ComponentStatus, _ *tenancyv1alpha1.Tenant) {
+			g.Expect(st.Migration).NotTo(BeNil())
+			g.Expect(st.Migration.Phase).To(Equal(tenancyv1alpha1.MigrationFailed), "migration: %+v", st.Migration)
+		})
+		g := NewWithT(t)
+		g.Expect(st.Migration.Reason).To(Equal(tenancyv1alpha1.ReasonMigrationNotStarted), "migration: %+v", st.Migration)
+		g.Expect(st.Version).To(Equal("1.0"))
+		g.Expect(st.Reason).To(Equal(tenancyv1alpha1.ReasonMigrationNotStarted))
+	})
+
+	t.Run("the rollout counts it as the tenant's own failure, not the version's", func(t *testing.T) {
+		NewWithT(t).Eventually(func(g Gomega) {
+			got := &tenancyv1alpha1.ComponentRollout{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ro), got)).To(Succeed())
+			g.Expect(got.Status.Blocked).To(BeEquivalentTo(1))
+			g.Expect(got.Status.Failed).To(BeEquivalentTo(0))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
 }

@@ -2,8 +2,18 @@ package components
 
 import (
 	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/component"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/migrations"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 )
@@ -96,6 +106,19 @@ func (e *Engine) held(ctx context.Context, s *scope, c tenancyv1alpha1.Component
 	old.Version = from
 	st, res := e.ensureComponent(ctx, s, old, prev, d.Fence)
 	out := heldStatus{ComponentStatus: st, fencedReady: d.Fence && st.Ready && !res.Stalled && res.Err == nil}
+	if out.fencedReady && d.Status.Phase == tenancyv1alpha1.MigrationFencing {
+		// Scaled to zero is not stopped: a workload reads as rolled out while its pods are still
+		// in their grace period, writing. The fence holds until none is left.
+		left, err := e.podsLeft(ctx, s, st.Inventory)
+		if err != nil {
+			res = phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
+		}
+		out.fencedReady = err == nil && left == ""
+		if left != "" {
+			d.Result.Message += ": " + left
+			d.Status.Message = d.Result.Message
+		}
+	}
 	out.Migration = d.Status
 	out.Ready = false
 	out.Message = d.Result.Message
@@ -115,4 +138,52 @@ func (e *Engine) keep(prev *tenancyv1alpha1.ComponentStatus, c tenancyv1alpha1.C
 	st.Ready = false
 	st.Message = res.Message
 	return st, res
+}
+
+// podsLeft says which of the workloads in the inventory still have pods, terminating ones
+// included, read from the API server (pods are not cached); "" when none has.
+func (e *Engine) podsLeft(ctx context.Context, s *scope, inventory []string) (string, error) {
+	var left []string
+	for _, key := range inventory {
+		gk, name, err := component.ParseInventoryKey(key)
+		if err != nil {
+			continue
+		}
+		if _, ok := workloadEntry(gk, name); !ok {
+			continue
+		}
+		mapping, err := e.Client.RESTMapper().RESTMapping(gk)
+		if err != nil {
+			return "", err
+		}
+		w := &unstructured.Unstructured{}
+		w.SetGroupVersionKind(mapping.GroupVersionKind)
+		if err := e.APIReader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, w); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return "", err
+		}
+		raw, found, err := unstructured.NestedMap(w.Object, "spec", "selector")
+		if err != nil || !found {
+			continue
+		}
+		sel := &metav1.LabelSelector{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, sel); err != nil {
+			return "", err
+		}
+		selector, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil || selector.Empty() {
+			continue
+		}
+		pods := &metav1.PartialObjectMetadataList{}
+		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := e.APIReader.List(ctx, pods, client.InNamespace(s.namespace), client.MatchingLabelsSelector{Selector: selector}); err != nil {
+			return "", err
+		}
+		if n := len(pods.Items); n > 0 {
+			left = append(left, fmt.Sprintf("%d pods of %s %s still stopping", n, gk.Kind, name))
+		}
+	}
+	return strings.Join(left, ", "), nil
 }

@@ -129,7 +129,7 @@ func (e *Engine) start(m Move) (st *tenancyv1alpha1.MigrationStatus, fresh bool)
 		if st.Phase == tenancyv1alpha1.MigrationFailed && m.Retry {
 			st.Attempts++
 			now := e.now()
-			st.StartedAt, st.FinishedAt, st.Step, st.Job, st.Backup, st.Message = &now, nil, "", "", "", ""
+			st.StartedAt, st.FinishedAt, st.Step, st.Job, st.Backup, st.Message, st.Reason = &now, nil, "", "", "", "", ""
 			return st, true
 		}
 		return st, false
@@ -260,6 +260,24 @@ func (e *Engine) step(ctx context.Context, m Move, st *tenancyv1alpha1.Migration
 	case !finished:
 		return false, e.hold(st, stage, "migration %s runs (Job %s)", step.Name(), name)
 	case failed:
+		if st.Phase == tenancyv1alpha1.MigrationFailed {
+			// Recorded already: its reason and last words are in the status.
+			return false, Decision{Gate: Failed, Status: st, Result: failedResult(m, st)}
+		}
+		started, err := e.started(ctx, job)
+		if err != nil {
+			return false, e.transient(st, err)
+		}
+		if !started {
+			// Its pod was never made: the tenant's namespace refused it (a quota its own pods
+			// fill, a limit range). Nothing of the version ran; a rollout does not count it
+			// against the version, which a tenant could otherwise halt at will.
+			d := e.fail(m, st, step.Name(), name, "component %s %s: migration %s never ran: Job %s got no pod before it ended (%s); see the namespace's events (kubectl get events -n %s)",
+				m.Component, m.To, step.Name(), name, why, m.Namespace)
+			d.Status.Reason = tenancyv1alpha1.ReasonMigrationNotStarted
+			d.Result = failedResult(m, d.Status)
+			return false, d
+		}
 		msg, err := e.lastWords(ctx, m, job)
 		if err != nil {
 			return false, e.transient(st, err)
@@ -361,6 +379,16 @@ func Outcome(j *batchv1.Job) (finished, failed bool, why string) {
 		}
 	}
 	return false, false, ""
+}
+
+// started reports whether any pod of a failed Job ran: the API server's Job counts its failed
+// and succeeded pods (the cache keeps only its conditions).
+func (e *Engine) started(ctx context.Context, job *batchv1.Job) (bool, error) {
+	live := &batchv1.Job{}
+	if err := e.APIReader.Get(ctx, client.ObjectKeyFromObject(job), live); err != nil {
+		return false, err
+	}
+	return live.Status.Failed > 0 || live.Status.Succeeded > 0, nil
 }
 
 // lastWords is the termination message of the Job's last failed container, with the
@@ -497,7 +525,7 @@ func (e *Engine) fail(m Move, st *tenancyv1alpha1.MigrationStatus, step, job, fo
 		migrationsFinished.WithLabelValues(m.Component, "failed").Inc()
 	}
 	now := e.now()
-	st.Phase, st.Message, st.FinishedAt = tenancyv1alpha1.MigrationFailed, msg, &now
+	st.Phase, st.Message, st.FinishedAt, st.Reason = tenancyv1alpha1.MigrationFailed, msg, &now, tenancyv1alpha1.ReasonMigrationFailed
 	if step != "" {
 		st.Step, st.Job = step, job
 	}
@@ -509,7 +537,11 @@ func failedResult(m Move, st *tenancyv1alpha1.MigrationStatus) phase.Result {
 	if st.Backup != "" {
 		msg += fmt.Sprintf(" (TenantBackup %s holds the data from before; restoring it is yours to decide)", st.Backup)
 	}
-	return phase.Stalled(tenancyv1alpha1.ReasonMigrationFailed, "%s", msg)
+	reason := st.Reason
+	if reason == "" {
+		reason = tenancyv1alpha1.ReasonMigrationFailed
+	}
+	return phase.Stalled(reason, "%s", msg)
 }
 
 func hasDatabase(t *tenancyv1alpha1.Tenant, name string) bool {
