@@ -167,7 +167,9 @@ type MigrationJob struct {
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
-	// Timeout bounds the Job (its activeDeadlineSeconds); 10m when unset.
+	// Timeout bounds the Job (its activeDeadlineSeconds), from 1s to 24h; 10m when unset. A Job
+	// holds its place on its database servers (spec.maxConcurrentJobs) for as long as it runs.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="must be from 1s to 24h"
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 

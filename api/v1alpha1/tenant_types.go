@@ -349,9 +349,18 @@ type MigrationStatus struct {
 	// +optional
 	Backup string `json:"backup,omitempty"`
 	// Attempts counts the times the migration was started: a reconcile requested after a
-	// failure starts another attempt.
+	// failure starts another attempt, from the step that failed (from the first step when a
+	// TenantRestore into the tenant succeeded since the failed attempt began).
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
+	// Done counts the steps of the move (its pre migrations, then its post ones) that
+	// succeeded: never run again, even should their Jobs be deleted.
+	// +optional
+	Done int32 `json:"done,omitempty"`
+	// StepStartedAt is when the Job of the step running was created: a ComponentRollout counts
+	// the tenant's progress deadline from it, not from the time the tenant waited its turn.
+	// +optional
+	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
 	// StartedAt is when the migration began; FinishedAt when it succeeded or failed.
 	// +optional
 	StartedAt *metav1.Time `json:"startedAt,omitempty"`

@@ -16,6 +16,7 @@ import (
 // restoreOptions are the restore command's flags.
 type restoreOptions struct {
 	backup, beforeMigration, name string
+	force                         bool
 }
 
 func newRestoreCommand(root *rootOptions) *cobra.Command {
@@ -50,6 +51,7 @@ tenancy.landlord.dev/accept-copy-from annotation). Follow it with landlordctl ge
 	f.StringVar(&o.backup, "backup", "", "The TenantBackup to restore.")
 	f.StringVar(&o.beforeMigration, "before-migration", "", "Restore the backup taken before this component's last migration.")
 	f.StringVar(&o.name, "name", "", "The TenantRestore's name (<tenant>-restore-<time> when empty).")
+	f.BoolVar(&o.force, "force", false, "With --before-migration, restore even though the migration did not fail.")
 	return cmd
 }
 
@@ -64,7 +66,7 @@ func restore(ctx context.Context, root *rootOptions, o *restoreOptions, tenant s
 	}
 	name := o.backup
 	if o.beforeMigration != "" {
-		if name, err = migrationBackup(t, o.beforeMigration); err != nil {
+		if name, err = migrationBackup(t, o.beforeMigration, o.force); err != nil {
 			return err
 		}
 	}
@@ -85,16 +87,23 @@ func restore(ctx context.Context, root *rootOptions, o *restoreOptions, tenant s
 	return nil
 }
 
-// migrationBackup is the backup the tenant's component took before its last migration.
-func migrationBackup(t *tenancyv1alpha1.Tenant, component string) (string, error) {
+// migrationBackup is the backup the tenant's component took before its last migration, when
+// that migration failed (or with force): after one that succeeded, or runs, the version's code
+// expects the migrated data, and migrations do not run again.
+func migrationBackup(t *tenancyv1alpha1.Tenant, component string, force bool) (string, error) {
 	for _, c := range t.Status.Components {
 		if c.Name != component {
 			continue
 		}
-		if c.Migration == nil || c.Migration.Backup == "" {
+		m := c.Migration
+		if m == nil || m.Backup == "" {
 			return "", fmt.Errorf("component %s of tenant %s took no backup before a migration (status.components[].migration.backup is empty)", component, t.Name)
 		}
-		return c.Migration.Backup, nil
+		if m.Phase != tenancyv1alpha1.MigrationFailed && !force {
+			return "", fmt.Errorf("component %s of tenant %s: its migration from %s to %s is %s, not Failed: the data its backup holds is from before it, and the code running expects it migrated; --force restores it anyway",
+				component, t.Name, m.From, m.To, m.Phase)
+		}
+		return m.Backup, nil
 	}
 	return "", fmt.Errorf("tenant %s has no component %s in its status", t.Name, component)
 }

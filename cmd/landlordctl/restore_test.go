@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,16 +35,22 @@ func TestBeforeMigrationFindsTheBackupTheComponentsLastMigrationTook(t *testing.
 	tenant := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme"}, Status: tenancyv1alpha1.TenantStatus{Components: []tenancyv1alpha1.ComponentStatus{
 		{Name: "web", Migration: &tenancyv1alpha1.MigrationStatus{To: "1.1", Phase: tenancyv1alpha1.MigrationFailed, Backup: "acme-migrate-abc-1"}},
 		{Name: "worker", Migration: &tenancyv1alpha1.MigrationStatus{To: "2.0", Phase: tenancyv1alpha1.MigrationSucceeded}},
+		{Name: "billing-api", Migration: &tenancyv1alpha1.MigrationStatus{From: "1.0", To: "1.1", Phase: tenancyv1alpha1.MigrationSucceeded, Backup: "acme-migrate-def-1"}},
 		{Name: "api"},
 	}}}
-	for _, tc := range []struct{ component, want, err string }{
+	for _, tc := range []struct {
+		component, want, err string
+		force                bool
+	}{
 		{component: "web", want: "acme-migrate-abc-1"},
+		{component: "billing-api", err: "is Succeeded, not Failed"},
+		{component: "billing-api", force: true, want: "acme-migrate-def-1"},
 		{component: "worker", err: "took no backup"},
 		{component: "api", err: "took no backup"},
 		{component: "billing", err: "has no component billing"},
 	} {
-		t.Run(tc.component, func(t *testing.T) {
-			got, err := migrationBackup(tenant, tc.component)
+		t.Run(fmt.Sprintf("%s, forced %v", tc.component, tc.force), func(t *testing.T) {
+			got, err := migrationBackup(tenant, tc.component, tc.force)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want one saying %q", err, tc.err)

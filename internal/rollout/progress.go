@@ -89,6 +89,20 @@ func ProgressOf(ro *tenancyv1alpha1.ComponentRollout, follows bool, superseded m
 			started = opened
 		}
 	}
+	if i >= 0 {
+		if m := t.Status.Components[i].Migration; m != nil && m.To == ro.Spec.Version &&
+			(m.Phase == tenancyv1alpha1.MigrationPre || m.Phase == tenancyv1alpha1.MigrationPost) {
+			if m.Job == "" {
+				// Its migration waits its turn on a database server (or for another move's
+				// Job): a queue the rollout itself made, which says nothing of the version or
+				// the tenant. Its deadline counts once its Job starts.
+				return Standing{Progress: Pending, Deadline: now.Add(ProgressDeadline(ro))}
+			}
+			if m.StepStartedAt != nil && m.StepStartedAt.After(started) {
+				started, since = m.StepStartedAt.Time, "its migration's Job started"
+			}
+		}
+	}
 	ready := meta.FindStatusCondition(t.Status.Conditions, tenancyv1alpha1.ReadyCondition)
 	message := ""
 	if ready != nil {

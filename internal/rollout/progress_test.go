@@ -35,7 +35,14 @@ func TestProgressOf(t *testing.T) {
 		return t
 	}
 	migrating := tenant("1.0.0", "", true)
-	migrating.Status.Components[0].Migration = &tenancyv1alpha1.MigrationStatus{From: "1.0.0", To: "2.0.0", Phase: tenancyv1alpha1.MigrationPre}
+	migrating.Status.Components[0].Migration = &tenancyv1alpha1.MigrationStatus{From: "1.0.0", To: "2.0.0", Phase: tenancyv1alpha1.MigrationPre, Job: "migrate-web-1"}
+	// Its migration waits its turn on a database server: no Job yet.
+	queued := tenant("1.0.0", "", true)
+	queued.Status.Components[0].Migration = &tenancyv1alpha1.MigrationStatus{From: "1.0.0", To: "2.0.0", Phase: tenancyv1alpha1.MigrationPre}
+	// Its migration's Job started 50 minutes into the wave, after a long wait for its turn.
+	stepLate := tenant("1.0.0", "", true)
+	stepLate.Status.Components[0].Migration = &tenancyv1alpha1.MigrationStatus{From: "1.0.0", To: "2.0.0", Phase: tenancyv1alpha1.MigrationPre,
+		Job: "migrate-web-1", StepStartedAt: &metav1.Time{Time: start.Add(50 * time.Minute)}}
 	stalled := metav1.Condition{Type: tenancyv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonRenderFailed, Message: "boom",
 		LastTransitionTime: metav1.NewTime(start.Add(time.Minute))}
 	stalledBefore := stalled
@@ -82,6 +89,12 @@ func TestProgressOf(t *testing.T) {
 			tenant: windowed(tenant("2.0.0", "web-2", false), "12:30"), after: 95 * time.Minute, want: rollout.Failed, wantReason: tenancyv1alpha1.ReasonProgressDeadlineExceeded},
 		{name: "a migration begun in the window is judged after it closes, not waiting", follows: true,
 			tenant: windowed(migrating, "11:55"), after: 61 * time.Minute, want: rollout.Failed, wantReason: tenancyv1alpha1.ReasonProgressDeadlineExceeded},
+		{name: "a tenant whose migration waits its turn on a database server is pending past the deadline", follows: true,
+			tenant: queued, after: 3 * time.Hour, want: rollout.Pending, wantTime: start.Add(3*time.Hour + 10*time.Minute)},
+		{name: "a migration's deadline counts from its Job's start, not from the wave's", follows: true,
+			tenant: stepLate, after: 55 * time.Minute, want: rollout.Pending, wantTime: start.Add(60 * time.Minute)},
+		{name: "a migration's Job running past the deadline from its start fails the tenant", follows: true,
+			tenant: stepLate, after: 61 * time.Minute, want: rollout.Failed, wantReason: tenancyv1alpha1.ReasonProgressDeadlineExceeded},
 		{name: "a tenant running the version Ready outside its window is done", follows: true, tenant: windowed(tenant("2.0.0", "web-2", true), "02:00"),
 			after: time.Minute, want: rollout.Done},
 	} {

@@ -124,5 +124,6 @@ func Begun(st *tenancyv1alpha1.ComponentStatus, version string) bool {
 		return true
 	}
 	m := st.Migration
-	return m != nil && m.To == version && m.Phase != tenancyv1alpha1.MigrationSucceeded && m.Phase != tenancyv1alpha1.MigrationFailed
+	// A failed migration to the version began too: the tenant stays failed, not waiting.
+	return m != nil && m.To == version && m.Phase != tenancyv1alpha1.MigrationSucceeded
 }

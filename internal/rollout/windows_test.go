@@ -155,8 +155,8 @@ func TestMayMoveNow(t *testing.T) {
 		"a tenant migrating to the version finishes its move": {
 			tenant: tenant(closed, running("1.0.0", &tenancyv1alpha1.MigrationStatus{To: "2.0.0", Phase: tenancyv1alpha1.MigrationPre})), want: true,
 		},
-		"a failed migration to the version waits for the next window": {
-			tenant: tenant(closed, running("1.0.0", &tenancyv1alpha1.MigrationStatus{To: "2.0.0", Phase: tenancyv1alpha1.MigrationFailed})),
+		"a failed migration to the version began: it stays the rollout's failure, not waiting for a window": {
+			tenant: tenant(closed, running("1.0.0", &tenancyv1alpha1.MigrationStatus{To: "2.0.0", Phase: tenancyv1alpha1.MigrationFailed})), want: true,
 		},
 		"a migration to another version does not let it move": {
 			tenant: tenant(closed, running("1.0.0", &tenancyv1alpha1.MigrationStatus{To: "1.5.0", Phase: tenancyv1alpha1.MigrationPre})),

@@ -677,4 +677,23 @@ func TestAMigrationTheTenantsOwnQuotaNeverLetsRunIsNotTheVersionsFailure(t *test
 			g.Expect(got.Status.Failed).To(BeEquivalentTo(0))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
+
+	t.Run("once there is room, a requested reconcile runs it again as a new attempt, and the tenant moves", func(t *testing.T) {
+		g := NewWithT(t)
+		got := &tenancyv1alpha1.Tenant{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: tenant}, got)).To(Succeed())
+		got.Spec.Quota = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")}
+		if got.Annotations == nil {
+			got.Annotations = map[string]string{}
+		}
+		got.Annotations[tenancyv1alpha1.ReconcileRequestAnnotation] = time.Now().Format(time.RFC3339Nano)
+		g.Expect(k8s.Update(ctx, got)).To(Succeed())
+		st := componentStatus(t, tenant, func(g Gomega, st tenancyv1alpha1.ComponentStatus, _ *tenancyv1alpha1.Tenant) {
+			g.Expect(st.Version).To(Equal("1.1"), "migration: %+v", st.Migration)
+			g.Expect(st.Ready).To(BeTrue())
+		})
+		g.Expect(st.Migration.Phase).To(Equal(tenancyv1alpha1.MigrationSucceeded))
+		g.Expect(st.Migration.Attempts).To(BeEquivalentTo(2))
+		g.Expect(st.Migration.Job).To(BeEmpty())
+	})
 }

@@ -39,6 +39,28 @@ func (e *Engine) move(ctx context.Context, s *scope, c tenancyv1alpha1.Component
 	if e.Migrations == nil {
 		return plain()
 	}
+	if migrations.Running(last) && last.To != to {
+		// The component leaves a move before it ended: not while one of its Jobs runs (a
+		// migration is never cut off half done, nor run beside another), the version it ran
+		// fenced meanwhile if the move fenced it.
+		job, err := e.Migrations.RunningJob(ctx, s.tenant, s.namespace, c.Name)
+		if err != nil {
+			return e.keep(prev, c, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err))
+		}
+		if job != "" {
+			templates, err := e.Migrations.Templates(ctx)
+			if err != nil {
+				return e.keep(prev, c, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err))
+			}
+			fence := (last.Phase == tenancyv1alpha1.MigrationFencing || last.Phase == tenancyv1alpha1.MigrationPre) &&
+				migrations.PathOf(templates, c.Name, last.From, last.To).FenceWriters && last.From != ""
+			d := migrations.Decision{Gate: migrations.Hold, Fence: fence, Status: last.DeepCopy(),
+				Result: phase.Progressing(tenancyv1alpha1.ReasonMigrating, "moving to %s once Job %s, a migration to %s, ends", to, job, last.To)}
+			st, res := e.held(ctx, s, c, prev, running, d)
+			return st.ComponentStatus, res
+		}
+		last = e.Migrations.Superseded(last, to)
+	}
 	if applied {
 		// The version is applied: only a move whose post migrations have not succeeded is left.
 		if last == nil || last.To != to || last.Phase == tenancyv1alpha1.MigrationSucceeded {

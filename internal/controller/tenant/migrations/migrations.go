@@ -127,9 +127,12 @@ func (e *Engine) start(m Move) (st *tenancyv1alpha1.MigrationStatus, fresh bool)
 			st.Attempts = 1
 		}
 		if st.Phase == tenancyv1alpha1.MigrationFailed && m.Retry {
+			// Another attempt, from the step that failed: the backup of the last attempt stays
+			// named until this one takes its own.
 			st.Attempts++
 			now := e.now()
-			st.StartedAt, st.FinishedAt, st.Step, st.Job, st.Backup, st.Message, st.Reason = &now, nil, "", "", "", "", ""
+			st.Phase, st.StartedAt, st.FinishedAt, st.StepStartedAt = "", &now, nil, nil
+			st.Step, st.Job, st.Message, st.Reason = "", "", "", ""
 			return st, true
 		}
 		return st, false
@@ -150,10 +153,8 @@ func (e *Engine) Before(ctx context.Context, m Move, path Path, fencedReady bool
 	}
 	id := ID(string(m.Tenant.UID), m.Component, m.From, m.To)
 	if fresh {
-		e.Recorder.Eventf(m.Tenant, nil, corev1.EventTypeNormal, ReasonMigrationStarted, "Migrate", "component %s: migrating from %s to %s (attempt %d)",
-			m.Component, versionOrNone(m.From), m.To, st.Attempts)
-		if err := e.pruneJobs(ctx, m, id); err != nil {
-			return e.transient(st, err)
+		if d, held := e.begin(ctx, m, st, id); held {
+			return d
 		}
 	}
 	if m.Tenant.Spec.State == tenancyv1alpha1.StateFrozen {
@@ -219,6 +220,12 @@ func (e *Engine) After(ctx context.Context, m Move, path Path) Decision {
 		return Decision{Gate: Failed, Status: st, Result: failedResult(m, st)}
 	}
 	id := ID(string(m.Tenant.UID), m.Component, m.From, m.To)
+	if st.Attempts > 1 && st.Phase == "" {
+		// A retried post migration.
+		if d, held := e.begin(ctx, m, st, id); held {
+			return d
+		}
+	}
 	for i, step := range path.Post {
 		done, d := e.step(ctx, m, st, id, len(path.Pre)+i, step)
 		if !done {
@@ -235,9 +242,79 @@ func (e *Engine) After(ctx context.Context, m Move, path Path) Decision {
 	return Decision{Gate: Proceed, Status: st}
 }
 
-// step runs one migration's Job: done once it completed; otherwise the decision while it runs,
-// or once it failed.
+// begin starts a move, or another attempt of one: it says so, starts the attempt from the first
+// step should a restore have put the tenant's data back since the last attempt began, and prunes
+// the Jobs of other moves that ended. A Job of another move still running holds this one back
+// (held): a migration is never cut off half done, nor run beside another.
+func (e *Engine) begin(ctx context.Context, m Move, st *tenancyv1alpha1.MigrationStatus, id string) (Decision, bool) {
+	jobs := &batchv1.JobList{}
+	if err := e.Client.List(ctx, jobs, client.InNamespace(m.Namespace), client.MatchingLabels{
+		tenancyv1alpha1.TenantLabel: m.Tenant.Name, tenancyv1alpha1.ComponentLabel: m.Component,
+	}, client.HasLabels{MigrationLabel}); err != nil {
+		return e.transient(st, err), true
+	}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if j.Labels[MigrationLabel] == id || !metav1.IsControlledBy(j, m.Tenant) {
+			continue
+		}
+		if ended, _, _ := Outcome(j); !ended {
+			st.Phase = tenancyv1alpha1.MigrationPre
+			return e.hold(st, "", "waits for Job %s, a migration of another move, to end", j.Name), true
+		}
+	}
+	if st.Attempts > 1 && st.Done > 0 {
+		restored, err := e.restoredSince(ctx, m.Tenant, m.Last)
+		if err != nil {
+			return e.transient(st, err), true
+		}
+		if restored != "" {
+			// The data is as it was before the move: every step runs again.
+			st.Done = 0
+		}
+	}
+	e.Recorder.Eventf(m.Tenant, nil, corev1.EventTypeNormal, ReasonMigrationStarted, "Migrate", "component %s: migrating from %s to %s (attempt %d, from step %d)",
+		m.Component, versionOrNone(m.From), m.To, st.Attempts, st.Done+1)
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if j.Labels[MigrationLabel] == id || !metav1.IsControlledBy(j, m.Tenant) {
+			continue
+		}
+		if err := e.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return e.transient(st, err), true
+		}
+	}
+	return Decision{}, false
+}
+
+// restoredSince names a TenantRestore into the tenant that succeeded after the last attempt
+// began; "" when none did. Read from the API server: restores are not cached on every shard.
+func (e *Engine) restoredSince(ctx context.Context, t *tenancyv1alpha1.Tenant, last *tenancyv1alpha1.MigrationStatus) (string, error) {
+	if last == nil || last.StartedAt == nil {
+		return "", nil
+	}
+	list := &tenancyv1alpha1.TenantRestoreList{}
+	if err := e.APIReader.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return "", nil
+		}
+		return "", err
+	}
+	for _, rs := range list.Items {
+		if rs.Status.TenantUID == string(t.UID) && rs.Status.Phase == tenancyv1alpha1.BackupSucceeded &&
+			rs.Status.CompletionTime != nil && !rs.Status.CompletionTime.Before(last.StartedAt) {
+			return rs.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// step runs one migration's Job: done once it completed (or a step before counted it done);
+// otherwise the decision while it runs, or once it failed.
 func (e *Engine) step(ctx context.Context, m Move, st *tenancyv1alpha1.MigrationStatus, id string, i int, step Step) (bool, Decision) {
+	if int32(i) < st.Done {
+		return true, Decision{}
+	}
 	stage := tenancyv1alpha1.MigrationPre
 	if step.Stage == Post {
 		stage = tenancyv1alpha1.MigrationPost
@@ -255,6 +332,13 @@ func (e *Engine) step(ctx context.Context, m Move, st *tenancyv1alpha1.Migration
 		return false, e.transient(st, err)
 	}
 	st.Phase, st.Step, st.Job = stage, step.Name(), name
+	if st.StepStartedAt == nil || !job.CreationTimestamp.IsZero() && st.StepStartedAt.Before(&job.CreationTimestamp) {
+		created := job.CreationTimestamp
+		if created.IsZero() {
+			created = e.now()
+		}
+		st.StepStartedAt = &created
+	}
 	// Not kstatus's verdict: it reads a Job that started as Current.
 	switch finished, failed, why := Outcome(job); {
 	case !finished:
@@ -264,10 +348,13 @@ func (e *Engine) step(ctx context.Context, m Move, st *tenancyv1alpha1.Migration
 			// Recorded already: its reason and last words are in the status.
 			return false, Decision{Gate: Failed, Status: st, Result: failedResult(m, st)}
 		}
-		started, err := e.started(ctx, job)
-		if err != nil {
+		// The API server's copy: it counts the Job's pods, and carries its UID, which its pods
+		// name as their controller.
+		live := &batchv1.Job{}
+		if err := e.APIReader.Get(ctx, client.ObjectKeyFromObject(job), live); err != nil {
 			return false, e.transient(st, err)
 		}
+		started := live.Status.Failed > 0 || live.Status.Succeeded > 0
 		if !started {
 			// Its pod was never made: the tenant's namespace refused it (a quota its own pods
 			// fill, a limit range). Nothing of the version ran; a rollout does not count it
@@ -278,7 +365,7 @@ func (e *Engine) step(ctx context.Context, m Move, st *tenancyv1alpha1.Migration
 			d.Result = failedResult(m, d.Status)
 			return false, d
 		}
-		msg, err := e.lastWords(ctx, m, job)
+		msg, err := e.lastWords(ctx, m, live)
 		if err != nil {
 			return false, e.transient(st, err)
 		}
@@ -287,6 +374,8 @@ func (e *Engine) step(ctx context.Context, m Move, st *tenancyv1alpha1.Migration
 		}
 		return false, e.fail(m, st, step.Name(), name, "component %s %s: migration %s failed (Job %s): %s", m.Component, m.To, step.Name(), name, why)
 	}
+	st.Done = int32(i) + 1
+	st.StepStartedAt = nil
 	return true, Decision{}
 }
 
@@ -381,16 +470,6 @@ func Outcome(j *batchv1.Job) (finished, failed bool, why string) {
 	return false, false, ""
 }
 
-// started reports whether any pod of a failed Job ran: the API server's Job counts its failed
-// and succeeded pods (the cache keeps only its conditions).
-func (e *Engine) started(ctx context.Context, job *batchv1.Job) (bool, error) {
-	live := &batchv1.Job{}
-	if err := e.APIReader.Get(ctx, client.ObjectKeyFromObject(job), live); err != nil {
-		return false, err
-	}
-	return live.Status.Failed > 0 || live.Status.Succeeded > 0, nil
-}
-
 // lastWords is the termination message of the Job's last failed container, with the
 // credentials of the tenant's databases taken out: a migration's output is the tenant's code's,
 // and may print what it connected with.
@@ -400,22 +479,31 @@ func (e *Engine) lastWords(ctx context.Context, m Move, job *batchv1.Job) (strin
 		return "", err
 	}
 	var msg string
+	var code int32
 	var at time.Time
+	found := false
 	for _, p := range pods.Items {
+		// The job-name label alone is anyone's to set on a pod of their own.
+		if !metav1.IsControlledBy(&p, job) {
+			continue
+		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if term := cs.State.Terminated; term != nil && term.ExitCode != 0 && !term.FinishedAt.Time.Before(at) {
-				at = term.FinishedAt.Time
-				msg = fmt.Sprintf("exit code %d: %s", term.ExitCode, strings.TrimSpace(term.Message))
+				at, code, msg, found = term.FinishedAt.Time, term.ExitCode, strings.TrimSpace(term.Message), true
 			}
 		}
 	}
+	if !found {
+		return "", nil
+	}
+	// Taken out of the message as the container left it, before anything is put in front.
 	for _, db := range m.Tenant.Spec.Databases.Postgres {
 		msg = e.redact(ctx, m.Namespace, db.Name, msg)
 	}
 	for _, db := range m.Tenant.Spec.Databases.MySQL {
 		msg = e.redact(ctx, m.Namespace, db.Name, msg)
 	}
-	return clip(msg, 1024), nil
+	return fmt.Sprintf("exit code %d: %s", code, clip(msg, 1024)), nil
 }
 
 // redact takes a database's password and URL out of msg.
@@ -425,8 +513,32 @@ func (e *Engine) redact(ctx context.Context, namespace, db, msg string) string {
 		return msg
 	}
 	for _, key := range []string{tenancyv1alpha1.CredentialsKeyURL, tenancyv1alpha1.CredentialsKeyPassword} {
-		if v := string(s.Data[key]); len(v) >= 4 {
-			msg = strings.ReplaceAll(msg, v, "[redacted]")
+		msg = Redact(msg, string(s.Data[key]))
+	}
+	return msg
+}
+
+// minFragment is the shortest piece of a secret Redact takes out at either end of a message: a
+// log tail may start in its middle, or a clip end there.
+const minFragment = 6
+
+// Redact takes secret out of msg: whole, and where msg starts with its end or ends with its
+// start (a message cut from a longer one).
+func Redact(msg, secret string) string {
+	if len(secret) < 4 {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, secret, "[redacted]")
+	for n := len(secret) - 1; n >= minFragment; n-- {
+		if strings.HasPrefix(msg, secret[len(secret)-n:]) {
+			msg = "[redacted]" + msg[n:]
+			break
+		}
+	}
+	for n := len(secret) - 1; n >= minFragment; n-- {
+		if strings.HasSuffix(msg, secret[:n]) {
+			msg = msg[:len(msg)-n] + "[redacted]"
+			break
 		}
 	}
 	return msg
@@ -474,27 +586,6 @@ func readyMessage(conds []metav1.Condition) string {
 		return c.Reason + ": " + c.Message
 	}
 	return "failed"
-}
-
-// pruneJobs deletes the component's migration Jobs of other moves (their pods with them): a
-// move's Jobs are kept, for their logs, until the component's next move starts.
-func (e *Engine) pruneJobs(ctx context.Context, m Move, id string) error {
-	jobs := &batchv1.JobList{}
-	if err := e.Client.List(ctx, jobs, client.InNamespace(m.Namespace), client.MatchingLabels{
-		tenancyv1alpha1.TenantLabel: m.Tenant.Name, tenancyv1alpha1.ComponentLabel: m.Component,
-	}, client.HasLabels{MigrationLabel}); err != nil {
-		return err
-	}
-	for i := range jobs.Items {
-		j := &jobs.Items[i]
-		if j.Labels[MigrationLabel] == id || !metav1.IsControlledBy(j, m.Tenant) {
-			continue
-		}
-		if err := e.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // hold: the move waits (for its backup, its fence or a Job); the component keeps its version.
@@ -556,9 +647,39 @@ func versionOrNone(v string) string {
 	return v
 }
 
+// clip keeps the end of s, where a failure's last words are.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	return "…" + s[len(s)-n:]
 }
+
+// RunningJob names a migration Job of the tenant's component that has not ended; "" when none.
+func (e *Engine) RunningJob(ctx context.Context, t *tenancyv1alpha1.Tenant, namespace, component string) (string, error) {
+	jobs := &batchv1.JobList{}
+	if err := e.Client.List(ctx, jobs, client.InNamespace(namespace), client.MatchingLabels{
+		tenancyv1alpha1.TenantLabel: t.Name, tenancyv1alpha1.ComponentLabel: component,
+	}, client.HasLabels{MigrationLabel}); err != nil {
+		return "", err
+	}
+	for i := range jobs.Items {
+		if ended, _, _ := Outcome(&jobs.Items[i]); !ended && metav1.IsControlledBy(&jobs.Items[i], t) {
+			return jobs.Items[i].Name, nil
+		}
+	}
+	return "", nil
+}
+
+// Superseded is the record of a move that the component left before it ended (another version
+// was chosen, or it was moved back): it ended, unfinished.
+func (e *Engine) Superseded(last *tenancyv1alpha1.MigrationStatus, to string) *tenancyv1alpha1.MigrationStatus {
+	st := last.DeepCopy()
+	now := e.now()
+	st.Phase, st.FinishedAt, st.Reason = tenancyv1alpha1.MigrationFailed, &now, ReasonSuperseded
+	st.Message = fmt.Sprintf("left unfinished: the component moved to %s before it ended, at step %s", to, st.Step)
+	return st
+}
+
+// ReasonSuperseded is the reason of a move the component left before it ended.
+const ReasonSuperseded = "Superseded"

@@ -139,3 +139,19 @@ func TestAMigrationJobReachesOnlyTheTenantsOwnCredentialsAndCannotEscalate(t *te
 		t.Error("the migration's pod may use the API or escalate")
 	}
 }
+
+func TestRedactTakesASecretOutWholeAndWhereAMessageWasCutInsideIt(t *testing.T) {
+	const secret = "s3cr3t-passw0rd-xyz"
+	for _, tc := range []struct{ name, msg, want string }{
+		{"whole", "login as app with s3cr3t-passw0rd-xyz failed", "login as app with [redacted] failed"},
+		{"a log tail that starts inside it", "passw0rd-xyz@db:5432 refused", "[redacted]@db:5432 refused"},
+		{"a message that ends inside it", "url postgres://app:s3cr3t-pa", "url postgres://app:[redacted]"},
+		{"a short piece at an end is a word, not the secret", "xyz is fine", "xyz is fine"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := migrations.Redact(tc.msg, secret); got != tc.want {
+				t.Fatalf("Redact(%q) = %q, want %q", tc.msg, got, tc.want)
+			}
+		})
+	}
+}
