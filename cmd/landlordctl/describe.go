@@ -38,10 +38,13 @@ it (events.k8s.io, as kubectl events --for KIND/NAME lists them), oldest first.
 
 A tenant's view has its state, namespace and shard, its domains and who may use it, the version
 each component runs (from its status: a ComponentRollout moves a component without writing the
-spec) and the rollout that moved it, and its databases: the server, the database, the login and
-the Secret holding the credentials in the tenant's namespace. No credential is ever read, so no
-password is ever shown. A rollout's view has its waves and the tenants that failed; a pool's,
-its spares; a database server's, where it is and how many tenants it holds.
+spec) and the rollout that moved it, its maintenance windows, each component's last migration
+(its phase, the versions from and to, the step and Job running or that failed, the backup taken
+before it, its attempts, when it started and ended, and its message), and its databases: the
+server, the database, the login and the Secret holding the credentials in the tenant's
+namespace. No credential is ever read, so no password is ever shown. A rollout's view has its
+waves and the tenants that failed; a pool's, its spares; a database server's, where it is and
+how many tenants it holds.
 
 Without a name, every object of the kind is shown (those -l selects). The kinds, and the other
 names each answers to (KIND/NAME works too):

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 )
@@ -37,6 +38,7 @@ func describeTenant(d *describer, t *tenancyv1alpha1.Tenant, objects *tenantObje
 		d.field("Node pool", t.Spec.NodePool)
 	}
 	d.fieldf("Generation", "%d (observed %d)", t.Generation, t.Status.ObservedGeneration)
+	d.values("Maintenance windows", maintenanceWindows(t.Spec.MaintenanceWindows))
 	d.verdict(t, "Tenant")
 	domains := make([]string, 0, len(t.Spec.Domains))
 	for _, dom := range t.Spec.Domains {
@@ -54,6 +56,9 @@ func describeTenant(d *describer, t *tenancyv1alpha1.Tenant, objects *tenantObje
 
 	d.conditions(t.Status.Conditions)
 	d.section("Components", []string{"NAME", "WANTED", "RUNNING", "ROLLOUT", "READY", "MESSAGE"}, componentRows(t))
+	if rows := migrationRows(t); len(rows) > 0 {
+		d.section("Migrations", []string{"COMPONENT", "PHASE", "VERSIONS", "STEP", "JOB", "BACKUP", "ATTEMPTS", "STARTED", "FINISHED", "MESSAGE"}, rows)
+	}
 	d.section("Databases", []string{"NAME", "ENGINE", "SERVER", "DATABASE", "LOGIN", "SECRET"}, databaseRows(t))
 	if len(t.Status.Volumes) > 0 {
 		var rows [][]string
@@ -160,6 +165,51 @@ func databaseRows(t *tenancyv1alpha1.Tenant) [][]string {
 			}
 			rows = append(rows, []string{db.Name, string(spec.engine), server, "<not created yet>", "<none>", "<none>"})
 		}
+	}
+	return rows
+}
+
+// maintenanceWindows are the tenant's weekly windows as "Monday,Saturday 02:00 for 2h0m0s
+// (Europe/Paris)"; a rollout moves a tenant without any at any time.
+func maintenanceWindows(windows []tenancyv1alpha1.MaintenanceWindow) []string {
+	if len(windows) == 0 {
+		return []string{"<any time>"}
+	}
+	out := make([]string, 0, len(windows))
+	for _, w := range windows {
+		days := "every day"
+		if len(w.Days) > 0 {
+			names := make([]string, len(w.Days))
+			for i, day := range w.Days {
+				names[i] = string(day)
+			}
+			days = strings.Join(names, ",")
+		}
+		zone := w.TimeZone
+		if zone == "" {
+			zone = "UTC"
+		}
+		out = append(out, fmt.Sprintf("%s %s for %s (%s)", days, w.Start, w.Duration.Duration, zone))
+	}
+	return out
+}
+
+// migrationRows are the last migration of each component that has one, in the status's order:
+// where it is, from which version to which, the step and Job it runs or that failed, the backup
+// taken before it (what to restore), how many times it was started, and its message.
+func migrationRows(t *tenancyv1alpha1.Tenant) [][]string {
+	var rows [][]string
+	for _, c := range t.Status.Components {
+		m := c.Migration
+		if m == nil {
+			continue
+		}
+		from := m.From
+		if from == "" {
+			from = "<new>"
+		}
+		rows = append(rows, []string{c.Name, string(m.Phase), from + " → " + m.To, orNone(m.Step), orNone(m.Job), orNone(m.Backup),
+			fmt.Sprint(m.Attempts), ago(m.StartedAt), ago(m.FinishedAt), m.Message})
 	}
 	return rows
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -242,4 +243,61 @@ func TestDescribeShowsATenantInOneViewAndNeverItsCredentials(t *testing.T) {
 			t.Errorf("err=%v stderr=%q\n%s", err, stderr, out)
 		}
 	})
+}
+
+// A tenant's view names each component's last migration (where it is, from which version to
+// which, the step and Job running or that failed, the backup to restore, the attempts, when it
+// started and ended, and why it failed) and the tenant's maintenance windows; a tenant without
+// migrations has no Migrations section, and one without windows is moved at any time.
+func TestDescribeTenantShowsMigrationsAndMaintenanceWindows(t *testing.T) {
+	hourAgo := metav1.NewTime(time.Now().Add(-time.Hour))
+	minuteAgo := metav1.NewTime(time.Now().Add(-time.Minute))
+	tenant := &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: "migrating"},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Components: []tenancyv1alpha1.Component{{Name: "api", Version: "2.0.0"}, {Name: "web", Version: "1.1.0"}, {Name: "worker", Version: "1.0.0"}},
+			MaintenanceWindows: []tenancyv1alpha1.MaintenanceWindow{
+				{Days: []tenancyv1alpha1.Weekday{"Saturday", "Sunday"}, Start: "02:00", Duration: metav1.Duration{Duration: 2 * time.Hour}, TimeZone: "Europe/Paris"},
+				{Start: "23:30", Duration: metav1.Duration{Duration: 30 * time.Minute}},
+			},
+		},
+		Status: tenancyv1alpha1.TenantStatus{Components: []tenancyv1alpha1.ComponentStatus{
+			{Name: "api", Version: "1.0.0", Migration: &tenancyv1alpha1.MigrationStatus{From: "1.0.0", To: "2.0.0",
+				Phase: tenancyv1alpha1.MigrationFailed, Step: "2.0.0/pre/schema", Job: "migrate-api-2-0-0-pre-schema-2",
+				Backup: "migrating-api-2-0-0", Attempts: 2, StartedAt: &hourAgo, FinishedAt: &minuteAgo,
+				Message: "column \"plan\"\nalready exists"}},
+			{Name: "web", Version: "1.0.0", Migration: &tenancyv1alpha1.MigrationStatus{To: "1.1.0",
+				Phase: tenancyv1alpha1.MigrationBackingUp, Attempts: 1, StartedAt: &minuteAgo, Message: "waiting for TenantBackup migrating-web-1-1-0"}},
+			{Name: "worker", Version: "1.0.0", Ready: true},
+		}},
+	}
+	view := func(tenant *tenancyv1alpha1.Tenant) string {
+		var out strings.Builder
+		d := newDescriber(&out)
+		describeTenant(d, tenant, nil)
+		if err := d.flush(); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	out := view(tenant)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^Maintenance windows:\s+Saturday,Sunday 02:00 for 2h0m0s \(Europe/Paris\)\n\s+every day 23:30 for 30m0s \(UTC\)$`),
+		regexp.MustCompile(`(?m)^Migrations:\n  COMPONENT\s+PHASE\s+VERSIONS\s+STEP\s+JOB\s+BACKUP\s+ATTEMPTS\s+STARTED\s+FINISHED\s+MESSAGE\n` +
+			`  api\s+Failed\s+1\.0\.0 → 2\.0\.0\s+2\.0\.0/pre/schema\s+migrate-api-2-0-0-pre-schema-2\s+migrating-api-2-0-0\s+2\s+60m ago\s+60s ago\s+column "plan" already exists\n` +
+			`  web\s+BackingUp\s+<new> → 1\.1\.0\s+<none>\s+<none>\s+<none>\s+1\s+60s ago\s+<none>\s+waiting for TenantBackup migrating-web-1-1-0\n\n`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("the view lacks %s:\n%s", want, out)
+		}
+	}
+
+	tenant.Spec.MaintenanceWindows = nil
+	for i := range tenant.Status.Components {
+		tenant.Status.Components[i].Migration = nil
+	}
+	out = view(tenant)
+	if !regexp.MustCompile(`(?m)^Maintenance windows:\s+<any time>$`).MatchString(out) || strings.Contains(out, "Migrations:") {
+		t.Errorf("a tenant without windows or migrations:\n%s", out)
+	}
 }

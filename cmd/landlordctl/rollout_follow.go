@@ -19,12 +19,15 @@ import (
 )
 
 // followRollout watches a ComponentRollout and prints each wave as it starts and ends, until the
-// rollout is done (nil) or stalls (an error naming why). Driven by a watch: nothing is polled.
+// rollout is done (nil) or stalls (an error naming why); with each wave, its tenants waiting for
+// their maintenance window and how many of them migrate. Driven by watches, of the rollout and of
+// the tenants its selector chooses: nothing is polled.
 func followRollout(ctx context.Context, out io.Writer, cl cluster, name string) error {
-	prefix := fmt.Sprintf("context %s: %s", cl.name, name)
-	// Lines already printed: the watch may hand over an earlier state of the rollout after the
-	// list showed a later one, and nothing is said twice.
-	printed := map[string]bool{}
+	ctx, cancel := context.WithCancel(ctx)
+	f := newRolloutFollower(out, fmt.Sprintf("context %s: %s", cl.name, name))
+	// The tenants' watch ends with the rollout's, before the command goes on.
+	defer f.wait()
+	defer cancel()
 	var result error
 	seen := func(obj runtime.Object, deleted bool) (bool, error) {
 		ro, ok := obj.(*tenancyv1alpha1.ComponentRollout)
@@ -34,15 +37,16 @@ func followRollout(ctx context.Context, out io.Writer, cl cluster, name string) 
 		if deleted {
 			return false, fmt.Errorf("ComponentRollout %s was deleted", name)
 		}
-		printWaves(out, prefix, printed, ro)
+		f.rolloutSeen(ro)
 		if ro.Status.ObservedGeneration != ro.Generation {
+			f.followTenants(ctx, cl.client, ro)
 			return false, nil
 		}
 		ready := meta.FindStatusCondition(ro.Status.Conditions, tenancyv1alpha1.ReadyCondition)
 		stalled := meta.FindStatusCondition(ro.Status.Conditions, tenancyv1alpha1.StalledCondition)
 		switch {
 		case ready != nil && ready.Status == metav1.ConditionTrue:
-			fmt.Fprintf(out, "%s: done: %s\n", prefix, ready.Message)
+			f.report("%s: done: %s", f.prefix, ready.Message)
 			return true, nil
 		case stalled != nil && stalled.Status == metav1.ConditionTrue:
 			result = fmt.Errorf("ComponentRollout %s stalled: %s: %s", name, stalled.Reason, stalled.Message)
@@ -51,6 +55,7 @@ func followRollout(ctx context.Context, out io.Writer, cl cluster, name string) 
 			result = fmt.Errorf("ComponentRollout %s is halted (spec.halted): landlordctl rollout resume %s", name, name)
 			return true, nil
 		}
+		f.followTenants(ctx, cl.client, ro)
 		return false, nil
 	}
 	scope := watchScope{list: &tenancyv1alpha1.ComponentRolloutList{}, fields: fields.OneTermEqualSelector("metadata.name", name)}
@@ -64,29 +69,6 @@ func followRollout(ctx context.Context, out io.Writer, cl cluster, name string) 
 		return err
 	}
 	return result
-}
-
-// printWaves prints each wave of the rollout that started, failed a tenant or ended, unless
-// printed already.
-func printWaves(out io.Writer, prefix string, printed map[string]bool, ro *tenancyv1alpha1.ComponentRollout) {
-	say := func(format string, args ...any) {
-		if line := fmt.Sprintf(format, args...); !printed[line] {
-			printed[line] = true
-			fmt.Fprintln(out, line)
-		}
-	}
-	total := len(ro.Status.Waves)
-	for i, w := range ro.Status.Waves {
-		if w.StartedAt != nil {
-			say("%s: wave %d/%d started: %s", prefix, i+1, total, strings.Join(w.Tenants, ", "))
-		}
-		for _, f := range w.Failed {
-			say("%s: wave %d/%d: %s failed: %s: %s", prefix, i+1, total, f.Tenant, f.Reason, f.Message)
-		}
-		if w.CompletedAt != nil {
-			say("%s: wave %d/%d done: %d done, %d failed, %d skipped", prefix, i+1, total, w.Done, len(w.Failed), w.Skipped)
-		}
-	}
 }
 
 // newRolloutHaltCommand and newRolloutResumeCommand set a ComponentRollout's spec.halted.
@@ -123,6 +105,15 @@ func newRolloutStatusCommand(root *rootOptions) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status NAME",
 		Short: "Follow a ComponentRollout wave by wave until it is done or stalls.",
+		Long: `Follow a ComponentRollout wave by wave until it is done, stalls or is halted (which fail the command).
+
+For each wave released it says when it started, its tenants waiting for their maintenance window
+and when each window opens (the first 50 by name, as the rollout names them), each tenant that
+failed and why, how many of its tenants migrate and how many failed migrating (MigrationFailed),
+again whenever those counts change, and when the wave is done. A tenant migrates while its
+ComponentsReady reason is Migrating or its migration to the rollout's version runs; the tenants
+are read by one list and a watch of those the rollout's selector chooses, as the rollout itself
+is: nothing is polled.`,
 		Example: `  landlordctl rollout status web-1.3.0
   landlordctl rollout status web-1.3.0 --context eu-1`,
 		Args:              exactArgs(1),

@@ -24,3 +24,12 @@ var migrationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 func init() {
 	metrics.Registry.MustRegister(migrationsFinished, migrationDuration)
 }
+
+// countMoves makes the component's landlord_migrations_total series exist, at 0 until a move
+// ends so: a counter first scraped at 1 shows no increase, and the alert on failed migrations
+// (increase of result="failed") would miss a component's first failure.
+func countMoves(component string) {
+	for _, result := range []string{"succeeded", "failed"} {
+		migrationsFinished.WithLabelValues(component, result)
+	}
+}

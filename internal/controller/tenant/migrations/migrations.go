@@ -121,6 +121,7 @@ func (e *Engine) now() metav1.Time {
 // start is the status of the move's current attempt: the last one's, or a new attempt when the
 // last failed and a reconcile was requested, or the first when the last was another move.
 func (e *Engine) start(m Move) (st *tenancyv1alpha1.MigrationStatus, fresh bool) {
+	countMoves(m.Component)
 	if l := m.Last; l != nil && l.From == m.From && l.To == m.To {
 		st = l.DeepCopy()
 		if st.Attempts < 1 {
