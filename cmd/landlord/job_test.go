@@ -75,7 +75,8 @@ func TestJobRefusesAPlanItCannotCarryOut(t *testing.T) {
 }
 
 // make run's embedded cluster runs the configured backup image's Jobs as this binary's
-// `landlord job`, with the database client tools of this machine on their PATH.
+// `landlord job`, and nothing else of it, with the database client tools of this machine on
+// their PATH.
 func TestTheEmbeddedClusterRunsTheBackupImageAsThisBinary(t *testing.T) {
 	none, err := backupImages(config.Backups{})
 	if err != nil || none != nil {
@@ -89,6 +90,9 @@ func TestTheEmbeddedClusterRunsTheBackupImageAsThisBinary(t *testing.T) {
 	prog, ok := images["ghcr.io/landlord-dev/landlord-backup:v1"]
 	if !ok || len(images) != 1 || prog.Entrypoint != self {
 		t.Fatalf("images %+v, want the backup image run as %s", images, self)
+	}
+	if !slices.Equal(prog.Args, []string{"job"}) {
+		t.Errorf("the backup image runs with args beginning %q, want [job]: this binary is the operator too", prog.Args)
 	}
 	path := filepath.SplitList(prog.Env["PATH"])
 	for _, dir := range filepath.SplitList(localcluster.DefaultPath) {

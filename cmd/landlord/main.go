@@ -171,7 +171,8 @@ Use it from another shell:
 // configured backups.image is this binary, whose `landlord job` the Jobs run, with this
 // machine's PostgreSQL and MariaDB client tools on its PATH. A real cluster runs the image
 // itself, in a container; the embedded one runs a process of this machine
-// (localcluster.Options.Images).
+// (localcluster.Options.Images). This binary is the operator too: its Jobs' args must begin
+// with job, or a pod's args would start an operator of the pod's choosing.
 func backupImages(b config.Backups) (map[string]localcluster.Program, error) {
 	if b.Image == "" {
 		return nil, nil
@@ -182,6 +183,7 @@ func backupImages(b config.Backups) (map[string]localcluster.Program, error) {
 	}
 	return map[string]localcluster.Program{b.Image: {
 		Entrypoint: self,
+		Args:       []string{"job"},
 		Env:        map[string]string{"PATH": localcluster.HostPath(backup.ToolNames...)},
 	}}, nil
 }

@@ -27,12 +27,55 @@ type Program struct {
 	// spec writes it), each mapped to a local executable. A container naming another fails.
 	Commands map[string]string
 	// Env is the image's environment (its ENV), under the container's own. PATH is
-	// DefaultPath unless set here (HostPath makes one) or by the container.
+	// DefaultPath unless set here (HostPath makes one). The variables that decide which
+	// executable or library runs (IsProgramEnv) come from here alone: a container that sets
+	// one fails.
 	Env map[string]string
+	// Args, when set, is what the process's arguments must begin with, whichever executable
+	// runs (Entrypoint, or one of Commands): []string{"job"} runs only `ENTRYPOINT job ...`.
+	// A container whose command and args give other arguments fails. An entrypoint that does
+	// more than one thing (the landlord binary, which is also the operator) names here the one
+	// thing its Jobs may run.
+	Args []string
 }
 
-// DefaultPath is a process's PATH when neither its image nor its container sets one: what
-// container runtimes give a container.
+// programEnvNames and programEnvPrefixes are the variables that decide which executable or
+// library a process runs (IsProgramEnv).
+var (
+	programEnvNames = []string{
+		// The directories commands are found in.
+		"PATH",
+		// glibc's character set conversion modules, shared libraries iconv loads.
+		"GCONV_PATH",
+		// Files and options a bash script runs before, or while, it runs.
+		"BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4",
+		// OpenSSL's configuration, engines and providers, which load shared libraries.
+		"OPENSSL_CONF", "OPENSSL_ENGINES", "OPENSSL_MODULES",
+		// The MariaDB and MySQL client library's plugins, shared libraries it loads.
+		"LIBMYSQL_PLUGIN_DIR", "LIBMYSQL_PLUGINS", "MARIADB_PLUGIN_DIR",
+	}
+	programEnvPrefixes = []string{
+		// The dynamic linker's: LD_PRELOAD, LD_LIBRARY_PATH, LD_AUDIT, DYLD_INSERT_LIBRARIES...
+		"LD_", "DYLD_",
+		// bash's exported functions, which replace the commands of their name.
+		"BASH_FUNC_",
+	}
+)
+
+// IsProgramEnv reports whether a variable decides which executable or library a process runs:
+// PATH; the dynamic linker's LD_* and DYLD_*; GCONV_PATH; bash's BASH_ENV, SHELLOPTS, BASHOPTS,
+// PS4 and exported functions (BASH_FUNC_*); OpenSSL's OPENSSL_CONF, OPENSSL_ENGINES and
+// OPENSSL_MODULES; the MariaDB client library's LIBMYSQL_PLUGIN_DIR, LIBMYSQL_PLUGINS and
+// MARIADB_PLUGIN_DIR. Such a variable comes from a Program's Env alone: a container that sets
+// one, by env or envFrom, fails, since with it a pod would run this machine's code of its
+// choosing (a PATH reaching a mounted ConfigMap's script, an LD_PRELOAD of a library).
+func IsProgramEnv(name string) bool {
+	return slices.Contains(programEnvNames, name) ||
+		slices.ContainsFunc(programEnvPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+}
+
+// DefaultPath is a process's PATH when its image's Program sets none: what container runtimes
+// give a container.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // HostPath is a PATH for a Program that runs the named executables: the directories of this
@@ -102,6 +145,11 @@ func prepareContainer(ctx context.Context, cs kubernetes.Interface, pod *corev1.
 	if err != nil {
 		return nil, err
 	}
+	for _, e := range env {
+		if IsProgramEnv(e.name) {
+			return nil, fmt.Errorf("container %s sets %s, which decides what runs: on the local cluster it is image %s's alone (localcluster.IsProgramEnv lists such variables)", c.Name, e.name, c.Image)
+		}
+	}
 	vars := map[string]string{"PATH": DefaultPath, "HOSTNAME": pod.Name}
 	for k, v := range prog.Env {
 		vars[k] = v
@@ -131,6 +179,10 @@ func prepareContainer(ctx context.Context, cs kubernetes.Interface, pod *corev1.
 			return nil, fmt.Errorf("image %s runs no command %q here (localcluster.Program.Commands lists what it runs)", c.Image, c.Command[0])
 		}
 		p.path, p.args = local, append(command[1:], args...)
+	}
+	if len(p.args) < len(prog.Args) || !slices.Equal(p.args[:len(prog.Args)], prog.Args) {
+		// The arguments are not quoted: they may hold what the env expanded into them.
+		return nil, fmt.Errorf("image %s runs on the local cluster only with arguments beginning %q, and container %s's command and args do not (localcluster.Program.Args)", c.Image, prog.Args, c.Name)
 	}
 	if c.WorkingDir != "" {
 		if wd := paths.mapPath(c.WorkingDir); wd != c.WorkingDir {
@@ -238,7 +290,8 @@ func optional(err error, isOptional *bool, kind, name string) error {
 	return fmt.Errorf("%s %q not found", kind, name)
 }
 
-// writeKeys writes each key (or each listed item) as a file with its mode.
+// writeKeys writes each key (or each listed item) as a file with its mode, less its execute
+// bits: a volume's files are data here, never programs this machine would run.
 func writeKeys(dir string, data map[string][]byte, items []corev1.KeyToPath, defaultMode *int32, isOptional *bool) error {
 	mode := os.FileMode(0o644)
 	if defaultMode != nil {
@@ -264,6 +317,7 @@ func writeKeys(dir string, data map[string][]byte, items []corev1.KeyToPath, def
 		if item.Mode != nil {
 			m = os.FileMode(*item.Mode)
 		}
+		m = m.Perm() &^ 0o111
 		path := filepath.Join(dir, item.Path)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return err

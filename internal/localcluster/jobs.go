@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -188,8 +189,29 @@ func (run *podRun) askToEnd(grace time.Duration) {
 	close(run.terminate)
 }
 
+// ownedByJob reports whether the pod says a Job owns it: the runner's cue to look at it, not
+// proof (checkJob).
 func ownedByJob(pod *corev1.Pod) bool {
 	return slices.ContainsFunc(pod.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "Job" })
+}
+
+// checkJob is nil when the pod is controlled by a Job that exists: its controller reference
+// names a batch/v1 Job of its namespace, and that Job has the reference's UID. An
+// ownerReference is whatever its pod's author wrote; only a pod the Job controller made for a
+// Job runs here.
+func checkJob(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) error {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "Job" || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
+		return errors.New("the local cluster runs only a Job's pod, and this pod's controller is not a Job")
+	}
+	job, err := cs.BatchV1().Jobs(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || err == nil && job.UID != ref.UID {
+		return fmt.Errorf("the local cluster runs only a Job's pod, and this pod's controller, Job %s (UID %s), does not exist", ref.Name, ref.UID)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the pod's Job %s: %w", ref.Name, err)
+	}
+	return nil
 }
 
 // startedByKwok reports whether kwok has made the pod Running, its container started.
@@ -245,6 +267,9 @@ func (r *jobRunner) execute(pod *corev1.Pod, run *podRun, dir string) (ended *co
 	startFailed := func(err error) (*corev1.ContainerStateTerminated, bool) {
 		r.log.Printf("pod %s/%s (%s) did not start: %v", pod.Namespace, pod.Name, pod.UID, err)
 		return &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError", Message: err.Error(), StartedAt: started, FinishedAt: metav1.Now()}, r.ctx.Err() == nil
+	}
+	if err := checkJob(r.ctx, r.cs, pod); err != nil {
+		return startFailed(err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return startFailed(err)

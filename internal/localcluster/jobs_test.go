@@ -291,6 +291,17 @@ func TestAJobOfAKnownImageRunsItsProgram(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "a Job's pod that sets PATH fails, and says so: what runs is its image's program's alone",
+			container: corev1.Container{Image: testImage, Args: []string{"exit", "0", "/dev/termination-log", "ran"},
+				Env: []corev1.EnvVar{{Name: "PATH", Value: "/scratch:/usr/bin"}}},
+			want: batchv1.JobFailed,
+			check: func(t *testing.T, pod *corev1.Pod, ended *corev1.ContainerStateTerminated) {
+				if ended.ExitCode != 128 || ended.Reason != "StartError" || !strings.Contains(ended.Message, "sets PATH, which decides what runs") {
+					t.Errorf("ended %+v, want exit code 128, StartError and a message naming PATH", ended)
+				}
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -14,6 +14,17 @@
 // only, for make run's backups and the tests; the shipped operator has none of it. A real
 // cluster adds what the runner does not enforce: containers and images, isolation from the
 // machine, resource limits, network policies and security contexts.
+//
+// Since a pod spec is not to choose what of this machine runs, the runner refuses (fails, with
+// a StartError saying why) a pod whose controller is not a Job that exists with the UID its
+// reference names; a container that sets, by env or envFrom, a variable that decides which
+// executable or library runs (PATH, LD_*, DYLD_*, GCONV_PATH and the others IsProgramEnv
+// lists: those are its Program's alone); a container that names a command its Program does not
+// list; and one whose process's arguments do not begin with its Program's Args (the landlord
+// binary, which is also the operator, runs only as `landlord job`). A secret's or config map's
+// files are written without execute bits, whatever their mode. What is left is the program's
+// own reading of its inputs: a configuration file a pod's HOME or volumes hold is read as the
+// program would read it in a container.
 package localcluster
 
 import (

@@ -17,7 +17,8 @@ import (
 const (
 	// BackupImage is Landlord's backup image (backups.image): its entrypoint is the landlord
 	// binary, so a container with args [job, --plan, FILE] runs `landlord job --plan FILE`,
-	// with this machine's PostgreSQL and MariaDB client tools on its PATH.
+	// with this machine's PostgreSQL and MariaDB client tools on its PATH. Args that do not
+	// begin with job fail the pod.
 	BackupImage = "registry.invalid/landlord/backup:test"
 	// MigratorImage runs test/migrator: a container with args [PREFIX, STATEMENT...] runs
 	// the statements against the database of its environment's PREFIX_URL.
@@ -62,6 +63,8 @@ func JobImages() (images map[string]localcluster.Program, release func() error, 
 		p.images = map[string]localcluster.Program{
 			BackupImage: {
 				Entrypoint: filepath.Join(dir, "landlord"),
+				// The binary is the operator too: its Jobs run `landlord job` alone.
+				Args: []string{"job"},
 				// The image holds the client tools; here they are this machine's.
 				Env: map[string]string{"PATH": localcluster.HostPath(backup.ToolNames...)},
 			},
