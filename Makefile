@@ -172,6 +172,11 @@ bench: control-plane databases ## Create, resync, restart and fan a secret out t
 	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres $(BENCH_POSTGRES) -component=$(BENCH_COMPONENT) -shards 2 \
 		-json $(BIN)/bench-$(BENCH_TENANTS)-2-shards.json $(BENCH_FLAGS)
 
+.PHONY: bench-migrations
+bench-migrations: control-plane databases ## Create BENCH_TENANTS tenants with a database on one of two PostgreSQL servers, then roll their component out to a version without migrations and to one with a pre migration; report both, and the most migration Jobs each server ran at once (docs/benchmarks.md).
+	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres 1 -component=true -rollout-migrations -noop-reconciles 1 \
+		-json $(BIN)/migrations-$(BENCH_TENANTS).json $(BENCH_FLAGS)
+
 .PHONY: bench-plots
 bench-plots: ## Plot the reports make bench wrote (bin/bench-*.json) as SVG into docs/img: figures against N across sizes, and memory over a soak (docs/benchmarks.md).
 	go run ./hack/benchplot -out docs/img $(wildcard $(BIN)/bench-*.json)

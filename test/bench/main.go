@@ -7,8 +7,11 @@
 //     cost of one no-op reconcile;
 //  3. an operator restart with N tenants, until the new process is idle;
 //  4. one shared secret changed in the store, until all N namespaces hold the new value;
-//  5. optionally, signup latency through a pool of spares;
-//  6. optionally, a soak: the fleet churned at a steady rate while the operator's memory is
+//  5. optionally (-rollout-migrations), a rollout of the component to a version without
+//     migrations, then one to a version with a pre migration, the tenants' databases on two
+//     servers (migrations.go);
+//  6. optionally, signup latency through a pool of spares;
+//  7. optionally, a soak: the fleet churned at a steady rate while the operator's memory is
 //     sampled (soak.go).
 //
 // Request counts come from the API server's own metrics (apiserver_request_total), minus the
@@ -82,6 +85,10 @@ type params struct {
 	baseline []int
 	// baselineFresh runs the baseline on a control plane of its own.
 	baselineFresh bool
+	// rolloutMigrations runs the two rollouts of migrations.go after the shared-secret change.
+	rolloutMigrations bool
+	// migrationJobTime is how long each migration Job runs before the benchmark completes it.
+	migrationJobTime time.Duration
 }
 
 func main() {
@@ -118,9 +125,15 @@ func main() {
 		}
 		return nil
 	})
+	flag.BoolVar(&p.rolloutMigrations, "rollout-migrations", false, "After the shared-secret change, roll the component (-component, which then follows rollouts) out to a version without migrations, then to one with a pre migration naming each tenant's first database (-postgres), the databases spread over two PostgreSQL servers; report each rollout, and the most migration Jobs each server had running at once.")
+	flag.DurationVar(&p.migrationJobTime, "migration-job-time", 0, "With -rollout-migrations: how long each migration Job runs before the benchmark completes it, as the Job controller would once its pod ended; at once when 0.")
 	child.bind(flag.CommandLine)
 	p.soak.bind(flag.CommandLine)
 	flag.Parse()
+	if p.rolloutMigrations && (!p.component || p.postgres < 1 || p.shards > 1) {
+		fmt.Fprintln(os.Stderr, "bench: -rollout-migrations needs -component and -postgres 1 or more, with one shard")
+		os.Exit(2)
+	}
 	child.qps, child.concurrency, child.yieldInFlight, child.usageInterval = p.qps, p.concurrency, p.yieldInFlight, p.usageInterval
 	// As cmd/landlord logs: a stop does not log what it cuts short as errors.
 	ctrl.SetLogger(shutdown.QuietLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel))))
@@ -229,6 +242,8 @@ type report struct {
 	Soak *soakReport `json:"soak,omitempty"`
 	// Settle is the operator's memory left alone after the phases.
 	Settle *settleReport `json:"settle,omitempty"`
+	// Migrations is what the rollout with a pre migration ran on each database server.
+	Migrations *migrationsReport `json:"migrations,omitempty"`
 }
 
 // Phase names, also the keys of the goals in the summary.
@@ -278,13 +293,17 @@ func run(p params) error {
 		return err
 	}
 	if p.postgres > 0 {
-		pg, err := dbtest.StartPostgres()
-		if err != nil {
-			return err
-		}
-		defer pg.Close()
-		if err := registerServer(ctx, env.AdminClient, cfg, pg); err != nil {
-			return err
+		// With -rollout-migrations, two servers: the tenants' databases are spread over them,
+		// and each holds its own limit of migration Jobs.
+		for i := range serverCount(p) {
+			pg, err := dbtest.StartPostgres()
+			if err != nil {
+				return err
+			}
+			defer pg.Close()
+			if err := registerServer(ctx, env.AdminClient, cfg, serverName(i), pg); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -542,7 +561,7 @@ func run(p params) error {
 	}
 	fmt.Fprintf(os.Stderr, "creating %d tenants...\n", p.tenants)
 	if err := record(phaseCreate, func() error {
-		if err := createAll(ctx, c, names, p.postgres, p.component, p.shards); err != nil {
+		if err := createAll(ctx, c, names, p.postgres, p.component, p.rolloutMigrations, p.shards); err != nil {
 			return err
 		}
 		if err := watched.waitAllReady(ctx, p.tenants, timeout); err != nil {
@@ -635,6 +654,12 @@ func run(p params) error {
 		return err
 	}
 
+	if p.rolloutMigrations {
+		if rep.Migrations, err = runRollouts(ctx, c, &benchCfg, watched, record, p, timeout); err != nil {
+			return err
+		}
+	}
+
 	// Steady state at N: before the claims add a pool and a mass create.
 	if p.settle > 0 {
 		fmt.Fprintf(os.Stderr, "leaving the operator alone for %s...\n", p.settle)
@@ -651,7 +676,7 @@ func run(p params) error {
 			for i := range mass {
 				mass[i] = fmt.Sprintf("mass-%05d", i)
 			}
-			beside = func() error { return createAll(ctx, c, mass, p.postgres, p.component, 1) }
+			beside = func() error { return createAll(ctx, c, mass, p.postgres, p.component, p.rolloutMigrations, 1) }
 		}
 		if rep.Claims, err = measureClaims(ctx, env, c, op, benchRequests, p.claims, beside); err != nil {
 			return err
@@ -894,10 +919,15 @@ func sharedName(i int) string {
 // benchComponent renders objects that are Ready as soon as they exist, so the benchmark measures
 // Landlord rather than a workload controller (its control plane runs none).
 func benchComponent() *tenancyv1alpha1.ComponentTemplate {
+	return benchComponentAt("1.0.0")
+}
+
+// benchComponentAt is benchComponent at version.
+func benchComponentAt(version string) *tenancyv1alpha1.ComponentTemplate {
 	return &tenancyv1alpha1.ComponentTemplate{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench-web-1.0.0"},
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-web-" + version},
 		Spec: tenancyv1alpha1.ComponentTemplateSpec{
-			Component: "bench-web", Version: "1.0.0",
+			Component: "bench-web", Version: version,
 			Manifests: `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -920,24 +950,24 @@ spec:
 	}
 }
 
-// registerServer makes a started PostgreSQL server a DatabaseServer, Ready before the operator
-// starts placing tenants on it.
-func registerServer(ctx context.Context, c client.Client, cfg config.Config, pg *dbtest.Instance) error {
+// registerServer makes a started PostgreSQL server the DatabaseServer name, Ready before the
+// operator starts placing tenants on it.
+func registerServer(ctx context.Context, c client.Client, cfg config.Config, name string, pg *dbtest.Instance) error {
 	ns := cfg.Databases.CredentialsNamespace
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		return err
 	}
 	if err := c.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench-pg-admin"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-admin"},
 		StringData: map[string]string{"username": pg.Server.AdminUser, "password": pg.Server.AdminPassword},
 	}); err != nil {
 		return err
 	}
 	return c.Create(ctx, &tenancyv1alpha1.DatabaseServer{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench-pg"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: tenancyv1alpha1.DatabaseServerSpec{
 			Engine: tenancyv1alpha1.EnginePostgres, Host: pg.Server.Host, Port: pg.Server.Port,
-			TLS: tenancyv1alpha1.DatabaseTLSMode(pg.Server.TLS), AdminCredentials: tenancyv1alpha1.SecretReference{Name: "bench-pg-admin"},
+			TLS: tenancyv1alpha1.DatabaseTLSMode(pg.Server.TLS), AdminCredentials: tenancyv1alpha1.SecretReference{Name: name + "-admin"},
 		},
 	})
 }
@@ -965,9 +995,10 @@ func waitPoliciesEnforced(ctx context.Context, c client.Client, timeout time.Dur
 	})
 }
 
-// createAll creates the tenants, eight at a time; with shards, tenant i is labelled for shard
+// createAll creates the tenants, eight at a time, their component following rollouts with
+// followRollouts; with shards, tenant i is labelled for shard
 // s<i mod shards>, or for the default shard when that is 0.
-func createAll(ctx context.Context, c client.Client, names []string, postgres int, withComponent bool, shards int) error {
+func createAll(ctx context.Context, c client.Client, names []string, postgres int, withComponent, followRollouts bool, shards int) error {
 	type job struct {
 		i    int
 		name string
@@ -989,7 +1020,7 @@ func createAll(ctx context.Context, c client.Client, names []string, postgres in
 					t.Labels = map[string]string{tenancyv1alpha1.ShardLabel: fmt.Sprintf("s%d", j.i%shards)}
 				}
 				if withComponent {
-					t.Spec.Components = []tenancyv1alpha1.Component{{Name: "bench-web", Version: "1.0.0"}}
+					t.Spec.Components = []tenancyv1alpha1.Component{{Name: "bench-web", Version: "1.0.0", FollowRollouts: followRollouts}}
 				}
 				for i := range postgres {
 					t.Spec.Databases.Postgres = append(t.Spec.Databases.Postgres, tenancyv1alpha1.Database{Name: fmt.Sprintf("db%d", i)})
@@ -1059,6 +1090,7 @@ func printMarkdown(w *os.File, r report) {
 			}
 		}
 	}
+	printMigrations(w, r.Migrations)
 	printSettle(w, r.Settle)
 	printSoak(w, r.Soak)
 	fmt.Fprintln(w, "\nOperator requests by verb and resource:")

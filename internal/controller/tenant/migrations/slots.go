@@ -90,9 +90,17 @@ func (s *Slots) Create(ctx context.Context, c client.Reader, tenant string, limi
 			running[client.ObjectKeyFromObject(&jobs.Items[i])] = true
 		}
 		for k, at := range s.reserved[server] {
-			// Once the cache holds the Job, the index counts it while it runs.
-			seen := c.Get(ctx, k, &batchv1.Job{}, client.UnsafeDisableDeepCopy) == nil
-			if seen || now.Sub(at) > reservationLifetime {
+			// Once the cache holds the Job, the index counts it while it runs. The list above may
+			// have been read just before the Job arrived: it counts here while it has not ended.
+			job := &batchv1.Job{}
+			if c.Get(ctx, k, job, client.UnsafeDisableDeepCopy) == nil {
+				delete(s.reserved[server], k)
+				if finished, _, _ := Outcome(job); !finished {
+					running[k] = true
+				}
+				continue
+			}
+			if now.Sub(at) > reservationLifetime {
 				delete(s.reserved[server], k)
 				continue
 			}

@@ -120,3 +120,42 @@ func TestAServerNeverRunsMoreMigrationJobsThanItsLimitHowEverManyReconcilesCreat
 		}
 	})
 }
+
+// catchingUp is a cache that receives add just after a list was read from it.
+type catchingUp struct {
+	client.Client
+	add client.Object
+}
+
+func (c *catchingUp) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	err := c.Client.List(ctx, list, opts...)
+	if c.add != nil {
+		if err := c.Create(ctx, c.add); err != nil {
+			return err
+		}
+		c.add = nil
+	}
+	return err
+}
+
+func TestAJobTheCacheReceivesBetweenItsListAndItsReservationsStillCounts(t *testing.T) {
+	ctx := context.Background()
+	fc := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).WithIndex(&batchv1.Job{}, indexes.RunningMigrationServer, indexes.RunningMigrationServers).Build()
+	slots := &migrations.Slots{}
+	limits := map[string]int32{"pg": 1}
+
+	first := migrationJob("t1", "pg")
+	// Created, and not in the cache yet: its reservation holds the place.
+	if err := slots.Create(ctx, fc, "t1", limits, client.ObjectKeyFromObject(first), func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// The cache receives it after the next Create read the running Jobs, and before it checks
+	// its reservations.
+	c := &catchingUp{Client: fc, add: first.DeepCopy()}
+	second := migrationJob("t2", "pg")
+	err := slots.Create(ctx, c, "t2", limits, client.ObjectKeyFromObject(second), func() error { return c.Create(ctx, second) })
+	var f *migrations.Full
+	if !errors.As(err, &f) || f.Running != 1 {
+		t.Fatalf("second Job: %v, want pg full with the first one running", err)
+	}
+}
