@@ -23,7 +23,8 @@ func (r *Reconciler) migrationJobEnded() handler.EventHandler {
 			if server == "" {
 				continue
 			}
-			for _, t := range r.slots.Waiting(server) {
+			// One Job ended: one place freed.
+			for _, t := range r.slots.Waiting(server, 1) {
 				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: t}})
 			}
 		}

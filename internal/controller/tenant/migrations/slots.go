@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,21 +29,35 @@ type Slots struct {
 	mu sync.Mutex
 	// reserved are the Jobs this process created, by server, and when.
 	reserved map[string]map[client.ObjectKey]time.Time
-	// waiting are the tenants told a server was full, by server: woken when a Job on it ends.
-	waiting map[string]map[string]bool
+	// waiting are the tenants told a server was full, by server, and since when: woken, the
+	// longest waiting first, when a Job on it ends.
+	waiting map[string]map[string]time.Time
 }
 
-// Waiting hands out, and forgets, the tenants told that server was full: a Job on it ended,
-// and one of them may take its place.
-func (s *Slots) Waiting(server string) []string {
+// Waiting hands out, and forgets, the n tenants that have waited longest for a place on server:
+// a Job on it ended, and one of them may take its place. Waking one per place freed, not every
+// tenant waiting, keeps a queue of hundreds from being reconciled at each Job's end; a tenant
+// woken that takes no place (deleted, or no longer moving) leaves it to the next one's recheck.
+func (s *Slots) Waiting(server string, n int) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []string
-	for t := range s.waiting[server] {
+	queue := s.waiting[server]
+	out := make([]string, 0, len(queue))
+	for t := range queue {
 		out = append(out, t)
 	}
-	delete(s.waiting, server)
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b string) int {
+		if c := queue[a].Compare(queue[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	if len(out) > n {
+		out = out[:n]
+	}
+	for _, t := range out {
+		delete(queue, t)
+	}
 	return out
 }
 
@@ -108,12 +123,14 @@ func (s *Slots) Create(ctx context.Context, c client.Reader, tenant string, limi
 		}
 		if limit := limits[server]; len(running) >= int(limit) {
 			if s.waiting == nil {
-				s.waiting = map[string]map[string]bool{}
+				s.waiting = map[string]map[string]time.Time{}
 			}
 			if s.waiting[server] == nil {
-				s.waiting[server] = map[string]bool{}
+				s.waiting[server] = map[string]time.Time{}
 			}
-			s.waiting[server][tenant] = true
+			if _, queued := s.waiting[server][tenant]; !queued {
+				s.waiting[server][tenant] = now
+			}
 			return &Full{Server: server, Running: len(running), Limit: limit}
 		}
 	}

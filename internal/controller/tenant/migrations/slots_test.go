@@ -68,11 +68,28 @@ func TestAServerNeverRunsMoreMigrationJobsThanItsLimitHowEverManyReconcilesCreat
 	})
 
 	t.Run("the tenants told a server was full are handed out once, to be woken", func(t *testing.T) {
-		if got := slots.Waiting("pg"); len(got) != 1 || got[0] != "tenant" {
+		if got := slots.Waiting("pg", 5); len(got) != 1 || got[0] != "tenant" {
 			t.Fatalf("waiting for pg: %v", got)
 		}
-		if got := slots.Waiting("pg"); got != nil {
+		if got := slots.Waiting("pg", 5); len(got) != 0 {
 			t.Fatalf("handed out twice: %v", got)
+		}
+	})
+
+	t.Run("a place freed wakes the tenant that waited longest, one per place", func(t *testing.T) {
+		queue := &migrations.Slots{}
+		full := map[string]int32{"pg": 2}
+		for _, tenant := range []string{"first", "second", "third"} {
+			job := migrationJob("q-"+tenant, "pg")
+			if err := queue.Create(ctx, c, tenant, full, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) }); err == nil {
+				t.Fatalf("%s took a place on a full server", tenant)
+			}
+		}
+		if got := queue.Waiting("pg", 1); len(got) != 1 || got[0] != "first" {
+			t.Fatalf("woken: %v, want [first]", got)
+		}
+		if got := queue.Waiting("pg", 5); len(got) != 2 || got[0] != "second" || got[1] != "third" {
+			t.Fatalf("woken: %v, want [second third]", got)
 		}
 	})
 
