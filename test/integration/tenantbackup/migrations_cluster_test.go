@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/tenantbackup"
@@ -334,6 +335,25 @@ func TestAFailedMigrationKeepsTheVersionItRanHaltsTheRolloutAndItsBackupBringsTh
 		})
 		g.Expect(st.Version).To(Equal("1.0"))
 		g.Expect(st.Reason).To(Equal(tenancyv1alpha1.ReasonMigrationFailed))
+		// What LandlordMigrationsFailed alerts on.
+		families, err := ctrlmetrics.Registry.Gather()
+		g.Expect(err).NotTo(HaveOccurred())
+		failed := 0.0
+		for _, f := range families {
+			if f.GetName() != "landlord_migrations_total" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["component"] == component && labels["result"] == "failed" {
+					failed = m.GetCounter().GetValue()
+				}
+			}
+		}
+		g.Expect(failed).To(BeNumerically(">=", 1), "landlord_migrations_total{component=%q,result=\"failed\"}", component)
 		creds := credentials(g, tenant, "app")
 		for _, secret := range []string{string(creds.Data[tenancyv1alpha1.CredentialsKeyPassword]), string(creds.Data[tenancyv1alpha1.CredentialsKeyURL])} {
 			g.Expect(st.Migration.Message).NotTo(ContainSubstring(secret))
