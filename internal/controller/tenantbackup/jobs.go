@@ -14,6 +14,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/jobs"
 )
 
 const (
@@ -133,16 +134,9 @@ func job(cfg config.Backups, name string, op backup.Operation, owner metav1.Owne
 
 // jobOutcome reads a Job's end from its conditions: done, and whether it failed and why.
 func jobOutcome(j *batchv1.Job) (done, failed bool, message string) {
-	for _, c := range j.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return true, false, ""
-		case batchv1.JobFailed:
-			return true, true, fmt.Sprintf("Job %s/%s failed: %s (kubectl logs -n %[1]s job/%[2]s says why)", j.Namespace, j.Name, strings.TrimSpace(c.Reason+" "+c.Message))
-		}
+	done, failed, why := jobs.Ended(j)
+	if failed {
+		message = fmt.Sprintf("Job %s/%s failed: %s (kubectl logs -n %[1]s job/%[2]s says why)", j.Namespace, j.Name, why)
 	}
-	return false, false, ""
+	return done, failed, message
 }

@@ -27,6 +27,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
+	"github.com/landlord-dev/landlord/internal/jobs"
 	"github.com/landlord-dev/landlord/internal/resources"
 )
 
@@ -456,20 +457,7 @@ func (e *Engine) servers(ctx context.Context, t *tenancyv1alpha1.Tenant, databas
 
 // Outcome reads a Job's end from its conditions, which the operator's cache keeps of a
 // migration Job (and nothing else of its status).
-func Outcome(j *batchv1.Job) (finished, failed bool, why string) {
-	for _, c := range j.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return true, false, ""
-		case batchv1.JobFailed:
-			return true, true, strings.TrimSpace(c.Reason + " " + c.Message)
-		}
-	}
-	return false, false, ""
-}
+func Outcome(j *batchv1.Job) (finished, failed bool, why string) { return jobs.Ended(j) }
 
 // lastWords is the termination message of the Job's last failed container, with the
 // credentials of the tenant's databases taken out: a migration's output is the tenant's code's,
