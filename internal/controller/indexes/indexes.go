@@ -9,11 +9,11 @@ import (
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
-	"github.com/landlord-dev/landlord/internal/jobs"
 )
 
 const (
@@ -307,8 +307,10 @@ func RunningMigrationServers(obj client.Object) []string {
 	if !ok || j.Labels[tenancyv1alpha1.MigrationLabel] == "" {
 		return nil
 	}
-	if ended, _, _ := jobs.Ended(j); ended {
-		return nil
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return nil
+		}
 	}
 	var out []string
 	for s := range strings.SplitSeq(j.Annotations[MigrationServersAnnotation], ",") {
