@@ -263,6 +263,9 @@ const (
 	// (a tenant's component from one version to another): tenant users may neither change nor
 	// delete them.
 	MigrationLabel = "tenancy.landlord.dev/migration"
+	// BackupJobLabel marks the Jobs (and their plans' Secrets) that back up or restore a tenant,
+	// in the operator's namespace, with what they do: backup or restore.
+	BackupJobLabel = "tenancy.landlord.dev/job"
 	// PoolLabel names the TenantPool a tenant was created by. AllocatedLabel ("true") marks a
 	// tenant handed to a customer by a claim: the pool never touches it again. ClaimAnnotation
 	// names the claim ("namespace/name") and ClaimUIDLabel its UID, so a retried bind finds its

@@ -37,6 +37,10 @@ const (
 	ReasonBackupRefused = "BackupRefused"
 	// ReasonJobRunning: the backup or restore Job runs.
 	ReasonJobRunning = "JobRunning"
+	// ReasonWaitingForServer: a backup waits for a place on a database server, which runs as
+	// many Jobs (migrations, backups, restores) as its spec.maxConcurrentJobs allows; it starts
+	// when one ends.
+	ReasonWaitingForServer = "WaitingForServer"
 	// ReasonJobFailed: the Job failed, was killed, or ended without the manifest that makes a
 	// backup whole.
 	ReasonJobFailed = "JobFailed"

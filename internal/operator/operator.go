@@ -45,6 +45,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/controller/componentrollout"
 	"github.com/landlord-dev/landlord/internal/controller/databaseserver"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/jobslots"
 	"github.com/landlord-dev/landlord/internal/controller/templatemirror"
 	"github.com/landlord-dev/landlord/internal/controller/tenant"
 	"github.com/landlord-dev/landlord/internal/controller/tenantbackup"
@@ -407,6 +408,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err := mgr.Add(sampler); err != nil {
 		return nil, err
 	}
+	slots := &jobslots.Slots{}
 	tenants := &tenant.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -424,8 +426,10 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		})},
 		Databases: conns,
 		Backups:   backupsServed,
-		Resync:    opts.Resync,
-		Usage:     sampler, UsageChanged: usageChanged,
+		// Migrations, backups and restores share each database server's places for Jobs.
+		Slots:  slots,
+		Resync: opts.Resync,
+		Usage:  sampler, UsageChanged: usageChanged,
 		Urgent: urgent,
 		Shard:  opts.Shard,
 		Shards: &shard.LeaseReader{Reader: mgr.GetAPIReader(), Namespace: leaseNamespace},
@@ -452,7 +456,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		return nil, err
 	}
 	if backups {
-		if err := backupControllers(mgr, &cfg, tenants.Secrets, conns, clk); err != nil {
+		if err := backupControllers(mgr, &cfg, tenants.Secrets, conns, clk, slots); err != nil {
 			return nil, err
 		}
 	}
@@ -546,7 +550,7 @@ func served(mapper meta.RESTMapper, kinds ...string) (bool, error) {
 
 // backupControllers registers the TenantBackup and TenantRestore controllers, with the backup
 // store when one is configured (without one, each backup and restore waits, saying so).
-func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.TenantSecrets, conns *database.Connections, clk clock.WithTicker) error {
+func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.TenantSecrets, conns *database.Connections, clk clock.WithTicker, slots *jobslots.Slots) error {
 	if err := indexes.AddBackups(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -565,7 +569,7 @@ func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.T
 		store = s
 	}
 	recorder := mgr.GetEventRecorder("landlord")
-	backups := &tenantbackup.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg, Recorder: recorder, Secrets: secrets, Store: store}
+	backups := &tenantbackup.BackupReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg, Recorder: recorder, Secrets: secrets, Store: store, Slots: slots}
 	if err := backups.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up tenant backup controller: %w", err)
 	}

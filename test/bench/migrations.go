@@ -222,7 +222,7 @@ func (t *jobTracker) observe(j *batchv1.Job, gone bool) {
 	key := types.NamespacedName{Namespace: j.Namespace, Name: j.Name}
 	finished, _, _ := migrations.Outcome(j)
 	now := trackedJob{running: !gone && !finished}
-	if s := j.Annotations[indexes.MigrationServersAnnotation]; s != "" {
+	if s := j.Annotations[indexes.DatabaseServersAnnotation]; s != "" {
 		now.servers = strings.Split(s, ",")
 	}
 	t.mu.Lock()

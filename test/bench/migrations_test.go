@@ -18,7 +18,7 @@ type jobEvent struct {
 
 func migrationJob(e jobEvent) *batchv1.Job {
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "t-" + e.name, Name: e.name,
-		Annotations: map[string]string{indexes.MigrationServersAnnotation: e.servers}}}
+		Annotations: map[string]string{indexes.DatabaseServersAnnotation: e.servers}}}
 	if e.ended {
 		j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
 	}

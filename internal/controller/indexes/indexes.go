@@ -59,15 +59,15 @@ const (
 	// BackupTenantUID indexes the TenantBackups by the UID of the tenant they back up, once
 	// recorded: what a purge deletes.
 	BackupTenantUID = "status.tenantUID"
-	// RunningMigrationServer indexes the migration Jobs that have not ended by the database
-	// servers they reach (MigrationServersAnnotation): how many run against a server is one read
-	// of the cache.
-	RunningMigrationServer = "metadata.annotations.database-servers,running"
+	// RunningJobServer indexes Landlord's Jobs that reach database servers (migrations,
+	// backups, restores) and have not ended, by those servers (DatabaseServersAnnotation): how
+	// many run against a server is one read of the cache.
+	RunningJobServer = "metadata.annotations.database-servers,running"
 )
 
-// MigrationServersAnnotation on a migration Job lists the DatabaseServers its databases are on,
-// comma-separated.
-const MigrationServersAnnotation = "tenancy.landlord.dev/database-servers"
+// DatabaseServersAnnotation on a migration, backup or restore Job lists the DatabaseServers its
+// databases are on, comma-separated: the servers whose limit of Jobs at once it counts against.
+const DatabaseServersAnnotation = "tenancy.landlord.dev/database-servers"
 
 // NotReady is the one TenantDatabasesNotReady key.
 const NotReady = "notReady"
@@ -89,7 +89,7 @@ func Add(ctx context.Context, indexer client.FieldIndexer) error {
 		{&tenancyv1alpha1.Tenant{}, TenantPoolAll, tenantPoolAll},
 		{&tenancyv1alpha1.Tenant{}, TenantClaimUID, tenantClaimUID},
 		{&tenancyv1alpha1.TenantClaim{}, PendingClaimPool, pendingClaimPool},
-		{&batchv1.Job{}, RunningMigrationServer, RunningMigrationServers},
+		{&batchv1.Job{}, RunningJobServer, RunningJobServers},
 	} {
 		if err := indexer.IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
 			return err
@@ -300,11 +300,13 @@ func pendingClaimPool(obj client.Object) []string {
 	return []string{c.Spec.Pool}
 }
 
-// RunningMigrationServers indexes a migration Job that has not ended (no Complete or Failed
-// condition: the operator's cache keeps a migration Job's conditions) by its servers.
-func RunningMigrationServers(obj client.Object) []string {
+// RunningJobServers indexes a migration, backup or restore Job that has not ended (no Complete
+// or Failed condition: the operator's cache keeps a migration Job's conditions, and a backup's
+// or restore's Job whole) by its servers. Any other Job (a component's, whose status the cache
+// drops) counts against no server, whatever its annotations say.
+func RunningJobServers(obj client.Object) []string {
 	j, ok := obj.(*batchv1.Job)
-	if !ok || j.Labels[tenancyv1alpha1.MigrationLabel] == "" {
+	if !ok || (j.Labels[tenancyv1alpha1.MigrationLabel] == "" && j.Labels[tenancyv1alpha1.BackupJobLabel] == "") {
 		return nil
 	}
 	for _, c := range j.Status.Conditions {
@@ -313,7 +315,7 @@ func RunningMigrationServers(obj client.Object) []string {
 		}
 	}
 	var out []string
-	for s := range strings.SplitSeq(j.Annotations[MigrationServersAnnotation], ",") {
+	for s := range strings.SplitSeq(j.Annotations[DatabaseServersAnnotation], ",") {
 		if s != "" {
 			out = append(out, s)
 		}

@@ -37,6 +37,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/jobslots"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/components"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/databases"
@@ -75,8 +76,9 @@ type Reconciler struct {
 	Databases *database.Connections
 	// Backups: TenantBackups are served, so a migration can take one first.
 	Backups bool
-	// slots keeps each database server's migration Jobs within its limit.
-	slots migrations.Slots
+	// Slots keeps each database server's Jobs within its limit, shared with the TenantBackup
+	// controller; SetupWithManager makes one when none is given.
+	Slots *jobslots.Slots
 	// Applied remembers the owned objects found in place, so that an unchanged tenant costs
 	// neither requests nor the conversions a comparison takes; set up by SetupWithManager.
 	Applied *apply.Memo
@@ -192,7 +194,7 @@ func (r *Reconciler) components() *components.Engine {
 			Migrations: &migrations.Engine{
 				Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, ApplyFailed: r.applyFailed,
 				Backups: r.Backups && r.Config.Backups.Objects != "",
-				Slots:   &r.slots,
+				Slots:   r.Slots,
 			},
 		}
 	})
@@ -204,6 +206,9 @@ func (r *Reconciler) components() *components.Engine {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Applied == nil {
 		r.Applied = apply.NewMemo()
+	}
+	if r.Slots == nil {
+		r.Slots = &jobslots.Slots{}
 	}
 	if r.Shards == nil {
 		r.Shards = &shard.LeaseReader{Reader: r.APIReader}
@@ -228,7 +233,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Migration Jobs: their end moves the tenant's component on.
 		Watches(&batchv1.Job{}, r.owned(mgr)).
 		// A migration Job that ended frees a place on its servers for a tenant waiting its turn.
-		Watches(&batchv1.Job{}, r.migrationJobEnded()).
+		Watches(&batchv1.Job{}, r.Slots.Wake(jobslots.Tenants)).
 		Watches(&corev1.Secret{}, r.owned(mgr)).
 		Watches(&corev1.Secret{}, r.templateSecretHandler()).
 		Watches(&tenancyv1alpha1.DatabaseServer{}, r.databaseServerHandler()).

@@ -26,6 +26,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/jobslots"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -60,15 +61,27 @@ type BackupReconciler struct {
 	Secrets secret.TenantSecrets
 	// Store is nil when no backup store is configured.
 	Store Store
+	// Slots keeps each database server's Jobs within its limit, shared with the tenant
+	// controller's migrations; SetupWithManager makes one when none is given.
+	Slots *jobslots.Slots
 }
 
-// SetupWithManager registers the controller: a backup's Job wakes it, and so does a change to
-// the tenant a waiting backup names.
+// waitingRecheck is how soon a backup waiting for a place on a server looks again, should no
+// Job's end wake it first (one woken that took no place, or a place freed by another process).
+const waitingRecheck = time.Minute
+
+// SetupWithManager registers the controller: a backup's Job wakes it, a Job that ends on a
+// server wakes the backup that waited longest for a place on it, and a change to the tenant a
+// waiting backup names wakes that backup.
 func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Slots == nil {
+		r.Slots = &jobslots.Slots{}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenantbackup").
 		For(&tenancyv1alpha1.TenantBackup{}, builder.WithPredicates(changed())).
 		Owns(&batchv1.Job{}).
+		Watches(&batchv1.Job{}, r.Slots.Wake(jobslots.Backups)).
 		Watches(&tenancyv1alpha1.Tenant{}, handler.EnqueueRequestsFromMapFunc(r.pendingOf)).
 		Complete(shutdown.Quiet(r))
 }
@@ -127,6 +140,10 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	var ref *refusal
 	if errors.As(o.err, &ref) {
 		return ctrl.Result{}, nil
+	}
+	// Nor is a wait for a place on a server: a Job's end wakes the backup.
+	if _, full := errors.AsType[*jobslots.Full](o.err); full {
+		return ctrl.Result{RequeueAfter: waitingRecheck}, nil
 	}
 	if o.ended != nil && o.err == nil {
 		// Once the end is recorded, the plan's passwords go; a deletion that fails is tried
@@ -196,8 +213,25 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 		return err
 	}
 	plan.TenantKey = key
+	servers, limits, err := serversOf(ctx, r.Client, t, b.Spec.Databases)
+	if err != nil {
+		return err
+	}
 	owner := *metav1.NewControllerRef(b, tenancyv1alpha1.GroupVersion.WithKind("TenantBackup"))
-	if err := createJob(ctx, r.Client, r.Config.Backups, name, plan, owner); err != nil {
+	create := func() error { return createJob(ctx, r.Client, r.Config.Backups, name, plan, owner, servers) }
+	// Within each server's limit of Jobs at once, shared with migrations and restores: a backup
+	// that finds one full waits, Pending, for a Job on it to end.
+	// A Job made by a reconcile whose status write was lost holds its place already.
+	jobKey := client.ObjectKey{Namespace: r.Config.Backups.Namespace, Name: name}
+	if err := r.Client.Get(ctx, jobKey, &batchv1.Job{}); err == nil {
+		r.Slots.Seen(jobKey)
+		err = create()
+		if err != nil {
+			return err
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return err
+	} else if err := r.Slots.Create(ctx, r.Client, jobslots.Waiter{Queue: jobslots.Backups, Key: client.ObjectKeyFromObject(b)}, limits, jobKey, create); err != nil {
 		return err
 	}
 	o.now = metav1.Now()
@@ -210,8 +244,9 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 }
 
 // createJob creates the plan's Secret, then the Job that mounts it; either already there (a
-// reconcile that lost its status write) is the one made before.
-func createJob(ctx context.Context, c client.Client, cfg config.Backups, name string, plan backup.Plan, owner metav1.OwnerReference) error {
+// reconcile that lost its status write) is the one made before. servers are the database
+// servers the Job reaches, whose limits of Jobs at once it counts against.
+func createJob(ctx context.Context, c client.Client, cfg config.Backups, name string, plan backup.Plan, owner metav1.OwnerReference, servers []string) error {
 	s, err := planSecret(cfg, name, owner, plan)
 	if err != nil {
 		return err
@@ -219,7 +254,28 @@ func createJob(ctx context.Context, c client.Client, cfg config.Backups, name st
 	if err := createOwned(ctx, c, s, &corev1.Secret{}, owner); err != nil {
 		return err
 	}
-	return createOwned(ctx, c, job(cfg, name, plan.Operation, owner), &batchv1.Job{}, owner)
+	return createOwned(ctx, c, job(cfg, name, plan.Operation, owner, servers), &batchv1.Job{}, owner)
+}
+
+// serversOf are the database servers of the tenant's databases named (all when none are), sorted,
+// with their limits of Jobs at once.
+func serversOf(ctx context.Context, c client.Reader, t *tenancyv1alpha1.Tenant, names []string) ([]string, map[string]int32, error) {
+	var on []string
+	for _, db := range t.Status.Databases {
+		if db.Server != "" && (len(names) == 0 || slices.Contains(names, db.Name)) {
+			on = append(on, db.Server)
+		}
+	}
+	limits, err := jobslots.Limits(ctx, c, on)
+	if err != nil {
+		return nil, nil, err
+	}
+	servers := make([]string, 0, len(limits))
+	for s := range limits {
+		servers = append(servers, s)
+	}
+	slices.Sort(servers)
+	return servers, limits, nil
 }
 
 // createOwned creates obj, or finds it made before by the same owner; one of that name that is

@@ -14,6 +14,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/jobs"
 )
 
@@ -22,7 +23,7 @@ const (
 	PlanKey  = "plan.json"
 	planDir  = "/var/run/landlord/plan"
 	scratch  = "/scratch"
-	jobLabel = "tenancy.landlord.dev/job"
+	jobLabel = tenancyv1alpha1.BackupJobLabel
 )
 
 // JobName is the name of the Job (and of its Secret) that makes a backup or a restore: its
@@ -68,7 +69,9 @@ func jobLabels(op backup.Operation) map[string]string {
 // made again by a new TenantBackup, and a failed restore is looked at before it is tried again.
 // It needs nothing of the Kubernetes API, and runs as no one in particular with nothing it could
 // change but its scratch volume.
-func job(cfg config.Backups, name string, op backup.Operation, owner metav1.OwnerReference) *batchv1.Job {
+// servers are the database servers it reaches (indexes.DatabaseServersAnnotation), whose limits
+// of Jobs at once it counts against.
+func job(cfg config.Backups, name string, op backup.Operation, owner metav1.OwnerReference, servers []string) *batchv1.Job {
 	podLabels := jobLabels(op)
 	for k, v := range cfg.PodLabels {
 		if _, ours := podLabels[k]; !ours {
@@ -84,6 +87,7 @@ func job(cfg config.Backups, name string, op backup.Operation, owner metav1.Owne
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: cfg.Namespace,
 			Labels:          jobLabels(op),
+			Annotations:     map[string]string{indexes.DatabaseServersAnnotation: strings.Join(servers, ",")},
 			OwnerReferences: []metav1.OwnerReference{owner},
 		},
 		Spec: batchv1.JobSpec{

@@ -230,8 +230,15 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 		r.writing.release(rs.UID)
 		return err
 	}
+	// A restore is someone waiting on their data: it takes no turn, but counts against its
+	// servers' limits, so that backups and migrations wait for it.
+	servers, _, err := serversOf(ctx, r.Client, t, names)
+	if err != nil {
+		r.writing.release(rs.UID)
+		return err
+	}
 	owner := *metav1.NewControllerRef(rs, tenancyv1alpha1.GroupVersion.WithKind("TenantRestore"))
-	if err := createJob(ctx, r.Client, r.Config.Backups, jobName, plan, owner); err != nil {
+	if err := createJob(ctx, r.Client, r.Config.Backups, jobName, plan, owner, servers); err != nil {
 		r.writing.release(rs.UID)
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/controller/conditions"
+	"github.com/landlord-dev/landlord/internal/controller/jobslots"
 )
 
 // Each reconciler of this package computes its kind's status in a pure function of the object
@@ -85,10 +86,14 @@ func computeBackupStatus(b *tenancyv1alpha1.TenantBackup, o backupObservation) t
 		}
 	}
 	var ref *refusal
+	var full *jobslots.Full
 	switch {
 	case errors.As(o.err, &ref):
 		s.Phase = tenancyv1alpha1.BackupPending
 		conds.Stalled(ref.reason, ref.message)
+	case errors.As(o.err, &full):
+		s.Phase = tenancyv1alpha1.BackupPending
+		conds.Reconciling(tenancyv1alpha1.ReasonWaitingForServer, fmt.Sprintf("waits its turn: %v", full))
 	case o.err != nil:
 		conds.Reconciling(tenancyv1alpha1.ReasonStoreUnavailable, o.err.Error())
 	}

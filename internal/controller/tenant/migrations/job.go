@@ -50,7 +50,7 @@ func DatabaseEnvPrefix(database string) string {
 // another namespace cannot be named. It runs once, retried Retries times, for at most Timeout,
 // with no service account token and nothing it may escalate to.
 //
-// servers are the DatabaseServers its databases are on (indexes.MigrationServersAnnotation):
+// servers are the DatabaseServers its databases are on (indexes.DatabaseServersAnnotation):
 // what it counts against (Slots).
 func Job(t *tenancyv1alpha1.Tenant, namespace, component, id, name string, stepIndex string, step Step, servers []string) *batchv1.Job {
 	labels := resources.Labels(t)
@@ -89,7 +89,7 @@ func Job(t *tenancyv1alpha1.Tenant, namespace, component, id, name string, stepI
 			Name: name, Namespace: namespace, Labels: labels,
 			Annotations: map[string]string{
 				"tenancy.landlord.dev/migration-step-name": step.Name(),
-				indexes.MigrationServersAnnotation:         strings.Join(servers, ","),
+				indexes.DatabaseServersAnnotation:          strings.Join(servers, ","),
 			},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(t, tenancyv1alpha1.GroupVersion.WithKind("Tenant"))},
 		},

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/jobslots"
 	"github.com/landlord-dev/landlord/internal/controller/tenant/phase"
 	"github.com/landlord-dev/landlord/internal/jobs"
 	"github.com/landlord-dev/landlord/internal/resources"
@@ -54,8 +55,8 @@ type Engine struct {
 	Recorder  events.EventRecorder
 	// Backups: a backup store is configured, and TenantBackups are served.
 	Backups bool
-	// Slots keeps each database server's migration Jobs within its limit; none when nil.
-	Slots *Slots
+	// Slots keeps each database server's Jobs within its limit; none when nil.
+	Slots *jobslots.Slots
 	// ApplyFailed classifies a write the API server refused.
 	ApplyFailed phase.ApplyFailed
 	// Now is the clock; time.Now when nil.
@@ -323,7 +324,7 @@ func (e *Engine) step(ctx context.Context, m Move, st *tenancyv1alpha1.Migration
 	}
 	name := JobName(m.Component, id, st.Attempts, i)
 	job, err := e.job(ctx, m, id, name, i, step)
-	if full, ok := errors.AsType[*Full](err); ok {
+	if full, ok := errors.AsType[*jobslots.Full](err); ok {
 		st.Phase, st.Step, st.Job = stage, step.Name(), ""
 		return false, e.hold(st, stage, "migration %s waits its turn: %v", step.Name(), full)
 	}
@@ -406,11 +407,11 @@ func (e *Engine) job(ctx context.Context, m Move, id, name string, i int, step S
 		// Within each server's limit of Jobs at once: the first to come takes a place.
 		inner := do
 		do = func() error {
-			return e.Slots.Create(ctx, e.Client, m.Tenant.Name, limits, client.ObjectKeyFromObject(create), inner)
+			return e.Slots.Create(ctx, e.Client, jobslots.Waiter{Queue: jobslots.Tenants, Key: client.ObjectKeyFromObject(m.Tenant)}, limits, client.ObjectKeyFromObject(create), inner)
 		}
 	}
 	if err := do(); err != nil {
-		if _, full := errors.AsType[*Full](err); full {
+		if _, full := errors.AsType[*jobslots.Full](err); full {
 			return nil, err
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -424,28 +425,18 @@ func (e *Engine) job(ctx context.Context, m Move, id, name string, i int, step S
 	return create, nil
 }
 
-// servers are the DatabaseServers the databases are on, sorted, and each one's limit of
-// migration Jobs at once.
+// servers are the database servers the tenant's named databases are on, sorted, with their
+// limits of Jobs at once.
 func (e *Engine) servers(ctx context.Context, t *tenancyv1alpha1.Tenant, databases []string) ([]string, map[string]int32, error) {
-	limits := map[string]int32{}
+	var on []string
 	for _, db := range t.Status.Databases {
-		if !slices.Contains(databases, db.Name) || db.Server == "" {
-			continue
+		if slices.Contains(databases, db.Name) && db.Server != "" {
+			on = append(on, db.Server)
 		}
-		if _, ok := limits[db.Server]; ok {
-			continue
-		}
-		limit := int32(tenancyv1alpha1.DefaultMaxConcurrentJobs)
-		s := &tenancyv1alpha1.DatabaseServer{}
-		switch err := e.Client.Get(ctx, client.ObjectKey{Name: db.Server}, s, client.UnsafeDisableDeepCopy); {
-		case err == nil:
-			if s.Spec.MaxConcurrentJobs != nil {
-				limit = *s.Spec.MaxConcurrentJobs
-			}
-		case !apierrors.IsNotFound(err):
-			return nil, nil, err
-		}
-		limits[db.Server] = limit
+	}
+	limits, err := jobslots.Limits(ctx, e.Client, on)
+	if err != nil {
+		return nil, nil, err
 	}
 	servers := make([]string, 0, len(limits))
 	for s := range limits {

@@ -129,7 +129,7 @@ func TestAMigrationJobReachesOnlyTheTenantsOwnCredentialsAndCannotEscalate(t *te
 	if job.Namespace != "tenant-acme" || !metav1.IsControlledBy(job, tenant) || job.Labels[tenancyv1alpha1.ComponentLabel] != "web" {
 		t.Errorf("the Job is not the tenant's component object (namespace %s, owners %v, labels %v): tenant users could change it", job.Namespace, job.OwnerReferences, job.Labels)
 	}
-	if got := job.Annotations[indexes.MigrationServersAnnotation]; got != "pg-1,pg-2" {
+	if got := job.Annotations[indexes.DatabaseServersAnnotation]; got != "pg-1,pg-2" {
 		t.Errorf("servers annotation %q: the Job would not count against its servers' limits", got)
 	}
 	if *job.Spec.BackoffLimit != 2 || *job.Spec.ActiveDeadlineSeconds != int64(migrations.DefaultTimeout.Seconds()) {
