@@ -23,6 +23,7 @@ const ReasonScheduled = "Scheduled"
 
 // TenantBackupScheduleSpec is when the selected tenants are backed up, and how many backups of
 // each are kept.
+// +kubebuilder:validation:XValidation:rule="!has(self.jitter) || (has(self.window) && duration(self.jitter) <= duration(self.window))",message="jitter must be no longer than window, and needs one"
 type TenantBackupScheduleSpec struct {
 	// Schedule is a cron schedule in UTC, as a CronJob's: five fields (minute, hour, day of
 	// month, month, day of week) or a descriptor (@hourly, @daily, @weekly, @monthly).
@@ -53,9 +54,55 @@ type TenantBackupScheduleSpec struct {
 	// +optional
 	Keep int32 `json:"keep,omitempty"`
 
+	// Window spreads each run over this long from the schedule's time (at most 24h): each
+	// tenant's backup is made at its own offset in the window, the same every run (a hash of the
+	// schedule's and the tenant's names), so a fleet never starts at once and each tenant is
+	// backed up at about the same time every run. Unset, every backup is made at the schedule's
+	// time. Either way a backup then waits for a place on its database servers
+	// (DatabaseServer spec.maxConcurrentJobs), and one not started by the window's end (an hour
+	// after the schedule's time when unset) missed it: status.lastRun says so. A window as long
+	// as the time between two runs leaves the last tenants of a run to the next one.
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('24h')",message="must be a duration between 1s and 24h, such as 4h"
+	// +optional
+	Window *metav1.Duration `json:"window,omitempty"`
+
+	// Jitter moves each tenant's time in the window by up to this much, differently each run,
+	// so that tenants whose offsets are close do not start together every night. At most the
+	// window.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('24h')",message="must be a duration between 0s and 24h, such as 10m"
+	// +optional
+	Jitter *metav1.Duration `json:"jitter,omitempty"`
+
 	// Suspend stops the schedule: it makes no backup and deletes none while true.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+}
+
+// BackupRunStatus is how a schedule's run goes: its backups by phase, and whether each started
+// within the run's window.
+type BackupRunStatus struct {
+	// ScheduleTime is the run's time, the start of its window.
+	ScheduleTime metav1.Time `json:"scheduleTime"`
+	// WindowEnd is when every backup of the run should have started.
+	WindowEnd metav1.Time `json:"windowEnd"`
+	// Selected is how many tenants the run backs up: those selected whose data may be read.
+	Selected int32 `json:"selected"`
+	// NotYetDue is how many of them have their time later in the window.
+	NotYetDue int32 `json:"notYetDue"`
+	// Waiting is how many backups were made and wait to start (for a place on their servers).
+	Waiting int32 `json:"waiting"`
+	// Running is how many backups' Jobs run.
+	Running int32 `json:"running"`
+	// Succeeded is how many backups succeeded.
+	Succeeded int32 `json:"succeeded"`
+	// Failed is how many backups failed.
+	Failed int32 `json:"failed"`
+	// Late is how many backups had not started when the window ended.
+	// +optional
+	Late int32 `json:"late,omitempty"`
+	// MissedWindow is true once the window ended with backups of the run not started.
+	// +optional
+	MissedWindow bool `json:"missedWindow,omitempty"`
 }
 
 // TenantBackupScheduleStatus is when a schedule last ran.
@@ -69,9 +116,12 @@ type TenantBackupScheduleStatus struct {
 	// NextScheduleTime is when the schedule runs next.
 	// +optional
 	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
-	// Tenants is how many tenants the last run backed up.
+	// Tenants is how many backups the last run made so far.
 	// +optional
 	Tenants int32 `json:"tenants,omitempty"`
+	// LastRun is how the last run goes, or went.
+	// +optional
+	LastRun *BackupRunStatus `json:"lastRun,omitempty"`
 	// Conditions: Ready (True while the schedule runs as asked), Stalled when its schedule does
 	// not parse.
 	// +listType=map
@@ -89,9 +139,13 @@ type TenantBackupScheduleStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=tbs,categories=landlord
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
+// +kubebuilder:printcolumn:name="Window",type=string,JSONPath=`.spec.window`
 // +kubebuilder:printcolumn:name="Keep",type=integer,JSONPath=`.spec.keep`
 // +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.status.lastScheduleTime`
+// +kubebuilder:printcolumn:name="Succeeded",type=integer,JSONPath=`.status.lastRun.succeeded`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.lastRun.failed`
+// +kubebuilder:printcolumn:name="Missed",type=boolean,JSONPath=`.status.lastRun.missedWindow`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 type TenantBackupSchedule struct {

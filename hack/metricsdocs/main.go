@@ -141,6 +141,9 @@ func kindOf(c prometheus.Collector) (string, error) {
 	case *leadermetrics.Collector:
 		// Computed from the cache when scraped; every one is a gauge.
 		return "gauge", nil
+	case interface{ MetricKind() string }:
+		// Another collector computed when scraped says what its metrics are.
+		return c.(interface{ MetricKind() string }).MetricKind(), nil
 	default:
 		return "", fmt.Errorf("a collector of type %T, which the generator cannot name", c)
 	}

@@ -87,7 +87,7 @@ func TestShippedExpressionsParse(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(len(dashboard)).To(BeNumerically(">=", 30), "the dashboard's queries were not all read")
 	g.Expect(rules).To(HaveKey("LandlordOperatorDown"))
-	g.Expect(rules).To(HaveLen(16))
+	g.Expect(rules).To(HaveLen(18))
 	for _, expr := range dashboard {
 		names, err := shipped.MetricNames(expr)
 		g.Expect(err).NotTo(HaveOccurred())

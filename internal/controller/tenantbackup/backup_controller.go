@@ -306,15 +306,18 @@ func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantB
 	if err != nil || !done {
 		return err
 	}
+	reason := failedJob
 	if !failed {
 		m, err := r.Store.Manifest(ctx, b.Status.Location)
 		switch {
 		case errors.Is(err, backup.ErrNoManifest):
 			msg = fmt.Sprintf("Job %s/%s ended without writing the backup's manifest", r.Config.Backups.Namespace, b.Status.Job)
+			reason = failedNoManifest
 		case err != nil:
 			return fmt.Errorf("reading the backup's manifest: %w", err)
 		case m.TenantUID != b.Status.TenantUID || !holdsAsked(m, b.Spec.Databases):
 			msg = "the backup's manifest is not the one this backup asked for"
+			reason = failedWrongManifest
 		default:
 			r.succeeded(b, o, m)
 			return nil
@@ -327,6 +330,7 @@ func (r *BackupReconciler) watch(ctx context.Context, b *tenancyv1alpha1.TenantB
 	o.now = metav1.Now()
 	o.ended = &backupEnd{failed: true, message: msg}
 	backupsTotal.WithLabelValues("failed").Inc()
+	backupFailures.WithLabelValues(reason).Inc()
 	r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, tenancyv1alpha1.ReasonJobFailed, "Backup", "%s", msg)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -41,8 +43,10 @@ type ScheduleReconciler struct {
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantbackupschedules/status,verbs=get;patch
 // +kubebuilder:rbac:groups=tenancy.landlord.dev,resources=tenantbackups,verbs=delete
 
-// SetupWithManager registers the controller: a schedule is looked at when it changes, when a
-// backup it made changes (its retention may delete an older one), and at every minute's tick.
+// SetupWithManager registers the controller: a schedule is looked at when it changes, a little
+// after a backup it made changes (its counts move, its retention may delete an older one: a
+// run's changes are taken together, not one status write per backup), and at every minute's
+// tick.
 func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ticks := make(chan event.GenericEvent)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return r.tick(ctx, ticks) })); err != nil {
@@ -51,10 +55,14 @@ func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenantbackupschedule").
 		For(&tenancyv1alpha1.TenantBackupSchedule{}, builder.WithPredicates(changed())).
-		Watches(&tenancyv1alpha1.TenantBackup{}, handler.EnqueueRequestsFromMapFunc(madeBy)).
+		Watches(&tenancyv1alpha1.TenantBackup{}, madeBy()).
 		WatchesRawSource(source.Channel(ticks, &handler.EnqueueRequestForObject{})).
 		Complete(shutdown.Quiet(r))
 }
+
+// backupsSettle is how long a schedule waits after one of its backups changes before it looks:
+// the changes of a run's backups in that time come to one reconcile.
+const backupsSettle = 5 * time.Second
 
 // tick sends every schedule to the controller once a minute of Clock; there are few.
 func (r *ScheduleReconciler) tick(ctx context.Context, out chan<- event.GenericEvent) error {
@@ -81,16 +89,32 @@ func (r *ScheduleReconciler) tick(ctx context.Context, out chan<- event.GenericE
 	}
 }
 
-func madeBy(_ context.Context, obj client.Object) []reconcile.Request {
-	if s := obj.GetLabels()[tenancyv1alpha1.BackupScheduleLabel]; s != "" {
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: s}}}
+// madeBy wakes, a little later, the schedule that made a backup that changed.
+func madeBy() handler.EventHandler {
+	add := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if s := obj.GetLabels()[tenancyv1alpha1.BackupScheduleLabel]; s != "" {
+			q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKey{Name: s}}, backupsSettle)
+		}
 	}
-	return nil
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+	}
 }
 
 func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	s := &tenancyv1alpha1.TenantBackupSchedule{}
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil || !s.DeletionTimestamp.IsZero() {
+		if apierrors.IsNotFound(err) {
+			forgetSchedule(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	sched, err := cron.ParseStandard(s.Spec.Schedule)
@@ -102,23 +126,54 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	now := r.Clock.Now()
 	from := s.CreationTimestamp.Time
+	var run time.Time
 	if s.Status.LastScheduleTime != nil {
 		from = s.Status.LastScheduleTime.Time
+		run = s.Status.LastScheduleTime.Time
 	}
 	var o scheduleObservation
 	if slot, due := lastSlot(sched, from, now); due {
-		made, err := r.run(ctx, s, slot)
+		// A new run; what the one before had not made by now is its window's to report.
+		run = slot
+		o.ran = &slot
+	}
+	backups := &tenancyv1alpha1.TenantBackupList{}
+	if err := r.Client.List(ctx, backups, client.MatchingLabels{tenancyv1alpha1.BackupScheduleLabel: s.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	var wake time.Duration
+	if !run.IsZero() {
+		p, err := r.run(ctx, s, run, now, backups.Items)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		o.ran, o.made = &slot, made
+		o.progress = &p
+		if o.ran != nil {
+			window, _ := spreadOf(s)
+			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonScheduled, "Schedule",
+				"run for %s: backing up %d tenant(s) over %s", run.UTC().Format(time.RFC3339), p.Selected, window)
+		}
+		if p.MissedWindow && (s.Status.LastRun == nil || !s.Status.LastRun.MissedWindow || !s.Status.LastRun.ScheduleTime.Equal(&p.ScheduleTime)) {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ReasonWindowMissed, "Schedule",
+				"run for %s: %d backup(s) had not started when its window ended at %s", run.UTC().Format(time.RFC3339), p.Late, p.WindowEnd.UTC().Format(time.RFC3339))
+		}
+		wake = p.wake
 	}
-	if err := r.retain(ctx, s); err != nil {
+	if err := r.retain(ctx, s, backups.Items); err != nil {
 		return ctrl.Result{}, err
 	}
 	o.upcoming = sched.Next(now)
-	return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, s, &s.Status, computeScheduleStatus(s, o))
+	status := computeScheduleStatus(s, o)
+	observeSchedule(s.Name, status.LastRun)
+	if err := writes.PatchStatus(ctx, r.Client, s, &s.Status, status); err != nil {
+		return ctrl.Result{}, err
+	}
+	// The next tenant's time, or the window's end, if sooner than the minute's tick.
+	return ctrl.Result{RequeueAfter: wake}, nil
 }
+
+// ReasonWindowMissed is the event of a run whose window ended with backups not started.
+const ReasonWindowMissed = "WindowMissed"
 
 // lastSlot is the latest time of the schedule after from and no later than now, and whether
 // there is one. Runs missed while no operator ran are not made up one by one: the latest stands
@@ -138,25 +193,62 @@ func ScheduledBackupName(tenant string, at time.Time) string {
 	return tenant + "-" + at.UTC().Format("200601021504")
 }
 
-// run makes a backup of every tenant the schedule selects whose data may be backed up now.
-func (r *ScheduleReconciler) run(ctx context.Context, s *tenancyv1alpha1.TenantBackupSchedule, at time.Time) (int, error) {
+// runProgress is how a run goes, and how soon the schedule should look again for it.
+type runProgress struct {
+	tenancyv1alpha1.BackupRunStatus
+	// made is how many backups the run has made.
+	made int
+	// wake is how long until the next tenant's time, or the window's end; 0 when neither is
+	// ahead.
+	wake time.Duration
+}
+
+// run makes the backups of the run at run whose time in its window has come, for the tenants
+// the schedule selects whose data may be backed up now, and counts the run's backups (of
+// backups, the schedule's) by phase.
+func (r *ScheduleReconciler) run(ctx context.Context, s *tenancyv1alpha1.TenantBackupSchedule, run, now time.Time, backups []tenancyv1alpha1.TenantBackup) (runProgress, error) {
 	sel, err := metav1.LabelSelectorAsSelector(&s.Spec.Tenants)
 	if err != nil {
-		return 0, err
+		return runProgress{}, err
 	}
 	tenants := &tenancyv1alpha1.TenantList{}
 	if err := r.Client.List(ctx, tenants, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return 0, err
+		return runProgress{}, err
 	}
-	made := 0
+	suffix := ScheduledBackupName("", run)
+	phases := map[string]tenancyv1alpha1.BackupPhase{}
+	for i := range backups {
+		if b := &backups[i]; strings.HasSuffix(b.Name, suffix) && b.DeletionTimestamp.IsZero() {
+			phases[b.Name] = b.Status.Phase
+		}
+	}
+	window, jitter := spreadOf(s)
+	end := windowEnd(s, run)
+	p := runProgress{BackupRunStatus: tenancyv1alpha1.BackupRunStatus{
+		ScheduleTime: metav1.Time{Time: run}, WindowEnd: metav1.Time{Time: end},
+	}}
+	var next time.Time
 	for i := range tenants.Items {
 		t := &tenants.Items[i]
 		if !backedUp(t, s.Spec.Databases) {
 			continue
 		}
+		p.Selected++
+		name := ScheduledBackupName(t.Name, run)
+		if _, made := phases[name]; made {
+			continue
+		}
+		due := run.Add(Offset(s.Name, t.Name, run, window, jitter))
+		if due.After(now) {
+			p.NotYetDue++
+			if next.IsZero() || due.Before(next) {
+				next = due
+			}
+			continue
+		}
 		b := &tenancyv1alpha1.TenantBackup{
 			ObjectMeta: metav1.ObjectMeta{
-				Name: ScheduledBackupName(t.Name, at),
+				Name: name,
 				Labels: map[string]string{
 					tenancyv1alpha1.BackupScheduleLabel: s.Name,
 					tenancyv1alpha1.BackupTenantLabel:   t.Name,
@@ -165,13 +257,37 @@ func (r *ScheduleReconciler) run(ctx context.Context, s *tenancyv1alpha1.TenantB
 			Spec: tenancyv1alpha1.TenantBackupSpec{Tenant: t.Name, Databases: s.Spec.Databases},
 		}
 		if err := r.Client.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
-			return made, fmt.Errorf("creating TenantBackup %s: %w", b.Name, err)
+			return p, fmt.Errorf("creating TenantBackup %s: %w", b.Name, err)
 		}
-		made++
+		phases[name] = tenancyv1alpha1.BackupPending
 	}
-	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, tenancyv1alpha1.ReasonScheduled, "Schedule",
-		"backing up %d tenant(s) for %s", made, at.UTC().Format(time.RFC3339))
-	return made, nil
+	p.made = len(phases)
+	for _, phase := range phases {
+		switch phase {
+		case tenancyv1alpha1.BackupRunning:
+			p.Running++
+		case tenancyv1alpha1.BackupSucceeded:
+			p.Succeeded++
+		case tenancyv1alpha1.BackupFailed:
+			p.Failed++
+		default:
+			p.Waiting++
+		}
+	}
+	if last := s.Status.LastRun; last != nil && last.ScheduleTime.Equal(&p.ScheduleTime) && last.MissedWindow {
+		// Missed once, missed for good: how many were late is what was counted at the end.
+		p.MissedWindow, p.Late = true, last.Late
+	} else if !now.Before(end) {
+		p.Late = p.Waiting + p.NotYetDue
+		p.MissedWindow = p.Late > 0
+	}
+	switch {
+	case !next.IsZero():
+		p.wake = next.Sub(now)
+	case now.Before(end) && p.Waiting > 0:
+		p.wake = end.Sub(now)
+	}
+	return p, nil
 }
 
 // backedUp reports whether a run backs up the tenant: its data may be read, and it has the
@@ -191,14 +307,10 @@ func backedUp(t *tenancyv1alpha1.Tenant, names []string) bool {
 // retain deletes, of each tenant's backups this schedule made, the succeeded ones beyond the
 // newest Keep and the failed ones older than the newest that succeeded. Nothing is deleted for
 // a tenant until one of its backups has succeeded, and none still running.
-func (r *ScheduleReconciler) retain(ctx context.Context, s *tenancyv1alpha1.TenantBackupSchedule) error {
-	list := &tenancyv1alpha1.TenantBackupList{}
-	if err := r.Client.List(ctx, list, client.MatchingLabels{tenancyv1alpha1.BackupScheduleLabel: s.Name}); err != nil {
-		return err
-	}
+func (r *ScheduleReconciler) retain(ctx context.Context, s *tenancyv1alpha1.TenantBackupSchedule, backups []tenancyv1alpha1.TenantBackup) error {
 	byTenant := map[string][]*tenancyv1alpha1.TenantBackup{}
-	for i := range list.Items {
-		b := &list.Items[i]
+	for i := range backups {
+		b := &backups[i]
 		if b.DeletionTimestamp.IsZero() {
 			byTenant[b.Spec.Tenant] = append(byTenant[b.Spec.Tenant], b)
 		}

@@ -215,10 +215,10 @@ func restoredMessage(rs *tenancyv1alpha1.TenantRestore, message string) string {
 type scheduleObservation struct {
 	// invalid is why spec.schedule does not parse; nil when it does.
 	invalid error
-	// ran is the scheduled time of the run the reconcile made, nil when it made none, and made
-	// how many tenants that run backed up.
-	ran  *time.Time
-	made int
+	// ran is the scheduled time of a run that came due in this reconcile; nil when none did.
+	ran *time.Time
+	// progress is how the latest run goes; nil before the first.
+	progress *runProgress
 	// upcoming is the schedule's next time.
 	upcoming time.Time
 }
@@ -240,12 +240,21 @@ func computeScheduleStatus(sch *tenancyv1alpha1.TenantBackupSchedule, o schedule
 	}
 	if o.ran != nil {
 		s.LastScheduleTime = &metav1.Time{Time: *o.ran}
-		s.Tenants = int32(o.made)
+	}
+	if p := o.progress; p != nil {
+		s.Tenants = int32(p.made)
+		run := p.BackupRunStatus
+		s.LastRun = &run
 	}
 	s.NextScheduleTime = &metav1.Time{Time: o.upcoming}
 	msg := "next run at " + o.upcoming.UTC().Format(time.RFC3339)
-	if s.LastScheduleTime != nil {
-		msg = fmt.Sprintf("last run at %s backed up %d tenant(s); %s", s.LastScheduleTime.UTC().Format(time.RFC3339), s.Tenants, msg)
+	if r := s.LastRun; r != nil {
+		msg = fmt.Sprintf("last run at %s: %d tenant(s), %d succeeded, %d failed, %d running, %d waiting, %d not yet due; %s",
+			r.ScheduleTime.UTC().Format(time.RFC3339), r.Selected, r.Succeeded, r.Failed, r.Running, r.Waiting, r.NotYetDue, msg)
+		if r.MissedWindow {
+			msg = fmt.Sprintf("last run at %s missed its window: %d backup(s) had not started by %s; %s",
+				r.ScheduleTime.UTC().Format(time.RFC3339), r.Late, r.WindowEnd.UTC().Format(time.RFC3339), msg)
+		}
 	}
 	conds.Ready(tenancyv1alpha1.ReasonScheduled, msg)
 	return s

@@ -293,10 +293,20 @@ var scheduleCases = []struct {
 		want:    want{ready: metav1.ConditionTrue, reason: tenancyv1alpha1.ReasonSuspended, says: "no backup is made and none deleted", kstatus: status.CurrentStatus},
 	},
 	{
-		name: "a schedule that has just run is Ready and says what it backed up and when it runs next",
-		obs:  scheduleObservation{ran: &lastRun, made: 3, upcoming: lastRun.Add(24 * time.Hour)},
+		name: "a schedule that has just run is Ready and says how its run goes and when it runs next",
+		obs: scheduleObservation{ran: &lastRun, upcoming: lastRun.Add(24 * time.Hour), progress: &runProgress{made: 3, BackupRunStatus: tenancyv1alpha1.BackupRunStatus{
+			ScheduleTime: metav1.Time{Time: lastRun}, Selected: 5, Succeeded: 1, Failed: 1, Waiting: 1, NotYetDue: 2,
+		}}},
 		want: want{ready: metav1.ConditionTrue, reason: tenancyv1alpha1.ReasonScheduled,
-			says: "last run at 2025-03-01T11:00:00Z backed up 3 tenant(s); next run at 2025-03-02T11:00:00Z", kstatus: status.CurrentStatus},
+			says: "last run at 2025-03-01T11:00:00Z: 5 tenant(s), 1 succeeded, 1 failed, 0 running, 1 waiting, 2 not yet due; next run at 2025-03-02T11:00:00Z", kstatus: status.CurrentStatus},
+	},
+	{
+		name: "a schedule whose run missed its window stays Ready, and says how many were late",
+		obs: scheduleObservation{upcoming: lastRun.Add(24 * time.Hour), progress: &runProgress{made: 3, BackupRunStatus: tenancyv1alpha1.BackupRunStatus{
+			ScheduleTime: metav1.Time{Time: lastRun}, WindowEnd: metav1.Time{Time: lastRun.Add(time.Hour)}, Selected: 3, Waiting: 2, Succeeded: 1, Late: 2, MissedWindow: true,
+		}}},
+		want: want{ready: metav1.ConditionTrue, reason: tenancyv1alpha1.ReasonScheduled,
+			says: "last run at 2025-03-01T11:00:00Z missed its window: 2 backup(s) had not started by 2025-03-01T12:00:00Z", kstatus: status.CurrentStatus},
 	},
 	{
 		name: "a schedule that has not run yet is Ready and says when it runs",
@@ -327,8 +337,8 @@ func TestComputeScheduleStatus(t *testing.T) {
 			switch {
 			case tc.suspend && s.NextScheduleTime != nil:
 				t.Errorf("a suspended schedule's nextScheduleTime is %v, want none", s.NextScheduleTime)
-			case tc.obs.ran != nil && (!s.LastScheduleTime.Time.Equal(lastRun) || s.Tenants != 3):
-				t.Errorf("lastScheduleTime %v, tenants %d: want the run's", s.LastScheduleTime, s.Tenants)
+			case tc.obs.ran != nil && (!s.LastScheduleTime.Time.Equal(lastRun) || s.Tenants != 3 || s.LastRun == nil || s.LastRun.Selected != 5):
+				t.Errorf("lastScheduleTime %v, tenants %d, lastRun %+v: want the run's", s.LastScheduleTime, s.Tenants, s.LastRun)
 			case tc.obs.invalid == nil && !tc.suspend && !s.NextScheduleTime.Time.Equal(tc.obs.upcoming):
 				t.Errorf("nextScheduleTime %v, want %v", s.NextScheduleTime, tc.obs.upcoming)
 			}

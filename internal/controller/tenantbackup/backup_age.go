@@ -1,0 +1,160 @@
+package tenantbackup
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/robfig/cron/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+)
+
+var (
+	lastBackupDesc = prometheus.NewDesc("landlord_tenant_last_backup_timestamp_seconds",
+		"When the newest succeeded backup of a tenant ended (any TenantBackup of it), in seconds since the epoch; no series for a tenant never backed up.",
+		[]string{"tenant"}, nil)
+	overdueDesc = prometheus.NewDesc("landlord_backup_schedule_overdue_tenants",
+		"Tenants a schedule backs up whose newest succeeded backup is older than two of its periods and its window (or who have none, and are older than that).",
+		[]string{"schedule"}, nil)
+)
+
+// overdueAfter is how many of a schedule's periods a tenant may go without a good backup before
+// it is overdue: one missed run is a failure to look at, two a tenant without a backup.
+const overdueAfter = 2
+
+// backupAges reports, at each scrape, the time of each tenant's last good backup and how many
+// tenants each schedule has left without one for too long. It reads the operator's cache:
+// nothing is kept between scrapes, so a restart or a tenant gone leaves no stale series.
+type backupAges struct {
+	source atomic.Pointer[backupAgeSource]
+}
+
+type backupAgeSource struct {
+	reader client.Reader
+	clock  clock.PassiveClock
+}
+
+var ages = &backupAges{}
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(ages)
+}
+
+// ReportBackupAges makes the backup age metrics read reader's tenants, backups and schedules, at
+// clock's time; until it is called they report nothing. The latest call wins (one operator per
+// process, but for tests).
+func ReportBackupAges(reader client.Reader, clk clock.PassiveClock) {
+	ages.source.Store(&backupAgeSource{reader: reader, clock: clk})
+}
+
+// MetricKind is the type of every metric it reports, for the metrics reference.
+func (c *backupAges) MetricKind() string { return "gauge" }
+
+func (c *backupAges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- lastBackupDesc
+	ch <- overdueDesc
+}
+
+func (c *backupAges) Collect(ch chan<- prometheus.Metric) {
+	src := c.source.Load()
+	if src == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	last, schedules, tenants, err := src.read(ctx)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "reading backups for their metrics")
+		return
+	}
+	for tenant, at := range last {
+		ch <- prometheus.MustNewConstMetric(lastBackupDesc, prometheus.GaugeValue, float64(at.Unix()), tenant)
+	}
+	now := src.clock.Now()
+	for i := range schedules {
+		n, ok := Overdue(&schedules[i], tenants, last, now)
+		if ok {
+			ch <- prometheus.MustNewConstMetric(overdueDesc, prometheus.GaugeValue, float64(n), schedules[i].Name)
+		}
+	}
+}
+
+func (c *backupAgeSource) read(ctx context.Context) (map[string]time.Time, []tenancyv1alpha1.TenantBackupSchedule, []tenancyv1alpha1.Tenant, error) {
+	backups := &tenancyv1alpha1.TenantBackupList{}
+	if err := c.reader.List(ctx, backups, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, nil, err
+	}
+	schedules := &tenancyv1alpha1.TenantBackupScheduleList{}
+	if err := c.reader.List(ctx, schedules, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, nil, err
+	}
+	var tenants []tenancyv1alpha1.Tenant
+	if len(schedules.Items) > 0 {
+		list := &tenancyv1alpha1.TenantList{}
+		if err := c.reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, nil, nil, err
+		}
+		tenants = list.Items
+	}
+	return LastGoodBackups(backups.Items), schedules.Items, tenants, nil
+}
+
+// LastGoodBackups is, by tenant name, when its newest succeeded backup ended. A backup of a
+// tenant since deleted and made again under the same name still counts for the name: the
+// tenant's status is what says whose data it holds.
+func LastGoodBackups(backups []tenancyv1alpha1.TenantBackup) map[string]time.Time {
+	last := map[string]time.Time{}
+	for i := range backups {
+		b := &backups[i]
+		if b.Status.Phase != tenancyv1alpha1.BackupSucceeded || b.Status.CompletionTime == nil {
+			continue
+		}
+		if at := b.Status.CompletionTime.Time; at.After(last[b.Spec.Tenant]) {
+			last[b.Spec.Tenant] = at
+		}
+	}
+	return last
+}
+
+// Overdue counts the tenants the schedule backs up (selected, with their data in place) whose
+// last good backup is older than two of its periods and its window, or who have none and were
+// created before that; false when the schedule is suspended or its schedule does not parse.
+// The period is the time between the schedule's next two times.
+func Overdue(s *tenancyv1alpha1.TenantBackupSchedule, tenants []tenancyv1alpha1.Tenant, last map[string]time.Time, now time.Time) (int, bool) {
+	if s.Spec.Suspend {
+		return 0, false
+	}
+	sched, err := cron.ParseStandard(s.Spec.Schedule)
+	if err != nil {
+		return 0, false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&s.Spec.Tenants)
+	if err != nil {
+		return 0, false
+	}
+	next := sched.Next(now)
+	period := sched.Next(next).Sub(next)
+	if next.IsZero() || period <= 0 {
+		return 0, false
+	}
+	threshold := now.Add(-overdueAfter * period).Add(-(windowEnd(s, next).Sub(next)))
+	n := 0
+	for i := range tenants {
+		t := &tenants[i]
+		if !sel.Matches(labels.Set(t.Labels)) || !backedUp(t, s.Spec.Databases) || !t.CreationTimestamp.Time.Before(threshold) {
+			continue
+		}
+		if at, ok := last[t.Name]; !ok || at.Before(threshold) {
+			n++
+		}
+	}
+	return n, true
+}
