@@ -93,9 +93,10 @@ type DatabaseServerSpec struct {
 	// +optional
 	MaxTenants *int32 `json:"maxTenants,omitempty"`
 
-	// MaxConcurrentJobs caps how many tenants' migration Jobs run against the server at once
-	// (a wave of 500 tenants on one server runs this many at a time; the others wait their
-	// turn); 4 when unset. Each operator process (each shard) holds to it on its own.
+	// MaxConcurrentJobs caps how many tenants' Jobs run against the server at once, migrations,
+	// backups and restores together (a wave of 500 tenants, or a night's backups, on one server
+	// runs this many at a time; the others wait their turn; a restore never waits, but counts);
+	// 4 when unset. Each operator process (each shard) holds to it on its own.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
 	// +optional

@@ -59,8 +59,8 @@ type TenantBackupScheduleSpec struct {
 	// schedule's and the tenant's names), so a fleet never starts at once and each tenant is
 	// backed up at about the same time every run. Unset, every backup is made at the schedule's
 	// time. Either way a backup then waits for a place on its database servers
-	// (DatabaseServer spec.maxConcurrentJobs), and one not started by the window's end (an hour
-	// after the schedule's time when unset) missed it: status.lastRun says so. A window as long
+	// (DatabaseServer spec.maxConcurrentJobs), and one not started a minute after the window's
+	// end (an hour after the schedule's time when unset) missed it: status.lastRun says so. A window as long
 	// as the time between two runs leaves the last tenants of a run to the next one.
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('24h')",message="must be a duration between 1s and 24h, such as 4h"
 	// +optional
@@ -97,10 +97,11 @@ type BackupRunStatus struct {
 	Succeeded int32 `json:"succeeded"`
 	// Failed is how many backups failed.
 	Failed int32 `json:"failed"`
-	// Late is how many backups had not started when the window ended.
+	// Late is how many backups had not started a minute after the window ended.
 	// +optional
 	Late int32 `json:"late,omitempty"`
-	// MissedWindow is true once the window ended with backups of the run not started.
+	// MissedWindow is true once the window ended with backups of the run not started a minute
+	// later; it stays true for the run.
 	// +optional
 	MissedWindow bool `json:"missedWindow,omitempty"`
 }

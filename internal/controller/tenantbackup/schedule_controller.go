@@ -172,6 +172,10 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return ctrl.Result{RequeueAfter: wake}, nil
 }
 
+// missedGrace is how long after its window's end a run's backups have to start before the run
+// missed its window.
+const missedGrace = time.Minute
+
 // ReasonWindowMissed is the event of a run whose window ended with backups not started.
 const ReasonWindowMissed = "WindowMissed"
 
@@ -274,18 +278,21 @@ func (r *ScheduleReconciler) run(ctx context.Context, s *tenancyv1alpha1.TenantB
 			p.Waiting++
 		}
 	}
+	// The last tenants' times fall at the window's very end: a backup made then has a moment to
+	// start before it is late.
+	missAt := end.Add(missedGrace)
 	if last := s.Status.LastRun; last != nil && last.ScheduleTime.Equal(&p.ScheduleTime) && last.MissedWindow {
 		// Missed once, missed for good: how many were late is what was counted at the end.
 		p.MissedWindow, p.Late = true, last.Late
-	} else if !now.Before(end) {
+	} else if !now.Before(missAt) {
 		p.Late = p.Waiting + p.NotYetDue
 		p.MissedWindow = p.Late > 0
 	}
 	switch {
 	case !next.IsZero():
 		p.wake = next.Sub(now)
-	case now.Before(end) && p.Waiting > 0:
-		p.wake = end.Sub(now)
+	case now.Before(missAt) && p.Waiting > 0:
+		p.wake = missAt.Sub(now)
 	}
 	return p, nil
 }

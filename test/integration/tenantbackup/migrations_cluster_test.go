@@ -548,7 +548,7 @@ func TestAServerRunsNoMoreMigrationJobsAtOnceThanItsLimit(t *testing.T) {
 				switch {
 				case m.Job != "":
 					running = name
-				case strings.Contains(m.Message, "runs 1 of the 1 migration Jobs it allows at once"):
+				case strings.Contains(m.Message, "runs 1 of the 1 Jobs (migrations, backups, restores) it allows at once"):
 					waiting = name
 				}
 			}

@@ -1,0 +1,229 @@
+package tenantbackup_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/controller/tenantbackup"
+	"github.com/landlord-dev/landlord/internal/jobs"
+	"github.com/landlord-dev/landlord/internal/localcluster"
+	"github.com/landlord-dev/landlord/test/testenv"
+)
+
+// setJobLimit sets a DatabaseServer's spec.maxConcurrentJobs, and puts it back when the test ends.
+func setJobLimit(t *testing.T, server string, limit int32) {
+	t.Helper()
+	ctx := context.Background()
+	set := func(limit *int32) {
+		NewWithT(t).Eventually(func() error {
+			s := &tenancyv1alpha1.DatabaseServer{}
+			if err := k8s.Get(ctx, client.ObjectKey{Name: server}, s); err != nil {
+				return err
+			}
+			s.Spec.MaxConcurrentJobs = limit
+			return k8s.Update(ctx, s)
+		}).WithTimeout(timeout).Should(Succeed())
+	}
+	was := &tenancyv1alpha1.DatabaseServer{}
+	NewWithT(t).Expect(k8s.Get(ctx, client.ObjectKey{Name: server}, was)).To(Succeed())
+	set(&limit)
+	t.Cleanup(func() { set(was.Spec.MaxConcurrentJobs) })
+}
+
+func TestAScheduleSpreadsAFleetOverItsWindowAndNoServerRunsMoreBackupsThanItsLimit(t *testing.T) {
+	ctx := context.Background()
+	const (
+		fleet    = 50
+		limit    = 2
+		schedule = "bks-fleet"
+	)
+	window := 10 * time.Minute
+	setJobLimit(t, pgServer, limit)
+	setJobLimit(t, myServer, limit)
+
+	// Half the fleet has a PostgreSQL database, half a MariaDB one: each server has 25 dumps to
+	// run, two at a time.
+	names := make([]string, fleet)
+	for i := range names {
+		names[i] = fmt.Sprintf("bks-fleet-%02d", i)
+		tenant := newTenant(names[i], func(t *tenancyv1alpha1.Tenant) {
+			t.Labels = map[string]string{"backup": "fleet"}
+			if i%2 == 0 {
+				t.Spec.Databases.Postgres = []tenancyv1alpha1.Database{{Name: "app"}}
+			} else {
+				t.Spec.Databases.MySQL = []tenancyv1alpha1.Database{{Name: "legacy"}}
+			}
+		})
+		NewWithT(t).Expect(k8s.Create(ctx, tenant)).To(Succeed())
+	}
+	t.Cleanup(func() { testenv.DeleteTenants(t, k8s, 4*timeout, names...) })
+	for _, name := range names {
+		testenv.WaitTenantCurrent(t, k8s, name, 3*timeout)
+	}
+
+	s := &tenancyv1alpha1.TenantBackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: schedule},
+		Spec: tenancyv1alpha1.TenantBackupScheduleSpec{
+			Schedule: "0 3 * * *", Keep: 1, Window: &metav1.Duration{Duration: window},
+			Tenants: metav1.LabelSelector{MatchLabels: map[string]string{"backup": "fleet"}},
+		},
+	}
+	NewWithT(t).Expect(k8s.Create(ctx, s)).To(Succeed())
+	t.Cleanup(func() {
+		_ = k8s.Delete(ctx, s)
+		for name := range scheduled(NewWithT(t), schedule) {
+			deleteBackup(t, name)
+		}
+	})
+
+	var run time.Time
+	t.Run("at the window's start only the tenants whose place in it has come are backed up", func(t *testing.T) {
+		g := NewWithT(t)
+		// Each tenant's place in the window is the schedule's to compute; the test asks it too.
+		run = stepTo(t, 3)
+		due := map[string]bool{}
+		for _, name := range names {
+			if tenantbackup.Offset(schedule, name, run, window, 0) <= 30*time.Second {
+				due[tenantbackup.ScheduledBackupName(name, run)] = true
+			}
+		}
+		g.Eventually(func(g Gomega) {
+			made := scheduled(g, schedule)
+			g.Expect(made).To(HaveLen(len(due)))
+			for name := range made {
+				g.Expect(due).To(HaveKey(name))
+			}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			g.Expect(s.Status.LastRun).NotTo(BeNil())
+			g.Expect(s.Status.LastRun.Selected).To(BeEquivalentTo(fleet))
+			g.Expect(s.Status.LastRun.NotYetDue).To(BeEquivalentTo(fleet - len(due)))
+		}).WithTimeout(timeout).Should(Succeed())
+		// 50 tenants over 10 minutes: about 2.5 in the first 30 seconds, and never all.
+		g.Expect(len(due)).To(BeNumerically("<", fleet/2), "the window spreads nothing")
+	})
+
+	t.Run("past the window's end every backup is made, each server runs its limit and the rest wait, and the run says it missed its window", func(t *testing.T) {
+		g := NewWithT(t)
+		suiteClock.Step(window)
+		g.Eventually(func(g Gomega) {
+			made := scheduled(g, schedule)
+			g.Expect(made).To(HaveLen(fleet))
+			running := runningBackupJobs(g, schedule)
+			g.Expect(running[pgServer]).To(HaveLen(limit))
+			g.Expect(running[myServer]).To(HaveLen(limit))
+			// Every backup not running says what it waits for.
+			waiting := 0
+			for _, b := range made {
+				if c := apimeta.FindStatusCondition(b.Status.Conditions, tenancyv1alpha1.ReconcilingCondition); b.Status.Phase == tenancyv1alpha1.BackupPending &&
+					c != nil && c.Reason == tenancyv1alpha1.ReasonWaitingForServer {
+					waiting++
+				}
+			}
+			g.Expect(waiting).To(Equal(fleet - 2*limit))
+			// A minute's grace after the window's end is not over yet.
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			g.Expect(s.Status.LastRun.MissedWindow).To(BeFalse())
+		}).WithTimeout(2 * timeout).Should(Succeed())
+		suiteClock.Step(time.Minute)
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			g.Expect(s.Status.LastRun.MissedWindow).To(BeTrue())
+			g.Expect(s.Status.LastRun.Late).To(BeEquivalentTo(fleet - 2*limit))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+
+	t.Run("as dumps end the waiting ones start, and no server ever runs more than its limit", func(t *testing.T) {
+		g := NewWithT(t)
+		most := map[string]int{}
+		deadline := time.Now().Add(6 * timeout)
+		for {
+			// Every pod is held until released here: a Job the operator created over a server's
+			// limit would still be running at the next look, so none can slip between two.
+			running := runningBackupJobs(g, schedule)
+			for server, jobs := range running {
+				g.Expect(len(jobs)).To(BeNumerically("<=", limit), "server %s runs %v", server, jobs)
+				most[server] = max(most[server], len(jobs))
+				for _, job := range jobs {
+					releaseHeld(g, job)
+				}
+			}
+			succeeded := 0
+			for _, b := range scheduled(g, schedule) {
+				g.Expect(b.Status.Phase).NotTo(Equal(tenancyv1alpha1.BackupFailed), "backup %s: %+v", b.Name, b.Status.Conditions)
+				if b.Status.Phase == tenancyv1alpha1.BackupSucceeded {
+					succeeded++
+				}
+			}
+			if succeeded == fleet {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d backups succeeded", succeeded, fleet)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		g.Expect(most).To(Equal(map[string]int{pgServer: limit, myServer: limit}))
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(s), s)).To(Succeed())
+			g.Expect(s.Status.LastRun.Succeeded).To(BeEquivalentTo(fleet))
+			// Missed once, missed for good: the late count is the window's end's.
+			g.Expect(s.Status.LastRun.MissedWindow).To(BeTrue())
+			g.Expect(s.Status.LastRun.Late).To(BeEquivalentTo(fleet - 2*limit))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+}
+
+// runningBackupJobs are the Jobs of the schedule's backups that have not ended, by the database
+// servers they reach.
+func runningBackupJobs(g Gomega, schedule string) map[string][]string {
+	ctx := context.Background()
+	ours := map[types.UID]bool{}
+	for _, b := range scheduled(g, schedule) {
+		ours[b.UID] = true
+	}
+	list := &batchv1.JobList{}
+	g.Expect(k8s.List(ctx, list, client.InNamespace(opConfig.Backups.Namespace), client.MatchingLabels{tenancyv1alpha1.BackupJobLabel: "backup"})).To(Succeed())
+	out := map[string][]string{}
+	for i := range list.Items {
+		j := &list.Items[i]
+		owner := metav1.GetControllerOf(j)
+		if owner == nil || !ours[owner.UID] {
+			continue
+		}
+		if ended, _, _ := jobs.Ended(j); ended {
+			continue
+		}
+		for _, server := range strings.Split(j.Annotations[indexes.DatabaseServersAnnotation], ",") {
+			out[server] = append(out[server], j.Name)
+		}
+	}
+	return out
+}
+
+// releaseHeld releases the Job's pod if it is held; a Job whose pod is not made yet is left to
+// the next look.
+func releaseHeld(g Gomega, job string) {
+	pods := &corev1.PodList{}
+	g.Expect(k8s.List(context.Background(), pods, client.InNamespace(opConfig.Backups.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job})).To(Succeed())
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if _, held := pod.Annotations[localcluster.HoldAnnotation]; !held {
+			continue
+		}
+		patch := []byte(`{"metadata":{"annotations":{"` + localcluster.HoldAnnotation + `":null}}}`)
+		g.Expect(client.IgnoreNotFound(k8s.Patch(context.Background(), pod, client.RawPatch(types.MergePatchType, patch)))).To(Succeed())
+	}
+}
