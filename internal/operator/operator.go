@@ -580,7 +580,7 @@ func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.T
 	}
 	schedules := &tenantbackup.ScheduleReconciler{Client: mgr.GetClient(), Recorder: recorder, Clock: clk}
 	// The age of each tenant's last good backup, read from this operator's cache at each scrape.
-	tenantbackup.ReportBackupAges(mgr.GetClient(), clk)
+	tenantbackup.ReportBackupAges(mgr.GetClient())
 	if err := schedules.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up tenant backup schedule controller: %w", err)
 	}

@@ -283,8 +283,10 @@ spec:
 			"landlord_rollout_tenants": true, "landlord_rollout_waves": true,
 			"landlord_rollout_waves_released": true, "landlord_rollout_max_failures": true,
 			"landlord_database_server_status": true, "landlord_database_server_tenants": true, "landlord_database_server_max_tenants": true,
-			// Nor does any component of this story declare a migration.
-			"landlord_migrations_total": true,
+			// Nor does any component of this story declare a migration, nor is a backup
+			// scheduled.
+			"landlord_migrations_total": true, "landlord_backup_schedule_overdue_tenants": true,
+			"landlord_backup_schedule_missed_window": true,
 		}
 		seen := map[string]bool{}
 		for _, expr := range exprs {

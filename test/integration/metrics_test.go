@@ -264,7 +264,10 @@ func TestOperatorMetrics(t *testing.T) {
 		// it exists, so the suite registers one only where placement is the subject.
 		drivenElsewhere := map[string]string{"landlord_database_server_max_tenants": "TestDatabasePlacement",
 			// Migrations run against real databases in the backup suite, which checks it.
-			"landlord_migrations_total": "TestAFailedMigrationKeepsTheVersionItRanHaltsTheRolloutAndItsBackupBringsTheDataBack"}
+			"landlord_migrations_total": "TestAFailedMigrationKeepsTheVersionItRanHaltsTheRolloutAndItsBackupBringsTheDataBack",
+			// So do backup schedules, with a backup store this suite has not.
+			"landlord_backup_schedule_overdue_tenants": "TestAScheduleSpreadsAFleetOverItsWindowAndNoServerRunsMoreBackupsThanItsLimit",
+			"landlord_backup_schedule_missed_window":   "TestAScheduleSpreadsAFleetOverItsWindowAndNoServerRunsMoreBackupsThanItsLimit"}
 		checked := 0
 		for where, expr := range exprs {
 			names, err := shipped.MetricNames(expr)

@@ -9,7 +9,6 @@ import (
 	"github.com/robfig/cron/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -39,7 +38,6 @@ type backupAges struct {
 
 type backupAgeSource struct {
 	reader client.Reader
-	clock  clock.PassiveClock
 }
 
 var ages = &backupAges{}
@@ -48,11 +46,13 @@ func init() {
 	ctrlmetrics.Registry.MustRegister(ages)
 }
 
-// ReportBackupAges makes the backup age metrics read reader's tenants, backups and schedules, at
-// clock's time; until it is called they report nothing. The latest call wins (one operator per
-// process, but for tests).
-func ReportBackupAges(reader client.Reader, clk clock.PassiveClock) {
-	ages.source.Store(&backupAgeSource{reader: reader, clock: clk})
+// ReportBackupAges makes the backup age metrics read reader's tenants, backups and schedules;
+// until it is called they report nothing. The latest call wins (one operator per process, but
+// for tests). The times compared are a backup's end and a tenant's creation, both the real
+// clock's, so the metrics read the real clock too, never the schedules' (a test's may be days
+// ahead).
+func ReportBackupAges(reader client.Reader) {
+	ages.source.Store(&backupAgeSource{reader: reader})
 }
 
 // MetricKind is the type of every metric it reports, for the metrics reference.
@@ -78,7 +78,7 @@ func (c *backupAges) Collect(ch chan<- prometheus.Metric) {
 	for tenant, at := range last {
 		ch <- prometheus.MustNewConstMetric(lastBackupDesc, prometheus.GaugeValue, float64(at.Unix()), tenant)
 	}
-	now := src.clock.Now()
+	now := time.Now()
 	for i := range schedules {
 		n, ok := Overdue(&schedules[i], tenants, last, now)
 		if ok {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
@@ -184,6 +185,44 @@ func TestAScheduleSpreadsAFleetOverItsWindowAndNoServerRunsMoreBackupsThanItsLim
 			g.Expect(s.Status.LastRun.Late).To(BeEquivalentTo(fleet - 2*limit))
 		}).WithTimeout(timeout).Should(Succeed())
 	})
+
+	t.Run("its metrics say how the run went and that no tenant is left without a backup, as its alerts read them", func(t *testing.T) {
+		NewWithT(t).Eventually(func(g Gomega) {
+			g.Expect(gauge(g, "landlord_backup_schedule_backups", map[string]string{"schedule": schedule, "state": "succeeded"})).To(Equal([]float64{fleet}))
+			g.Expect(gauge(g, "landlord_backup_schedule_missed_window", map[string]string{"schedule": schedule})).To(Equal([]float64{1}))
+			// Tenants made minutes ago, backed up a moment ago: none overdue.
+			g.Expect(gauge(g, "landlord_backup_schedule_overdue_tenants", map[string]string{"schedule": schedule})).To(Equal([]float64{0}))
+			last := gauge(g, "landlord_tenant_last_backup_timestamp_seconds", map[string]string{"tenant": names[0]})
+			g.Expect(last).To(HaveLen(1))
+			g.Expect(last[0]).To(BeNumerically(">", float64(time.Now().Add(-5*time.Minute).Unix())))
+		}).WithTimeout(timeout).Should(Succeed())
+	})
+}
+
+// gauge reads the values of a metric of the operator's registry whose labels include want.
+func gauge(g Gomega, name string, want map[string]string) []float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var out []float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			out = append(out, m.GetGauge().GetValue())
+		}
+	}
+	return out
 }
 
 // runningBackupJobs are the Jobs of the schedule's backups that have not ended, by the database
