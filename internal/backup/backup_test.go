@@ -2,6 +2,8 @@ package backup_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -202,6 +204,41 @@ func TestBackupReachesTheServerUnderEachTLSMode(t *testing.T) {
 					g.Expect(m.Databases).To(HaveLen(1))
 				})
 			}
+		})
+	}
+}
+
+// A server newer than the image's client is refused before anything is written, saying so: the
+// client here is one that reports an older release than the real server's (a script, since the
+// machine has one PostgreSQL and one MariaDB release), and would fail the test were it run to dump.
+func TestBackupOfAServerNewerThanItsClientFailsFirstSayingWhy(t *testing.T) {
+	for _, tc := range []struct {
+		engine  database.Engine
+		version string
+		says    string
+	}{
+		{database.Postgres, "pg_dump (PostgreSQL) 12.22", "newer than this image's old-client (PostgreSQL 12)"},
+		{database.MySQL, "mariadb-dump  Ver 10.19 Distrib 10.5.27-MariaDB, for debian-linux-gnu (x86_64)", "newer than this image's old-client (MariaDB 10.5)"},
+	} {
+		t.Run(string(tc.engine), func(t *testing.T) {
+			g := NewWithT(t)
+			tools := clientTools(t)
+			old := filepath.Join(t.TempDir(), "old-client")
+			script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '" + tc.version + "'; exit 0; fi\necho 'ran to dump' >&2; exit 3\n"
+			g.Expect(os.WriteFile(old, []byte(script), 0o755)).To(Succeed())
+			if tc.engine == database.Postgres {
+				tools.PgDump = old
+			} else {
+				tools.MySQLDump = old
+			}
+			tn := newTenant(t, tc.engine)
+			st := newStore(t)
+			plan := backup.Plan{Operation: backup.OpBackup, Location: location(t), TenantKey: st.tenantKey,
+				Databases: []backup.Database{{Name: "app", Target: tn.target()}}}
+			_, err := backup.Backup(testContext(t), st.Store, tools, plan)
+			g.Expect(err).To(MatchError(ContainSubstring(tc.says)))
+			g.Expect(err.Error()).NotTo(ContainSubstring("ran to dump"))
+			g.Expect(st.keys(t, plan.Location)).To(BeEmpty())
 		})
 	}
 }

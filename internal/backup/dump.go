@@ -76,6 +76,14 @@ func (s *Store) dump(ctx context.Context, tools Tools, work workDir, plan Plan, 
 	if entry.ServerVersion, err = serverVersion(ctx, db.Target); err != nil {
 		return entry, err
 	}
+	// A server the client cannot dump fails here, saying why, before anything is written.
+	client, err := clientVersion(ctx, tool, db.Target.Engine)
+	if err != nil {
+		return entry, err
+	}
+	if err := checkClient(db.Target.Engine, tool, client, entry.ServerVersion); err != nil {
+		return entry, err
+	}
 	cmd, err := dumpCommand(tool, work, db.Target)
 	if err != nil {
 		return entry, err

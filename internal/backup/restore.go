@@ -235,7 +235,9 @@ func restoreMySQL(ctx context.Context, tools Tools, work workDir, t Target, file
 	if err != nil {
 		return err
 	}
-	client := command{path: tools.MySQL, args: append(args, "--database="+t.Database), env: env}
+	// The dump is read as the tenant's own data: nothing in it may reach the Job's files
+	// (\! and \. of the client, LOAD DATA LOCAL), whatever a crafted object name left in it.
+	client := command{path: tools.MySQL, args: append(args, "--sandbox", "--local-infile=0", "--database="+t.Database), env: env}
 	f, err := os.Open(file)
 	if err != nil {
 		return err

@@ -3,6 +3,8 @@ package backup_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -208,4 +210,34 @@ func TestMariaDBRestoreWhoseClientCannotRunChangesNothing(t *testing.T) {
 	tools.MySQL = "/bin/false"
 	g.Expect(backup.Restore(testContext(t), st.Store, tools, st.restorePlan(plan.Location, tn.target()))).NotTo(Succeed())
 	g.Expect(tn.contents(t)).To(Equal(before))
+}
+
+// A dump is the tenant's data, read back by MariaDB's client: a command of the client in it (a
+// crafted name that broke out of its quoting, CVE-2024-21096's way) or a LOAD DATA LOCAL must
+// reach nothing of the Job's machine.
+func TestARestoredMySQLDumpCannotRunCommandsOrReadTheJobsFiles(t *testing.T) {
+	tools := clientTools(t)
+	tn := newTenant(t, database.MySQL)
+	secret := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(secret, []byte("the Job's plan"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, script string }{
+		{"a shell command", "\\! touch " + secret + ".pwned\n"},
+		{"a file sourced", "\\. " + secret + "\n"},
+		{"a file loaded as data", "CREATE TABLE stolen (line TEXT);\nLOAD DATA LOCAL INFILE '" + secret + "' INTO TABLE stolen;\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := backup.RestoreMySQLScript(testContext(t), tools, tn.target(), tc.script)
+			if err == nil {
+				t.Fatal("the script ran")
+			}
+			if _, statErr := os.Stat(secret + ".pwned"); statErr == nil {
+				t.Fatal("the shell command ran")
+			}
+			if strings.Contains(err.Error(), "the Job's plan") {
+				t.Fatalf("the file's content reached the error: %v", err)
+			}
+		})
+	}
 }

@@ -144,6 +144,34 @@ func (b Backups) validate(namespacePrefix, templateNamespace string) []error {
 
 // overlap reports whether two bucket URLs name places one of which holds the other: the same
 // bucket with prefixes one of which starts the other, or (file://) a directory inside the other.
+// apartFrom refuses a backup store that shares the secret store's bucket (and prefix) or its
+// key-encryption key: a Job's plan holds the backup store's place and a tenant's data key, and
+// nothing of it may reach the records of every tenant's credentials, nor a key that opens them.
+func (b Backups) apartFrom(st SecretStore) []error {
+	if !b.Enabled() {
+		return nil
+	}
+	var objects, key string
+	switch st.Backend {
+	case StoreBackendURL:
+		objects, key = st.URL.Objects, st.URL.Key
+	case StoreBackendGCS:
+		objects, key = "gs://"+st.GCS.Bucket+"?prefix="+st.GCS.Prefix, "gcpkms://"+st.GCS.KMSKey
+	case StoreBackendFile:
+		if st.File.Dir != "" {
+			objects = "file://" + st.File.Dir
+		}
+	}
+	var errs []error
+	if objects != "" && (overlap(b.Objects, objects) || (b.Keys != "" && overlap(b.Keys, objects))) {
+		errs = append(errs, errors.New("backups.objects (or backups.keys) overlaps the secret store's bucket and prefix: keep the backups in another bucket, or another prefix that neither contains"))
+	}
+	if key != "" && strings.TrimRight(b.Key, "/") == strings.TrimRight(key, "/") {
+		errs = append(errs, errors.New("backups.key is the secret store's key-encryption key: give the backups a key of their own, so that the Jobs' access to it opens no tenant's credentials"))
+	}
+	return errs
+}
+
 func overlap(a, b string) bool {
 	la, okA := location(a)
 	lb, okB := location(b)

@@ -748,6 +748,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.Components.validate()...)
 	errs = append(errs, c.Secrets.Store.validate()...)
 	errs = append(errs, c.Backups.validate(c.NamespacePrefix, c.Secrets.TemplateNamespace)...)
+	errs = append(errs, c.Backups.apartFrom(c.Secrets.Store)...)
 	errs = append(errs, c.Usage.validate()...)
 	return errors.Join(errs...)
 }

@@ -120,7 +120,11 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a backup timeout under a minute":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, timeout: 30s}", "backups.timeout"},
 		"a backup Secret that is no name":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, envFromSecrets: [Creds]}", "backups.envFromSecrets[0]"},
 		// A purge destroys a tenant's key where the keys are: never among the backups.
-		"tenants' keys among the backups":             {"backups: {objects: 's3://b?prefix=t/', keys: 's3://b?prefix=t/keys/', key: 'awskms://k', image: i}", "backups.keys"},
+		"tenants' keys among the backups": {"backups: {objects: 's3://b?prefix=t/', keys: 's3://b?prefix=t/keys/', key: 'awskms://k', image: i}", "backups.keys"},
+		// A Job holds the backup store's place and a tenant's data key: never the secret store's.
+		"backups in the secret store's bucket":        {"secrets: {store: {backend: url, url: {objects: 's3://s?prefix=records/', key: 'awskms://s'}}}\nbackups: {objects: 's3://s?prefix=records/backups/', key: 'awskms://k', image: i}", "overlaps the secret store's bucket"},
+		"backups under the secret store's key":        {"secrets: {store: {backend: url, url: {objects: 's3://s', key: 'awskms://s'}}}\nbackups: {objects: 's3://b', key: 'awskms://s', image: i}", "backups.key is the secret store's key-encryption key"},
+		"backups beside the file secret store":        {"secrets: {store: {backend: file, file: {dir: /var/lib/landlord}}}\nbackups: {objects: 'file:///var/lib/landlord/backups', key: 'awskms://k', image: i}", "overlaps the secret store's bucket"},
 		"tenants' keys among the backups, by a slash": {"backups: {objects: 's3://b?prefix=t/', keys: 's3://b/?prefix=t/keys/', key: 'awskms://k', image: i}", "backups.keys"},
 		"tenants' keys in the backups' directory":     {"backups: {objects: 'file:///d', keys: 'file:///d/keys', key: 'awskms://k', image: i}", "backups.keys"},
 		"backups kept for a negative time":            {"backups: {objects: 's3://b', key: 'awskms://k', image: i, keepAfterPurge: -1h}", "backups.keepAfterPurge"},
