@@ -84,7 +84,7 @@ commands and the names of the cluster's objects in bash, zsh and fish (see "comp
 		newGetCommand(o), newDescribeCommand(o), newStatusCommand(o), newClaimCommand(o), newRolloutCommand(o),
 		newTemplateCommand(o), newSecretsCommand(o), newVersionCommand(o),
 		newSuspendCommand(o), newResumeCommand(o), newReconcileCommand(o), newMoveCommand(o), newCheckCommand(o), newUsageCommand(o),
-		newRestoreCommand(o), newCompletionCommand(o),
+		newRestoreCommand(o), newBackupCommand(o), newCompletionCommand(o),
 	)
 	registerConnectionCompletions(root, o)
 	markCommandErrors(root)

@@ -1,0 +1,141 @@
+package backup
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/landlord-dev/landlord/internal/database"
+)
+
+// An export is a backup as any tool reads it: each database's dump decrypted, exactly as its
+// engine's tool wrote it, and checked against the manifest, with the manifest beside them.
+//
+//   - PostgreSQL: NAME.dump, pg_dump's custom format: pg_restore --no-owner --no-acl -d DB NAME.dump
+//   - MySQL and MariaDB: NAME.sql, mariadb-dump's SQL: mariadb DB < NAME.sql
+//   - manifest.json: what the backup holds (docs/tenant-backups.md, The format).
+
+// ExportSink receives an export's files, each of a size known before it is written.
+type ExportSink interface {
+	Create(name string, size int64) (io.WriteCloser, error)
+}
+
+// ExportName is the file a database's dump is exported as.
+func ExportName(e DumpEntry) string {
+	if e.Engine == database.Postgres {
+		return e.Name + ".dump"
+	}
+	return e.Name + ".sql"
+}
+
+// Export writes the backup at location to out: its dumps, decrypted with its tenant's data key
+// (read from the store, which must have been opened with the key-encryption key), each checked
+// against the manifest's size and SHA-256, then the manifest. A dump that does not match fails
+// the export; what was written of it stays, and says so by its wrong size.
+func Export(ctx context.Context, s *Store, location string, out ExportSink) (*Manifest, error) {
+	m, err := s.Manifest(ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	opener := s
+	if m.Format >= 2 {
+		key, err := s.TenantKey(ctx, m.TenantUID, false)
+		if err != nil {
+			return nil, fmt.Errorf("the data key of tenant %s (%s): %w", m.Tenant, m.TenantUID, err)
+		}
+		if opener, err = s.forTenant(key); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range m.Databases {
+		if err := opener.export(ctx, location, e, out); err != nil {
+			return nil, fmt.Errorf("database %s: %w", e.Name, err)
+		}
+	}
+	body, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	w, err := out.Create(ManifestName, int64(len(body)))
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(body)
+	return m, errors.Join(err, w.Close())
+}
+
+// export decrypts one dump into out, checking it on the way.
+func (s *Store) export(ctx context.Context, location string, e DumpEntry, out ExportSink) error {
+	key := location + e.Object
+	r, err := s.bucket.NewReader(ctx, key, nil)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", key, err)
+	}
+	defer r.Close()
+	plain, err := s.open(ctx, r, key)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	w, err := out.Create(ExportName(e), e.Size)
+	if err != nil {
+		return err
+	}
+	digest := sha256.New()
+	// A tar entry takes exactly its size: never more than the manifest's is written.
+	n, err := io.Copy(io.MultiWriter(w, digest), io.LimitReader(plain, e.Size))
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s does not decrypt (corrupted, truncated, moved, or encrypted under another key): %w", key, err)
+	case n != e.Size:
+		return fmt.Errorf("%s holds %d bytes, and the manifest says %d", key, n, e.Size)
+	case hex.EncodeToString(digest.Sum(nil)) != e.SHA256:
+		return fmt.Errorf("%s does not match the manifest's SHA-256", key)
+	}
+	// Nothing may follow the recorded size.
+	if extra, _ := io.Copy(io.Discard, io.LimitReader(plain, 1)); extra > 0 {
+		return fmt.Errorf("%s holds more than the manifest's %d bytes", key, e.Size)
+	}
+	return nil
+}
+
+// DirSink writes an export's files into a directory, readable by their owner alone: they are a
+// customer's data, in the clear.
+type DirSink string
+
+func (d DirSink) Create(name string, _ int64) (io.WriteCloser, error) {
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(filepath.Join(string(d), name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+}
+
+// TarSink writes an export as a tar stream.
+type TarSink struct {
+	W   *tar.Writer
+	Dir string
+	// ModTime is every file's time: the backup's, so the same backup exports the same bytes.
+	ModTime time.Time
+}
+
+func (t TarSink) Create(name string, size int64) (io.WriteCloser, error) {
+	err := t.W.WriteHeader(&tar.Header{Name: filepath.Join(t.Dir, name), Mode: 0o600, Size: size, ModTime: t.ModTime, Typeflag: tar.TypeReg, Format: tar.FormatPAX})
+	if err != nil {
+		return nil, err
+	}
+	return nopCloser{t.W}, nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
