@@ -104,16 +104,28 @@ func scheduleTable(schedules []tenancyv1alpha1.TenantBackupSchedule) *metav1.Tab
 	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name"},
 		{Name: "Schedule", Type: "string"},
+		{Name: "Window", Type: "string"},
 		{Name: "Keep", Type: "integer"},
 		{Name: "Suspended", Type: "boolean"},
 		{Name: "Last", Type: "string"},
+		{Name: "Succeeded", Type: "integer"},
+		{Name: "Failed", Type: "integer"},
+		{Name: "Missed", Type: "boolean", Priority: 1},
 		{Name: "Age", Type: "string"},
 		{Name: "Message", Type: "string", Priority: 1},
 	}}
 	return withRows(table, schedules, func(s *tenancyv1alpha1.TenantBackupSchedule) []any {
 		_, _, message := readyOf(s.Status.Conditions)
-		return []any{s.Name, s.Spec.Schedule, int64(s.Spec.Keep), s.Spec.Suspend, completed(s.Status.LastScheduleTime),
-			age(s.CreationTimestamp), orNone(message)}
+		window := "<none>"
+		if s.Spec.Window != nil {
+			window = s.Spec.Window.Duration.String()
+		}
+		var run tenancyv1alpha1.BackupRunStatus
+		if s.Status.LastRun != nil {
+			run = *s.Status.LastRun
+		}
+		return []any{s.Name, s.Spec.Schedule, window, int64(s.Spec.Keep), s.Spec.Suspend, completed(s.Status.LastScheduleTime),
+			int64(run.Succeeded), int64(run.Failed), run.MissedWindow, age(s.CreationTimestamp), orNone(message)}
 	})
 }
 
@@ -126,8 +138,22 @@ func describeSchedule(d *describer, s *tenancyv1alpha1.TenantBackupSchedule) {
 	d.fieldf("Keep", "%d", s.Spec.Keep)
 	d.fieldf("Suspended", "%t", s.Spec.Suspend)
 	d.verdict(s, "TenantBackupSchedule")
+	if s.Spec.Window != nil {
+		d.field("Window", s.Spec.Window.Duration.String())
+	}
+	if s.Spec.Jitter != nil {
+		d.field("Jitter", s.Spec.Jitter.Duration.String())
+	}
 	d.field("Last run", timeOf(s.Status.LastScheduleTime))
 	d.fieldf("Tenants last run", "%d", s.Status.Tenants)
+	if r := s.Status.LastRun; r != nil {
+		d.fieldf("Last run's backups", "%d selected: %d succeeded, %d failed, %d running, %d waiting, %d not yet due",
+			r.Selected, r.Succeeded, r.Failed, r.Running, r.Waiting, r.NotYetDue)
+		d.field("Window end", timeOf(&r.WindowEnd))
+		if r.MissedWindow {
+			d.fieldf("Missed its window", "%d backup(s) had not started a minute after its end", r.Late)
+		}
+	}
 	d.field("Next run", timeOf(s.Status.NextScheduleTime))
 	d.conditions(s.Status.Conditions)
 	d.eventsSection()

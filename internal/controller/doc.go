@@ -23,6 +23,8 @@
 // What several of them share, in packages that import no reconciler:
 //
 //	indexes         every field index they list by, registered with one call
+//	jobslots        each database server's limit of Jobs at once, shared by migrations, backups
+//	                and restores, and who waits for a place
 //	conditions      the kstatus conditions of a status draft
 //	writes          status patched only when changed, deletes only of what the owner controls,
 //	                conflicts retried, drift repairs recorded, object names in logs and events

@@ -2,6 +2,7 @@ package tenantbackup
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -71,6 +73,10 @@ func (c *backupAges) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	last, schedules, tenants, err := src.read(ctx)
+	if _, starting := errors.AsType[*cache.ErrCacheNotStarted](err); starting {
+		// Scraped before the operator's cache started: nothing to say yet.
+		return
+	}
 	if err != nil {
 		log.FromContext(ctx).Error(err, "reading backups for their metrics")
 		return
