@@ -102,3 +102,27 @@ func TestAnExportAsATarStreamHoldsTheSameFiles(t *testing.T) {
 	}
 	g.Expect(names).To(Equal([]string{"acme/app.dump", "acme/" + backup.ManifestName}))
 }
+
+// The manifest is read from the store, where a Job taken over could have rewritten it: a name
+// that would write outside the export's directory is refused, and nothing is written there.
+func TestAnExportRefusesAManifestWhoseNamesLeaveItsDirectory(t *testing.T) {
+	g := NewWithT(t)
+	tools := clientTools(t)
+	tn := newTenant(t, database.Postgres)
+	st := newStore(t)
+	plan, m := backupOf(t, st, tools, tn)
+	for _, name := range []string{"../escape", "/tmp/escape", ".hidden", "a/b"} {
+		forged := *m
+		forged.Databases = []backup.DumpEntry{m.Databases[0]}
+		forged.Databases[0].Name = name
+		body, err := json.Marshal(forged)
+		g.Expect(err).NotTo(HaveOccurred())
+		st.putRaw(t, plan.Location+backup.ManifestName, body)
+		parent := t.TempDir()
+		_, err = backup.Export(testContext(t), st.Store, plan.Location, backup.DirSink(filepath.Join(parent, "export")))
+		g.Expect(err).To(MatchError(ContainSubstring("which no tenant's database is")), name)
+		entries, err := os.ReadDir(parent)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(entries).To(BeEmpty(), "nothing written for %q", name)
+	}
+}

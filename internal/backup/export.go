@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"github.com/landlord-dev/landlord/internal/database"
@@ -22,6 +23,9 @@ import (
 //   - PostgreSQL: NAME.dump, pg_dump's custom format: pg_restore --no-owner --no-acl -d DB NAME.dump
 //   - MySQL and MariaDB: NAME.sql, mariadb-dump's SQL: mariadb DB < NAME.sql
 //   - manifest.json: what the backup holds (docs/tenant-backups.md, The format).
+
+// databaseName is a database's name in a Tenant's spec.
+var databaseName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // ExportSink receives an export's files, each of a size known before it is written.
 type ExportSink interface {
@@ -56,6 +60,11 @@ func Export(ctx context.Context, s *Store, location string, out ExportSink) (*Ma
 		}
 	}
 	for _, e := range m.Databases {
+		// The manifest is read from the store, which a Job could write: its names become file
+		// names here, and only a database's name (a DNS label, as the Tenant's spec has it) may.
+		if !databaseName.MatchString(e.Name) || e.Object != e.Name+dumpSuffix {
+			return nil, fmt.Errorf("the manifest names a database %q (object %q), which no tenant's database is: refused", e.Name, e.Object)
+		}
 		if err := opener.export(ctx, location, e, out); err != nil {
 			return nil, fmt.Errorf("database %s: %w", e.Name, err)
 		}
