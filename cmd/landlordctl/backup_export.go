@@ -41,7 +41,8 @@ tenant's data key, check it against the backup's manifest (size and SHA-256), an
 its engine's own tool wrote it: NAME.dump (PostgreSQL's custom format, for pg_restore) and
 NAME.sql (MariaDB's or MySQL's SQL, for mariadb or mysql), with manifest.json beside them. -o DIR
 writes them into a new directory, readable by you alone; -o - writes a tar stream of them to
-stdout.
+stdout (with set -o pipefail: a stream cut short by a dump that failed its check ends without
+manifest.json).
 
 The backup store, and the key-encryption key that opens each tenant's data key, are those of the
 operator's configuration (--config, backups.objects, backups.key and backups.keys), reached with
@@ -50,9 +51,10 @@ data in the clear: hand them over as the customer's data.`,
 		Example: `  landlordctl backup export acme-202612070300 -o ./acme-export
   landlordctl backup export acme-202612070300 -o - | gzip > acme.tar.gz
 
-  # Then, on any machine with the engines' tools:
+  # Then, on any machine with the engines' tools, as a login with no more rights than the
+  # tenant's (the dump is its data and SQL):
   pg_restore --no-owner --no-acl -d NEWDB ./acme-export/app.dump
-  mariadb NEWDB < ./acme-export/legacy.sql`,
+  mariadb --sandbox --local-infile=0 NEWDB < ./acme-export/legacy.sql`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeNamesOf(root, kindOf("TenantBackup"), 1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -140,7 +140,9 @@ func dumpCommand(tool string, work workDir, t Target) (command, error) {
 		}
 		// The custom format is compressed, and pg_restore reads it selectively: a clone drops
 		// owners and privileges at restore time, from the same dump.
-		return command{path: tool, args: []string{"--format=custom", "--no-password"}, env: env}, nil
+		// A table the tenant holds locked fails the dump in a minute rather than holding the
+		// Job, and its place on the server, until the Job's timeout.
+		return command{path: tool, args: []string{"--format=custom", "--no-password", "--lock-wait-timeout=60s"}, env: env}, nil
 	}
 	args, env, err := work.mysqlArgs(t)
 	if err != nil {

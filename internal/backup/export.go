@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -138,7 +139,7 @@ type TarSink struct {
 }
 
 func (t TarSink) Create(name string, size int64) (io.WriteCloser, error) {
-	err := t.W.WriteHeader(&tar.Header{Name: filepath.Join(t.Dir, name), Mode: 0o600, Size: size, ModTime: t.ModTime, Typeflag: tar.TypeReg, Format: tar.FormatPAX})
+	err := t.W.WriteHeader(&tar.Header{Name: path.Join(t.Dir, name), Mode: 0o600, Size: size, ModTime: t.ModTime, Typeflag: tar.TypeReg, Format: tar.FormatPAX})
 	if err != nil {
 		return nil, err
 	}

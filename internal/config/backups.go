@@ -142,8 +142,6 @@ func (b Backups) validate(namespacePrefix, templateNamespace string) []error {
 	return errs
 }
 
-// overlap reports whether two bucket URLs name places one of which holds the other: the same
-// bucket with prefixes one of which starts the other, or (file://) a directory inside the other.
 // apartFrom refuses a backup store that shares the secret store's bucket (and prefix) or its
 // key-encryption key: a Job's plan holds the backup store's place and a tenant's data key, and
 // nothing of it may reach the records of every tenant's credentials, nor a key that opens them.
@@ -172,6 +170,8 @@ func (b Backups) apartFrom(st SecretStore) []error {
 	return errs
 }
 
+// overlap reports whether two bucket URLs name places one of which holds the other: the same
+// bucket with prefixes one of which starts the other, or (file://) a directory inside the other.
 func overlap(a, b string) bool {
 	la, okA := location(a)
 	lb, okB := location(b)

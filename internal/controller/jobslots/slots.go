@@ -61,7 +61,16 @@ type Slots struct {
 	// waiting are those told a server was full, by queue and server, and since when: woken, the
 	// longest waiting first, when a Job on it ends.
 	waiting map[Queue]map[string]map[client.ObjectKey]time.Time
+	// since is when each waiter was first told a server was full: one woken that finds it full
+	// again keeps its turn. Forgotten once it takes a place, or after forgetWaiters.
+	since map[Waiter]time.Time
+	// purged is when since was last rid of the waiters gone.
+	purged time.Time
 }
+
+// forgetWaiters is how long a waiter's first wait is kept without its taking a place: one that
+// went away (deleted, no longer in need) is forgotten then.
+const forgetWaiters = 24 * time.Hour
 
 // Waiting hands out, and forgets, the n of queue that have waited longest for a place on
 // server: a Job on it ended, and one of them may take its place. Waking one per place freed, not
@@ -116,10 +125,44 @@ func (f *Full) Error() string {
 
 // Create calls create for the Job at key unless a server of limits (server name → limit) is at
 // its limit, in which case it returns that server's *Full and creates nothing, and remembers
-// waiter as waiting for it (Waiting).
+// waiter as waiting for it (Waiting). A waiter that takes its place is no longer waiting.
 func (s *Slots) Create(ctx context.Context, c client.Reader, waiter Waiter, limits map[string]int32, key client.ObjectKey, create func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	servers, err := s.check(ctx, c, waiter, limits, key)
+	if err != nil {
+		return err
+	}
+	if err := create(); err != nil {
+		return err
+	}
+	now := time.Now()
+	if s.reserved == nil {
+		s.reserved = map[string]map[client.ObjectKey]time.Time{}
+	}
+	for _, server := range servers {
+		if s.reserved[server] == nil {
+			s.reserved[server] = map[client.ObjectKey]time.Time{}
+		}
+		s.reserved[server][key] = now
+		delete(s.waiting[waiter.Queue][server], waiter.Key)
+	}
+	delete(s.since, waiter)
+	return nil
+}
+
+// Check returns the *Full of a server of limits at its limit, remembering waiter as waiting for
+// it, or nil when every one has a place now: a cheap look before work that only a Job needs,
+// which Create makes again before it creates.
+func (s *Slots) Check(ctx context.Context, c client.Reader, waiter Waiter, limits map[string]int32, key client.ObjectKey) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.check(ctx, c, waiter, limits, key)
+	return err
+}
+
+// check is Check with the lock held; it returns the servers, sorted.
+func (s *Slots) check(ctx context.Context, c client.Reader, waiter Waiter, limits map[string]int32, key client.ObjectKey) ([]string, error) {
 	now := time.Now()
 	servers := make([]string, 0, len(limits))
 	for server := range limits {
@@ -129,7 +172,7 @@ func (s *Slots) Create(ctx context.Context, c client.Reader, waiter Waiter, limi
 	for _, server := range servers {
 		list := &batchv1.JobList{}
 		if err := c.List(ctx, list, client.MatchingFields{indexes.RunningJobServer: server}, client.UnsafeDisableDeepCopy); err != nil {
-			return err
+			return nil, err
 		}
 		running := map[client.ObjectKey]bool{}
 		for i := range list.Items {
@@ -152,36 +195,46 @@ func (s *Slots) Create(ctx context.Context, c client.Reader, waiter Waiter, limi
 			}
 			running[k] = true
 		}
+		// The caller's own Job, made before and not in the cache yet, holds no place against
+		// itself: it is created again as already there.
+		delete(running, key)
 		if limit := limits[server]; len(running) >= int(limit) {
-			if s.waiting == nil {
-				s.waiting = map[Queue]map[string]map[client.ObjectKey]time.Time{}
-			}
-			if s.waiting[waiter.Queue] == nil {
-				s.waiting[waiter.Queue] = map[string]map[client.ObjectKey]time.Time{}
-			}
-			waiting := s.waiting[waiter.Queue]
-			if waiting[server] == nil {
-				waiting[server] = map[client.ObjectKey]time.Time{}
-			}
-			if _, queued := waiting[server][waiter.Key]; !queued {
-				waiting[server][waiter.Key] = now
-			}
-			return &Full{Server: server, Running: len(running), Limit: limit}
+			s.wait(waiter, server, now)
+			return nil, &Full{Server: server, Running: len(running), Limit: limit}
 		}
 	}
-	if err := create(); err != nil {
-		return err
+	return servers, nil
+}
+
+// wait remembers waiter as waiting for server, since it first waited.
+func (s *Slots) wait(waiter Waiter, server string, now time.Time) {
+	if s.since == nil {
+		s.since = map[Waiter]time.Time{}
 	}
-	if s.reserved == nil {
-		s.reserved = map[string]map[client.ObjectKey]time.Time{}
-	}
-	for _, server := range servers {
-		if s.reserved[server] == nil {
-			s.reserved[server] = map[client.ObjectKey]time.Time{}
+	if now.Sub(s.purged) > time.Minute {
+		s.purged = now
+		for w, at := range s.since {
+			if now.Sub(at) > forgetWaiters {
+				delete(s.since, w)
+			}
 		}
-		s.reserved[server][key] = now
 	}
-	return nil
+	since, ok := s.since[waiter]
+	if !ok {
+		since = now
+		s.since[waiter] = now
+	}
+	if s.waiting == nil {
+		s.waiting = map[Queue]map[string]map[client.ObjectKey]time.Time{}
+	}
+	if s.waiting[waiter.Queue] == nil {
+		s.waiting[waiter.Queue] = map[string]map[client.ObjectKey]time.Time{}
+	}
+	waiting := s.waiting[waiter.Queue]
+	if waiting[server] == nil {
+		waiting[server] = map[client.ObjectKey]time.Time{}
+	}
+	waiting[server][waiter.Key] = since
 }
 
 // Limits reads the limit of Jobs at once of each server named (DatabaseServer

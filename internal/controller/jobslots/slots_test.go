@@ -232,3 +232,53 @@ func TestMigrationsBackupsAndRestoresShareAServersPlacesAndNoOtherJobTakesOne(t 
 		}
 	})
 }
+
+func TestAWaiterKeepsItsTurnUntilItTakesAPlaceAndIsNotWokenAfter(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
+		WithIndex(&batchv1.Job{}, indexes.RunningJobServer, indexes.RunningJobServers).WithStatusSubresource(&batchv1.Job{}).Build()
+	limits := map[string]int32{"pg": 1}
+	slots := &jobslots.Slots{}
+	holder := migrationJob("holder", "pg")
+	if err := slots.Create(ctx, c, waiter("holder"), limits, client.ObjectKeyFromObject(holder), func() error { return c.Create(ctx, holder) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"first", "second"} {
+		job := migrationJob(name, "pg")
+		if err := slots.Create(ctx, c, waiter(name), limits, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) }); err == nil {
+			t.Fatalf("%s took a place on a full server", name)
+		}
+	}
+
+	t.Run("one woken that finds the server full again keeps its place in the queue", func(t *testing.T) {
+		if got := slots.Waiting(jobslots.Tenants, "pg", 1); len(got) != 1 || got[0].Name != "first" {
+			t.Fatalf("woken %v, want [first]", got)
+		}
+		job := migrationJob("first", "pg")
+		if err := slots.Create(ctx, c, waiter("first"), limits, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) }); err == nil {
+			t.Fatal("first took a place the holder still has")
+		}
+		if got := slots.Waiting(jobslots.Tenants, "pg", 1); len(got) != 1 || got[0].Name != "first" {
+			t.Fatalf("woken %v, want first again, ahead of second", got)
+		}
+		// Woken again, and again the server is full: it waits once more.
+		if err := slots.Create(ctx, c, waiter("first"), limits, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) }); err == nil {
+			t.Fatal("first took a place the holder still has")
+		}
+	})
+
+	t.Run("one that takes its place on a recheck is no longer waiting, and the next is woken", func(t *testing.T) {
+		// second, still queued, finds a place on its own recheck once the holder's Job ended.
+		holder.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+		if err := c.Status().Update(ctx, holder); err != nil {
+			t.Fatal(err)
+		}
+		job := migrationJob("second", "pg")
+		if err := slots.Create(ctx, c, waiter("second"), limits, client.ObjectKeyFromObject(job), func() error { return c.Create(ctx, job) }); err != nil {
+			t.Fatal(err)
+		}
+		if got := slots.Waiting(jobslots.Tenants, "pg", 5); len(got) != 1 || got[0].Name != "first" {
+			t.Fatalf("still waiting: %v, want [first] alone", got)
+		}
+	})
+}

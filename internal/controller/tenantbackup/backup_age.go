@@ -23,13 +23,9 @@ var (
 		"When the newest succeeded backup of a tenant ended (any TenantBackup of it), in seconds since the epoch; no series for a tenant never backed up.",
 		[]string{"tenant"}, nil)
 	overdueDesc = prometheus.NewDesc("landlord_backup_schedule_overdue_tenants",
-		"Tenants a schedule backs up whose newest succeeded backup is older than two of its periods and its window (or who have none, and are older than that).",
+		"Tenants a schedule backs up that its last two runs (their windows over) left without a succeeded backup.",
 		[]string{"schedule"}, nil)
 )
-
-// overdueAfter is how many of a schedule's periods a tenant may go without a good backup before
-// it is overdue: one missed run is a failure to look at, two a tenant without a backup.
-const overdueAfter = 2
 
 // backupAges reports, at each scrape, the time of each tenant's last good backup and how many
 // tenants each schedule has left without one for too long. It reads the operator's cache:
@@ -131,9 +127,12 @@ func LastGoodBackups(backups []tenancyv1alpha1.TenantBackup) map[string]time.Tim
 }
 
 // Overdue counts the tenants the schedule backs up (selected, with their data in place) whose
-// last good backup is older than two of its periods and its window, or who have none and were
-// created before that; false when the schedule is suspended or its schedule does not parse.
-// The period is the time between the schedule's next two times.
+// last good backup is older than the schedule's second-latest run, once its latest run's window
+// (and a minute) has passed: two runs in a row left them without one. A tenant created after
+// that second-latest run was not selected by both, and is not counted. False when the schedule
+// is suspended, its schedule does not parse, or it has not had two runs yet. The runs are the
+// schedule's past times, walked from overdueLookback ago: an irregular schedule (weekdays, the
+// first of the month) counts its own runs, not a period projected from the next two.
 func Overdue(s *tenancyv1alpha1.TenantBackupSchedule, tenants []tenancyv1alpha1.Tenant, last map[string]time.Time, now time.Time) (int, bool) {
 	if s.Spec.Suspend {
 		return 0, false
@@ -146,21 +145,50 @@ func Overdue(s *tenancyv1alpha1.TenantBackupSchedule, tenants []tenancyv1alpha1.
 	if err != nil {
 		return 0, false
 	}
-	next := sched.Next(now)
-	period := sched.Next(next).Sub(next)
-	if next.IsZero() || period <= 0 {
-		return 0, false
+	latest, previous := lastTwoRuns(sched, now)
+	if previous.IsZero() || now.Before(windowEnd(s, latest).Add(missedGrace)) {
+		// The latest run may still make its backups: the one before is the latest that counts.
+		if previous.IsZero() {
+			return 0, true
+		}
+		latest, previous = previous, beforeRun(sched, previous)
+		if previous.IsZero() {
+			return 0, true
+		}
 	}
-	threshold := now.Add(-overdueAfter * period).Add(-(windowEnd(s, next).Sub(next)))
 	n := 0
 	for i := range tenants {
 		t := &tenants[i]
-		if !sel.Matches(labels.Set(t.Labels)) || !backedUp(t, s.Spec.Databases) || !t.CreationTimestamp.Time.Before(threshold) {
+		if !sel.Matches(labels.Set(t.Labels)) || !backedUp(t, s.Spec.Databases) || !t.CreationTimestamp.Time.Before(previous) {
 			continue
 		}
-		if at, ok := last[t.Name]; !ok || at.Before(threshold) {
+		if at, ok := last[t.Name]; !ok || at.Before(previous) {
 			n++
 		}
 	}
 	return n, true
+}
+
+// lookbacks are how far back a schedule's runs are looked for, the nearest first: a schedule of
+// every minute finds its two in the first, a monthly one in the last.
+var lookbacks = []time.Duration{2 * time.Hour, 50 * time.Hour, 9 * 24 * time.Hour, 70 * 24 * time.Hour}
+
+// lastTwoRuns are the schedule's latest two times at or before now, zero when there are fewer.
+func lastTwoRuns(sched cron.Schedule, now time.Time) (latest, previous time.Time) {
+	for _, back := range lookbacks {
+		latest, previous = time.Time{}, time.Time{}
+		for t := sched.Next(now.Add(-back)); !t.IsZero() && !t.After(now); t = sched.Next(t) {
+			latest, previous = t, latest
+		}
+		if !previous.IsZero() {
+			break
+		}
+	}
+	return latest, previous
+}
+
+// beforeRun is the schedule's time before run, zero when there is none in the longest lookback.
+func beforeRun(sched cron.Schedule, run time.Time) time.Time {
+	_, prev := lastTwoRuns(sched, run)
+	return prev
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -66,8 +67,9 @@ type BackupReconciler struct {
 	Slots *jobslots.Slots
 }
 
-// waitingRecheck is how soon a backup waiting for a place on a server looks again, should no
-// Job's end wake it first (one woken that took no place, or a place freed by another process).
+// waitingRecheck is how soon (and up to as long again) a backup waiting for a place on a server
+// looks again, should no Job's end wake it first (one woken that took no place, or a place freed
+// by another process).
 const waitingRecheck = time.Minute
 
 // SetupWithManager registers the controller: a backup's Job wakes it, a Job that ends on a
@@ -141,9 +143,10 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if errors.As(o.err, &ref) {
 		return ctrl.Result{}, nil
 	}
-	// Nor is a wait for a place on a server: a Job's end wakes the backup.
+	// Nor is a wait for a place on a server: a Job's end wakes the backup. The rechecks of a
+	// night's waiting backups are spread, not all at the same second.
 	if _, full := errors.AsType[*jobslots.Full](o.err); full {
-		return ctrl.Result{RequeueAfter: waitingRecheck}, nil
+		return ctrl.Result{RequeueAfter: waitingRecheck + rand.N(waitingRecheck)}, nil
 	}
 	if o.ended != nil && o.err == nil {
 		// Once the end is recorded, the plan's passwords go; a deletion that fails is tried
@@ -166,6 +169,23 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 		}
 		return err
 	}
+	servers, limits, err := serversOf(ctx, r.Client, t, b.Spec.Databases)
+	if err != nil {
+		return err
+	}
+	name := JobName(backup.OpBackup, b.UID)
+	jobKey := client.ObjectKey{Namespace: r.Config.Backups.Namespace, Name: name}
+	waiter := jobslots.Waiter{Queue: jobslots.Backups, Key: client.ObjectKeyFromObject(b)}
+	// A restore's safety backup is someone waiting on their data: like the restore, it takes no
+	// turn, but counts. Any other looks for a place first, from the cache alone, before the
+	// store, the API server and the key service are asked anything: a night's backups waiting
+	// their turn cost no more than that look each.
+	urgent := b.Labels[SafetyBackupUIDLabel] != ""
+	if !urgent {
+		if err := r.Slots.Check(ctx, r.Client, waiter, limits, jobKey); err != nil {
+			return err
+		}
+	}
 	dbs, err := targets(ctx, r.Client, r.Secrets, r.Config, t, b.Spec.Databases)
 	if err != nil {
 		return err
@@ -178,7 +198,6 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 			return fmt.Errorf("marking tenant %s as one with backups: %w", t.Name, err)
 		}
 	}
-	name := JobName(backup.OpBackup, b.UID)
 	plan := backup.Plan{
 		Operation: backup.OpBackup, Objects: r.Config.Backups.Objects,
 		Location: Location(t.UID, b.UID), Tenant: t.Name, TenantUID: string(t.UID), Backup: b.Name,
@@ -213,25 +232,23 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 		return err
 	}
 	plan.TenantKey = key
-	servers, limits, err := serversOf(ctx, r.Client, t, b.Spec.Databases)
-	if err != nil {
-		return err
-	}
 	owner := *metav1.NewControllerRef(b, tenancyv1alpha1.GroupVersion.WithKind("TenantBackup"))
 	create := func() error { return createJob(ctx, r.Client, r.Config.Backups, name, plan, owner, servers) }
 	// Within each server's limit of Jobs at once, shared with migrations and restores: a backup
-	// that finds one full waits, Pending, for a Job on it to end.
-	// A Job made by a reconcile whose status write was lost holds its place already.
-	jobKey := client.ObjectKey{Namespace: r.Config.Backups.Namespace, Name: name}
-	if err := r.Client.Get(ctx, jobKey, &batchv1.Job{}); err == nil {
+	// that finds one full waits, Pending, for a Job on it to end. A Job made by a reconcile
+	// whose status write was lost holds its place already.
+	err = r.Client.Get(ctx, jobKey, &batchv1.Job{})
+	switch {
+	case err == nil:
 		r.Slots.Seen(jobKey)
 		err = create()
-		if err != nil {
-			return err
-		}
-	} else if !apierrors.IsNotFound(err) {
-		return err
-	} else if err := r.Slots.Create(ctx, r.Client, jobslots.Waiter{Queue: jobslots.Backups, Key: client.ObjectKeyFromObject(b)}, limits, jobKey, create); err != nil {
+	case !apierrors.IsNotFound(err):
+	case urgent:
+		err = create()
+	default:
+		err = r.Slots.Create(ctx, r.Client, waiter, limits, jobKey, create)
+	}
+	if err != nil {
 		return err
 	}
 	o.now = metav1.Now()

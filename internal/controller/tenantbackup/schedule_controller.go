@@ -138,7 +138,8 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		o.ran = &slot
 	}
 	backups := &tenancyv1alpha1.TenantBackupList{}
-	if err := r.Client.List(ctx, backups, client.MatchingLabels{tenancyv1alpha1.BackupScheduleLabel: s.Name}); err != nil {
+	// Read, never changed: the cache's own objects, not copies of a fleet's backups.
+	if err := r.Client.List(ctx, backups, client.MatchingLabels{tenancyv1alpha1.BackupScheduleLabel: s.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, err
 	}
 	var wake time.Duration
@@ -170,6 +171,23 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	// The next tenant's time, or the window's end, if sooner than the minute's tick.
 	return ctrl.Result{RequeueAfter: wake}, nil
+}
+
+// minWake is the least time between two looks of a schedule at its run: each look lists its
+// tenants and backups, and writes its status.
+const minWake = 30 * time.Second
+
+// phaseOf is a backup's phase as a run counts it: one refused (Pending, Stalled until a person
+// changes something) will not run, and counts as failed.
+func phaseOf(b *tenancyv1alpha1.TenantBackup) tenancyv1alpha1.BackupPhase {
+	if b.Status.Phase == tenancyv1alpha1.BackupPending || b.Status.Phase == "" {
+		for _, c := range b.Status.Conditions {
+			if c.Type == tenancyv1alpha1.StalledCondition && c.Status == metav1.ConditionTrue {
+				return tenancyv1alpha1.BackupFailed
+			}
+		}
+	}
+	return b.Status.Phase
 }
 
 // missedGrace is how long after its window's end a run's backups have to start before the run
@@ -216,18 +234,23 @@ func (r *ScheduleReconciler) run(ctx context.Context, s *tenancyv1alpha1.TenantB
 		return runProgress{}, err
 	}
 	tenants := &tenancyv1alpha1.TenantList{}
-	if err := r.Client.List(ctx, tenants, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := r.Client.List(ctx, tenants, client.MatchingLabelsSelector{Selector: sel}, client.UnsafeDisableDeepCopy); err != nil {
 		return runProgress{}, err
 	}
 	suffix := ScheduledBackupName("", run)
 	phases := map[string]tenancyv1alpha1.BackupPhase{}
 	for i := range backups {
 		if b := &backups[i]; strings.HasSuffix(b.Name, suffix) && b.DeletionTimestamp.IsZero() {
-			phases[b.Name] = b.Status.Phase
+			phases[b.Name] = phaseOf(b)
 		}
 	}
 	window, jitter := spreadOf(s)
 	end := windowEnd(s, run)
+	// The last tenants' times fall at the window's very end: a backup made then has a moment to
+	// start before it is late. Past that, the run makes nothing more: a tenant selected since
+	// (signed up, labelled) waits for the next run, rather than count as late in this one.
+	missAt := end.Add(missedGrace)
+	making := now.Before(missAt)
 	p := runProgress{BackupRunStatus: tenancyv1alpha1.BackupRunStatus{
 		ScheduleTime: metav1.Time{Time: run}, WindowEnd: metav1.Time{Time: end},
 	}}
@@ -240,6 +263,9 @@ func (r *ScheduleReconciler) run(ctx context.Context, s *tenancyv1alpha1.TenantB
 		p.Selected++
 		name := ScheduledBackupName(t.Name, run)
 		if _, made := phases[name]; made {
+			continue
+		}
+		if !making {
 			continue
 		}
 		due := run.Add(Offset(s.Name, t.Name, run, window, jitter))
@@ -260,7 +286,16 @@ func (r *ScheduleReconciler) run(ctx context.Context, s *tenancyv1alpha1.TenantB
 			},
 			Spec: tenancyv1alpha1.TenantBackupSpec{Tenant: t.Name, Databases: s.Spec.Databases},
 		}
-		if err := r.Client.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Client.Create(ctx, b)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			// Made by this schedule a moment ago (the cache has not shown it yet), or by another
+			// schedule of the same minute: only this schedule's counts as this run's.
+			other := &tenancyv1alpha1.TenantBackup{}
+			if gerr := r.Client.Get(ctx, client.ObjectKeyFromObject(b), other); gerr == nil && other.Labels[tenancyv1alpha1.BackupScheduleLabel] != s.Name {
+				continue
+			}
+		case err != nil:
 			return p, fmt.Errorf("creating TenantBackup %s: %w", b.Name, err)
 		}
 		phases[name] = tenancyv1alpha1.BackupPending
@@ -278,9 +313,6 @@ func (r *ScheduleReconciler) run(ctx context.Context, s *tenancyv1alpha1.TenantB
 			p.Waiting++
 		}
 	}
-	// The last tenants' times fall at the window's very end: a backup made then has a moment to
-	// start before it is late.
-	missAt := end.Add(missedGrace)
 	if last := s.Status.LastRun; last != nil && last.ScheduleTime.Equal(&p.ScheduleTime) && last.MissedWindow {
 		// Missed once, missed for good: how many were late is what was counted at the end.
 		p.MissedWindow, p.Late = true, last.Late
@@ -293,6 +325,10 @@ func (r *ScheduleReconciler) run(ctx context.Context, s *tenancyv1alpha1.TenantB
 		p.wake = next.Sub(now)
 	case now.Before(missAt) && p.Waiting > 0:
 		p.wake = missAt.Sub(now)
+	}
+	if p.wake > 0 {
+		// A fleet's times are seconds apart: the backups due within a while are made together.
+		p.wake = max(p.wake, minWake)
 	}
 	return p, nil
 }

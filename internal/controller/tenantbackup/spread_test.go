@@ -108,3 +108,32 @@ func TestATenantIsOverdueAfterTwoPeriodsAndTheWindowWithoutAGoodBackup(t *testin
 		t.Error("a suspended schedule reports overdue tenants; it should report none")
 	}
 }
+
+func TestAWeekdaySchedulesWeekendLeavesNoTenantOverdue(t *testing.T) {
+	s := &tenancyv1alpha1.TenantBackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "weekdays"},
+		Spec:       tenancyv1alpha1.TenantBackupScheduleSpec{Schedule: "0 2 * * 1-5"},
+	}
+	tenant := tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme", CreationTimestamp: metav1.Time{Time: time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)}},
+		Status:     tenancyv1alpha1.TenantStatus{Databases: []tenancyv1alpha1.DatabaseStatus{{Name: "main", Server: "pg"}}},
+	}
+	// Friday 4 December 2026, 02:10: the last good backup.
+	last := map[string]time.Time{"acme": time.Date(2026, 12, 4, 2, 10, 0, 0, time.UTC)}
+	for _, tc := range []struct {
+		name string
+		now  time.Time
+		want int
+	}{
+		{"on Sunday, Friday's backup is the latest run's", time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC), 0},
+		{"on Monday during its run, Friday's still counts", time.Date(2026, 12, 7, 2, 30, 0, 0, time.UTC), 0},
+		{"on Monday once its run failed, one run is missed, not two", time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC), 0},
+		{"on Tuesday once Monday's and Tuesday's runs failed, it is overdue", time.Date(2026, 12, 8, 9, 0, 0, 0, time.UTC), 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, ok := Overdue(s, []tenancyv1alpha1.Tenant{tenant}, last, tc.now); !ok || got != tc.want {
+				t.Errorf("overdue %d (%t), want %d", got, ok, tc.want)
+			}
+		})
+	}
+}
