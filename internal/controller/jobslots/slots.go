@@ -261,7 +261,9 @@ func Limits(ctx context.Context, c client.Reader, servers []string) (map[string]
 }
 
 // Wake is the event handler that wakes, of queue, the one that waited longest for a place on
-// each server of a Job that ended or went: one place freed, one woken.
+// each server of a Job that ended or went: one place freed, one woken. A Job the cache receives
+// drops its reservation at once (Seen): from then on the index counts it, and a Job created and
+// deleted before any reconcile looked again holds no place for the reservation's lifetime.
 func (s *Slots) Wake(queue Queue) handler.EventHandler {
 	wake := func(job *batchv1.Job, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		for server := range strings.SplitSeq(job.Annotations[indexes.DatabaseServersAnnotation], ",") {
@@ -274,6 +276,11 @@ func (s *Slots) Wake(queue Queue) handler.EventHandler {
 		}
 	}
 	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if job, ok := e.Object.(*batchv1.Job); ok && job.Annotations[indexes.DatabaseServersAnnotation] != "" {
+				s.Seen(client.ObjectKeyFromObject(job))
+			}
+		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			old, okOld := e.ObjectOld.(*batchv1.Job)
 			job, ok := e.ObjectNew.(*batchv1.Job)
@@ -288,6 +295,7 @@ func (s *Slots) Wake(queue Queue) handler.EventHandler {
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if job, ok := e.Object.(*batchv1.Job); ok {
+				s.Seen(client.ObjectKeyFromObject(job))
 				wake(job, q)
 			}
 		},

@@ -10,8 +10,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
@@ -281,4 +284,26 @@ func TestAWaiterKeepsItsTurnUntilItTakesAPlaceAndIsNotWokenAfter(t *testing.T) {
 			t.Fatalf("still waiting: %v, want [first] alone", got)
 		}
 	})
+}
+
+func TestAJobTheCacheReceivedHoldsNoReservationOnceItIsGone(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
+		WithIndex(&batchv1.Job{}, indexes.RunningJobServer, indexes.RunningJobServers).Build()
+	limits := map[string]int32{"pg": 1}
+	slots := &jobslots.Slots{}
+	// Created, then deleted before any reconcile looked again: the cache saw it come and go.
+	gone := migrationJob("gone", "pg")
+	if err := slots.Create(ctx, c, waiter("gone"), limits, client.ObjectKeyFromObject(gone), func() error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	h := slots.Wake(jobslots.Tenants)
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	h.Create(ctx, event.CreateEvent{Object: gone}, q)
+	h.Delete(ctx, event.DeleteEvent{Object: gone}, q)
+	next := migrationJob("next", "pg")
+	if err := slots.Create(ctx, c, waiter("next"), limits, client.ObjectKeyFromObject(next), func() error { return c.Create(ctx, next) }); err != nil {
+		t.Fatalf("the place of a Job gone is still held: %v", err)
+	}
 }

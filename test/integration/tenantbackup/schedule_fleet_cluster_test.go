@@ -52,8 +52,11 @@ func TestAScheduleSpreadsAFleetOverItsWindowAndNoServerRunsMoreBackupsThanItsLim
 		schedule = "bks-fleet"
 	)
 	window := 10 * time.Minute
-	setJobLimit(t, pgServer, limit)
-	setJobLimit(t, myServer, limit)
+	// The earlier tests of the suite leave backup Jobs held, running, on the same servers: they
+	// hold places, and never end. The limit is this test's places on top of them.
+	held := heldJobsOn(NewWithT(t))
+	setJobLimit(t, pgServer, limit+int32(held[pgServer]))
+	setJobLimit(t, myServer, limit+int32(held[myServer]))
 
 	// Half the fleet has a PostgreSQL database, half a MariaDB one: each server has 25 dumps to
 	// run, two at a time.
@@ -75,10 +78,12 @@ func TestAScheduleSpreadsAFleetOverItsWindowAndNoServerRunsMoreBackupsThanItsLim
 		testenv.WaitTenantCurrent(t, k8s, name, 3*timeout)
 	}
 
+	// Suspended until the clock is at its time: the suite's clock is days ahead of the API
+	// server's, and a schedule created then would count a run of an earlier day as due at once.
 	s := &tenancyv1alpha1.TenantBackupSchedule{
 		ObjectMeta: metav1.ObjectMeta{Name: schedule},
 		Spec: tenancyv1alpha1.TenantBackupScheduleSpec{
-			Schedule: "0 3 * * *", Keep: 1, Window: &metav1.Duration{Duration: window},
+			Schedule: "0 3 * * *", Keep: 1, Window: &metav1.Duration{Duration: window}, Suspend: true,
 			Tenants: metav1.LabelSelector{MatchLabels: map[string]string{"backup": "fleet"}},
 		},
 	}
@@ -95,6 +100,13 @@ func TestAScheduleSpreadsAFleetOverItsWindowAndNoServerRunsMoreBackupsThanItsLim
 		g := NewWithT(t)
 		// Each tenant's place in the window is the schedule's to compute; the test asks it too.
 		run = stepTo(t, 3)
+		g.Eventually(func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+				return err
+			}
+			s.Spec.Suspend = false
+			return k8s.Update(ctx, s)
+		}).WithTimeout(timeout).Should(Succeed())
 		due := map[string]bool{}
 		for _, name := range names {
 			if tenantbackup.Offset(schedule, name, run, window, 0) <= 30*time.Second {
@@ -123,8 +135,8 @@ func TestAScheduleSpreadsAFleetOverItsWindowAndNoServerRunsMoreBackupsThanItsLim
 			made := scheduled(g, schedule)
 			g.Expect(made).To(HaveLen(fleet))
 			running := runningBackupJobs(g, schedule)
-			g.Expect(running[pgServer]).To(HaveLen(limit))
-			g.Expect(running[myServer]).To(HaveLen(limit))
+			g.Expect(running[pgServer]).To(HaveLen(limit), "every Job running, by server: %v (held before: %v)", heldJobsOn(g), held)
+			g.Expect(running[myServer]).To(HaveLen(limit), "every Job running, by server: %v (held before: %v)", heldJobsOn(g), held)
 			// Every backup not running says what it waits for.
 			waiting := 0
 			for _, b := range made {
@@ -220,6 +232,23 @@ func gauge(g Gomega, name string, want map[string]string) []float64 {
 				}
 			}
 			out = append(out, m.GetGauge().GetValue())
+		}
+	}
+	return out
+}
+
+// heldJobsOn counts, by server, the Jobs that reach a database server and have not ended.
+func heldJobsOn(g Gomega) map[string]int {
+	list := &batchv1.JobList{}
+	g.Expect(k8s.List(context.Background(), list)).To(Succeed())
+	out := map[string]int{}
+	for i := range list.Items {
+		j := &list.Items[i]
+		if ended, _, _ := jobs.Ended(j); ended || j.Annotations[indexes.DatabaseServersAnnotation] == "" {
+			continue
+		}
+		for _, server := range strings.Split(j.Annotations[indexes.DatabaseServersAnnotation], ",") {
+			out[server]++
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -68,6 +69,9 @@ func run(m *testing.M) int {
 	}
 	defer stop()
 	servers = started
+	if err := roomForHeldJobs(ctx); err != nil {
+		return fail(err)
+	}
 	if err := createStoreCredentials(ctx); err != nil {
 		return fail(err)
 	}
@@ -91,6 +95,25 @@ func run(m *testing.M) int {
 	}
 	defer func() { _ = op.Stop() }()
 	return m.Run()
+}
+
+// roomForHeldJobs lets the suite's database servers run as many Jobs at once as its tests hold:
+// a test's backup Jobs stay held (running) until it releases them, and many are never released,
+// which on servers of the default limit would leave later tests' backups waiting their turn. The
+// tests of the limit set their own (setJobLimit).
+func roomForHeldJobs(ctx context.Context) error {
+	list := &tenancyv1alpha1.DatabaseServerList{}
+	if err := k8s.List(ctx, list); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		s.Spec.MaxConcurrentJobs = ptr.To[int32](1000)
+		if err := k8s.Update(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // withDatabases gives a tenant a PostgreSQL database "app" and a MySQL database "legacy".
