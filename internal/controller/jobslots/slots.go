@@ -237,6 +237,27 @@ func (s *Slots) wait(waiter Waiter, server string, now time.Time) {
 	waiting[server][waiter.Key] = since
 }
 
+// ServersOf are the database servers of the tenant's databases that reach selects, sorted, with
+// their limits of Jobs at once.
+func ServersOf(ctx context.Context, c client.Reader, t *tenancyv1alpha1.Tenant, reach func(database string) bool) ([]string, map[string]int32, error) {
+	var on []string
+	for _, db := range t.Status.Databases {
+		if db.Server != "" && reach(db.Name) {
+			on = append(on, db.Server)
+		}
+	}
+	limits, err := Limits(ctx, c, on)
+	if err != nil {
+		return nil, nil, err
+	}
+	servers := make([]string, 0, len(limits))
+	for s := range limits {
+		servers = append(servers, s)
+	}
+	slices.Sort(servers)
+	return servers, limits, nil
+}
+
 // Limits reads the limit of Jobs at once of each server named (DatabaseServer
 // spec.maxConcurrentJobs, the default when unset); a server not found has the default.
 func Limits(ctx context.Context, c client.Reader, servers []string) (map[string]int32, error) {

@@ -277,22 +277,7 @@ func createJob(ctx context.Context, c client.Client, cfg config.Backups, name st
 // serversOf are the database servers of the tenant's databases named (all when none are), sorted,
 // with their limits of Jobs at once.
 func serversOf(ctx context.Context, c client.Reader, t *tenancyv1alpha1.Tenant, names []string) ([]string, map[string]int32, error) {
-	var on []string
-	for _, db := range t.Status.Databases {
-		if db.Server != "" && (len(names) == 0 || slices.Contains(names, db.Name)) {
-			on = append(on, db.Server)
-		}
-	}
-	limits, err := jobslots.Limits(ctx, c, on)
-	if err != nil {
-		return nil, nil, err
-	}
-	servers := make([]string, 0, len(limits))
-	for s := range limits {
-		servers = append(servers, s)
-	}
-	slices.Sort(servers)
-	return servers, limits, nil
+	return jobslots.ServersOf(ctx, c, t, func(name string) bool { return len(names) == 0 || slices.Contains(names, name) })
 }
 
 // createOwned creates obj, or finds it made before by the same owner; one of that name that is

@@ -428,22 +428,7 @@ func (e *Engine) job(ctx context.Context, m Move, id, name string, i int, step S
 // servers are the database servers the tenant's named databases are on, sorted, with their
 // limits of Jobs at once.
 func (e *Engine) servers(ctx context.Context, t *tenancyv1alpha1.Tenant, databases []string) ([]string, map[string]int32, error) {
-	var on []string
-	for _, db := range t.Status.Databases {
-		if slices.Contains(databases, db.Name) && db.Server != "" {
-			on = append(on, db.Server)
-		}
-	}
-	limits, err := jobslots.Limits(ctx, e.Client, on)
-	if err != nil {
-		return nil, nil, err
-	}
-	servers := make([]string, 0, len(limits))
-	for s := range limits {
-		servers = append(servers, s)
-	}
-	slices.Sort(servers)
-	return servers, limits, nil
+	return jobslots.ServersOf(ctx, e.Client, t, func(name string) bool { return slices.Contains(databases, name) })
 }
 
 // Outcome reads a Job's end from its conditions, which the operator's cache keeps of a
