@@ -131,7 +131,7 @@ func registeredMetrics() ([]metric, error) {
 
 // kindOf is the type of the metrics c reports.
 func kindOf(c prometheus.Collector) (string, error) {
-	switch c.(type) {
+	switch c := c.(type) {
 	case *prometheus.GaugeVec, prometheus.Gauge:
 		return "gauge", nil
 	case *prometheus.CounterVec, prometheus.Counter:
@@ -143,7 +143,7 @@ func kindOf(c prometheus.Collector) (string, error) {
 		return "gauge", nil
 	case interface{ MetricKind() string }:
 		// Another collector computed when scraped says what its metrics are.
-		return c.(interface{ MetricKind() string }).MetricKind(), nil
+		return c.MetricKind(), nil
 	default:
 		return "", fmt.Errorf("a collector of type %T, which the generator cannot name", c)
 	}

@@ -151,7 +151,7 @@ func Overdue(s *tenancyv1alpha1.TenantBackupSchedule, tenants []tenancyv1alpha1.
 		if previous.IsZero() {
 			return 0, true
 		}
-		latest, previous = previous, beforeRun(sched, previous)
+		previous = beforeRun(sched, previous)
 		if previous.IsZero() {
 			return 0, true
 		}
