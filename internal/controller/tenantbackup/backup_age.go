@@ -151,7 +151,7 @@ func Overdue(s *tenancyv1alpha1.TenantBackupSchedule, tenants []tenancyv1alpha1.
 		if previous.IsZero() {
 			return 0, true
 		}
-		previous = beforeRun(sched, previous)
+		_, previous = lastTwoRuns(sched, previous)
 		if previous.IsZero() {
 			return 0, true
 		}
@@ -185,10 +185,4 @@ func lastTwoRuns(sched cron.Schedule, now time.Time) (latest, previous time.Time
 		}
 	}
 	return latest, previous
-}
-
-// beforeRun is the schedule's time before run, zero when there is none in the longest lookback.
-func beforeRun(sched cron.Schedule, run time.Time) time.Time {
-	_, prev := lastTwoRuns(sched, run)
-	return prev
 }
