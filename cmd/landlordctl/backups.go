@@ -45,6 +45,69 @@ func restoreTable(restores []tenancyv1alpha1.TenantRestore) *metav1.Table {
 	})
 }
 
+// backupRequestTable is a tenant's backup requests as `get backuprequests` shows them.
+func backupRequestTable(requests []tenancyv1alpha1.BackupRequest) *metav1.Table {
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Phase", Type: "string"},
+		{Name: "Backup", Type: "string"},
+		{Name: "Size", Type: "integer"},
+		{Name: "Completed", Type: "string"},
+		{Name: "Age", Type: "string"},
+		{Name: "Message", Type: "string", Priority: 1},
+	}}
+	return withRows(table, requests, func(r *tenancyv1alpha1.BackupRequest) []any {
+		_, _, message := readyOf(r.Status.Conditions)
+		return []any{r.Name, orNone(string(r.Status.Phase)), orNone(r.Status.Backup), r.Status.Size, completed(r.Status.CompletionTime),
+			age(r.CreationTimestamp), orNone(message)}
+	})
+}
+
+// restoreRequestTable is a tenant's restore requests as `get restorerequests` shows them.
+func restoreRequestTable(requests []tenancyv1alpha1.RestoreRequest) *metav1.Table {
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Backup", Type: "string"},
+		{Name: "Phase", Type: "string"},
+		{Name: "Safety Backup", Type: "string"},
+		{Name: "Completed", Type: "string"},
+		{Name: "Age", Type: "string"},
+		{Name: "Message", Type: "string", Priority: 1},
+	}}
+	return withRows(table, requests, func(r *tenancyv1alpha1.RestoreRequest) []any {
+		_, _, message := readyOf(r.Status.Conditions)
+		return []any{r.Name, r.Spec.Backup, orNone(string(r.Status.Phase)), orNone(r.Status.SafetyBackup), completed(r.Status.CompletionTime),
+			age(r.CreationTimestamp), orNone(message)}
+	})
+}
+
+// describeBackupRequest writes a tenant's backup request: what it asked for and the backup made.
+func describeBackupRequest(d *describer, r *tenancyv1alpha1.BackupRequest) {
+	d.objectMeta(r, true)
+	d.values("Databases asked", r.Spec.Databases)
+	d.field("Phase", string(r.Status.Phase))
+	d.verdict(r, "BackupRequest")
+	d.field("Backup", r.Status.Backup)
+	d.field("Completed", timeOf(r.Status.CompletionTime))
+	d.conditions(r.Status.Conditions)
+	d.eventsSection()
+}
+
+// describeRestoreRequest writes a tenant's restore request: the backup, the restore made and its
+// safety backup.
+func describeRestoreRequest(d *describer, r *tenancyv1alpha1.RestoreRequest) {
+	d.objectMeta(r, true)
+	d.field("Backup", r.Spec.Backup)
+	d.values("Databases asked", r.Spec.Databases)
+	d.field("Phase", string(r.Status.Phase))
+	d.verdict(r, "RestoreRequest")
+	d.field("Restore", r.Status.Restore)
+	d.field("Safety backup", r.Status.SafetyBackup)
+	d.field("Completed", timeOf(r.Status.CompletionTime))
+	d.conditions(r.Status.Conditions)
+	d.eventsSection()
+}
+
 // completed is how long ago something ended, as kubectl writes a date column.
 func completed(t *metav1.Time) string {
 	if t == nil {

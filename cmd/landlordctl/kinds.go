@@ -114,6 +114,24 @@ var kinds = []*resourceKind{
 		},
 		describe: func(d *describer, obj client.Object) { describeRestore(d, obj.(*tenancyv1alpha1.TenantRestore)) },
 	},
+	{
+		kind: "BackupRequest", plural: "backuprequests", singular: "backuprequest", shortNames: []string{"bkr"},
+		noun: "backup request", namespaced: true,
+		newList: func() client.ObjectList { return &tenancyv1alpha1.BackupRequestList{} },
+		table: func(l client.ObjectList) *metav1.Table {
+			return backupRequestTable(l.(*tenancyv1alpha1.BackupRequestList).Items)
+		},
+		describe: func(d *describer, obj client.Object) { describeBackupRequest(d, obj.(*tenancyv1alpha1.BackupRequest)) },
+	},
+	{
+		kind: "RestoreRequest", plural: "restorerequests", singular: "restorerequest", shortNames: []string{"rsr"},
+		noun: "restore request", namespaced: true,
+		newList: func() client.ObjectList { return &tenancyv1alpha1.RestoreRequestList{} },
+		table: func(l client.ObjectList) *metav1.Table {
+			return restoreRequestTable(l.(*tenancyv1alpha1.RestoreRequestList).Items)
+		},
+		describe: func(d *describer, obj client.Object) { describeRestoreRequest(d, obj.(*tenancyv1alpha1.RestoreRequest)) },
+	},
 }
 
 // kindByName is the kind a word names, as kubectl resolves a resource: its plural, singular or

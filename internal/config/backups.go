@@ -64,6 +64,27 @@ type Backups struct {
 	ScratchSize *resource.Quantity `json:"scratchSize,omitempty"`
 	// Timeout bounds one Job (its activeDeadlineSeconds); 6h by default.
 	Timeout metav1.Duration `json:"timeout,omitempty"`
+	// SelfService lets tenants ask for backups and restores of their own data, from their
+	// namespaces (BackupRequest, RestoreRequest); off by default.
+	SelfService SelfService `json:"selfService,omitempty"`
+}
+
+// SelfService sets what a tenant may ask for itself: a tenant admin makes a BackupRequest or a
+// RestoreRequest in its namespace, and Landlord makes the TenantBackup or TenantRestore of that
+// namespace's tenant, never another's. Requests beyond a day's limit are refused.
+type SelfService struct {
+	// Enabled lets tenant admins make requests; without it every request is refused.
+	Enabled bool `json:"enabled,omitempty"`
+	// BackupsPerDay is how many backups a tenant may ask for in any 24 hours; 2 by default.
+	BackupsPerDay int32 `json:"backupsPerDay,omitempty"`
+	// Keep is how many of a tenant's requested backups are kept: once a newer one has
+	// succeeded, the oldest beyond it are deleted (a schedule's backups are the schedule's
+	// own). At least backupsPerDay, so that every backup of the last day counts; 3 by default.
+	Keep int32 `json:"keep,omitempty"`
+	// RestoresPerDay is how many restores a tenant may ask for in any 24 hours; 1 by default.
+	// Each restore first takes a safety backup of what it replaces, which is kept until the
+	// platform deletes it.
+	RestoresPerDay int32 `json:"restoresPerDay,omitempty"`
 }
 
 // DefaultMaxDumpSize is backups.maxDumpSize when unset.
@@ -82,6 +103,15 @@ func (b *Backups) applyDefaults(credentialsNamespace string) {
 	}
 	if b.Timeout.Duration == 0 {
 		b.Timeout.Duration = 6 * time.Hour
+	}
+	if b.SelfService.BackupsPerDay == 0 {
+		b.SelfService.BackupsPerDay = 2
+	}
+	if b.SelfService.Keep == 0 {
+		b.SelfService.Keep = max(3, b.SelfService.BackupsPerDay)
+	}
+	if b.SelfService.RestoresPerDay == 0 {
+		b.SelfService.RestoresPerDay = 1
 	}
 }
 
@@ -138,6 +168,22 @@ func (b Backups) validate(namespacePrefix, templateNamespace string) []error {
 	}
 	if b.Timeout.Duration < time.Minute {
 		errs = append(errs, fmt.Errorf("backups.timeout: %s is shorter than 1m", b.Timeout.Duration))
+	}
+	return append(errs, b.SelfService.validate()...)
+}
+
+func (s SelfService) validate() []error {
+	var errs []error
+	if s.BackupsPerDay < 0 {
+		errs = append(errs, fmt.Errorf("backups.selfService.backupsPerDay: %d is negative", s.BackupsPerDay))
+	}
+	if s.RestoresPerDay < 0 {
+		errs = append(errs, fmt.Errorf("backups.selfService.restoresPerDay: %d is negative", s.RestoresPerDay))
+	}
+	if s.Keep < s.BackupsPerDay {
+		// Retention deletes the oldest requested backups: were fewer kept than a day allows,
+		// the ones deleted would no longer count against the day's limit.
+		errs = append(errs, fmt.Errorf("backups.selfService.keep: %d is fewer than backupsPerDay (%d): keep at least a day's requests", s.Keep, s.BackupsPerDay))
 	}
 	return errs
 }

@@ -110,15 +110,17 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"too many ingress classes":       {"isolation: {ingressClasses: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q]}", "isolation.ingressClasses"},
 		// Backups are never kept in clear, run from an image that can, and never hand their
 		// Secrets' passwords to a namespace a tenant can read.
-		"a backup key without a store":          {"backups: {key: 'awskms://k'}", "backups.objects is required"},
-		"a backup store without a key":          {"backups: {objects: 's3://b', image: i}", "backups.key: is required"},
-		"a backup store without an image":       {"backups: {objects: 's3://b', key: 'awskms://k'}", "backups.image is required"},
-		"backup Jobs in a tenant namespace":     {"backups: {objects: 's3://b', key: 'awskms://k', image: i, namespace: tenant-acme}", "backups.namespace"},
-		"backup Jobs in the template namespace": {"backups: {objects: 's3://b', key: 'awskms://k', image: i, namespace: landlord-templates}", "backups.namespace"},
-		"usage sampled more than once a minute": {"usage: {interval: 30s}", "usage.interval: 30s is shorter than 1m0s"},
-		"a dump limit of zero":                  {"backups: {objects: 's3://b', key: 'awskms://k', image: i, maxDumpSize: '0'}", "backups.maxDumpSize"},
-		"a backup timeout under a minute":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, timeout: 30s}", "backups.timeout"},
-		"a backup Secret that is no name":       {"backups: {objects: 's3://b', key: 'awskms://k', image: i, envFromSecrets: [Creds]}", "backups.envFromSecrets[0]"},
+		"a backup key without a store":                         {"backups: {key: 'awskms://k'}", "backups.objects is required"},
+		"a backup store without a key":                         {"backups: {objects: 's3://b', image: i}", "backups.key: is required"},
+		"a backup store without an image":                      {"backups: {objects: 's3://b', key: 'awskms://k'}", "backups.image is required"},
+		"backup Jobs in a tenant namespace":                    {"backups: {objects: 's3://b', key: 'awskms://k', image: i, namespace: tenant-acme}", "backups.namespace"},
+		"backup Jobs in the template namespace":                {"backups: {objects: 's3://b', key: 'awskms://k', image: i, namespace: landlord-templates}", "backups.namespace"},
+		"usage sampled more than once a minute":                {"usage: {interval: 30s}", "usage.interval: 30s is shorter than 1m0s"},
+		"a dump limit of zero":                                 {"backups: {objects: 's3://b', key: 'awskms://k', image: i, maxDumpSize: '0'}", "backups.maxDumpSize"},
+		"a backup timeout under a minute":                      {"backups: {objects: 's3://b', key: 'awskms://k', image: i, timeout: 30s}", "backups.timeout"},
+		"a backup Secret that is no name":                      {"backups: {objects: 's3://b', key: 'awskms://k', image: i, envFromSecrets: [Creds]}", "backups.envFromSecrets[0]"},
+		"self-service keeping fewer backups than a day allows": {"backups: {objects: 's3://b', key: 'awskms://k', image: i, selfService: {enabled: true, backupsPerDay: 5, keep: 2}}", "backups.selfService.keep"},
+		"self-service with a negative restore limit":           {"backups: {objects: 's3://b', key: 'awskms://k', image: i, selfService: {restoresPerDay: -1}}", "backups.selfService.restoresPerDay"},
 		// A purge destroys a tenant's key where the keys are: never among the backups.
 		"tenants' keys among the backups": {"backups: {objects: 's3://b?prefix=t/', keys: 's3://b?prefix=t/keys/', key: 'awskms://k', image: i}", "backups.keys"},
 		// A Job holds the backup store's place and a tenant's data key: never the secret store's.

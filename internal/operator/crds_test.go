@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +19,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/tenant"
 	"github.com/landlord-dev/landlord/internal/crdcheck"
+	"github.com/landlord-dev/landlord/internal/policy"
 	"github.com/landlord-dev/landlord/test/testenv"
 )
 
@@ -108,20 +111,56 @@ func outdatedEvents(g Gomega, env *testenv.Env, name string) []string {
 }
 
 // An operator upgraded before the CRDs of the kinds its release added runs without the
-// controllers of those kinds, rather than not at all: tenants converge as before.
-func TestAnOperatorWithoutTheBackupCRDsRunsWithoutBackups(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
+// controllers of those kinds, rather than not at all: tenants converge as before, and backups
+// run without tenants' requests. The cases share one cluster, each removing more CRDs.
+func TestAnOperatorWithoutTheCRDsOfNewerKindsRunsWithoutThem(t *testing.T) {
 	env, store := ownEnv(t)
-	g.Expect(env.RemoveCRDs(ctx, "tenantbackups", "tenantrestores", "tenantbackupschedules")).To(Succeed())
-	op, err := env.StartOperator(config.Default(), store)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = op.Stop() })
-	const name = "no-backup-crds"
-	createTenants(t, env, name)
-	g.Eventually(func(g Gomega) {
-		tenant := &tenancyv1alpha1.Tenant{}
-		g.Expect(env.AdminClient.Get(ctx, client.ObjectKey{Name: name}, tenant)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(tenant.Status.Conditions, tenancyv1alpha1.ReadyCondition)).To(BeTrue())
-	}).WithTimeout(timeout).Should(Succeed())
+	for _, tc := range []struct {
+		name, tenant string
+		removed      []string
+		backupsRun   bool
+	}{
+		{name: "without the request CRDs, tenants converge and backups run", tenant: "no-request-crds",
+			removed: []string{"backuprequests", "restorerequests"}, backupsRun: true},
+		{name: "without the backup CRDs too, tenants converge", tenant: "no-backup-crds",
+			removed: []string{"tenantbackups", "tenantrestores", "tenantbackupschedules"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			// As an administrator removes CRDs: the operator stopped, the protection's binding
+			// (which the previous case's operator made) deleted first.
+			binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: policy.CRDProtection}}
+			g.Expect(client.IgnoreNotFound(env.AdminClient.Delete(ctx, binding))).To(Succeed())
+			// The API server sees the binding go a moment later.
+			g.Eventually(func() error { return env.RemoveCRDs(ctx, tc.removed...) }).WithTimeout(timeout).Should(Succeed())
+			op, err := env.StartOperator(config.Default(), store)
+			g.Expect(err).NotTo(HaveOccurred())
+			defer func() { _ = op.Stop() }()
+			createTenants(t, env, tc.tenant)
+			g.Eventually(func(g Gomega) {
+				tenant := &tenancyv1alpha1.Tenant{}
+				g.Expect(env.AdminClient.Get(ctx, client.ObjectKey{Name: tc.tenant}, tenant)).To(Succeed())
+				g.Expect(meta.IsStatusConditionTrue(tenant.Status.Conditions, tenancyv1alpha1.ReadyCondition)).To(BeTrue())
+			}).WithTimeout(timeout).Should(Succeed())
+			if !tc.backupsRun {
+				return
+			}
+			// No store is configured: the backup controller says so, which it does only if it runs.
+			b := &tenancyv1alpha1.TenantBackup{ObjectMeta: metav1.ObjectMeta{Name: tc.tenant + "-1"}, Spec: tenancyv1alpha1.TenantBackupSpec{Tenant: tc.tenant}}
+			g.Expect(env.AdminClient.Create(ctx, b)).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				g.Expect(env.AdminClient.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+				stalled := meta.FindStatusCondition(b.Status.Conditions, tenancyv1alpha1.StalledCondition)
+				g.Expect(stalled).NotTo(BeNil())
+				g.Expect(stalled.Reason).To(Equal(tenancyv1alpha1.ReasonBackupsNotConfigured))
+			}).WithTimeout(timeout).Should(Succeed())
+			// With no store there is nothing to clean: it goes at once, before the next case
+			// removes its CRD.
+			g.Expect(env.AdminClient.Delete(ctx, b)).To(Succeed())
+			g.Eventually(func() bool {
+				return apierrors.IsNotFound(env.AdminClient.Get(ctx, client.ObjectKeyFromObject(b), b))
+			}).WithTimeout(timeout).Should(BeTrue())
+		})
+	}
 }

@@ -304,6 +304,22 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		byObject[&tenancyv1alpha1.TenantRestore{}] = cache.ByObject{Label: labels.Everything()}
 		byObject[&tenancyv1alpha1.TenantBackupSchedule{}] = cache.ByObject{Label: labels.Everything()}
 	}
+	// Tenants' own requests came in a later release than backups: without their kinds, backups
+	// run and no request is answered.
+	requests := false
+	if backups {
+		if requests, err = served(mapper, "BackupRequest", "RestoreRequest"); err != nil {
+			return nil, err
+		}
+		if !requests {
+			ctrl.Log.WithName("setup").Error(errors.New("the BackupRequest and RestoreRequest CustomResourceDefinitions are not installed"),
+				"tenants' backup and restore requests are not answered until they are (apply this release's CRDs) and the operator restarts")
+		}
+	}
+	if requests {
+		byObject[&tenancyv1alpha1.BackupRequest{}] = cache.ByObject{Label: labels.Everything()}
+		byObject[&tenancyv1alpha1.RestoreRequest{}] = cache.ByObject{Label: labels.Everything()}
+	}
 
 	mgr, err := ctrl.NewManager(background, ctrl.Options{
 		Scheme: tenancyv1alpha1.Scheme(),
@@ -456,7 +472,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		return nil, err
 	}
 	if backups {
-		if err := backupControllers(mgr, &cfg, tenants.Secrets, conns, clk, slots); err != nil {
+		if err := backupControllers(mgr, &cfg, tenants.Secrets, conns, clk, slots, requests); err != nil {
 			return nil, err
 		}
 	}
@@ -550,7 +566,7 @@ func served(mapper meta.RESTMapper, kinds ...string) (bool, error) {
 
 // backupControllers registers the TenantBackup and TenantRestore controllers, with the backup
 // store when one is configured (without one, each backup and restore waits, saying so).
-func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.TenantSecrets, conns *database.Connections, clk clock.WithTicker, slots *jobslots.Slots) error {
+func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.TenantSecrets, conns *database.Connections, clk clock.WithTicker, slots *jobslots.Slots, requests bool) error {
 	if err := indexes.AddBackups(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -587,6 +603,15 @@ func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.T
 	purges := &tenantbackup.PurgeReconciler{Client: mgr.GetClient(), Config: cfg, Recorder: recorder, Store: store, Clock: clk}
 	if err := purges.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up tenant backup purge controller: %w", err)
+	}
+	if !requests {
+		return nil
+	}
+	// The day's limits compare creation times, which are the API server's, with the time now:
+	// the real clock's, never the schedules' (a test steps theirs).
+	reqs := &tenantbackup.RequestReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg, Recorder: recorder, Clock: clock.RealClock{}, Enabled: store != nil}
+	if err := reqs.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up tenant backup request controllers: %w", err)
 	}
 	return nil
 }

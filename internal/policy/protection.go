@@ -31,6 +31,8 @@ var CRDNames = []string{
 	"tenantbackups." + tenancyv1alpha1.GroupVersion.Group,
 	"tenantrestores." + tenancyv1alpha1.GroupVersion.Group,
 	"tenantbackupschedules." + tenancyv1alpha1.GroupVersion.Group,
+	"backuprequests." + tenancyv1alpha1.GroupVersion.Group,
+	"restorerequests." + tenancyv1alpha1.GroupVersion.Group,
 }
 
 // guardedLabels and guardedAnnotations decide what a Tenant is (a pool's spare, a customer's

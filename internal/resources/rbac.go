@@ -47,8 +47,14 @@ func observedKinds() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods/log", "events", "endpoints", "serviceaccounts", "resourcequotas", "limitranges"}, Verbs: readVerbs},
 		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: readVerbs},
+		{APIGroups: []string{tenancyv1alpha1.GroupVersion.Group}, Resources: requestKinds, Verbs: readVerbs},
 	}
 }
+
+// requestKinds are a tenant's own requests for backups and restores of its data: every role
+// sees them, an admin makes them (the platform limits how many, backups.selfService). Their
+// status is Landlord's; their spec never changes.
+var requestKinds = []string{"backuprequests", "restorerequests"}
 
 func withVerbs(rules []rbacv1.PolicyRule, verbs []string) []rbacv1.PolicyRule {
 	for i := range rules {
@@ -65,7 +71,7 @@ func operatorRules() []rbacv1.PolicyRule {
 }
 
 // adminRules: what an operator has, plus secrets and service accounts, NetworkPolicies of its
-// own, and a read-only view of the RBAC Landlord manages. No role may write RBAC, quota or
+// own, a read-only view of the RBAC Landlord manages, and requests for backups and restores. No role may write RBAC, quota or
 // limits: those are the isolation boundary and belong to Landlord. NetworkPolicies only add
 // paths, and admission holds the tenant's to its bounds and keeps Landlord's unchanged
 // (policy.NetworkPolicyPeersPolicy, policy.ManagedNetworkPoliciesPolicy).
@@ -74,6 +80,7 @@ func adminRules() []rbacv1.PolicyRule {
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets", "serviceaccounts"}, Verbs: writeVerbs},
 		rbacv1.PolicyRule{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: writeVerbs},
 		rbacv1.PolicyRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "rolebindings"}, Verbs: readVerbs},
+		rbacv1.PolicyRule{APIGroups: []string{tenancyv1alpha1.GroupVersion.Group}, Resources: requestKinds, Verbs: []string{"create", "delete"}},
 	)
 }
 

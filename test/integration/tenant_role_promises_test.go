@@ -56,6 +56,10 @@ func TestEachTenantRoleCanDoExactlyWhatTheDocsPromise(t *testing.T) {
 		evictPods       = path{"deletes pods", "delete", "", "pods", ""}
 		escalateRole    = path{"escalates a role", "escalate", "rbac.authorization.k8s.io", "roles", ""}
 		readOtherTenant = path{"reads pods of another tenant", "list", "", "pods", ""}
+		requestBackup   = path{"asks for a backup of its tenant", "create", tenancyv1alpha1.GroupVersion.Group, "backuprequests", ""}
+		requestRestore  = path{"asks for a restore into its tenant", "create", tenancyv1alpha1.GroupVersion.Group, "restorerequests", ""}
+		readRequests    = path{"reads the backup requests", "list", tenancyv1alpha1.GroupVersion.Group, "backuprequests", ""}
+		writeRequestSt  = path{"writes a request's status", "patch", tenancyv1alpha1.GroupVersion.Group, "restorerequests", "status"}
 	)
 	// The promise table of docs/isolation.md ("Tenant roles"), row by row.
 	promises := map[string]map[path]bool{
@@ -63,16 +67,19 @@ func TestEachTenantRoleCanDoExactlyWhatTheDocsPromise(t *testing.T) {
 			readSecret: true, listSecrets: true, createPod: true, createWorkload: true, exec: true, portForward: true, readLogs: true,
 			requestToken: false, createSA: true, impersonateSA: false, bindRole: false, editQuota: false, editNetpol: true, readNetpol: true,
 			editNamespace: false, readConfig: true, writeConfig: true, evictPods: true, escalateRole: false, readOtherTenant: false,
+			requestBackup: true, requestRestore: true, readRequests: true, writeRequestSt: false,
 		},
 		"otto": { // tenant-operator
 			readSecret: false, listSecrets: false, createPod: true, createWorkload: true, exec: true, portForward: true, readLogs: true,
 			requestToken: false, createSA: false, impersonateSA: false, bindRole: false, editQuota: false, editNetpol: false, readNetpol: false,
 			editNamespace: false, readConfig: true, writeConfig: true, evictPods: true, escalateRole: false, readOtherTenant: false,
+			requestBackup: false, requestRestore: false, readRequests: true, writeRequestSt: false,
 		},
 		"vera": { // tenant-viewer
 			readSecret: false, listSecrets: false, createPod: false, createWorkload: false, exec: false, portForward: false, readLogs: true,
 			requestToken: false, createSA: false, impersonateSA: false, bindRole: false, editQuota: false, editNetpol: false, readNetpol: false,
 			editNamespace: false, readConfig: true, writeConfig: false, evictPods: false, escalateRole: false, readOtherTenant: false,
+			requestBackup: false, requestRestore: false, readRequests: true, writeRequestSt: false,
 		},
 	}
 	for user, table := range promises {

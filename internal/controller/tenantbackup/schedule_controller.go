@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -377,10 +376,16 @@ func (r *ScheduleReconciler) retain(ctx context.Context, s *tenancyv1alpha1.Tena
 const ReasonRetention = "Retention"
 
 // expired are the backups of one tenant that retention deletes: succeeded ones beyond the
-// newest keep, and failed ones older than the newest succeeded. A schedule's backups of a tenant
-// are named after their scheduled minute, so their names sort as their times.
+// newest keep, and failed ones older than the newest succeeded. Newest is the latest made, and
+// of those made the same second the greatest name: a schedule's backups are named after their
+// scheduled minute, so their names sort as their times.
 func expired(backups []*tenancyv1alpha1.TenantBackup, keep int) []*tenancyv1alpha1.TenantBackup {
-	sort.Slice(backups, func(i, j int) bool { return backups[i].Name > backups[j].Name })
+	slices.SortFunc(backups, func(a, b *tenancyv1alpha1.TenantBackup) int {
+		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(b.Name, a.Name)
+	})
 	var out []*tenancyv1alpha1.TenantBackup
 	succeeded := 0
 	for _, b := range backups {

@@ -89,6 +89,8 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	defer stopBackupStore()
+	// Tenant admins may ask for two backups and one restore a day, and keep two.
+	opConfig.Backups.SelfService = config.SelfService{Enabled: true, BackupsPerDay: 2, Keep: 2, RestoresPerDay: 1}
 	op, err := env.StartOperatorWith(operator.Options{Config: opConfig, Store: store, Clock: suiteClock})
 	if err != nil {
 		return fail(err)
