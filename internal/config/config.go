@@ -123,6 +123,9 @@ var DefaultPlatformNamespaces = []string{"ingress-nginx", "monitoring"}
 // DisruptionBudgetsQuota is the quota key counting a namespace's PodDisruptionBudgets.
 const DisruptionBudgetsQuota corev1.ResourceName = "count/poddisruptionbudgets.policy"
 
+// RequestQuotas are the quota keys counting a namespace's BackupRequests and RestoreRequests.
+var RequestQuotas = []corev1.ResourceName{"count/backuprequests.tenancy.landlord.dev", "count/restorerequests.tenancy.landlord.dev"}
+
 // DefaultMaxTerminationGracePeriod is isolation.maxTerminationGracePeriod's default: long enough
 // for a server to drain its connections, short enough that a node's drain ends within minutes.
 const DefaultMaxTerminationGracePeriod = 5 * time.Minute
@@ -501,6 +504,14 @@ func (c *Config) applyDefaults() {
 	// its own.
 	if _, ok := c.Defaults.Quota[DisruptionBudgetsQuota]; !ok {
 		c.Defaults.Quota[DisruptionBudgetsQuota] = resource.MustParse("1")
+	}
+	// A tenant's own requests for backups and restores are answered one by one, each refused
+	// one read from the API server: a namespace holds a bounded number of them, whatever the
+	// platform's daily limits.
+	for _, key := range RequestQuotas {
+		if _, ok := c.Defaults.Quota[key]; !ok {
+			c.Defaults.Quota[key] = resource.MustParse("20")
+		}
 	}
 	if c.Isolation.MaxTerminationGracePeriod.Duration == 0 {
 		c.Isolation.MaxTerminationGracePeriod.Duration = DefaultMaxTerminationGracePeriod

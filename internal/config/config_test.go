@@ -46,12 +46,18 @@ network:
 	if c.NamespaceName("acme") != "t-acme" {
 		t.Errorf("namespace name = %q", c.NamespaceName("acme"))
 	}
-	if q := c.Defaults.Quota[corev1.ResourceRequestsCPU]; q.Cmp(resource.MustParse("1")) != 0 || len(c.Defaults.Quota) != 2 {
+	if q := c.Defaults.Quota[corev1.ResourceRequestsCPU]; q.Cmp(resource.MustParse("1")) != 0 || len(c.Defaults.Quota) != 2+len(config.RequestQuotas) {
 		t.Errorf("quota = %v", c.Defaults.Quota)
 	}
-	// A quota of one's own still holds one disruption budget per tenant namespace.
+	// A quota of one's own still holds one disruption budget per tenant namespace, and a
+	// bounded number of requests for backups and restores.
 	if q := c.Defaults.Quota[config.DisruptionBudgetsQuota]; q.Cmp(resource.MustParse("1")) != 0 {
 		t.Errorf("quota[%s] = %v, want 1", config.DisruptionBudgetsQuota, q)
+	}
+	for _, key := range config.RequestQuotas {
+		if q := c.Defaults.Quota[key]; q.Cmp(resource.MustParse("20")) != 0 {
+			t.Errorf("quota[%s] = %v, want 20", key, q)
+		}
 	}
 	if c.Controller.MaxConcurrentReconciles != 16 || c.Client.QPS != 200 || c.Client.Burst != 400 {
 		t.Errorf("limits not applied: %+v %+v", c.Controller, c.Client)

@@ -2,6 +2,7 @@ package tenantbackup_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -91,7 +92,9 @@ func TestATenantAdminBacksUpAndRestoresItsOwnTenantAndNoOther(t *testing.T) {
 	t.Run("a tenant admin's backup request becomes a backup of its tenant, which really runs", func(t *testing.T) {
 		g := NewWithT(t)
 		br := &tenancyv1alpha1.BackupRequest{ObjectMeta: metav1.ObjectMeta{Namespace: acmeNS, Name: "before-upgrade"}}
-		g.Expect(acme.Create(ctx, br)).To(Succeed())
+		// The quota counts requests once its controller has seen the new namespace's quota; until
+		// then the API server refuses them, as it does any counted kind.
+		g.Eventually(func() error { return acme.Create(ctx, br) }).WithTimeout(timeout).Should(Succeed())
 		br = waitRequest(t, br, backupRequestConds, func(g Gomega, _ *metav1.Condition, br *tenancyv1alpha1.BackupRequest) {
 			g.Expect(br.Status.Backup).NotTo(BeEmpty())
 		})
@@ -196,5 +199,26 @@ func TestATenantAdminBacksUpAndRestoresItsOwnTenantAndNoOther(t *testing.T) {
 		fourth := &tenancyv1alpha1.BackupRequest{ObjectMeta: metav1.ObjectMeta{Namespace: acmeNS, Name: "fourth"}}
 		g.Expect(acme.Create(ctx, fourth)).To(Succeed())
 		waitRequest(t, fourth, backupRequestConds, stalledWith[*tenancyv1alpha1.BackupRequest](tenancyv1alpha1.ReasonRequestLimited, "make another request after"))
+	})
+
+	t.Run("a tenant namespace holds at most the quota's requests, whatever the daily limits", func(t *testing.T) {
+		g := NewWithT(t)
+		list := &tenancyv1alpha1.BackupRequestList{}
+		g.Expect(acme.List(ctx, list, client.InNamespace(acmeNS))).To(Succeed())
+		held, refused := len(list.Items), false
+		for i := 0; i < 40 && !refused; i++ {
+			err := acme.Create(ctx, &tenancyv1alpha1.BackupRequest{ObjectMeta: metav1.ObjectMeta{Namespace: acmeNS, Name: fmt.Sprintf("flood-%d", i)}})
+			if refused = apierrors.IsForbidden(err); refused {
+				g.Expect(err.Error()).To(ContainSubstring("exceeded quota"))
+				break
+			}
+			g.Expect(err).NotTo(HaveOccurred())
+			held++
+		}
+		g.Expect(refused).To(BeTrue(), "40 more requests were all taken")
+		// The quota controller recounts what the namespace holds in the background, from its own
+		// cache: requests deleted a moment ago may still count, and a burst may pass the count by
+		// one or two before it is refused.
+		g.Expect(held).To(BeNumerically("~", 20, 2), "the namespace holds %d requests", held)
 	})
 }
