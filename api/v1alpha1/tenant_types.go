@@ -553,12 +553,40 @@ type PurgeRecord struct {
 	Backups []PurgedBackup `json:"backups,omitempty"`
 	// BackupCount is how many backups of the tenant there were at its purge.
 	BackupCount int32 `json:"backupCount"`
+	// Export is the tenant's final export, written before any of its backups was deleted
+	// (backups.exportAtPurge); absent when none was configured at the purge.
+	// +optional
+	Export *PurgeExport `json:"export,omitempty"`
 	// KeyDestroyed is when the tenant's data key was destroyed: from then on no copy of any of
 	// its backups, wherever it is kept, can be read.
 	// +optional
 	KeyDestroyed *metav1.Time `json:"keyDestroyed,omitempty"`
 	// Completed is when nothing of the tenant's backups was left: every backup deleted and the
 	// key destroyed.
+	// +optional
+	Completed *metav1.Time `json:"completed,omitempty"`
+}
+
+// PurgeExport is a Purged tenant's final export: its newest backup that succeeded, written as
+// the engines' own dumps, decrypted, with the manifest, where the platform hands it over.
+type PurgeExport struct {
+	// Location is the bucket the export is in, as backups.exportAtPurge names it, without its
+	// query but for its prefix.
+	Location string `json:"location"`
+	// Folder is the export's folder in it: <tenant>-<tenant UID>/.
+	Folder string `json:"folder"`
+	// Backup is the TenantBackup exported; empty when the tenant had none that succeeded, and
+	// nothing was exported.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// BackupCompleted is when that backup succeeded: the export holds the data as it was then.
+	// +optional
+	BackupCompleted *metav1.Time `json:"backupCompleted,omitempty"`
+	// Databases is how many databases the export holds.
+	// +optional
+	Databases int32 `json:"databases,omitempty"`
+	// Completed is when the export was written whole, its manifest last; absent while it is
+	// written, and no backup is deleted before.
 	// +optional
 	Completed *metav1.Time `json:"completed,omitempty"`
 }

@@ -15,7 +15,10 @@ import (
 	"regexp"
 	"time"
 
+	"gocloud.dev/blob"
+
 	"github.com/landlord-dev/landlord/internal/database"
+	"github.com/landlord-dev/landlord/internal/secret"
 )
 
 // An export is a backup as any tool reads it: each database's dump decrypted, exactly as its
@@ -149,3 +152,43 @@ func (t TarSink) Create(name string, size int64) (io.WriteCloser, error) {
 type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
+
+// BucketSink writes an export's files into a bucket, under a folder of it.
+type BucketSink struct {
+	// Ctx bounds each file's write: one cut short by it is not kept.
+	Ctx    context.Context
+	Bucket *blob.Bucket
+	Folder string
+}
+
+func (b BucketSink) Create(name string, _ int64) (io.WriteCloser, error) {
+	return b.Bucket.NewWriter(b.Ctx, b.Folder+name, &blob.WriterOptions{ContentType: "application/octet-stream"})
+}
+
+// Exporter writes the store's backups as exports into another bucket: a Purged tenant's final
+// export, where the platform hands it over.
+type Exporter struct {
+	Store  *Store
+	Bucket *blob.Bucket
+}
+
+// OpenExporter opens the bucket exportsURL names, to export the store's backups into.
+func OpenExporter(ctx context.Context, store *Store, exportsURL string) (*Exporter, error) {
+	bucket, err := secret.OpenBucket(ctx, exportsURL)
+	if err != nil {
+		return nil, fmt.Errorf("exports' bucket: %w", err)
+	}
+	return &Exporter{Store: store, Bucket: bucket}, nil
+}
+
+// Export writes the backup at location into folder (relative, ending in /), its manifest last,
+// and returns the manifest. Written again, it writes the same files over those there.
+func (e *Exporter) Export(ctx context.Context, location, folder string) (*Manifest, error) {
+	if err := checkLocation(folder); err != nil {
+		return nil, fmt.Errorf("export folder: %w", err)
+	}
+	return Export(ctx, e.Store, location, BucketSink{Ctx: ctx, Bucket: e.Bucket, Folder: folder})
+}
+
+// Close releases the exports' bucket.
+func (e *Exporter) Close() error { return e.Bucket.Close() }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 )
 
 // Backups configures per-tenant backups and restores (TenantBackup, TenantRestore): the store
@@ -64,6 +65,13 @@ type Backups struct {
 	ScratchSize *resource.Quantity `json:"scratchSize,omitempty"`
 	// Timeout bounds one Job (its activeDeadlineSeconds); 6h by default.
 	Timeout metav1.Duration `json:"timeout,omitempty"`
+	// ExportAtPurge is a bucket, as a Go CDK URL (under the URL's prefix= when set), where
+	// purging a tenant first writes its newest backup that succeeded as an export (the engines'
+	// own dumps, decrypted, and the manifest; docs/tenant-backups.md, Exporting a backup), in a
+	// folder <tenant>-<tenant UID>/, before any of its backups is deleted or its key destroyed.
+	// The tenant's status.purge.export names it. It holds customers' data in the clear: give it
+	// the access and the retention of an offboarding hand-over. Off when empty.
+	ExportAtPurge string `json:"exportAtPurge,omitempty"`
 	// SelfService lets tenants ask for backups and restores of their own data, from their
 	// namespaces (BackupRequest, RestoreRequest); off by default.
 	SelfService SelfService `json:"selfService,omitempty"`
@@ -75,16 +83,17 @@ type Backups struct {
 type SelfService struct {
 	// Enabled lets tenant admins make requests; without it every request is refused.
 	Enabled bool `json:"enabled,omitempty"`
-	// BackupsPerDay is how many backups a tenant may ask for in any 24 hours; 2 by default.
-	BackupsPerDay int32 `json:"backupsPerDay,omitempty"`
+	// BackupsPerDay is how many backups a tenant may ask for in any 24 hours; 2 by default, 0
+	// for none.
+	BackupsPerDay *int32 `json:"backupsPerDay,omitempty"`
 	// Keep is how many of a tenant's requested backups are kept: once a newer one has
 	// succeeded, the oldest beyond it are deleted (a schedule's backups are the schedule's
 	// own). At least backupsPerDay, so that every backup of the last day counts; 3 by default.
 	Keep int32 `json:"keep,omitempty"`
-	// RestoresPerDay is how many restores a tenant may ask for in any 24 hours; 1 by default.
-	// Each restore first takes a safety backup of what it replaces, which is kept until the
-	// platform deletes it.
-	RestoresPerDay int32 `json:"restoresPerDay,omitempty"`
+	// RestoresPerDay is how many restores a tenant may ask for in any 24 hours; 1 by default, 0
+	// for none. Each restore first takes a safety backup of what it replaces, which keep counts
+	// among the tenant's requested backups.
+	RestoresPerDay *int32 `json:"restoresPerDay,omitempty"`
 }
 
 // DefaultMaxDumpSize is backups.maxDumpSize when unset.
@@ -104,14 +113,14 @@ func (b *Backups) applyDefaults(credentialsNamespace string) {
 	if b.Timeout.Duration == 0 {
 		b.Timeout.Duration = 6 * time.Hour
 	}
-	if b.SelfService.BackupsPerDay == 0 {
-		b.SelfService.BackupsPerDay = 2
+	if b.SelfService.BackupsPerDay == nil {
+		b.SelfService.BackupsPerDay = ptr.To[int32](2)
 	}
 	if b.SelfService.Keep == 0 {
-		b.SelfService.Keep = max(3, b.SelfService.BackupsPerDay)
+		b.SelfService.Keep = max(3, *b.SelfService.BackupsPerDay)
 	}
-	if b.SelfService.RestoresPerDay == 0 {
-		b.SelfService.RestoresPerDay = 1
+	if b.SelfService.RestoresPerDay == nil {
+		b.SelfService.RestoresPerDay = ptr.To[int32](1)
 	}
 }
 
@@ -134,6 +143,15 @@ func (b Backups) validate(namespacePrefix, templateNamespace string) []error {
 			errs = append(errs, fmt.Errorf("backups.keys: %w", err))
 		} else if overlap(b.Keys, b.Objects) {
 			errs = append(errs, errors.New("backups.keys: the keys' bucket and prefix overlap backups.objects': keep the keys apart (another bucket), or leave backups.keys empty for keys/ in the backups' bucket"))
+		}
+	}
+	if b.ExportAtPurge != "" {
+		if err := CheckObjectsURL(b.ExportAtPurge); err != nil {
+			errs = append(errs, fmt.Errorf("backups.exportAtPurge: %w", err))
+		} else if overlap(b.ExportAtPurge, b.Objects) || b.Keys != "" && overlap(b.ExportAtPurge, b.Keys) {
+			// The backups' bucket is the Jobs' to write, and a purge deletes under it: the
+			// exports, in the clear, are kept apart from both.
+			errs = append(errs, errors.New("backups.exportAtPurge: the exports' bucket and prefix overlap backups.objects' or backups.keys': keep the exports apart (another bucket)"))
 		}
 	}
 	if b.KeepAfterPurge.Duration < 0 {
@@ -174,16 +192,19 @@ func (b Backups) validate(namespacePrefix, templateNamespace string) []error {
 
 func (s SelfService) validate() []error {
 	var errs []error
-	if s.BackupsPerDay < 0 {
-		errs = append(errs, fmt.Errorf("backups.selfService.backupsPerDay: %d is negative", s.BackupsPerDay))
+	if s.BackupsPerDay == nil || s.RestoresPerDay == nil {
+		return []error{errors.New("backups.selfService: defaults not applied")}
 	}
-	if s.RestoresPerDay < 0 {
-		errs = append(errs, fmt.Errorf("backups.selfService.restoresPerDay: %d is negative", s.RestoresPerDay))
+	if *s.BackupsPerDay < 0 {
+		errs = append(errs, fmt.Errorf("backups.selfService.backupsPerDay: %d is negative", *s.BackupsPerDay))
 	}
-	if s.Keep < s.BackupsPerDay {
+	if *s.RestoresPerDay < 0 {
+		errs = append(errs, fmt.Errorf("backups.selfService.restoresPerDay: %d is negative", *s.RestoresPerDay))
+	}
+	if s.Keep < *s.BackupsPerDay {
 		// Retention deletes the oldest requested backups: were fewer kept than a day allows,
 		// the ones deleted would no longer count against the day's limit.
-		errs = append(errs, fmt.Errorf("backups.selfService.keep: %d is fewer than backupsPerDay (%d): keep at least a day's requests", s.Keep, s.BackupsPerDay))
+		errs = append(errs, fmt.Errorf("backups.selfService.keep: %d is fewer than backupsPerDay (%d): keep at least a day's requests", s.Keep, *s.BackupsPerDay))
 	}
 	return errs
 }
@@ -209,6 +230,9 @@ func (b Backups) apartFrom(st SecretStore) []error {
 	var errs []error
 	if objects != "" && (overlap(b.Objects, objects) || (b.Keys != "" && overlap(b.Keys, objects))) {
 		errs = append(errs, errors.New("backups.objects (or backups.keys) overlaps the secret store's bucket and prefix: keep the backups in another bucket, or another prefix that neither contains"))
+	}
+	if objects != "" && b.ExportAtPurge != "" && overlap(b.ExportAtPurge, objects) {
+		errs = append(errs, errors.New("backups.exportAtPurge overlaps the secret store's bucket and prefix: keep the exports in another bucket"))
 	}
 	if key != "" && strings.TrimRight(b.Key, "/") == strings.TrimRight(key, "/") {
 		errs = append(errs, errors.New("backups.key is the secret store's key-encryption key: give the backups a key of their own, so that the Jobs' access to it opens no tenant's credentials"))

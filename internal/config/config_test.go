@@ -125,6 +125,8 @@ func TestInvalidFilesNameTheField(t *testing.T) {
 		"a dump limit of zero":                                 {"backups: {objects: 's3://b', key: 'awskms://k', image: i, maxDumpSize: '0'}", "backups.maxDumpSize"},
 		"a backup timeout under a minute":                      {"backups: {objects: 's3://b', key: 'awskms://k', image: i, timeout: 30s}", "backups.timeout"},
 		"a backup Secret that is no name":                      {"backups: {objects: 's3://b', key: 'awskms://k', image: i, envFromSecrets: [Creds]}", "backups.envFromSecrets[0]"},
+		"exports at purge among the backups":                   {"backups: {objects: 's3://b?prefix=t/', key: 'awskms://k', image: i, exportAtPurge: 's3://b?prefix=t/exports/'}", "backups.exportAtPurge"},
+		"exports at purge to no bucket":                        {"backups: {objects: 's3://b', key: 'awskms://k', image: i, exportAtPurge: 'ftp://x'}", "backups.exportAtPurge"},
 		"self-service keeping fewer backups than a day allows": {"backups: {objects: 's3://b', key: 'awskms://k', image: i, selfService: {enabled: true, backupsPerDay: 5, keep: 2}}", "backups.selfService.keep"},
 		"self-service with a negative restore limit":           {"backups: {objects: 's3://b', key: 'awskms://k', image: i, selfService: {restoresPerDay: -1}}", "backups.selfService.restoresPerDay"},
 		// A purge destroys a tenant's key where the keys are: never among the backups.

@@ -601,6 +601,19 @@ func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.T
 		return fmt.Errorf("setting up tenant backup schedule controller: %w", err)
 	}
 	purges := &tenantbackup.PurgeReconciler{Client: mgr.GetClient(), Config: cfg, Recorder: recorder, Store: store, Clock: clk}
+	if s, ok := store.(*backup.Store); ok && cfg.Backups.ExportAtPurge != "" {
+		exports, err := backup.OpenExporter(context.Background(), s, cfg.Backups.ExportAtPurge)
+		if err != nil {
+			return fmt.Errorf("opening backups.exportAtPurge: %w", err)
+		}
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			<-ctx.Done()
+			return exports.Close()
+		})); err != nil {
+			return err
+		}
+		purges.Exports = exports
+	}
 	if err := purges.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up tenant backup purge controller: %w", err)
 	}

@@ -248,7 +248,7 @@ func AddBackups(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &tenancyv1alpha1.TenantBackup{}, BackupTenantUID, backupTenantUID); err != nil {
 		return err
 	}
-	return indexer.IndexField(ctx, &tenancyv1alpha1.TenantRestore{}, OpenRestoreBackup, openRestoreBackup)
+	return indexer.IndexField(ctx, &tenancyv1alpha1.TenantRestore{}, OpenRestoreBackup, OpenRestoreKeys)
 }
 
 func pendingBackupTenant(obj client.Object) []string {
@@ -267,7 +267,9 @@ func backupTenantUID(obj client.Object) []string {
 	return []string{b.Status.TenantUID}
 }
 
-func openRestoreBackup(obj client.Object) []string {
+// OpenRestoreKeys are the OpenRestoreBackup keys of a restore: the backups it reads, and the
+// tenant it writes into, while it has not ended.
+func OpenRestoreKeys(obj client.Object) []string {
 	r, ok := obj.(*tenancyv1alpha1.TenantRestore)
 	if !ok || r.Status.Phase == tenancyv1alpha1.BackupSucceeded || r.Status.Phase == tenancyv1alpha1.BackupFailed {
 		return nil

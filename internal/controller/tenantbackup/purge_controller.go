@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
@@ -35,6 +36,23 @@ const ReasonBackupsKept = "BackupsKept"
 // ReasonBackupsPurged is the event of a Purged tenant whose backups are all deleted and whose
 // data key is destroyed: no copy of its backups can be read any more.
 const ReasonBackupsPurged = "BackupsPurged"
+
+// ReasonExported is the event of a Purged tenant whose newest backup is written as an export to
+// backups.exportAtPurge, before any of its backups is deleted.
+const ReasonExported = "Exported"
+
+// ReasonExportFailed is the event of a Purged tenant whose export could not be written: its
+// backups and key are kept, and the export is tried again.
+const ReasonExportFailed = "ExportFailed"
+
+// ReasonNothingExported is the event of a Purged tenant that had no backup that succeeded when
+// backups.exportAtPurge asked for its export: there is nothing to hand over.
+const ReasonNothingExported = "NothingExported"
+
+// Exporter writes a backup as an export where the platform hands it over.
+type Exporter interface {
+	Export(ctx context.Context, location, folder string) (*backup.Manifest, error)
+}
 
 // maxRecordedBackups bounds status.purge.backups.
 const maxRecordedBackups = 100
@@ -55,7 +73,9 @@ type PurgeReconciler struct {
 	Recorder events.EventRecorder
 	// Store is nil when no backup store is configured.
 	Store Store
-	Clock clock.Clock
+	// Exports writes a Purged tenant's final export; nil when backups.exportAtPurge is empty.
+	Exports Exporter
+	Clock   clock.Clock
 }
 
 // SetupWithManager registers the controller: a Purged tenant, or one being deleted with the
@@ -125,6 +145,17 @@ func (r *PurgeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 
+	if r.Exports != nil && rec.Completed == nil && (rec.Export == nil || rec.Export.Completed == nil) {
+		// The export comes before anything is deleted: a backup or the key gone first would
+		// leave nothing to export.
+		if err := r.export(ctx, t, rec, backups.Items, now); err != nil {
+			if werr := r.writeRecord(ctx, t, rec); werr != nil {
+				return writes.RetryConflict(werr)
+			}
+			return ctrl.Result{}, err
+		}
+	}
+
 	var res ctrl.Result
 	var err error
 	if rec.KeepUntil != nil && now.Before(rec.KeepUntil) {
@@ -142,6 +173,52 @@ func (r *PurgeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return writes.RetryConflict(err)
 	}
 	return res, nil
+}
+
+// export writes the tenant's newest backup that succeeded (the one chosen at the first try) as
+// an export into <tenant>-<tenant UID>/ of backups.exportAtPurge, and records it in rec. Written
+// again after a failure or a restart, it writes the same files over what was there.
+func (r *PurgeReconciler) export(ctx context.Context, t *tenancyv1alpha1.Tenant, rec *tenancyv1alpha1.PurgeRecord, backups []tenancyv1alpha1.TenantBackup, now metav1.Time) error {
+	if rec.Export == nil {
+		rec.Export = &tenancyv1alpha1.PurgeExport{Location: withoutQuery(r.Config.Backups.ExportAtPurge), Folder: t.Name + "-" + string(t.UID) + "/"}
+	}
+	ex := rec.Export
+	var chosen *tenancyv1alpha1.TenantBackup
+	for i := range backups {
+		b := &backups[i]
+		if b.Status.Phase != tenancyv1alpha1.BackupSucceeded || !b.DeletionTimestamp.IsZero() || b.Status.CompletionTime == nil {
+			continue
+		}
+		if b.Name == ex.Backup {
+			chosen = b
+			break
+		}
+		if ex.Backup == "" && (chosen == nil || b.Status.CompletionTime.After(chosen.Status.CompletionTime.Time)) {
+			chosen = b
+		}
+	}
+	if chosen == nil {
+		if ex.Backup != "" {
+			return fmt.Errorf("TenantBackup %s, chosen for the tenant's export, is gone before the export was written", ex.Backup)
+		}
+		ex.Completed = &now
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonNothingExported, "Export",
+			"the tenant had no backup that succeeded: nothing was exported to %s", ex.Location)
+		return nil
+	}
+	ex.Backup, ex.BackupCompleted = chosen.Name, chosen.Status.CompletionTime
+	m, err := r.Exports.Export(ctx, chosen.Status.Location, ex.Folder)
+	if err != nil {
+		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonExportFailed, "Export",
+			"writing TenantBackup %s as an export to %s %s failed; the backups and the key are kept, and the export is tried again", chosen.Name, ex.Location, ex.Folder)
+		return fmt.Errorf("exporting TenantBackup %s: %w", chosen.Name, err)
+	}
+	ex.Databases = int32(len(m.Databases))
+	ex.Completed = &now
+	r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonExported, "Export",
+		"wrote TenantBackup %s (%d database(s), of %s) as an export to %s %s", chosen.Name, len(m.Databases),
+		chosen.Status.CompletionTime.UTC().Format(time.RFC3339), ex.Location, ex.Folder)
+	return nil
 }
 
 // record is the tenant's deletion record so far, or a new one begun now.

@@ -1,13 +1,23 @@
 package tenantbackup
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
+	"github.com/landlord-dev/landlord/internal/secret/secrettest"
 )
 
 func TestAPurgeRecordKeepsCopiesOnlyWhenThePlatformSaysSo(t *testing.T) {
@@ -68,5 +78,68 @@ func TestOnlyPurgedOrDeletedTenantsWakeThePurge(t *testing.T) {
 				t.Errorf("concerned = %t, want %t", got, tc.want)
 			}
 		})
+	}
+}
+
+// The final export comes before anything of the tenant's backups goes: an export that cannot
+// be written (here, a backup whose objects are not in the store) deletes no backup and keeps
+// the key, records the backup chosen, and is tried again.
+func TestAnExportThatCannotBeWrittenDeletesNothing(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	s3, key := secrettest.StartAWS(t, "backups")
+	cfg.Backups.Objects = s3.URL("backups", "landlord")
+	store, err := backup.OpenStore(ctx, cfg.Backups.Objects, key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	cfg.Backups.ExportAtPurge = "file://" + t.TempDir()
+	exports, err := backup.OpenExporter(ctx, store, cfg.Backups.ExportAtPurge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = exports.Close() })
+
+	started := metav1.NewTime(time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC))
+	tenant := &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme", UID: "acme-uid", Finalizers: []string{tenancyv1alpha1.BackupsFinalizer}},
+		Spec:       tenancyv1alpha1.TenantSpec{State: tenancyv1alpha1.StatePurged},
+		Status:     tenancyv1alpha1.TenantStatus{Purge: &tenancyv1alpha1.PurgeRecord{Started: started, BackupCount: 2}},
+	}
+	succeeded := func(name string, at time.Time) *tenancyv1alpha1.TenantBackup {
+		done := metav1.NewTime(at)
+		return &tenancyv1alpha1.TenantBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{Finalizer}},
+			Spec: tenancyv1alpha1.TenantBackupSpec{Tenant: "acme"},
+			Status: tenancyv1alpha1.TenantBackupStatus{Phase: tenancyv1alpha1.BackupSucceeded, TenantUID: "acme-uid",
+				Location: "acme-uid/" + name + "/", CompletionTime: &done}}
+	}
+	c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
+		WithObjects(tenant, succeeded("acme-1", started.Add(-48*time.Hour)), succeeded("acme-2", started.Add(-24*time.Hour))).
+		WithStatusSubresource(tenant).
+		WithIndex(&tenancyv1alpha1.TenantBackup{}, indexes.BackupTenantUID, func(obj client.Object) []string {
+			return []string{obj.(*tenancyv1alpha1.TenantBackup).Status.TenantUID}
+		}).Build()
+	recorder := events.NewFakeRecorder(10)
+	r := &PurgeReconciler{Client: c, Config: &cfg, Recorder: recorder, Store: store, Exports: exports, Clock: clocktesting.NewFakeClock(started.Time)}
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "acme"}}); err == nil {
+		t.Fatal("the export of a backup with nothing in the store succeeded")
+	}
+	for _, name := range []string{"acme-1", "acme-2"} {
+		b := &tenancyv1alpha1.TenantBackup{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, b); err != nil || !b.DeletionTimestamp.IsZero() {
+			t.Errorf("backup %s deleted before the export was written (%v)", name, err)
+		}
+	}
+	got := &tenancyv1alpha1.Tenant{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "acme"}, got); err != nil {
+		t.Fatal(err)
+	}
+	ex := got.Status.Purge.Export
+	if ex == nil || ex.Backup != "acme-2" || ex.Completed != nil || ex.Folder != "acme-acme-uid/" || got.Status.Purge.KeyDestroyed != nil {
+		t.Errorf("record = %+v, export %+v: want acme-2 chosen, not completed, the key kept", got.Status.Purge, ex)
+	}
+	if ev := <-recorder.Events; !strings.Contains(ev, ReasonExportFailed) {
+		t.Errorf("event %q, want %s", ev, ReasonExportFailed)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -130,6 +131,9 @@ type requestObservation struct {
 	name string
 	// gone: what the request made, recorded in its status, is deleted.
 	gone bool
+	// cancelled: the restore made was refused before it started, and is deleted, so that it
+	// never runs later over newer data.
+	cancelled bool
 	// err stopped the reconcile: a refusal, final, or an error tried again.
 	err error
 }
@@ -139,8 +143,8 @@ func (r *RequestReconciler) reconcileBackup(ctx context.Context, req ctrl.Reques
 	if err := r.Client.Get(ctx, req.NamespacedName, br); err != nil || !br.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if br.Status.Backup == "" && br.Status.Phase == tenancyv1alpha1.BackupFailed {
-		// Refused: a refusal is final, or a day's limit would pass on a restart.
+	if br.Status.Phase == tenancyv1alpha1.BackupFailed {
+		// Refused or failed: final, or a day's limit would pass on a restart.
 		return ctrl.Result{}, nil
 	}
 	var o requestObservation
@@ -171,7 +175,7 @@ func (r *RequestReconciler) backup(ctx context.Context, br *tenancyv1alpha1.Back
 	if found, err := r.follow(ctx, name, br.UID, &tenancyv1alpha1.TenantBackup{}, o); found || err != nil {
 		return err
 	}
-	if err := r.limit(ctx, &tenancyv1alpha1.TenantBackupList{}, t, r.Config.Backups.SelfService.BackupsPerDay, "backup"); err != nil {
+	if err := r.limit(ctx, func() client.ObjectList { return &tenancyv1alpha1.TenantBackupList{} }, t, *r.Config.Backups.SelfService.BackupsPerDay, "backup"); err != nil {
 		return err
 	}
 	b := &tenancyv1alpha1.TenantBackup{
@@ -220,10 +224,28 @@ func (r *RequestReconciler) follow(ctx context.Context, name string, uid types.U
 		return false, nil
 	}
 	o.made, o.name = into, name
-	if b, ok := into.(*tenancyv1alpha1.TenantBackup); ok && b.Status.Phase == tenancyv1alpha1.BackupSucceeded {
-		return true, r.retain(ctx, b)
+	switch made := into.(type) {
+	case *tenancyv1alpha1.TenantBackup:
+		if made.Status.Phase == tenancyv1alpha1.BackupSucceeded {
+			return true, r.retain(ctx, made)
+		}
+	case *tenancyv1alpha1.TenantRestore:
+		if refusedBeforeStart(made) {
+			// A refused restore waits for a change that would let it start, days later maybe,
+			// over data written since: a tenant's is ended instead, and the tenant asks again.
+			if err := r.Client.Delete(ctx, made, client.Preconditions{UID: &made.UID}); client.IgnoreNotFound(err) != nil {
+				return true, err
+			}
+			o.cancelled = true
+		}
 	}
 	return true, nil
+}
+
+// refusedBeforeStart reports whether a restore is refused (Stalled) and has no Job.
+func refusedBeforeStart(rs *tenancyv1alpha1.TenantRestore) bool {
+	return rs.Status.Job == "" && rs.DeletionTimestamp.IsZero() && rs.Status.Phase != tenancyv1alpha1.BackupSucceeded &&
+		meta.IsStatusConditionTrue(rs.Status.Conditions, tenancyv1alpha1.StalledCondition)
 }
 
 // tenantOf is the tenant whose namespace this is: the namespace's tenant label names it, and
@@ -235,10 +257,16 @@ func (r *RequestReconciler) tenantOf(ctx context.Context, namespace string) (*te
 	}
 	notTenant := refuse(tenancyv1alpha1.ReasonTenantNotFound, "namespace %s is no tenant's: requests are made in a tenant's own namespace", namespace)
 	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, notTenant
-		}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns)
+	if apierrors.IsNotFound(err) {
+		// The cache holds Landlord's namespaces only, and may not hold a new one yet: the API
+		// server has the last word before a refusal, which is final.
+		err = r.APIReader.Get(ctx, client.ObjectKey{Name: namespace}, ns)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, notTenant
+	case err != nil:
 		return nil, err
 	}
 	name := ns.Labels[tenancyv1alpha1.TenantLabel]
@@ -252,7 +280,13 @@ func (r *RequestReconciler) tenantOf(ctx context.Context, namespace string) (*te
 		}
 		return nil, err
 	}
-	if t.Status.Namespace != namespace {
+	switch t.Status.Namespace {
+	case namespace:
+	case "":
+		// A new tenant writes its namespace in its status at the end of its first reconcile:
+		// a request made before is answered once it has, not refused.
+		return nil, fmt.Errorf("tenant %s does not record its namespace yet", t.Name)
+	default:
 		return nil, notTenant
 	}
 	if err := refused(t); err != nil {
@@ -262,28 +296,33 @@ func (r *RequestReconciler) tenantOf(ctx context.Context, namespace string) (*te
 }
 
 // limit refuses a request beyond the day's: what requests of the tenant made in the last 24
-// hours is counted from the API server, not the cache.
-func (r *RequestReconciler) limit(ctx context.Context, list client.ObjectList, t *tenancyv1alpha1.Tenant, perDay int32, what string) error {
-	if err := r.APIReader.List(ctx, list, client.MatchingLabels{tenancyv1alpha1.BackupRequestLabel: string(t.UID)}); err != nil {
-		return err
+// hours (restores' safety backups aside) is counted from the cache, which refuses a tenant over
+// its limit at no request, then from the API server, which the cache may lag behind.
+func (r *RequestReconciler) limit(ctx context.Context, newList func() client.ObjectList, t *tenancyv1alpha1.Tenant, perDay int32, what string) error {
+	if perDay == 0 {
+		return refuse(tenancyv1alpha1.ReasonRequestLimited, "the platform takes no %s requests from tenants: ask its administrators", what)
 	}
 	now := r.Clock.Now()
-	var recent []time.Time
-	for _, obj := range listObjects(list) {
-		if at := obj.GetCreationTimestamp().Time; now.Sub(at) < 24*time.Hour {
-			recent = append(recent, at)
+	for _, reader := range []client.Reader{r.Client, r.APIReader} {
+		list := newList()
+		if err := reader.List(ctx, list, client.MatchingLabels{tenancyv1alpha1.BackupRequestLabel: string(t.UID)}); err != nil {
+			return err
 		}
+		var recent []time.Time
+		for _, obj := range listObjects(list) {
+			if at := obj.GetCreationTimestamp().Time; now.Sub(at) < 24*time.Hour && obj.GetLabels()[SafetyBackupUIDLabel] == "" {
+				recent = append(recent, at)
+			}
+		}
+		if len(recent) < int(perDay) {
+			continue
+		}
+		slices.SortFunc(recent, func(a, b time.Time) int { return a.Compare(b) })
+		next := recent[len(recent)-int(perDay)].Add(24 * time.Hour)
+		return refuse(tenancyv1alpha1.ReasonRequestLimited, "the platform's daily limit of %s requests per tenant is %d, and tenant %s made %d in the last 24 hours: make another request after %s",
+			what, perDay, t.Name, len(recent), next.UTC().Format(time.RFC3339))
 	}
-	if len(recent) < int(perDay) {
-		return nil
-	}
-	slices.SortFunc(recent, func(a, b time.Time) int { return a.Compare(b) })
-	next := recent[len(recent)-int(perDay)].Add(24 * time.Hour)
-	if perDay == 0 {
-		next = now.Add(24 * time.Hour)
-	}
-	return refuse(tenancyv1alpha1.ReasonRequestLimited, "the platform's daily limit of %s requests per tenant is %d, and tenant %s made %d in the last 24 hours: make another request after %s",
-		what, perDay, t.Name, len(recent), next.UTC().Format(time.RFC3339))
+	return nil
 }
 
 func listObjects(list client.ObjectList) []client.Object {
@@ -315,7 +354,13 @@ func (r *RequestReconciler) retain(ctx context.Context, newest *tenancyv1alpha1.
 		}
 	}
 	keep := int(r.Config.Backups.SelfService.Keep)
-	for _, b := range expired(backups, keep) {
+	for _, b := range expired(backups, keep, byCreation) {
+		if busy, err := restoring(ctx, r.Client, b.Name); err != nil || busy {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if err := r.Client.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting TenantBackup %s: %w", b.Name, err)
 		}
@@ -326,10 +371,16 @@ func (r *RequestReconciler) retain(ctx context.Context, newest *tenancyv1alpha1.
 
 func (r *RequestReconciler) reconcileRestore(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	rr := &tenancyv1alpha1.RestoreRequest{}
-	if err := r.Client.Get(ctx, req.NamespacedName, rr); err != nil || !rr.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	err := r.Client.Get(ctx, req.NamespacedName, rr)
+	switch {
+	case apierrors.IsNotFound(err):
+		return ctrl.Result{}, r.cancelOrphans(ctx, req.NamespacedName)
+	case err != nil:
+		return ctrl.Result{}, err
+	case !rr.DeletionTimestamp.IsZero():
+		return ctrl.Result{}, nil
 	}
-	if rr.Status.Restore == "" && rr.Status.Phase == tenancyv1alpha1.BackupFailed {
+	if rr.Status.Phase == tenancyv1alpha1.BackupFailed || rr.Status.Phase == tenancyv1alpha1.BackupSucceeded {
 		return ctrl.Result{}, nil
 	}
 	var o requestObservation
@@ -345,6 +396,27 @@ func (r *RequestReconciler) reconcileRestore(ctx context.Context, req ctrl.Reque
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, o.err
+}
+
+// cancelOrphans deletes the restores made for a deleted request that have not started: a
+// tenant that takes its request back stops what it asked for, while it can. One whose Job runs
+// runs to its end, since stopping it half-way would leave the databases half-written.
+func (r *RequestReconciler) cancelOrphans(ctx context.Context, request client.ObjectKey) error {
+	list := &tenancyv1alpha1.TenantRestoreList{}
+	if err := r.Client.List(ctx, list, client.HasLabels{tenancyv1alpha1.BackupRequestLabel}); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		rs := &list.Items[i]
+		if rs.Annotations[tenancyv1alpha1.RequestAnnotation] != request.String() || rs.Status.Job != "" ||
+			rs.Status.Phase == tenancyv1alpha1.BackupSucceeded || rs.Status.Phase == tenancyv1alpha1.BackupFailed || !rs.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, rs, client.Preconditions{UID: &rs.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting TenantRestore %s: %w", rs.Name, err)
+		}
+	}
+	return nil
 }
 
 // restore makes the request's TenantRestore, once the backup named is the tenant's own, or
@@ -376,12 +448,14 @@ func (r *RequestReconciler) restore(ctx context.Context, rr *tenancyv1alpha1.Res
 	switch {
 	case b.Spec.Tenant != t.Name, b.Status.TenantUID != "" && b.Status.TenantUID != string(t.UID):
 		return notFound
+	case b.Status.TenantUID == "" && meta.IsStatusConditionTrue(b.Status.Conditions, tenancyv1alpha1.StalledCondition):
+		return refuse(tenancyv1alpha1.ReasonBackupMismatch, "TenantBackup %s was refused: there is nothing to restore", b.Name)
 	case b.Status.TenantUID == "":
 		return refuse(tenancyv1alpha1.ReasonBackupNotReady, "TenantBackup %s has not started yet", b.Name)
 	case b.Status.Phase == tenancyv1alpha1.BackupFailed:
 		return refuse(tenancyv1alpha1.ReasonBackupMismatch, "TenantBackup %s failed: there is nothing to restore", b.Name)
 	}
-	if err := r.limit(ctx, &tenancyv1alpha1.TenantRestoreList{}, t, r.Config.Backups.SelfService.RestoresPerDay, "restore"); err != nil {
+	if err := r.limit(ctx, func() client.ObjectList { return &tenancyv1alpha1.TenantRestoreList{} }, t, *r.Config.Backups.SelfService.RestoresPerDay, "restore"); err != nil {
 		return err
 	}
 	rs := &tenancyv1alpha1.TenantRestore{

@@ -12,15 +12,19 @@ import (
 )
 
 // A request's status tells the tenant how its backup or restore goes, in words of its own: the
-// TenantBackup's and TenantRestore's messages name the operator's namespace, its Jobs, and
-// whatever a failed dump printed, which are the platform's to read. Only the refusals the
-// tenant can act on (a database it does not have) pass through.
+// TenantBackup's and TenantRestore's messages name the operator's namespace, its Jobs, its
+// Secrets, and whatever a failed dump printed, which are the platform's to read. Each reason the
+// tenant may meet has a fixed message here; the request's own refusals, made of what the tenant
+// wrote, say what they are.
 
-// passedThrough are the reasons whose messages are said to the tenant as they are.
-var passedThrough = map[string]bool{
-	tenancyv1alpha1.ReasonBackupRefused:  true,
-	tenancyv1alpha1.ReasonBackupMismatch: true,
-	tenancyv1alpha1.ReasonBackupNotReady: true,
+// saidToTenant are the messages of the reasons a made backup or restore reports.
+var saidToTenant = map[string]string{
+	tenancyv1alpha1.ReasonBackupRefused:    "the platform refused it: the tenant is being deleted or moved, or does not have the databases the request names",
+	tenancyv1alpha1.ReasonBackupMismatch:   "the backup cannot be restored into the tenant: it does not hold the databases the request names, or they moved to another engine or server version",
+	tenancyv1alpha1.ReasonBackupNotReady:   "it waits for its backup, or for the safety backup of what it replaces",
+	tenancyv1alpha1.ReasonRestoreWaiting:   "another restore writes into the tenant; it starts after it",
+	tenancyv1alpha1.ReasonWaitingForServer: "it waits for a place on the database server",
+	tenancyv1alpha1.ReasonJobRunning:       "it runs",
 }
 
 // computeBackupRequestStatus is a backup request's status after a reconcile: the phase of the
@@ -74,46 +78,42 @@ func phaseOr(p tenancyv1alpha1.BackupPhase) tenancyv1alpha1.BackupPhase {
 
 // mirror sets the request's conditions from those of what it made.
 func mirror(conds conditions.Draft, what, name string, phase tenancyv1alpha1.BackupPhase, made []metav1.Condition, done string) {
-	ready := meta.FindStatusCondition(made, tenancyv1alpha1.ReadyCondition)
 	reason, message := tenancyv1alpha1.ReasonProgressing, "the "+what+" has not started"
-	if ready != nil && ready.Reason != "" {
+	if ready := meta.FindStatusCondition(made, tenancyv1alpha1.ReadyCondition); ready != nil && ready.Reason != "" {
 		reason = ready.Reason
-		if passedThrough[reason] {
-			message = ready.Message
+		if said, ok := saidToTenant[reason]; ok {
+			message = "the " + what + ": " + said
 		}
 	}
-	stalled := meta.FindStatusCondition(made, tenancyv1alpha1.StalledCondition)
 	switch {
 	case phase == tenancyv1alpha1.BackupSucceeded:
 		conds.Ready(tenancyv1alpha1.ReasonSucceeded, done)
 	case phase == tenancyv1alpha1.BackupFailed:
 		conds.Stalled(reason, fmt.Sprintf("the %s failed (%s): the platform's administrators see why in %s", what, reason, name))
-	case stalled != nil && stalled.Status == metav1.ConditionTrue:
-		if !passedThrough[reason] {
+	case meta.IsStatusConditionTrue(made, tenancyv1alpha1.StalledCondition):
+		if _, ok := saidToTenant[reason]; !ok {
 			message = fmt.Sprintf("the %s is held (%s): the platform's administrators see why in %s", what, reason, name)
 		}
 		conds.Stalled(reason, message)
-	case reason == tenancyv1alpha1.ReasonWaitingForServer:
-		conds.Reconciling(reason, "the "+what+" waits for a place on the database server")
-	case reason == tenancyv1alpha1.ReasonJobRunning:
-		conds.Reconciling(reason, "the "+what+" runs")
 	default:
-		if !passedThrough[reason] {
-			message = "the " + what + " has not started"
-		}
 		conds.Reconciling(reason, message)
 	}
 }
 
 // requestErr records what stopped the reconcile: a refusal of the request itself (final, so
-// Failed), what it made gone, or an error tried again.
+// Failed), what it made gone or cancelled, or an error tried again. The error's own words stay in
+// the operator's log: they may name the platform's servers and accounts.
 func requestErr(conds conditions.Draft, phase *tenancyv1alpha1.BackupPhase, made string, o requestObservation) {
 	var ref *refusal
 	switch {
+	case o.cancelled:
+		// The refusal mirrored above is final: what was refused is deleted.
+		*phase = tenancyv1alpha1.BackupFailed
+	case o.gone && made != "" && *phase == tenancyv1alpha1.BackupSucceeded:
+		conds.Ready(tenancyv1alpha1.ReasonBackupDeleted, made+" succeeded, and has since been deleted: the platform keeps a tenant's newest requested backups")
 	case o.gone && made != "":
-		conds.Remove(tenancyv1alpha1.ReconcilingCondition, tenancyv1alpha1.StalledCondition)
-		conds.Set(tenancyv1alpha1.ReadyCondition, metav1.ConditionFalse, tenancyv1alpha1.ReasonBackupDeleted,
-			made+" is deleted: the platform keeps a tenant's newest requested backups, and may delete any")
+		*phase = tenancyv1alpha1.BackupFailed
+		conds.Stalled(tenancyv1alpha1.ReasonBackupDeleted, made+" was deleted before it ended: make another request")
 	case errors.As(o.err, &ref) && ref.reason == tenancyv1alpha1.ReasonBackupNotReady:
 		*phase = tenancyv1alpha1.BackupPending
 		conds.Reconciling(ref.reason, ref.message)
@@ -121,6 +121,6 @@ func requestErr(conds conditions.Draft, phase *tenancyv1alpha1.BackupPhase, made
 		*phase = tenancyv1alpha1.BackupFailed
 		conds.Stalled(ref.reason, ref.message)
 	case o.err != nil:
-		conds.Reconciling(tenancyv1alpha1.ReasonProgressing, o.err.Error())
+		conds.Reconciling(tenancyv1alpha1.ReasonProgressing, "Landlord could not answer the request yet, and tries again")
 	}
 }

@@ -2,6 +2,7 @@ package tenantbackup
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -13,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/config"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 )
 
 var requestNow = time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
@@ -27,13 +30,14 @@ var requestNow = time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
 func requestWorld(t *testing.T, objs ...client.Object) (*RequestReconciler, client.Client) {
 	t.Helper()
 	cfg := config.Default()
-	cfg.Backups.SelfService = config.SelfService{Enabled: true, BackupsPerDay: 2, Keep: 2, RestoresPerDay: 1}
+	cfg.Backups.SelfService = config.SelfService{Enabled: true, BackupsPerDay: ptr.To[int32](2), Keep: 2, RestoresPerDay: ptr.To[int32](1)}
 	acme := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "acme", UID: "acme-uid"},
 		Status: tenancyv1alpha1.TenantStatus{Namespace: "tenant-acme"}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-acme", Labels: map[string]string{tenancyv1alpha1.TenantLabel: "acme"}}}
 	c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
 		WithObjects(append([]client.Object{acme, ns}, objs...)...).
-		WithStatusSubresource(&tenancyv1alpha1.BackupRequest{}, &tenancyv1alpha1.RestoreRequest{}, &tenancyv1alpha1.TenantBackup{}).Build()
+		WithStatusSubresource(&tenancyv1alpha1.BackupRequest{}, &tenancyv1alpha1.RestoreRequest{}, &tenancyv1alpha1.TenantBackup{}).
+		WithIndex(&tenancyv1alpha1.TenantRestore{}, indexes.OpenRestoreBackup, indexes.OpenRestoreKeys).Build()
 	return &RequestReconciler{Client: c, APIReader: c, Config: &cfg, Recorder: events.NewFakeRecorder(100),
 		Clock: clocktesting.NewFakePassiveClock(requestNow), Enabled: true}, c
 }
@@ -234,13 +238,13 @@ func TestARequestSaysOnlyWhatTheTenantMayRead(t *testing.T) {
 	}{
 		{name: "a backup whose Job runs runs", phase: tenancyv1alpha1.BackupRunning,
 			cond: metav1.Condition{Type: tenancyv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonJobRunning, Message: jobWords},
-			w:    want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonJobRunning, says: "the backup runs", kstatus: status.InProgressStatus}},
+			w:    want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonJobRunning, says: "the backup: it runs", kstatus: status.InProgressStatus}},
 		{name: "a failed backup says who sees why, not why", phase: tenancyv1alpha1.BackupFailed,
 			cond: metav1.Condition{Type: tenancyv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonJobFailed, Message: jobWords},
 			w:    want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonJobFailed, says: "administrators see why in acme-req-1", kstatus: status.FailedStatus}},
-		{name: "a backup refused for the tenant's own databases says which", phase: tenancyv1alpha1.BackupPending,
-			cond: metav1.Condition{Type: tenancyv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonBackupRefused, Message: "tenant acme has no database billing"},
-			w:    want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonBackupRefused, says: "no database billing", kstatus: status.FailedStatus}},
+		{name: "a refused backup says what may be the tenant's to change, in words of its own", phase: tenancyv1alpha1.BackupPending,
+			cond: metav1.Condition{Type: tenancyv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonBackupRefused, Message: "Secret landlord-system/landlord-backup-0a1b exists"},
+			w:    want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonBackupRefused, says: "does not have the databases the request names", kstatus: status.FailedStatus}},
 		{name: "a backup waiting for its server says so", phase: tenancyv1alpha1.BackupPending,
 			cond: metav1.Condition{Type: tenancyv1alpha1.ReconcilingCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonWaitingForServer, Message: "waits its turn: server pg-1 runs 4 of 4"},
 			w:    want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonWaitingForServer, says: "waits for a place", kstatus: status.InProgressStatus}},
@@ -264,4 +268,131 @@ func TestARequestSaysOnlyWhatTheTenantMayRead(t *testing.T) {
 
 func containsAny(s string, parts ...string) bool {
 	return slices.ContainsFunc(parts, func(p string) bool { return strings.Contains(s, p) })
+}
+
+func TestARequestsFailuresAndEndsAreFinalAndSayNothingOfThePlatform(t *testing.T) {
+	br := &tenancyv1alpha1.BackupRequest{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+	t.Run("an error tried again says nothing of its words", func(t *testing.T) {
+		s := computeBackupRequestStatus(br, requestObservation{err: errors.New("dial tcp 10.0.0.5:6443: landlord-system/landlord-controller-manager forbidden")})
+		checkConditions(t, s.Conditions, want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonProgressing, says: "tries again", kstatus: status.InProgressStatus})
+		for _, c := range s.Conditions {
+			if containsAny(c.Message, "10.0.0.5", "landlord-system", "forbidden") {
+				t.Errorf("condition %s tells the tenant the platform's words: %q", c.Type, c.Message)
+			}
+		}
+	})
+	t.Run("a backup deleted after it succeeded leaves the request Ready, saying so", func(t *testing.T) {
+		done := br.DeepCopy()
+		done.Status = tenancyv1alpha1.BackupRequestStatus{Phase: tenancyv1alpha1.BackupSucceeded, Backup: "acme-req-1"}
+		s := computeBackupRequestStatus(done, requestObservation{gone: true})
+		checkConditions(t, s.Conditions, want{ready: metav1.ConditionTrue, reason: tenancyv1alpha1.ReasonBackupDeleted, says: "has since been deleted", kstatus: status.CurrentStatus})
+	})
+	t.Run("a backup deleted before it ended fails the request", func(t *testing.T) {
+		running := br.DeepCopy()
+		running.Status = tenancyv1alpha1.BackupRequestStatus{Phase: tenancyv1alpha1.BackupRunning, Backup: "acme-req-1"}
+		s := computeBackupRequestStatus(running, requestObservation{gone: true})
+		if s.Phase != tenancyv1alpha1.BackupFailed {
+			t.Errorf("phase = %s, want Failed", s.Phase)
+		}
+		checkConditions(t, s.Conditions, want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonBackupDeleted, says: "make another request", kstatus: status.FailedStatus})
+	})
+}
+
+func TestARefusedOrAbandonedRestoreIsEndedBeforeItCanRunOverNewerData(t *testing.T) {
+	ctx := context.Background()
+	mine := requested("mine", requestNow.Add(-time.Hour), tenancyv1alpha1.BackupSucceeded)
+	refusedRestore := func(name, request string) *tenancyv1alpha1.TenantRestore {
+		return &tenancyv1alpha1.TenantRestore{
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name + "-uid"),
+				Labels:      map[string]string{tenancyv1alpha1.BackupRequestLabel: "acme-uid"},
+				Annotations: map[string]string{tenancyv1alpha1.RequestAnnotation: "tenant-acme/" + request, tenancyv1alpha1.RequestUIDAnnotation: "33333333-4444"}},
+			Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "mine"},
+			Status: tenancyv1alpha1.TenantRestoreStatus{Phase: tenancyv1alpha1.BackupPending, Conditions: []metav1.Condition{
+				{Type: tenancyv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: tenancyv1alpha1.ReasonBackupMismatch, Message: "database billing is not in place"},
+				{Type: tenancyv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonBackupMismatch, Message: "database billing is not in place"},
+			}},
+		}
+	}
+	t.Run("a restore refused before it started is deleted, and its request fails for good", func(t *testing.T) {
+		rr := &tenancyv1alpha1.RestoreRequest{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-acme", Name: "undo", UID: "33333333-4444", Generation: 1},
+			Spec: tenancyv1alpha1.RestoreRequestSpec{Backup: "mine"}, Status: tenancyv1alpha1.RestoreRequestStatus{Restore: "req-33333333-4444"}}
+		r, c := requestWorld(t, rr, mine, refusedRestore("req-33333333-4444", "undo"))
+		if _, err := r.reconcileRestore(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rr)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKey{Name: "req-33333333-4444"}, &tenancyv1alpha1.TenantRestore{}); err == nil {
+			t.Error("the refused restore is still there, to run once what refused it changes")
+		}
+		got := &tenancyv1alpha1.RestoreRequest{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(rr), got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Phase != tenancyv1alpha1.BackupFailed {
+			t.Errorf("phase = %s, want Failed", got.Status.Phase)
+		}
+		checkConditions(t, regen(got.Status.Conditions), want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonBackupMismatch, says: "cannot be restored", kstatus: status.FailedStatus})
+	})
+	t.Run("a restore whose request is deleted before it started is deleted; one that runs is left to end", func(t *testing.T) {
+		waiting := refusedRestore("req-waiting", "gone")
+		waiting.Status.Conditions = nil
+		running := refusedRestore("req-running", "gone")
+		running.Status.Conditions, running.Status.Phase, running.Status.Job = nil, tenancyv1alpha1.BackupRunning, "landlord-restore-1"
+		other := refusedRestore("req-other", "kept")
+		other.Status.Conditions = nil
+		r, c := requestWorld(t, mine, waiting, running, other)
+		if _, err := r.reconcileRestore(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "tenant-acme", Name: "gone"}}); err != nil {
+			t.Fatal(err)
+		}
+		for name, kept := range map[string]bool{"req-waiting": false, "req-running": true, "req-other": true} {
+			err := c.Get(ctx, client.ObjectKey{Name: name}, &tenancyv1alpha1.TenantRestore{})
+			if (err == nil) != kept {
+				t.Errorf("restore %s: kept = %t, want %t", name, err == nil, kept)
+			}
+		}
+	})
+}
+
+func TestRetentionKeepsABackupARestoreStillReads(t *testing.T) {
+	ctx := context.Background()
+	br := backupRequest("tenant-acme", "now", "11111111-2222")
+	br.Status.Backup = "acme-req-11111111"
+	newest := requested("acme-req-11111111", requestNow.Add(-time.Minute), tenancyv1alpha1.BackupSucceeded)
+	newest.Annotations[tenancyv1alpha1.RequestUIDAnnotation] = "11111111-2222"
+	read := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "undo"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "oldest"},
+		Status: tenancyv1alpha1.TenantRestoreStatus{Phase: tenancyv1alpha1.BackupPending}}
+	r, c := requestWorld(t, br, newest, read,
+		requested("older", requestNow.Add(-48*time.Hour), tenancyv1alpha1.BackupSucceeded),
+		requested("oldest", requestNow.Add(-72*time.Hour), tenancyv1alpha1.BackupSucceeded))
+	reconcileBackupRequest(t, r, c, br)
+	if err := c.Get(ctx, client.ObjectKey{Name: "oldest"}, &tenancyv1alpha1.TenantBackup{}); err != nil {
+		t.Errorf("retention deleted the backup a restore waits to read: %v", err)
+	}
+}
+
+func TestARequestInTheMomentBeforeItsTenantRecordsItsNamespaceIsAnsweredLater(t *testing.T) {
+	br := backupRequest("tenant-new", "early", "55555555-6666")
+	fresh := &tenancyv1alpha1.Tenant{ObjectMeta: metav1.ObjectMeta{Name: "new", UID: "new-uid"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-new", Labels: map[string]string{tenancyv1alpha1.TenantLabel: "new"}}}
+	r, c := requestWorld(t, br, fresh, ns)
+	if _, err := r.reconcileBackup(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(br)}); err == nil {
+		t.Fatal("answered at once: want an error tried again")
+	}
+	got := &tenancyv1alpha1.BackupRequest{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(br), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase == tenancyv1alpha1.BackupFailed {
+		t.Errorf("refused for good: %+v", got.Status.Conditions)
+	}
+}
+
+func TestALimitOfZeroTakesNoRequests(t *testing.T) {
+	br := backupRequest("tenant-acme", "now", "11111111-2222")
+	r, c := requestWorld(t, br)
+	r.Config.Backups.SelfService.BackupsPerDay = ptr.To[int32](0)
+	got := reconcileBackupRequest(t, r, c, br)
+	if got.Status.Backup != "" {
+		t.Fatalf("made %s with a limit of 0", got.Status.Backup)
+	}
+	checkConditions(t, regen(got.Status.Conditions), want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonRequestLimited, says: "takes no backup requests", kstatus: status.FailedStatus})
 }

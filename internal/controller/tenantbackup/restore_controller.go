@@ -318,6 +318,11 @@ func (r *RestoreReconciler) safetyBackup(ctx context.Context, rs *tenancyv1alpha
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{SafetyBackupLabel: rs.Name, SafetyBackupUIDLabel: string(rs.UID)}},
 			Spec:       tenancyv1alpha1.TenantBackupSpec{Tenant: t.Name, Databases: names},
 		}
+		if by := rs.Labels[tenancyv1alpha1.BackupRequestLabel]; by != "" {
+			// A tenant's own restore's: kept among the tenant's requested backups, whose
+			// retention deletes it once newer ones succeeded (never while a restore reads it).
+			b.Labels[tenancyv1alpha1.BackupRequestLabel] = by
+		}
 		if err := r.Client.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, fmt.Errorf("creating the safety backup %s: %w", name, err)
 		}

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
+	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/shutdown"
 	"github.com/landlord-dev/landlord/internal/controller/writes"
 )
@@ -362,7 +363,13 @@ func (r *ScheduleReconciler) retain(ctx context.Context, s *tenancyv1alpha1.Tena
 		keep = 1
 	}
 	for _, backups := range byTenant {
-		for _, b := range expired(backups, keep) {
+		for _, b := range expired(backups, keep, bySchedule) {
+			if busy, err := restoring(ctx, r.Client, b.Name); err != nil || busy {
+				if err != nil {
+					return err
+				}
+				continue
+			}
 			if err := r.Client.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("deleting TenantBackup %s: %w", b.Name, err)
 			}
@@ -375,17 +382,34 @@ func (r *ScheduleReconciler) retain(ctx context.Context, s *tenancyv1alpha1.Tena
 // ReasonRetention is the event of a schedule deleting a backup its retention no longer keeps.
 const ReasonRetention = "Retention"
 
-// expired are the backups of one tenant that retention deletes: succeeded ones beyond the
-// newest keep, and failed ones older than the newest succeeded. Newest is the latest made, and
-// of those made the same second the greatest name: a schedule's backups are named after their
-// scheduled minute, so their names sort as their times.
-func expired(backups []*tenancyv1alpha1.TenantBackup, keep int) []*tenancyv1alpha1.TenantBackup {
-	slices.SortFunc(backups, func(a, b *tenancyv1alpha1.TenantBackup) int {
-		if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return strings.Compare(b.Name, a.Name)
-	})
+// restoring reports whether a restore that has not ended reads the backup: retention keeps it
+// until that restore is over, whatever succeeded since.
+func restoring(ctx context.Context, c client.Reader, backup string) (bool, error) {
+	list := &tenancyv1alpha1.TenantRestoreList{}
+	if err := c.List(ctx, list, client.MatchingFields{indexes.OpenRestoreBackup: backup}); err != nil {
+		return false, err
+	}
+	return len(list.Items) > 0, nil
+}
+
+// bySchedule orders a schedule's backups of one tenant newest first: they are named after their
+// scheduled minute, so their names sort as their times (their creation may not, in a window
+// longer than the schedule's period).
+func bySchedule(a, b *tenancyv1alpha1.TenantBackup) int { return strings.Compare(b.Name, a.Name) }
+
+// byCreation orders backups newest made first, and of those made the same second the greatest
+// name first.
+func byCreation(a, b *tenancyv1alpha1.TenantBackup) int {
+	if c := b.CreationTimestamp.Compare(a.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return strings.Compare(b.Name, a.Name)
+}
+
+// expired are the backups of one tenant that retention deletes, newest first as newer orders
+// them: succeeded ones beyond the newest keep, and failed ones older than the newest succeeded.
+func expired(backups []*tenancyv1alpha1.TenantBackup, keep int, newer func(a, b *tenancyv1alpha1.TenantBackup) int) []*tenancyv1alpha1.TenantBackup {
+	slices.SortFunc(backups, newer)
 	var out []*tenancyv1alpha1.TenantBackup
 	succeeded := 0
 	for _, b := range backups {

@@ -72,7 +72,7 @@ func TestRetentionDeletesOnlyWhatANewerSuccessReplaces(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, b := range expired(tc.backups, tc.keep) {
+			for _, b := range expired(tc.backups, tc.keep, bySchedule) {
 				got = append(got, b.Name)
 			}
 			slices.Sort(got)

@@ -3,6 +3,8 @@ package tenantbackup_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -94,6 +96,35 @@ func TestAPurgedTenantsBackupsGoAndItsKeyIsDestroyed(t *testing.T) {
 
 	purge(t, "bk-purged")
 	purgedAt := suiteClock.Now()
+
+	t.Run("before anything is deleted, the newest backup is exported where the platform hands it over, and the record names it", func(t *testing.T) {
+		g := NewWithT(t)
+		var ex *tenancyv1alpha1.PurgeExport
+		g.Eventually(func(g Gomega) {
+			tenant := &tenancyv1alpha1.Tenant{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: "bk-purged"}, tenant)).To(Succeed())
+			g.Expect(tenant.Status.Purge).NotTo(BeNil())
+			ex = tenant.Status.Purge.Export
+			g.Expect(ex).NotTo(BeNil())
+			g.Expect(ex.Completed).NotTo(BeNil())
+			g.Expect(tenant.Status.Purge.KeyDestroyed).To(BeNil())
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Expect(ex.Backup).To(Equal(second.Name), "the newest backup that succeeded")
+		g.Expect(ex.Databases).To(BeEquivalentTo(2))
+		g.Expect(ex.Location).To(Equal("file://" + exportDir))
+		g.Expect(ex.Folder).To(Equal("bk-purged-" + uid + "/"))
+		for _, f := range []string{"app.dump", "legacy.sql", "manifest.json"} {
+			g.Expect(filepath.Join(exportDir, ex.Folder, f)).To(BeAnExistingFile())
+		}
+		m := &backup.Manifest{}
+		body, err := os.ReadFile(filepath.Join(exportDir, ex.Folder, "manifest.json"))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(json.Unmarshal(body, m)).To(Succeed())
+		g.Expect(m.TenantUID).To(Equal(uid))
+		for _, b := range []*tenancyv1alpha1.TenantBackup{first, second} {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), &tenancyv1alpha1.TenantBackup{})).To(Succeed(), "deleted before keepAfterPurge")
+		}
+	})
 
 	t.Run("the backups and the key are kept for keepAfterPurge, and the record says until when", func(t *testing.T) {
 		g := NewWithT(t)

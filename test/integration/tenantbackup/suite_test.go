@@ -32,6 +32,8 @@ var (
 	k8s      client.Client
 	opConfig = config.Default()
 	servers  map[database.Engine]*dbtest.Instance
+	// exportDir is backups.exportAtPurge's bucket, a directory.
+	exportDir string
 	// suiteClock is the time backup schedules read; tests step it (a minute's step ticks the
 	// schedules, as the real clock does every minute).
 	suiteClock = clocktesting.NewFakeClock(time.Now())
@@ -89,8 +91,14 @@ func run(m *testing.M) int {
 		return fail(err)
 	}
 	defer stopBackupStore()
+	// A Purged tenant's newest backup is exported here first.
+	if exportDir, err = os.MkdirTemp("", "landlord-exports-"); err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(exportDir)
+	opConfig.Backups.ExportAtPurge = "file://" + exportDir
 	// Tenant admins may ask for two backups and one restore a day, and keep two.
-	opConfig.Backups.SelfService = config.SelfService{Enabled: true, BackupsPerDay: 2, Keep: 2, RestoresPerDay: 1}
+	opConfig.Backups.SelfService = config.SelfService{Enabled: true, BackupsPerDay: ptr.To[int32](2), Keep: 2, RestoresPerDay: ptr.To[int32](1)}
 	op, err := env.StartOperatorWith(operator.Options{Config: opConfig, Store: store, Clock: suiteClock})
 	if err != nil {
 		return fail(err)
