@@ -130,7 +130,9 @@ var kinds = []*resourceKind{
 		table: func(l client.ObjectList) *metav1.Table {
 			return restoreRequestTable(l.(*tenancyv1alpha1.RestoreRequestList).Items)
 		},
-		describe: func(d *describer, obj client.Object) { describeRestoreRequest(d, obj.(*tenancyv1alpha1.RestoreRequest)) },
+		describe: func(d *describer, obj client.Object) {
+			describeRestoreRequest(d, obj.(*tenancyv1alpha1.RestoreRequest))
+		},
 	},
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
 
 	"github.com/landlord-dev/landlord/internal/database"
 	"github.com/landlord-dev/landlord/internal/secret"
@@ -104,23 +105,33 @@ func (s *Store) export(ctx context.Context, location string, e DumpEntry, out Ex
 	digest := sha256.New()
 	// A tar entry takes exactly its size: never more than the manifest's is written.
 	n, err := io.Copy(io.MultiWriter(w, digest), io.LimitReader(plain, e.Size))
+	switch {
+	case err != nil:
+		err = fmt.Errorf("%s does not decrypt (corrupted, truncated, moved, or encrypted under another key): %w", key, err)
+	case n != e.Size:
+		err = fmt.Errorf("%s holds %d bytes, and the manifest says %d", key, n, e.Size)
+	case hex.EncodeToString(digest.Sum(nil)) != e.SHA256:
+		err = fmt.Errorf("%s does not match the manifest's SHA-256", key)
+	default:
+		// Nothing may follow the recorded size.
+		if extra, _ := io.Copy(io.Discard, io.LimitReader(plain, 1)); extra > 0 {
+			err = fmt.Errorf("%s holds more than the manifest's %d bytes", key, e.Size)
+		}
+	}
+	if a, ok := w.(aborter); ok && err != nil {
+		// A file that does not match is not kept where it can: a bucket's object is never
+		// written.
+		a.Abort()
+		return err
+	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}
-	switch {
-	case err != nil:
-		return fmt.Errorf("%s does not decrypt (corrupted, truncated, moved, or encrypted under another key): %w", key, err)
-	case n != e.Size:
-		return fmt.Errorf("%s holds %d bytes, and the manifest says %d", key, n, e.Size)
-	case hex.EncodeToString(digest.Sum(nil)) != e.SHA256:
-		return fmt.Errorf("%s does not match the manifest's SHA-256", key)
-	}
-	// Nothing may follow the recorded size.
-	if extra, _ := io.Copy(io.Discard, io.LimitReader(plain, 1)); extra > 0 {
-		return fmt.Errorf("%s holds more than the manifest's %d bytes", key, e.Size)
-	}
-	return nil
+	return err
 }
+
+// aborter is a file of a sink that can be dropped rather than kept as written so far.
+type aborter interface{ Abort() }
 
 // DirSink writes an export's files into a directory, readable by their owner alone: they are a
 // customer's data, in the clear.
@@ -153,7 +164,8 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-// BucketSink writes an export's files into a bucket, under a folder of it.
+// BucketSink writes an export's files into a bucket, under a folder of it. A file that does not
+// match the manifest is never written: its upload is abandoned.
 type BucketSink struct {
 	// Ctx bounds each file's write: one cut short by it is not kept.
 	Ctx    context.Context
@@ -162,7 +174,30 @@ type BucketSink struct {
 }
 
 func (b BucketSink) Create(name string, _ int64) (io.WriteCloser, error) {
-	return b.Bucket.NewWriter(b.Ctx, b.Folder+name, &blob.WriterOptions{ContentType: "application/octet-stream"})
+	ctx, cancel := context.WithCancel(b.Ctx)
+	w, err := b.Bucket.NewWriter(ctx, b.Folder+name, &blob.WriterOptions{ContentType: "application/octet-stream"})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &bucketFile{Writer: w, cancel: cancel}, nil
+}
+
+// bucketFile is one file of a BucketSink: a blob writer, which a cancelled context abandons.
+type bucketFile struct {
+	*blob.Writer
+	cancel context.CancelFunc
+}
+
+func (f *bucketFile) Close() error {
+	defer f.cancel()
+	return f.Writer.Close()
+}
+
+// Abort abandons the file: the cancelled writer's Close writes nothing.
+func (f *bucketFile) Abort() {
+	f.cancel()
+	_ = f.Writer.Close()
 }
 
 // Exporter writes the store's backups as exports into another bucket: a Purged tenant's final
@@ -181,11 +216,24 @@ func OpenExporter(ctx context.Context, store *Store, exportsURL string) (*Export
 	return &Exporter{Store: store, Bucket: bucket}, nil
 }
 
-// Export writes the backup at location into folder (relative, ending in /), its manifest last,
-// and returns the manifest. Written again, it writes the same files over those there.
-func (e *Exporter) Export(ctx context.Context, location, folder string) (*Manifest, error) {
+// Export writes the backup at location, of the tenant of that UID, into folder (relative, ending
+// in /), and returns its manifest. A manifest already in the folder (an export cut short after
+// it, or one of another backup) is deleted first, and the new one written last: the folder holds
+// a manifest only once every dump it names is written whole. A backup whose manifest names
+// another tenant is refused before anything is written.
+func (e *Exporter) Export(ctx context.Context, location, folder, tenantUID string) (*Manifest, error) {
 	if err := checkLocation(folder); err != nil {
 		return nil, fmt.Errorf("export folder: %w", err)
+	}
+	m, err := e.Store.Manifest(ctx, location)
+	if err != nil {
+		return nil, err
+	}
+	if m.TenantUID != tenantUID {
+		return nil, fmt.Errorf("the backup at %s is of tenant %s, not %s: refused", location, m.TenantUID, tenantUID)
+	}
+	if err := e.Bucket.Delete(ctx, folder+ManifestName); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return nil, fmt.Errorf("deleting the folder's earlier manifest: %w", err)
 	}
 	return Export(ctx, e.Store, location, BucketSink{Ctx: ctx, Bucket: e.Bucket, Folder: folder})
 }

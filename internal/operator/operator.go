@@ -600,7 +600,7 @@ func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.T
 	if err := schedules.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up tenant backup schedule controller: %w", err)
 	}
-	purges := &tenantbackup.PurgeReconciler{Client: mgr.GetClient(), Config: cfg, Recorder: recorder, Store: store, Clock: clk}
+	purges := &tenantbackup.PurgeReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg, Recorder: recorder, Store: store, Clock: clk}
 	if s, ok := store.(*backup.Store); ok && cfg.Backups.ExportAtPurge != "" {
 		exports, err := backup.OpenExporter(context.Background(), s, cfg.Backups.ExportAtPurge)
 		if err != nil {

@@ -10,8 +10,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -51,7 +54,7 @@ const ReasonNothingExported = "NothingExported"
 
 // Exporter writes a backup as an export where the platform hands it over.
 type Exporter interface {
-	Export(ctx context.Context, location, folder string) (*backup.Manifest, error)
+	Export(ctx context.Context, location, folder, tenantUID string) (*backup.Manifest, error)
 }
 
 // maxRecordedBackups bounds status.purge.backups.
@@ -68,9 +71,11 @@ const maxRecordedBackups = 100
 // BackupsFinalizer (the backup controller puts it there), so a Purged tenant that is deleted
 // goes only after; any other tenant's backups are kept, and the finalizer only removed.
 type PurgeReconciler struct {
-	Client   client.Client
-	Config   *config.Config
-	Recorder events.EventRecorder
+	Client client.Client
+	// APIReader reads the deletion record from the API server before an export is written.
+	APIReader client.Reader
+	Config    *config.Config
+	Recorder  events.EventRecorder
 	// Store is nil when no backup store is configured.
 	Store Store
 	// Exports writes a Purged tenant's final export; nil when backups.exportAtPurge is empty.
@@ -145,15 +150,29 @@ func (r *PurgeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 
-	if r.Exports != nil && rec.Completed == nil && (rec.Export == nil || rec.Export.Completed == nil) {
-		// The export comes before anything is deleted: a backup or the key gone first would
-		// leave nothing to export.
-		if err := r.export(ctx, t, rec, backups.Items, now); err != nil {
-			if werr := r.writeRecord(ctx, t, rec); werr != nil {
-				return writes.RetryConflict(werr)
-			}
+	if rec.Completed == nil && (r.Exports != nil && (rec.Export == nil || rec.Export.Completed == nil) || rec.Export != nil && rec.Export.Completed == nil) {
+		// The export comes before anything is deleted, and nothing is deleted in the reconcile
+		// that writes it: only once the record says it is whole. A cache that has not shown the
+		// record of an export written whole yet would have it written again: the API server's
+		// record is read first.
+		fresh := &tenancyv1alpha1.Tenant{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(t), fresh); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+		if p := fresh.Status.Purge; p != nil && p.Export != nil && p.Export.Completed != nil {
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		step, err := r.export(ctx, t, rec, backups.Items)
+		if werr := r.saveRecord(ctx, t, rec); werr != nil {
+			return writes.RetryConflict(werr)
+		}
+		for _, ev := range step.events {
+			r.Recorder.Eventf(t, nil, ev.kind, ev.reason, "Export", "%s", ev.note)
+		}
+		if err != nil {
 			return ctrl.Result{}, err
 		}
+		return ctrl.Result{RequeueAfter: step.wait}, nil
 	}
 
 	var res ctrl.Result
@@ -175,50 +194,107 @@ func (r *PurgeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	return res, nil
 }
 
-// export writes the tenant's newest backup that succeeded (the one chosen at the first try) as
-// an export into <tenant>-<tenant UID>/ of backups.exportAtPurge, and records it in rec. Written
-// again after a failure or a restart, it writes the same files over what was there.
-func (r *PurgeReconciler) export(ctx context.Context, t *tenancyv1alpha1.Tenant, rec *tenancyv1alpha1.PurgeRecord, backups []tenancyv1alpha1.TenantBackup, now metav1.Time) error {
+// exportStep is what one try at the export did: the events to send once the record holding it
+// is written, and when to look again.
+type exportStep struct {
+	events []exportEvent
+	wait   time.Duration
+}
+
+type exportEvent struct{ kind, reason, note string }
+
+func (s *exportStep) say(kind, reason, format string, args ...any) {
+	s.events = append(s.events, exportEvent{kind: kind, reason: reason, note: fmt.Sprintf(format, args...)})
+}
+
+// export takes the tenant's final export one step: it waits for a backup still running, chooses
+// the newest backup that succeeded and records the choice (written before any file, so that a
+// retry exports the same backup), then writes it into <tenant>-<tenant UID>/ of
+// backups.exportAtPurge and records it whole. The write runs on a context of its own, bounded by
+// backups.timeout, not by the reconcile's timeout: a large dump takes longer.
+func (r *PurgeReconciler) export(ctx context.Context, t *tenancyv1alpha1.Tenant, rec *tenancyv1alpha1.PurgeRecord, backups []tenancyv1alpha1.TenantBackup) (exportStep, error) {
+	var step exportStep
+	if r.Exports == nil {
+		step.say(corev1.EventTypeWarning, ReasonExportFailed, "backups.exportAtPurge was unset while the tenant's export was not written whole: nothing is deleted until it is set again and the export is written")
+		return step, errors.New("the tenant's export is not written whole, and backups.exportAtPurge is unset: set it again")
+	}
 	if rec.Export == nil {
 		rec.Export = &tenancyv1alpha1.PurgeExport{Location: withoutQuery(r.Config.Backups.ExportAtPurge), Folder: t.Name + "-" + string(t.UID) + "/"}
 	}
 	ex := rec.Export
-	var chosen *tenancyv1alpha1.TenantBackup
+	var newest, recorded *tenancyv1alpha1.TenantBackup
 	for i := range backups {
 		b := &backups[i]
+		if b.Status.Phase == tenancyv1alpha1.BackupRunning && ex.Backup == "" {
+			// Started before the purge, it may be the newest: the choice waits for its end.
+			step.wait = 30 * time.Second
+			return step, nil
+		}
 		if b.Status.Phase != tenancyv1alpha1.BackupSucceeded || !b.DeletionTimestamp.IsZero() || b.Status.CompletionTime == nil {
 			continue
 		}
 		if b.Name == ex.Backup {
-			chosen = b
-			break
+			recorded = b
 		}
-		if ex.Backup == "" && (chosen == nil || b.Status.CompletionTime.After(chosen.Status.CompletionTime.Time)) {
-			chosen = b
+		if newest == nil || b.Status.CompletionTime.After(newest.Status.CompletionTime.Time) {
+			newest = b
 		}
 	}
-	if chosen == nil {
-		if ex.Backup != "" {
-			return fmt.Errorf("TenantBackup %s, chosen for the tenant's export, is gone before the export was written", ex.Backup)
-		}
+	now := metav1.NewTime(r.Clock.Now())
+	switch {
+	case recorded != nil:
+	case newest == nil && ex.Backup != "":
 		ex.Completed = &now
-		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonNothingExported, "Export",
-			"the tenant had no backup that succeeded: nothing was exported to %s", ex.Location)
-		return nil
+		step.say(corev1.EventTypeWarning, ReasonNothingExported, "TenantBackup %s, chosen for the tenant's export, was deleted before the export was written, and no other backup of the tenant succeeded: nothing was exported to %s", ex.Backup, ex.Location)
+		return step, nil
+	case newest == nil:
+		ex.Completed = &now
+		step.say(corev1.EventTypeWarning, ReasonNothingExported, "the tenant had no backup that succeeded: nothing was exported to %s", ex.Location)
+		return step, nil
+	default:
+		if ex.Backup != "" {
+			step.say(corev1.EventTypeWarning, ReasonExportFailed, "TenantBackup %s, chosen for the tenant's export, was deleted before the export was written: TenantBackup %s is exported instead", ex.Backup, newest.Name)
+		}
+		// The choice is recorded before any file is written.
+		ex.Backup, ex.BackupCompleted = newest.Name, newest.Status.CompletionTime
+		// The record's write wakes this; the recheck is the safety net.
+		step.wait = 10 * time.Second
+		return step, nil
 	}
-	ex.Backup, ex.BackupCompleted = chosen.Name, chosen.Status.CompletionTime
-	m, err := r.Exports.Export(ctx, chosen.Status.Location, ex.Folder)
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.Config.Backups.Timeout.Duration)
+	defer cancel()
+	m, err := r.Exports.Export(ectx, recorded.Status.Location, ex.Folder, string(t.UID))
 	if err != nil {
-		r.Recorder.Eventf(t, nil, corev1.EventTypeWarning, ReasonExportFailed, "Export",
-			"writing TenantBackup %s as an export to %s %s failed; the backups and the key are kept, and the export is tried again", chosen.Name, ex.Location, ex.Folder)
-		return fmt.Errorf("exporting TenantBackup %s: %w", chosen.Name, err)
+		step.say(corev1.EventTypeWarning, ReasonExportFailed, "writing TenantBackup %s as an export to %s %s failed; the backups and the key are kept, and the export is tried again", recorded.Name, ex.Location, ex.Folder)
+		return step, fmt.Errorf("exporting TenantBackup %s: %w", recorded.Name, err)
 	}
-	ex.Databases = int32(len(m.Databases))
-	ex.Completed = &now
-	r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonExported, "Export",
-		"wrote TenantBackup %s (%d database(s), of %s) as an export to %s %s", chosen.Name, len(m.Databases),
-		chosen.Status.CompletionTime.UTC().Format(time.RFC3339), ex.Location, ex.Folder)
-	return nil
+	done := metav1.NewTime(r.Clock.Now())
+	ex.Databases, ex.Completed = int32(len(m.Databases)), &done
+	step.say(corev1.EventTypeNormal, ReasonExported, "wrote TenantBackup %s (%d database(s), as of %s) as an export to %s %s", recorded.Name, len(m.Databases),
+		recorded.Status.CompletionTime.UTC().Format(time.RFC3339), ex.Location, ex.Folder)
+	step.wait = 10 * time.Second
+	return step, nil
+}
+
+// saveRecord writes the record after an export, which may have taken long: on a context of its
+// own, and again over a newer tenant when the tenant's status changed meanwhile (only this
+// controller writes status.purge), so that an export written whole is not written again.
+func (r *PurgeReconciler) saveRecord(ctx context.Context, t *tenancyv1alpha1.Tenant, rec *tenancyv1alpha1.PurgeRecord) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	// The cache shows the tenant's newer status within moments.
+	backoff := wait.Backoff{Steps: 10, Duration: 100 * time.Millisecond, Factor: 1.5}
+	return retry.RetryOnConflict(backoff, func() error {
+		err := r.writeRecord(wctx, t, rec)
+		if apierrors.IsConflict(err) {
+			fresh := &tenancyv1alpha1.Tenant{}
+			if gerr := r.Client.Get(wctx, client.ObjectKeyFromObject(t), fresh); gerr != nil {
+				return gerr
+			}
+			*t = *fresh
+		}
+		return err
+	})
 }
 
 // record is the tenant's deletion record so far, or a new one begun now.

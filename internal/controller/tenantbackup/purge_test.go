@@ -121,7 +121,11 @@ func TestAnExportThatCannotBeWrittenDeletesNothing(t *testing.T) {
 			return []string{obj.(*tenancyv1alpha1.TenantBackup).Status.TenantUID}
 		}).Build()
 	recorder := events.NewFakeRecorder(10)
-	r := &PurgeReconciler{Client: c, Config: &cfg, Recorder: recorder, Store: store, Exports: exports, Clock: clocktesting.NewFakeClock(started.Time)}
+	r := &PurgeReconciler{Client: c, APIReader: c, Config: &cfg, Recorder: recorder, Store: store, Exports: exports, Clock: clocktesting.NewFakeClock(started.Time)}
+	// The choice is recorded first, before any file is written; then the export is tried.
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "acme"}}); err != nil {
+		t.Fatalf("recording the backup chosen: %v", err)
+	}
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "acme"}}); err == nil {
 		t.Fatal("the export of a backup with nothing in the store succeeded")
 	}
@@ -142,4 +146,29 @@ func TestAnExportThatCannotBeWrittenDeletesNothing(t *testing.T) {
 	if ev := <-recorder.Events; !strings.Contains(ev, ReasonExportFailed) {
 		t.Errorf("event %q, want %s", ev, ReasonExportFailed)
 	}
+
+	t.Run("a backup still running at the purge is waited for before the choice", func(t *testing.T) {
+		running := succeeded("acme-3", started.Time)
+		running.Status.Phase, running.Status.CompletionTime = tenancyv1alpha1.BackupRunning, nil
+		fresh := tenant.DeepCopy()
+		fresh.ResourceVersion = ""
+		c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
+			WithObjects(fresh, succeeded("acme-2", started.Add(-24*time.Hour)), running).
+			WithStatusSubresource(fresh).
+			WithIndex(&tenancyv1alpha1.TenantBackup{}, indexes.BackupTenantUID, func(obj client.Object) []string {
+				return []string{obj.(*tenancyv1alpha1.TenantBackup).Status.TenantUID}
+			}).Build()
+		r := &PurgeReconciler{Client: c, APIReader: c, Config: &cfg, Recorder: events.NewFakeRecorder(10), Store: store, Exports: exports, Clock: clocktesting.NewFakeClock(started.Time)}
+		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "acme"}})
+		if err != nil || res.RequeueAfter == 0 {
+			t.Fatalf("result %+v, %v: want a wait", res, err)
+		}
+		got := &tenancyv1alpha1.Tenant{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "acme"}, got); err != nil {
+			t.Fatal(err)
+		}
+		if ex := got.Status.Purge.Export; ex != nil && ex.Backup != "" {
+			t.Errorf("chose %s while acme-3 still runs", ex.Backup)
+		}
+	})
 }
