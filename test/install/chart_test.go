@@ -695,9 +695,17 @@ func TestTheAggregatedRolesCoverEveryKind(t *testing.T) {
 	})
 	for _, name := range policy.CRDNames {
 		plural, _, _ := strings.Cut(name, ".")
-		t.Run("view reads "+plural+" and their status, edit (or, for claims, claimer) writes "+plural, func(t *testing.T) {
+		t.Run("view reads "+plural+" and their status, edit (or, for claims, claimer; for requests, the tenant's admins) writes "+plural, func(t *testing.T) {
 			if !slices.Equal(view[plural], []any{"get", "list", "watch"}) || !slices.Equal(view[plural+"/status"], []any{"get", "list", "watch"}) {
 				t.Errorf("landlord-view grants %v on %s and %v on its status", view[plural], plural, view[plural+"/status"])
+			}
+			if plural == "backuprequests" || plural == "restorerequests" {
+				// A tenant's own, made by its admins: whoever may edit a namespace is not for
+				// that the admin of the tenant whose data a restore replaces.
+				if _, ok := edit[plural]; ok {
+					t.Errorf("landlord-edit, in every namespace's edit and admin roles, grants %v on %s", edit[plural], plural)
+				}
+				return
 			}
 			if plural == "tenantclaims" {
 				// Each claim bound is a new tenant: claiming is granted on its own.
