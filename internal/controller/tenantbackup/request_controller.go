@@ -309,7 +309,15 @@ func (r *RequestReconciler) limit(ctx context.Context, newList func() client.Obj
 			return err
 		}
 		var recent []time.Time
-		for _, obj := range listObjects(list) {
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return err
+		}
+		for _, item := range items {
+			obj, err := meta.Accessor(item)
+			if err != nil {
+				return err
+			}
 			if at := obj.GetCreationTimestamp().Time; now.Sub(at) < 24*time.Hour && obj.GetLabels()[SafetyBackupUIDLabel] == "" {
 				recent = append(recent, at)
 			}
@@ -323,21 +331,6 @@ func (r *RequestReconciler) limit(ctx context.Context, newList func() client.Obj
 			what, perDay, t.Name, len(recent), next.UTC().Format(time.RFC3339))
 	}
 	return nil
-}
-
-func listObjects(list client.ObjectList) []client.Object {
-	var out []client.Object
-	switch l := list.(type) {
-	case *tenancyv1alpha1.TenantBackupList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *tenancyv1alpha1.TenantRestoreList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	}
-	return out
 }
 
 // retain deletes the tenant's requested backups beyond the newest Keep that succeeded, and the
@@ -354,19 +347,7 @@ func (r *RequestReconciler) retain(ctx context.Context, newest *tenancyv1alpha1.
 		}
 	}
 	keep := int(r.Config.Backups.SelfService.Keep)
-	for _, b := range expired(backups, keep, byCreation) {
-		if busy, err := restoring(ctx, r.Client, b.Name); err != nil || busy {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if err := r.Client.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting TenantBackup %s: %w", b.Name, err)
-		}
-		r.Recorder.Eventf(newest, b, corev1.EventTypeNormal, ReasonRetention, "Retention", "deleted TenantBackup %s: a tenant's newest %d requested backups are kept", b.Name, keep)
-	}
-	return nil
+	return deleteExpired(ctx, r.Client, r.Recorder, newest, backups, keep, byCreation, fmt.Sprintf("a tenant's newest %d requested backups are kept", keep))
 }
 
 func (r *RequestReconciler) reconcileRestore(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -363,18 +364,29 @@ func (r *ScheduleReconciler) retain(ctx context.Context, s *tenancyv1alpha1.Tena
 		keep = 1
 	}
 	for _, backups := range byTenant {
-		for _, b := range expired(backups, keep, bySchedule) {
-			if busy, err := restoring(ctx, r.Client, b.Name); err != nil || busy {
-				if err != nil {
-					return err
-				}
-				continue
-			}
-			if err := r.Client.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("deleting TenantBackup %s: %w", b.Name, err)
-			}
-			r.Recorder.Eventf(s, b, corev1.EventTypeNormal, ReasonRetention, "Retention", "deleted TenantBackup %s: the schedule keeps %d", b.Name, keep)
+		if err := deleteExpired(ctx, r.Client, r.Recorder, s, backups, keep, bySchedule, fmt.Sprintf("the schedule keeps %d", keep)); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// deleteExpired deletes what retention of keep no longer keeps of one tenant's backups, ordered
+// newest first by newer, but for any a restore that has not ended reads; an event on regarding
+// says why.
+func deleteExpired(ctx context.Context, c client.Client, rec events.EventRecorder, regarding runtime.Object, backups []*tenancyv1alpha1.TenantBackup, keep int, newer func(a, b *tenancyv1alpha1.TenantBackup) int, why string) error {
+	for _, b := range expired(backups, keep, newer) {
+		busy, err := restoring(ctx, c, b.Name)
+		if err != nil {
+			return err
+		}
+		if busy {
+			continue
+		}
+		if err := c.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting TenantBackup %s: %w", b.Name, err)
+		}
+		rec.Eventf(regarding, b, corev1.EventTypeNormal, ReasonRetention, "Retention", "deleted TenantBackup %s: %s", b.Name, why)
 	}
 	return nil
 }

@@ -249,6 +249,11 @@ func openAs(g Gomega, tenant, db string) *sql.DB {
 func rows(g Gomega, tenant string, db string) []string {
 	conn := openAs(g, tenant, db)
 	defer conn.Close()
+	return notes(g, conn)
+}
+
+// notes reads the bodies of the notes table, in order of id.
+func notes(g Gomega, conn *sql.DB) []string {
 	r, err := conn.Query("SELECT body FROM notes ORDER BY id")
 	g.Expect(err).NotTo(HaveOccurred())
 	defer r.Close()

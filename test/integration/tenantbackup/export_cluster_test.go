@@ -85,15 +85,5 @@ func notesIn(g Gomega, s database.Server, db string) []string {
 	conn, err := dbtest.OpenDB(s, s.AdminUser, s.AdminPassword, db)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer conn.Close()
-	r, err := conn.Query("SELECT body FROM notes ORDER BY id")
-	g.Expect(err).NotTo(HaveOccurred())
-	defer r.Close()
-	var out []string
-	for r.Next() {
-		var body string
-		g.Expect(r.Scan(&body)).To(Succeed())
-		out = append(out, body)
-	}
-	g.Expect(r.Err()).NotTo(HaveOccurred())
-	return out
+	return notes(g, conn)
 }
