@@ -131,8 +131,8 @@ type requestObservation struct {
 	name string
 	// gone: what the request made, recorded in its status, is deleted.
 	gone bool
-	// cancelled: the restore made was refused before it started, and is deleted, so that it
-	// never runs later over newer data.
+	// cancelled: what was made was refused before it started, and is deleted: a restore so that
+	// it never runs later over newer data, a backup so that it does not wait for good.
 	cancelled bool
 	// err stopped the reconcile: a refusal, final, or an error tried again.
 	err error
@@ -228,6 +228,15 @@ func (r *RequestReconciler) follow(ctx context.Context, name string, uid types.U
 	case *tenancyv1alpha1.TenantBackup:
 		if made.Status.Phase == tenancyv1alpha1.BackupSucceeded {
 			return true, r.retain(ctx, made)
+		}
+		if made.Status.Job == "" && made.DeletionTimestamp.IsZero() && meta.IsStatusConditionTrue(made.Status.Conditions, tenancyv1alpha1.StalledCondition) {
+			// Refused before it started (a database the tenant does not have): it holds
+			// nothing, and would wait for good outside any retention. It is ended, and the
+			// tenant asks again.
+			if err := r.Client.Delete(ctx, made, client.Preconditions{UID: &made.UID}); client.IgnoreNotFound(err) != nil {
+				return true, err
+			}
+			o.cancelled = true
 		}
 	case *tenancyv1alpha1.TenantRestore:
 		if refusedBeforeStart(made) {

@@ -396,3 +396,25 @@ func TestALimitOfZeroTakesNoRequests(t *testing.T) {
 	}
 	checkConditions(t, regen(got.Status.Conditions), want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonRequestLimited, says: "takes no backup requests", kstatus: status.FailedStatus})
 }
+
+func TestABackupRefusedBeforeItStartedIsEndedAndItsRequestFails(t *testing.T) {
+	ctx := context.Background()
+	br := backupRequest("tenant-acme", "now", "11111111-2222")
+	br.Status.Backup = "acme-req-11111111"
+	refused := requested("acme-req-11111111", requestNow.Add(-time.Minute), tenancyv1alpha1.BackupPending)
+	refused.Annotations[tenancyv1alpha1.RequestUIDAnnotation] = "11111111-2222"
+	refused.Status.TenantUID = ""
+	refused.Status.Conditions = []metav1.Condition{
+		{Type: tenancyv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: tenancyv1alpha1.ReasonBackupRefused, Message: "tenant acme has no database billing"},
+		{Type: tenancyv1alpha1.StalledCondition, Status: metav1.ConditionTrue, Reason: tenancyv1alpha1.ReasonBackupRefused, Message: "tenant acme has no database billing"},
+	}
+	r, c := requestWorld(t, br, refused)
+	got := reconcileBackupRequest(t, r, c, br)
+	if err := c.Get(ctx, client.ObjectKey{Name: refused.Name}, &tenancyv1alpha1.TenantBackup{}); err == nil {
+		t.Error("the refused backup is still there, waiting for good")
+	}
+	if got.Status.Phase != tenancyv1alpha1.BackupFailed {
+		t.Errorf("phase = %s, want Failed", got.Status.Phase)
+	}
+	checkConditions(t, regen(got.Status.Conditions), want{ready: metav1.ConditionFalse, reason: tenancyv1alpha1.ReasonBackupRefused, says: "does not have the databases the request names", kstatus: status.FailedStatus})
+}
