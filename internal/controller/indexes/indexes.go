@@ -245,7 +245,7 @@ func AddBackups(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &tenancyv1alpha1.TenantBackup{}, PendingBackupTenant, pendingBackupTenant); err != nil {
 		return err
 	}
-	if err := indexer.IndexField(ctx, &tenancyv1alpha1.TenantBackup{}, BackupTenantUID, backupTenantUID); err != nil {
+	if err := indexer.IndexField(ctx, &tenancyv1alpha1.TenantBackup{}, BackupTenantUID, BackupTenantUIDs); err != nil {
 		return err
 	}
 	return indexer.IndexField(ctx, &tenancyv1alpha1.TenantRestore{}, OpenRestoreBackup, OpenRestoreKeys)
@@ -259,7 +259,9 @@ func pendingBackupTenant(obj client.Object) []string {
 	return []string{b.Spec.Tenant}
 }
 
-func backupTenantUID(obj client.Object) []string {
+// BackupTenantUIDs are the BackupTenantUID keys of a backup: the UID of the tenant backed up,
+// once recorded.
+func BackupTenantUIDs(obj client.Object) []string {
 	b, ok := obj.(*tenancyv1alpha1.TenantBackup)
 	if !ok || b.Status.TenantUID == "" {
 		return nil

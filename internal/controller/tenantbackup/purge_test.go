@@ -114,12 +114,7 @@ func TestAnExportThatCannotBeWrittenDeletesNothing(t *testing.T) {
 			Status: tenancyv1alpha1.TenantBackupStatus{Phase: tenancyv1alpha1.BackupSucceeded, TenantUID: "acme-uid",
 				Location: "acme-uid/" + name + "/", CompletionTime: &done}}
 	}
-	c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
-		WithObjects(tenant, succeeded("acme-1", started.Add(-48*time.Hour)), succeeded("acme-2", started.Add(-24*time.Hour))).
-		WithStatusSubresource(tenant).
-		WithIndex(&tenancyv1alpha1.TenantBackup{}, indexes.BackupTenantUID, func(obj client.Object) []string {
-			return []string{obj.(*tenancyv1alpha1.TenantBackup).Status.TenantUID}
-		}).Build()
+	c := purgeClient(tenant, succeeded("acme-1", started.Add(-48*time.Hour)), succeeded("acme-2", started.Add(-24*time.Hour)))
 	recorder := events.NewFakeRecorder(10)
 	r := &PurgeReconciler{Client: c, APIReader: c, Config: &cfg, Recorder: recorder, Store: store, Exports: exports, Clock: clocktesting.NewFakeClock(started.Time)}
 	// The choice is recorded first, before any file is written; then the export is tried.
@@ -152,12 +147,7 @@ func TestAnExportThatCannotBeWrittenDeletesNothing(t *testing.T) {
 		running.Status.Phase, running.Status.CompletionTime = tenancyv1alpha1.BackupRunning, nil
 		fresh := tenant.DeepCopy()
 		fresh.ResourceVersion = ""
-		c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
-			WithObjects(fresh, succeeded("acme-2", started.Add(-24*time.Hour)), running).
-			WithStatusSubresource(fresh).
-			WithIndex(&tenancyv1alpha1.TenantBackup{}, indexes.BackupTenantUID, func(obj client.Object) []string {
-				return []string{obj.(*tenancyv1alpha1.TenantBackup).Status.TenantUID}
-			}).Build()
+		c := purgeClient(fresh, succeeded("acme-2", started.Add(-24*time.Hour)), running)
 		r := &PurgeReconciler{Client: c, APIReader: c, Config: &cfg, Recorder: events.NewFakeRecorder(10), Store: store, Exports: exports, Clock: clocktesting.NewFakeClock(started.Time)}
 		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Name: "acme"}})
 		if err != nil || res.RequeueAfter == 0 {
@@ -171,4 +161,13 @@ func TestAnExportThatCannotBeWrittenDeletesNothing(t *testing.T) {
 			t.Errorf("chose %s while acme-3 still runs", ex.Backup)
 		}
 	})
+}
+
+// purgeClient is a fake client holding a Purged tenant and its backups, indexed as the purge
+// controller lists them.
+func purgeClient(tenant *tenancyv1alpha1.Tenant, backups ...client.Object) client.Client {
+	return fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).
+		WithObjects(append([]client.Object{tenant}, backups...)...).
+		WithStatusSubresource(tenant).
+		WithIndex(&tenancyv1alpha1.TenantBackup{}, indexes.BackupTenantUID, indexes.BackupTenantUIDs).Build()
 }

@@ -57,6 +57,16 @@ func requested(name string, at time.Time, phase tenancyv1alpha1.BackupPhase) *te
 	}
 }
 
+// followed is a request of acme's and the backup it made a minute ago, in the phase given,
+// which its status names.
+func followed(phase tenancyv1alpha1.BackupPhase) (*tenancyv1alpha1.BackupRequest, *tenancyv1alpha1.TenantBackup) {
+	br := backupRequest("tenant-acme", "now", "11111111-2222")
+	br.Status.Backup = "acme-req-11111111"
+	made := requested(br.Status.Backup, requestNow.Add(-time.Minute), phase)
+	made.Annotations[tenancyv1alpha1.RequestUIDAnnotation] = string(br.UID)
+	return br, made
+}
+
 func reconcileBackupRequest(t *testing.T, r *RequestReconciler, c client.Client, br *tenancyv1alpha1.BackupRequest) *tenancyv1alpha1.BackupRequest {
 	t.Helper()
 	if _, err := r.reconcileBackup(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(br)}); err != nil {
@@ -149,10 +159,7 @@ func TestARequestWhoseStatusWriteWasLostFollowsTheBackupItMade(t *testing.T) {
 
 func TestRequestedBackupsBeyondTheKeptAreDeletedOnceANewerOneSucceeds(t *testing.T) {
 	ctx := context.Background()
-	br := backupRequest("tenant-acme", "now", "11111111-2222")
-	br.Status.Backup = "acme-req-11111111"
-	newest := requested("acme-req-11111111", requestNow.Add(-time.Minute), tenancyv1alpha1.BackupSucceeded)
-	newest.Annotations[tenancyv1alpha1.RequestUIDAnnotation] = "11111111-2222"
+	br, newest := followed(tenancyv1alpha1.BackupSucceeded)
 	scheduled := &tenancyv1alpha1.TenantBackup{ObjectMeta: metav1.ObjectMeta{Name: "acme-202612010300", CreationTimestamp: metav1.NewTime(requestNow.Add(-200 * time.Hour)),
 		Labels: map[string]string{tenancyv1alpha1.BackupScheduleLabel: "nightly"}}, Status: tenancyv1alpha1.TenantBackupStatus{Phase: tenancyv1alpha1.BackupSucceeded}}
 	r, c := requestWorld(t, br, newest, scheduled,
@@ -354,10 +361,7 @@ func TestARefusedOrAbandonedRestoreIsEndedBeforeItCanRunOverNewerData(t *testing
 
 func TestRetentionKeepsABackupARestoreStillReads(t *testing.T) {
 	ctx := context.Background()
-	br := backupRequest("tenant-acme", "now", "11111111-2222")
-	br.Status.Backup = "acme-req-11111111"
-	newest := requested("acme-req-11111111", requestNow.Add(-time.Minute), tenancyv1alpha1.BackupSucceeded)
-	newest.Annotations[tenancyv1alpha1.RequestUIDAnnotation] = "11111111-2222"
+	br, newest := followed(tenancyv1alpha1.BackupSucceeded)
 	read := &tenancyv1alpha1.TenantRestore{ObjectMeta: metav1.ObjectMeta{Name: "undo"}, Spec: tenancyv1alpha1.TenantRestoreSpec{Backup: "oldest"},
 		Status: tenancyv1alpha1.TenantRestoreStatus{Phase: tenancyv1alpha1.BackupPending}}
 	r, c := requestWorld(t, br, newest, read,
@@ -399,10 +403,7 @@ func TestALimitOfZeroTakesNoRequests(t *testing.T) {
 
 func TestABackupRefusedBeforeItStartedIsEndedAndItsRequestFails(t *testing.T) {
 	ctx := context.Background()
-	br := backupRequest("tenant-acme", "now", "11111111-2222")
-	br.Status.Backup = "acme-req-11111111"
-	refused := requested("acme-req-11111111", requestNow.Add(-time.Minute), tenancyv1alpha1.BackupPending)
-	refused.Annotations[tenancyv1alpha1.RequestUIDAnnotation] = "11111111-2222"
+	br, refused := followed(tenancyv1alpha1.BackupPending)
 	refused.Status.TenantUID = ""
 	refused.Status.Conditions = []metav1.Condition{
 		{Type: tenancyv1alpha1.ReadyCondition, Status: metav1.ConditionFalse, Reason: tenancyv1alpha1.ReasonBackupRefused, Message: "tenant acme has no database billing"},
