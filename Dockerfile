@@ -12,7 +12,7 @@
 
 # The Debian release the backup target is built on (a FROM line reads only arguments declared
 # before the first FROM).
-ARG DEBIAN=bookworm
+ARG DEBIAN=trixie
 
 # Build: a static binary, no cgo.
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
@@ -36,11 +36,12 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
       -o /landlord ./cmd/landlord
 
 # Backup and restore Jobs (docker buildx build --target backup ...): the same binary beside the
-# database client tools it runs, from Debian's packages: pg_dump, pg_restore and psql of
-# PostgreSQL 15, mariadb-dump and mariadb of MariaDB 10.11. pg_dump refuses a server of a newer
-# major version than its own: for PostgreSQL 16 or later servers, build on a Debian release
-# whose postgresql-client is at least as new (DEBIAN=trixie has 17). This target alone reaches
-# Debian's package mirror.
+# database client tools it runs, from Debian 13's packages: pg_dump, pg_restore and psql of
+# PostgreSQL 17, mariadb-dump and mariadb of MariaDB 11.8. pg_dump refuses a server of a newer
+# major version than its own, and a Job refuses a MariaDB server newer than its client: these
+# dump PostgreSQL 13 to 17 and MariaDB 10.6 to 11.8 (docs/tenant-backups.md, Supported servers;
+# internal/backup's tests run both releases' clients against both releases' servers). This
+# target alone reaches Debian's package mirror.
 FROM debian:${DEBIAN}-slim AS backup
 RUN apt-get update \
  && apt-get install -y --no-install-recommends postgresql-client mariadb-client ca-certificates \

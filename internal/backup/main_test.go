@@ -170,6 +170,13 @@ func newTenant(t *testing.T, engine database.Engine) tenant {
 	if inst == nil {
 		t.Skip("no test servers in -short mode")
 	}
+	return newTenantOn(t, inst)
+}
+
+// newTenantOn makes the tenant's database and login on the given server.
+func newTenantOn(t *testing.T, inst *dbtest.Instance) tenant {
+	t.Helper()
+	engine := inst.Server.Engine
 	p, err := database.Open(inst.Server)
 	if err != nil {
 		t.Fatal(err)

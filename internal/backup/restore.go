@@ -13,6 +13,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
@@ -64,7 +65,7 @@ func Restore(ctx context.Context, store *Store, tools Tools, plan Plan) error {
 	for i, db := range plan.Databases {
 		var err error
 		if db.Target.Engine == database.Postgres {
-			err = restorePostgres(ctx, tools, work, db.Target, files[i], plan.Clone)
+			err = restorePostgres(ctx, tools, work, db.Target, files[i], plan.Clone, entries[i].ServerVersion)
 		} else {
 			err = restoreMySQL(ctx, tools, work, db.Target, files[i], plan.Clone)
 		}
@@ -173,8 +174,17 @@ func (s *Store) download(ctx context.Context, work workDir, location string, e D
 // read, and a pg_restore that failed half-way ends its input too. pg_restore --single-transaction
 // ends its script with COMMIT, and writes no other (large objects included), so only a whole
 // script commits.
-func restorePostgres(ctx context.Context, tools Tools, work workDir, t Target, file string, clone bool) error {
+//
+// pg_restore 17 and later start every script with SET transaction_timeout, which servers before
+// 17 do not know: psql would stop at it. The script of a dump of such a server (the target's
+// major version is the dump's) goes through this process, which drops that line of the script's
+// preamble.
+func restorePostgres(ctx context.Context, tools Tools, work workDir, t Target, file string, clone bool, dumped string) error {
 	env, err := work.postgresEnv(t)
+	if err != nil {
+		return err
+	}
+	major, err := majorVersion(database.Postgres, dumped)
 	if err != nil {
 		return err
 	}
@@ -207,14 +217,39 @@ func restorePostgres(ctx context.Context, tools Tools, work workDir, t Target, f
 	if err != nil {
 		return err
 	}
-	waitScript, err := script.start(ctx, nil, w)
-	_ = w.Close()
+	// scriptOut is where pg_restore writes: psql's pipe, or the filter's in front of it.
+	scriptOut := w
+	var filtered chan error
+	if n, _ := strconv.Atoi(major); n < 17 {
+		sr, sw, err := os.Pipe()
+		if err != nil {
+			cancel()
+			_ = waitPsql()
+			return err
+		}
+		filtered = make(chan error, 1)
+		go func() {
+			err := dropTransactionTimeout(w, sr)
+			_ = sr.Close() // pg_restore sees a broken pipe if psql ended first
+			_ = w.Close()
+			filtered <- err
+		}()
+		scriptOut = sw
+	}
+	waitScript, err := script.start(ctx, nil, scriptOut)
+	_ = scriptOut.Close() // pg_restore holds its own
 	if err != nil {
 		cancel()
 		_ = waitPsql()
 		return err
 	}
 	scriptErr := waitScript()
+	if filtered != nil {
+		if err := <-filtered; err != nil && scriptErr == nil {
+			cancel()
+			scriptErr = err
+		}
+	}
 	if scriptErr != nil {
 		// psql would run the end of a cut script as a statement; it is stopped instead, and the
 		// server rolls the transaction back.
@@ -224,6 +259,34 @@ func restorePostgres(ctx context.Context, tools Tools, work workDir, t Target, f
 		return psqlErr // the cause: pg_restore then only lost its reader
 	}
 	return scriptErr
+}
+
+// preambleEnd is how pg_restore starts the script's first object: everything before it is
+// pg_restore's own settings, nothing of the tenant's.
+var preambleEnd = []string{"-- Name: ", "-- Data for Name: ", "-- TOC entry ", "-- Dependencies: "}
+
+// dropTransactionTimeout copies a pg_restore script from r to w without the line "SET
+// transaction_timeout = 0;" of its preamble. The rest is copied as it is.
+func dropTransactionTimeout(w io.Writer, r io.Reader) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if strings.TrimSpace(line) != "SET transaction_timeout = 0;" {
+			if _, err := io.WriteString(w, line); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if slices.ContainsFunc(preambleEnd, func(p string) bool { return strings.HasPrefix(line, p) }) {
+			_, err := io.Copy(w, br)
+			return err
+		}
+	}
 }
 
 // restoreMySQL empties the database of the login's objects and runs the dump into it, in one

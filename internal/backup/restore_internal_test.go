@@ -169,3 +169,20 @@ func TestACopysEventsAreMadeDisabled(t *testing.T) {
 		})
 	}
 }
+
+// pg_restore 17's script for a server before 17 loses its SET transaction_timeout, and nothing
+// else: the same words in the tenant's own data, after the preamble, are copied as they are.
+func TestTheTransactionTimeoutLeavesOnlyThePreamble(t *testing.T) {
+	g := NewWithT(t)
+	preamble := "--\n-- PostgreSQL database dump\n--\n\n-- Dumped from database version 15.18\n-- Dumped by pg_dump version 17.12\n\n" +
+		"BEGIN;\nSET statement_timeout = 0;\nSET lock_timeout = 0;\nSET idle_in_transaction_session_timeout = 0;\nSET transaction_timeout = 0;\nSET client_encoding = 'UTF8';\n\n"
+	body := "--\n-- Name: notes; Type: TABLE; Schema: public; Owner: -\n--\n\nCREATE TABLE public.notes (note text);\n\n" +
+		"COPY public.notes (note) FROM stdin;\nSET transaction_timeout = 0;\n\\.\n\nCOMMIT;\n"
+	var out bytes.Buffer
+	g.Expect(dropTransactionTimeout(&out, strings.NewReader(preamble+body))).To(Succeed())
+	g.Expect(out.String()).To(Equal(strings.Replace(preamble, "SET transaction_timeout = 0;\n", "", 1) + body))
+
+	out.Reset()
+	g.Expect(dropTransactionTimeout(&out, strings.NewReader("BEGIN;\nSET transaction_timeout = 0;"))).To(Succeed(), "a script cut short is copied to its end")
+	g.Expect(out.String()).To(Equal("BEGIN;\n"))
+}

@@ -71,9 +71,17 @@ type Instance struct {
 	waitErr error
 }
 
-// StartPostgres creates a PostgreSQL cluster in a new temporary directory and starts it.
-func StartPostgres() (*Instance, error) {
-	initdb, server, err := postgresBinaries()
+// StartPostgres creates a PostgreSQL cluster in a new temporary directory and starts it, from
+// the machine's own packages.
+func StartPostgres() (*Instance, error) { return Machine.StartPostgres() }
+
+// StartMariaDB is Machine.StartMariaDB.
+func StartMariaDB() (*Instance, error) { return Machine.StartMariaDB() }
+
+// StartPostgres creates a PostgreSQL cluster of this release in a new temporary directory and
+// starts it.
+func (r Release) StartPostgres() (*Instance, error) {
+	initdb, server, err := postgresBinaries(r.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -153,10 +161,11 @@ func StartPostgres() (*Instance, error) {
 	return inst, nil
 }
 
-// StartMariaDB creates a MariaDB data directory in a new temporary directory, starts the server
-// and creates AdminUser with every privilege, as a hosting provider would hand it to Landlord.
-func StartMariaDB() (*Instance, error) {
-	install, server, err := mariadbBinaries()
+// StartMariaDB creates a MariaDB data directory of this release in a new temporary directory,
+// starts the server and creates AdminUser with every privilege, as a hosting provider would hand
+// it to Landlord.
+func (r Release) StartMariaDB() (*Instance, error) {
+	install, server, err := mariadbBinaries(r.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +202,17 @@ func StartMariaDB() (*Instance, error) {
 	// The bootstrap's temporary tables go to the instance's own directory: in the shared /tmp,
 	// two instances set up at once (test packages run side by side) name theirs alike, and one
 	// fails with "Could not remove temporary table".
+	// A release's server reads its own messages and plugins, not the machine's (whose messages
+	// file of another release it refuses).
+	var files []string
+	if r.Root != "" {
+		usr := filepath.Join(r.Root, "usr")
+		files = []string{"--basedir=" + usr,
+			"--lc-messages-dir=" + filepath.Join(usr, "share", "mariadb"),
+			"--plugin-dir=" + filepath.Join(usr, "lib", "mysql", "plugin"),
+		}
+	}
+	innodb = append(innodb, files...)
 	if err := inst.run(install, append([]string{"--no-defaults",
 		"--datadir=" + data,
 		"--tmpdir=" + tmp,
@@ -571,16 +591,19 @@ func searchableByAll(dir string) bool {
 	}
 }
 
-func postgresBinaries() (initdb, server string, err error) {
+func postgresBinaries(root string) (initdb, server string, err error) {
 	// Debian installs every major version side by side; the newest is the likeliest match for
 	// the servers Landlord manages.
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(filepath.Join(root, "/usr/lib/postgresql/*/bin"))
 	sort.Slice(dirs, func(a, b int) bool { return pgMajor(dirs[a]) > pgMajor(dirs[b]) })
 	for _, d := range dirs {
 		initdb, server = filepath.Join(d, "initdb"), filepath.Join(d, "postgres")
 		if isExecutable(initdb) && isExecutable(server) {
 			return initdb, server, nil
 		}
+	}
+	if root != "" {
+		return "", "", fmt.Errorf("no PostgreSQL in %s/usr/lib/postgresql/*/bin: %s", root, installHint)
 	}
 	initdb, err1 := exec.LookPath("initdb")
 	server, err2 := exec.LookPath("postgres")
@@ -595,7 +618,14 @@ func pgMajor(binDir string) int {
 	return n
 }
 
-func mariadbBinaries() (install, server string, err error) {
+func mariadbBinaries(root string) (install, server string, err error) {
+	if root != "" {
+		install, server = filepath.Join(root, "usr/bin/mariadb-install-db"), filepath.Join(root, "usr/sbin/mariadbd")
+		if !isExecutable(install) || !isExecutable(server) {
+			return "", "", fmt.Errorf("no MariaDB in %s/usr: %s", root, installHint)
+		}
+		return install, server, nil
+	}
 	install = lookPath("mariadb-install-db", "/usr/bin/mariadb-install-db")
 	server = lookPath("mariadbd", "/usr/sbin/mariadbd")
 	if install == "" || server == "" {
