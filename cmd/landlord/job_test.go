@@ -49,7 +49,19 @@ func TestJobRefusesAPlanItCannotCarryOut(t *testing.T) {
 			args: func(t *testing.T) []string {
 				return []string{"--plan", plan(t, `{"operation": "verify", "location": "t/b/", "databases": [{"name": "app", "target": `+target+`}]}`)}
 			},
-			code: 1, messages: []string{`operation "verify" is neither backup nor restore`},
+			code: 1, messages: []string{`operation "verify" is none of backup, restore, dump, seal, fetch, load`},
+		},
+		"a step without the steps' directory is refused": {
+			args: func(t *testing.T) []string {
+				return []string{"--plan", plan(t, `{"operation": "dump", "databases": [{"name": "app", "target": `+target+`}]}`)}
+			},
+			code: 1, messages: []string{"the dump step needs the steps' directory"},
+		},
+		"a databases' step handed the store's key is refused": {
+			args: func(t *testing.T) []string {
+				return []string{"--plan", plan(t, `{"operation": "load", "tenantKey": "a2V5", "databases": [{"name": "app", "target": `+target+`}]}`), "--dir", t.TempDir()}
+			},
+			code: 1, messages: []string{"the load step's plan names a store or a key, which this step must not hold"},
 		},
 		"a plan whose store cannot be opened is refused": {
 			args: func(t *testing.T) []string {

@@ -5,29 +5,67 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/landlord-dev/landlord/internal/database"
 )
 
-// RunJob is what a backup or restore Job does: it opens the plan's store, runs the plan's
-// operation, and writes one line per database to log. Nothing it writes holds a password.
-func RunJob(ctx context.Context, plan Plan, tools Tools, log io.Writer) (err error) {
-	if plan.Operation != OpBackup && plan.Operation != OpRestore {
-		return fmt.Errorf("plan operation %q is neither %s nor %s", plan.Operation, OpBackup, OpRestore)
+// RunJob is what a backup or restore Job's container does: a whole backup or restore (the
+// plans of Jobs made before they had steps), or one of their steps, which meet in dir. Only the
+// store's steps open the store. It writes one line per database to log; nothing it writes holds
+// a password.
+func RunJob(ctx context.Context, plan Plan, tools Tools, dir string, log io.Writer) (err error) {
+	switch plan.Operation {
+	case OpDump, OpLoad, OpSeal, OpFetch:
+		if dir == "" {
+			return fmt.Errorf("the %s step needs the steps' directory", plan.Operation)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	case OpBackup, OpRestore:
+		if err := plan.check(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("plan operation %q is none of %s, %s, %s, %s, %s, %s", plan.Operation, OpBackup, OpRestore, OpDump, OpSeal, OpFetch, OpLoad)
 	}
-	if err := plan.check(); err != nil {
-		return err
+	switch plan.Operation {
+	case OpDump:
+		if err := Dump(ctx, tools, plan, dir); err != nil {
+			return err
+		}
+		rec, err := readRecord(dir, plan)
+		if err != nil {
+			return err
+		}
+		for _, e := range rec.Databases {
+			fmt.Fprintf(log, "dumped database %s (%s %s): %d bytes\n", e.Name, e.Engine, e.ServerVersion, e.Size)
+		}
+		return nil
+	case OpLoad:
+		if err := Load(ctx, tools, plan, dir); err != nil {
+			return err
+		}
+		logLoaded(log, plan, dir)
+		return nil
 	}
+
 	// The Job's store has the key-encryption key only to restore a backup of format 1.
 	s, err := OpenStore(ctx, plan.Objects, plan.Key, "")
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, s.Close()) }()
-
-	if plan.Operation == OpBackup {
-		m, err := Backup(ctx, s, tools, plan)
+	switch plan.Operation {
+	case OpBackup, OpSeal:
+		var m *Manifest
+		if plan.Operation == OpBackup {
+			m, err = Backup(ctx, s, tools, plan)
+		} else {
+			m, err = Seal(ctx, s, plan, dir)
+		}
 		if err != nil {
 			return err
 		}
@@ -35,24 +73,37 @@ func RunJob(ctx context.Context, plan Plan, tools Tools, log io.Writer) (err err
 			fmt.Fprintf(log, "backed up database %s (%s %s): %d bytes, stored as %s%s (%d bytes, encrypted)\n",
 				e.Name, e.Engine, e.ServerVersion, e.Size, plan.Location, e.Object, e.StoredSize)
 		}
-		return nil
-	}
-	if err := Restore(ctx, s, tools, plan); err != nil {
-		return err
-	}
-	m, err := s.Manifest(ctx, plan.Location)
-	if err != nil {
-		return err
-	}
-	for _, db := range plan.Databases {
-		for _, e := range m.Databases {
-			if e.Name == db.Name {
-				fmt.Fprintf(log, "restored database %s from %s%s (%d bytes) into %s on %s\n",
-					e.Name, plan.Location, e.Object, e.Size, db.Target.Database, db.Target.Host)
-			}
+	case OpFetch:
+		if err := Fetch(ctx, s, plan, dir); err != nil {
+			return err
+		}
+		rec, err := readRecord(dir, plan)
+		if err != nil {
+			return err
+		}
+		for _, e := range rec.Databases {
+			fmt.Fprintf(log, "fetched database %s from %s%s (%d bytes), checked against the manifest\n", e.Name, plan.Location, e.Object, e.Size)
+		}
+	case OpRestore:
+		if err := Restore(ctx, s, tools, plan); err != nil {
+			return err
+		}
+		for _, db := range plan.Databases {
+			fmt.Fprintf(log, "restored database %s from %s into %s on %s\n", db.Name, plan.Location, db.Target.Database, db.Target.Host)
 		}
 	}
 	return nil
+}
+
+// logLoaded says what Load wrote, from the record it read.
+func logLoaded(log io.Writer, plan Plan, dir string) {
+	rec, err := readRecord(dir, plan)
+	if err != nil {
+		return
+	}
+	for i, db := range plan.Databases {
+		fmt.Fprintf(log, "restored database %s (%d bytes) into %s on %s\n", db.Name, rec.Databases[i].Size, db.Target.Database, db.Target.Host)
+	}
 }
 
 // check refuses a plan that could not be carried out, before anything is read or written.
@@ -60,12 +111,19 @@ func (p Plan) check() error {
 	if err := checkLocation(p.Location); err != nil {
 		return err
 	}
+	return p.checkDatabases(true)
+}
+
+// checkDatabases refuses a plan whose databases could not be named in the store, and, with
+// targets, one whose targets could not be reached.
+func (p Plan) checkDatabases(targets bool) error {
 	if len(p.Databases) == 0 {
 		return errors.New("the plan names no database")
 	}
 	seen := map[string]bool{}
 	for _, db := range p.Databases {
-		// The name is part of an object's name in the store.
+		// The name is part of an object's name in the store, and of a file's in the steps'
+		// directory.
 		if db.Name == "" || strings.ContainsAny(db.Name, "/\\") || strings.HasPrefix(db.Name, ".") {
 			return fmt.Errorf("database name %q cannot name an object: it is empty, starts with . or holds a slash", db.Name)
 		}
@@ -76,6 +134,9 @@ func (p Plan) check() error {
 		t := db.Target
 		if t.Engine != database.Postgres && t.Engine != database.MySQL {
 			return fmt.Errorf("database %s: unknown engine %q", db.Name, t.Engine)
+		}
+		if !targets {
+			continue
 		}
 		switch t.TLS {
 		case "", database.TLSDisable, database.TLSRequire, database.TLSVerifyFull:

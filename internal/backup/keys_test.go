@@ -31,13 +31,13 @@ func TestAJobOpensItsOwnTenantsBackupsAndNoOthers(t *testing.T) {
 		Databases: []backup.Database{{Name: "app", Target: attacker.target()}}, Clone: true}
 	g.Expect(plan.Key).To(BeEmpty(), "a Job's plan names no key-encryption key")
 
-	err = backup.RunJob(testContext(t), plan, tools, new(nopWriter))
+	err = backup.RunJob(testContext(t), plan, tools, "", new(nopWriter))
 	g.Expect(err).To(MatchError(ContainSubstring("unwrapping the data key")))
 	g.Expect(attacker.contents(t)).To(Equal(before), "nothing of the victim's dump reached the attacker's database")
 
 	// The victim's own key opens it.
 	plan.TenantKey = st.tenantKey
-	g.Expect(backup.RunJob(testContext(t), plan, tools, new(nopWriter))).To(Succeed())
+	g.Expect(backup.RunJob(testContext(t), plan, tools, "", new(nopWriter))).To(Succeed())
 	g.Expect(attacker.contents(t)).To(Equal(victim.contents(t)))
 }
 

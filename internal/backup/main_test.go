@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -367,4 +368,19 @@ func (tn tenant) addNoise(t *testing.T) {
 	}
 	tn.exec(t, "CREATE TABLE noise (id INT PRIMARY KEY, note VARCHAR(40) NOT NULL)",
 		"INSERT INTO noise VALUES "+strings.Join(rows, ", "))
+}
+
+// runSteps runs a plan's two steps as a Job's pod does, each its own RunJob with the plan of
+// its step alone, the second reading what the first left in the scratch directory.
+func runSteps(t *testing.T, plan backup.Plan, tools backup.Tools, log io.Writer) error {
+	t.Helper()
+	first, second, err := plan.Steps()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(t.TempDir(), "dumps")
+	if err := backup.RunJob(testContext(t), first, tools, dir, log); err != nil {
+		return err
+	}
+	return backup.RunJob(testContext(t), second, tools, dir, log)
 }

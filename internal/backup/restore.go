@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,11 +22,35 @@ import (
 )
 
 // Restore writes the backup at plan.Location into the plan's databases, each matched by name
-// to the manifest's. It changes no database until every requested dump has been downloaded,
-// decrypted and checked against the manifest, and each target's engine and major version
-// match the dump's. It logs in only as each target's own login.
+// to the manifest's: its two steps (Fetch, then Load) in one process. It changes no database
+// until every requested dump has been downloaded, decrypted and checked against the manifest,
+// and each target's engine and major version match the dump's. It logs in only as each
+// target's own login.
 func Restore(ctx context.Context, store *Store, tools Tools, plan Plan) error {
 	if err := plan.check(); err != nil {
+		return err
+	}
+	plan.Operation = OpRestore
+	fetch, load, err := plan.Steps()
+	if err != nil {
+		return err
+	}
+	dir, err := newWorkDir("restore")
+	if err != nil {
+		return err
+	}
+	defer dir.remove()
+	if err := Fetch(ctx, store, fetch, string(dir)); err != nil {
+		return err
+	}
+	return Load(ctx, tools, load, string(dir))
+}
+
+// Fetch is a restore's first step: it downloads each of the plan's databases' dumps into dir,
+// decrypting and checking each against the manifest, and writes the record of them last. It
+// needs the store and the tenant's key, and no database's login.
+func Fetch(ctx context.Context, store *Store, plan Plan, dir string) error {
+	if err := plan.checkStep(OpFetch); err != nil {
 		return err
 	}
 	// A backup of format 1 is opened with the store's key alone.
@@ -40,34 +65,58 @@ func Restore(ctx context.Context, store *Store, tools Tools, plan Plan) error {
 	if err != nil {
 		return err
 	}
-	entries := make([]DumpEntry, len(plan.Databases))
+	rec := record{Started: m.Started}
+	for _, db := range plan.Databases {
+		e, err := manifestEntry(m, db)
+		if err != nil {
+			return err
+		}
+		rec.Databases = append(rec.Databases, e)
+	}
+	for _, e := range rec.Databases {
+		file, err := s.download(ctx, workDir(dir), plan.Location, e, plan.Clone)
+		if err != nil {
+			return fmt.Errorf("database %s: %w", e.Name, err)
+		}
+		if err := os.Rename(file, filepath.Join(dir, e.Object)); err != nil {
+			return fmt.Errorf("database %s: %w", e.Name, err)
+		}
+	}
+	return rec.write(dir)
+}
+
+// Load is a restore's second step: it writes the dumps Fetch left in dir into the plan's
+// databases. It needs each database's login, and nothing of the store: the client tools that
+// run a tenant's dump hold no key and no credential but the tenant's own login. It changes no
+// database until each target's engine and major version match its dump's.
+func Load(ctx context.Context, tools Tools, plan Plan, dir string) error {
+	if err := plan.checkStep(OpLoad); err != nil {
+		return err
+	}
+	rec, err := readRecord(dir, plan)
+	if err != nil {
+		return err
+	}
 	for i, db := range plan.Databases {
-		if entries[i], err = matchEntry(ctx, m, db); err != nil {
+		if err := checkTarget(ctx, rec.Databases[i], db); err != nil {
 			return err
 		}
 		if err := tools.restorers(db.Target.Engine); err != nil {
 			return err
 		}
 	}
-
-	work, err := newWorkDir("restore")
+	work, err := newWorkDir("load")
 	if err != nil {
 		return err
 	}
 	defer work.remove()
-	files := make([]string, len(entries))
-	for i, e := range entries {
-		if files[i], err = s.download(ctx, work, plan.Location, e, plan.Clone); err != nil {
-			return fmt.Errorf("database %s: %w", e.Name, err)
-		}
-	}
-
 	for i, db := range plan.Databases {
+		e, file := rec.Databases[i], filepath.Join(dir, rec.Databases[i].Object)
 		var err error
 		if db.Target.Engine == database.Postgres {
-			err = restorePostgres(ctx, tools, work, db.Target, files[i], plan.Clone, entries[i].ServerVersion)
+			err = restorePostgres(ctx, tools, work, db.Target, file, plan.Clone, e.ServerVersion)
 		} else {
-			err = restoreMySQL(ctx, tools, work, db.Target, files[i], plan.Clone)
+			err = restoreMySQL(ctx, tools, work, db.Target, file, plan.Clone)
 		}
 		if err != nil {
 			return fmt.Errorf("database %s: restoring into %s: %w", db.Name, db.Target.Database, err)
@@ -76,8 +125,8 @@ func Restore(ctx context.Context, store *Store, tools Tools, plan Plan) error {
 	return nil
 }
 
-// matchEntry finds a database's dump in the manifest and refuses a target it cannot go into.
-func matchEntry(ctx context.Context, m *Manifest, db Database) (DumpEntry, error) {
+// manifestEntry finds a database's dump in the manifest and refuses one of another engine.
+func manifestEntry(m *Manifest, db Database) (DumpEntry, error) {
 	i := slices.IndexFunc(m.Databases, func(e DumpEntry) bool { return e.Name == db.Name })
 	if i < 0 {
 		var names []string
@@ -95,23 +144,32 @@ func matchEntry(ctx context.Context, m *Manifest, db Database) (DumpEntry, error
 	if e.Engine != db.Target.Engine {
 		return e, fmt.Errorf("database %s: the backup holds a %s dump, which a %s server cannot restore", db.Name, e.Engine, db.Target.Engine)
 	}
+	return e, nil
+}
+
+// checkTarget refuses a target its dump cannot go into: another engine, or another major
+// version of the server.
+func checkTarget(ctx context.Context, e DumpEntry, db Database) error {
+	if e.Engine != db.Target.Engine {
+		return fmt.Errorf("database %s: the backup holds a %s dump, which a %s server cannot restore", db.Name, e.Engine, db.Target.Engine)
+	}
 	want, err := majorVersion(e.Engine, e.ServerVersion)
 	if err != nil {
-		return e, fmt.Errorf("database %s: %w", db.Name, err)
+		return fmt.Errorf("database %s: %w", db.Name, err)
 	}
 	version, err := serverVersion(ctx, db.Target)
 	if err != nil {
-		return e, fmt.Errorf("database %s: %w", db.Name, err)
+		return fmt.Errorf("database %s: %w", db.Name, err)
 	}
 	got, err := majorVersion(db.Target.Engine, version)
 	if err != nil {
-		return e, fmt.Errorf("database %s: %w", db.Name, err)
+		return fmt.Errorf("database %s: %w", db.Name, err)
 	}
 	if got != want {
-		return e, fmt.Errorf("database %s: the dump was taken from server version %s (major %s) and the target runs %s (major %s): a dump restores only into a server of the same major version",
+		return fmt.Errorf("database %s: the dump was taken from server version %s (major %s) and the target runs %s (major %s): a dump restores only into a server of the same major version",
 			db.Name, e.ServerVersion, want, version, got)
 	}
-	return e, nil
+	return nil
 }
 
 func (t Tools) restorers(engine database.Engine) error {

@@ -15,7 +15,8 @@ import (
 	"github.com/landlord-dev/landlord/internal/database/dbtest"
 )
 
-// A Job backs a database up and restores it after the tenant changed it: the rows and tables
+// A Job backs a database up and restores it after the tenant changed it, each in its two steps
+// as the Job's pod runs them: the rows and tables
 // are those of the backup again, the table made since is gone, and the tenant's login still
 // uses its database. The Job reaches the server over TLS, verified against the server's CA.
 func TestRestoreBringsBackTheDatabaseAsItWasBackedUp(t *testing.T) {
@@ -32,17 +33,19 @@ func TestRestoreBringsBackTheDatabaseAsItWasBackedUp(t *testing.T) {
 				Tenant: "acme", TenantUID: st.tenantUID, Backup: "nightly", TenantKey: st.tenantKey,
 				Databases: []backup.Database{{Name: "app", Target: tn.verifiedTarget()}}}
 			var log bytes.Buffer
-			g.Expect(backup.RunJob(testContext(t), plan, tools, &log)).To(Succeed())
-			g.Expect(log.String()).To(HavePrefix("backed up database app (" + string(engine)))
-			g.Expect(strings.Count(log.String(), "\n")).To(Equal(1), "one line per database")
+			g.Expect(runSteps(t, plan, tools, &log)).To(Succeed())
+			g.Expect(log.String()).To(HavePrefix("dumped database app (" + string(engine)))
+			g.Expect(log.String()).To(ContainSubstring("\nbacked up database app (" + string(engine)))
+			g.Expect(strings.Count(log.String(), "\n")).To(Equal(2), "one line per database and step")
 
 			tn.exec(t, changes...)
 			g.Expect(tn.contents(t)).NotTo(Equal(want))
 
 			plan.Operation = backup.OpRestore
 			log.Reset()
-			g.Expect(backup.RunJob(testContext(t), plan, tools, &log)).To(Succeed())
-			g.Expect(log.String()).To(HavePrefix("restored database app from " + plan.Location + "app.dump"))
+			g.Expect(runSteps(t, plan, tools, &log)).To(Succeed())
+			g.Expect(log.String()).To(HavePrefix("fetched database app from " + plan.Location + "app.dump"))
+			g.Expect(log.String()).To(ContainSubstring("\nrestored database app ("))
 			g.Expect(log.String()).NotTo(ContainSubstring(tn.acct.Password))
 			g.Expect(tn.contents(t)).To(Equal(want))
 

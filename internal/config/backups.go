@@ -60,8 +60,9 @@ type Backups struct {
 	// MaxDumpSize bounds each database's dump, before encryption: a larger one fails the
 	// backup, and nothing of it is kept. 100Gi by default.
 	MaxDumpSize *resource.Quantity `json:"maxDumpSize,omitempty"`
-	// ScratchSize bounds the Job's scratch volume, where a restore checks each dump before
-	// writing any: at least the dumps restored at once. 0 (the default) leaves it to the node.
+	// ScratchSize bounds the Job's scratch volume, where a backup's dumps wait to be sealed and
+	// a restore's are checked before any is written: at least the largest backup's dumps. 0 (the
+	// default) leaves it to the node.
 	ScratchSize *resource.Quantity `json:"scratchSize,omitempty"`
 	// Timeout bounds one Job (its activeDeadlineSeconds); 6h by default.
 	Timeout metav1.Duration `json:"timeout,omitempty"`

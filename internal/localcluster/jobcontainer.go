@@ -121,12 +121,11 @@ type containerProcess struct {
 	terminationFile string
 }
 
-// prepareContainer materialises the pod's volumes under dir and makes its one container a
+// prepareContainer materialises the pod's volumes under dir and makes one of its containers a
 // process: the executable its image's Program names, the environment its env and envFrom
 // build, every path under a mount (or the termination message path) moved to the directory
 // standing for it.
-func prepareContainer(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, prog Program, dir string) (*containerProcess, error) {
-	c := pod.Spec.Containers[0]
+func prepareContainer(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, c corev1.Container, prog Program, dir string) (*containerProcess, error) {
 	objects := &podObjects{cs: cs, namespace: pod.Namespace}
 	paths, err := mountVolumes(ctx, objects, pod, c, dir)
 	if err != nil {

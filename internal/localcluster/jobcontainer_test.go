@@ -175,7 +175,7 @@ func TestAContainerThatSetsWhatDecidesWhatRunsFails(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cs := fake.NewClientset(tools)
-			p, err := prepareContainer(context.Background(), cs, jobPodOf(tc.container, toolsVolume), prog, t.TempDir())
+			p, err := prepareContainer(context.Background(), cs, jobPodOf(tc.container, toolsVolume), tc.container, prog, t.TempDir())
 			if tc.refused != "" {
 				if err == nil || !strings.Contains(err.Error(), "sets "+tc.refused+",") {
 					t.Fatalf("prepared %+v, %v; want the pod refused for setting %s", p, err, tc.refused)
@@ -249,7 +249,7 @@ func TestAProgramsArgsAreWhatItsProcessesArgumentsBeginWith(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.container.Image = "backup:1"
-			p, err := prepareContainer(context.Background(), fake.NewClientset(), jobPodOf(tc.container), prog, t.TempDir())
+			p, err := prepareContainer(context.Background(), fake.NewClientset(), jobPodOf(tc.container), tc.container, prog, t.TempDir())
 			if tc.wantArgs == nil {
 				if err == nil || !strings.Contains(err.Error(), `only with arguments beginning ["job"]`) {
 					t.Fatalf("prepared %+v, %v; want the pod refused for its arguments", p, err)

@@ -137,6 +137,12 @@ func (r *jobRunner) observe(pod *corev1.Pod, initial bool) {
 	if _, known := r.images[pod.Spec.Containers[0].Image]; !known {
 		return
 	}
+	for _, c := range pod.Spec.InitContainers {
+		if _, known := r.images[c.Image]; !known {
+			// kwok plays it, as a pod whose containers run no image the cluster knows.
+			return
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	run := r.runs[pod.UID]
@@ -223,10 +229,10 @@ func startedByKwok(pod *corev1.Pod) bool {
 // unsupported says why a Job's pod of a known image cannot run here, or "".
 func unsupported(pod *corev1.Pod) string {
 	switch {
-	case len(pod.Spec.InitContainers) > 0:
-		return "the local cluster runs a Job's pod of one container and no init containers"
 	case len(pod.Spec.Containers) > 1:
-		return fmt.Sprintf("the local cluster runs a Job's pod of one container, not %d", len(pod.Spec.Containers))
+		return fmt.Sprintf("the local cluster runs a Job's pod of one container (after its init containers), not %d", len(pod.Spec.Containers))
+	case slices.ContainsFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.RestartPolicy != nil }):
+		return "the local cluster runs no sidecar (an init container with a restartPolicy)"
 	}
 	return ""
 }
@@ -242,28 +248,47 @@ func (r *jobRunner) run(pod *corev1.Pod, run *podRun) {
 	dir := filepath.Join(r.podsDir, string(pod.UID))
 	// The volumes hold the pod's secrets: they go with the process.
 	defer func() { _ = os.RemoveAll(dir) }()
-	ended, ok := r.execute(pod, run, dir)
+	// The init containers run one after the other, then the container, each only once the one
+	// before it exited 0, as a kubelet runs them; they share the pod's volumes.
+	ends := map[string]*corev1.ContainerStateTerminated{}
+	var ended *corev1.ContainerStateTerminated
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers[0]) {
+		var ok bool
+		ended, ok = r.execute(pod, c, run, dir)
+		if !ok {
+			r.mu.Lock()
+			run.exited = true
+			r.mu.Unlock()
+			return
+		}
+		ends[c.Name] = ended
+		if ended.ExitCode != 0 {
+			break
+		}
+	}
 	r.mu.Lock()
 	run.exited = true
 	deleting := run.terminating
 	r.mu.Unlock()
-	if !ok {
-		return
-	}
 	phase := corev1.PodSucceeded
 	if ended.ExitCode != 0 {
 		phase = corev1.PodFailed
 	}
 	r.log.Printf("pod %s/%s (%s) exited %d", pod.Namespace, pod.Name, pod.UID, ended.ExitCode)
-	if err := r.end(pod, phase, ended, deleting); err != nil {
+	if err := r.end(pod, phase, ends, deleting); err != nil {
 		r.log.Printf("pod %s/%s (%s): writing its end: %v", pod.Namespace, pod.Name, pod.UID, err)
 	}
 }
 
-// execute runs the process; ok is false when the runner stopped it, which writes nothing.
-func (r *jobRunner) execute(pod *corev1.Pod, run *podRun, dir string) (ended *corev1.ContainerStateTerminated, ok bool) {
-	c := pod.Spec.Containers[0]
+// execute runs one container's process; ok is false when the runner stopped it, which writes
+// nothing. A pod asked to end stops the process it runs, and runs no other.
+func (r *jobRunner) execute(pod *corev1.Pod, c corev1.Container, run *podRun, dir string) (ended *corev1.ContainerStateTerminated, ok bool) {
 	started := metav1.Now()
+	select {
+	case <-run.terminate:
+		return &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", Message: "the pod was deleted before this container started", StartedAt: started, FinishedAt: started}, r.ctx.Err() == nil
+	default:
+	}
 	startFailed := func(err error) (*corev1.ContainerStateTerminated, bool) {
 		r.log.Printf("pod %s/%s (%s) did not start: %v", pod.Namespace, pod.Name, pod.UID, err)
 		return &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError", Message: err.Error(), StartedAt: started, FinishedAt: metav1.Now()}, r.ctx.Err() == nil
@@ -274,7 +299,7 @@ func (r *jobRunner) execute(pod *corev1.Pod, run *podRun, dir string) (ended *co
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return startFailed(err)
 	}
-	p, err := prepareContainer(r.ctx, r.cs, pod, r.images[c.Image], dir)
+	p, err := prepareContainer(r.ctx, r.cs, pod, c, r.images[c.Image], dir)
 	if err != nil {
 		return startFailed(err)
 	}
@@ -393,14 +418,14 @@ func (r *jobRunner) fail(pod *corev1.Pod, code int32, reason, message string) {
 	now := metav1.Now()
 	r.log.Printf("pod %s/%s (%s) fails: %s", pod.Namespace, pod.Name, pod.UID, message)
 	ended := &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: message, StartedAt: now, FinishedAt: now}
-	if err := r.end(pod, corev1.PodFailed, ended, false); err != nil {
+	if err := r.end(pod, corev1.PodFailed, map[string]*corev1.ContainerStateTerminated{pod.Spec.Containers[0].Name: ended}, false); err != nil {
 		r.log.Printf("pod %s/%s (%s): writing its end: %v", pod.Namespace, pod.Name, pod.UID, err)
 	}
 }
 
-// end writes the pod's end (its phase, its containers terminated as ended says), as a kubelet
-// does, and ends the deletion of a pod being deleted.
-func (r *jobRunner) end(pod *corev1.Pod, phase corev1.PodPhase, ended *corev1.ContainerStateTerminated, deleting bool) error {
+// end writes the pod's end (its phase, each container that ran terminated as ends says), as a
+// kubelet does, and ends the deletion of a pod being deleted.
+func (r *jobRunner) end(pod *corev1.Pod, phase corev1.PodPhase, ends map[string]*corev1.ContainerStateTerminated, deleting bool) error {
 	pods := r.cs.CoreV1().Pods(pod.Namespace)
 	var latest *corev1.Pod
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -411,7 +436,7 @@ func (r *jobRunner) end(pod *corev1.Pod, phase corev1.PodPhase, ended *corev1.Co
 		if latest.UID != pod.UID {
 			return apierrors.NewNotFound(corev1.Resource("pods"), pod.Name)
 		}
-		endStatus(&latest.Status, latest.Spec, phase, ended)
+		endStatus(&latest.Status, latest.Spec, phase, ends)
 		latest, err = pods.UpdateStatus(r.ctx, latest, metav1.UpdateOptions{})
 		return err
 	})
@@ -427,19 +452,30 @@ func (r *jobRunner) end(pod *corev1.Pod, phase corev1.PodPhase, ended *corev1.Co
 	return nil
 }
 
-// endStatus sets a pod's status to its containers' end.
-func endStatus(status *corev1.PodStatus, spec corev1.PodSpec, phase corev1.PodPhase, ended *corev1.ContainerStateTerminated) {
+// endStatus sets a pod's status to its containers' ends: a container that never ran (after an
+// init container that failed) waits, as a kubelet leaves it.
+func endStatus(status *corev1.PodStatus, spec corev1.PodSpec, phase corev1.PodPhase, ends map[string]*corev1.ContainerStateTerminated) {
 	status.Phase = phase
-	statuses := make([]corev1.ContainerStatus, len(spec.Containers))
-	for i, c := range spec.Containers {
-		statuses[i] = corev1.ContainerStatus{Name: c.Name, Image: c.Image}
-		if j := slices.IndexFunc(status.ContainerStatuses, func(s corev1.ContainerStatus) bool { return s.Name == c.Name }); j >= 0 {
-			statuses[i] = status.ContainerStatuses[j]
+	statusesOf := func(containers []corev1.Container, old []corev1.ContainerStatus) []corev1.ContainerStatus {
+		statuses := make([]corev1.ContainerStatus, len(containers))
+		for i, c := range containers {
+			statuses[i] = corev1.ContainerStatus{Name: c.Name, Image: c.Image}
+			if j := slices.IndexFunc(old, func(s corev1.ContainerStatus) bool { return s.Name == c.Name }); j >= 0 {
+				statuses[i] = old[j]
+			}
+			statuses[i].Ready, statuses[i].Started = false, ptr.To(false)
+			if ended := ends[c.Name]; ended != nil {
+				statuses[i].State = corev1.ContainerState{Terminated: ended.DeepCopy()}
+			} else {
+				statuses[i].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+			}
 		}
-		statuses[i].Ready, statuses[i].Started = false, ptr.To(false)
-		statuses[i].State = corev1.ContainerState{Terminated: ended.DeepCopy()}
+		return statuses
 	}
-	status.ContainerStatuses = statuses
+	status.ContainerStatuses = statusesOf(spec.Containers, status.ContainerStatuses)
+	if len(spec.InitContainers) > 0 {
+		status.InitContainerStatuses = statusesOf(spec.InitContainers, status.InitContainerStatuses)
+	}
 	now := metav1.Now()
 	for _, t := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
 		cond := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: now}

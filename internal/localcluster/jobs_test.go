@@ -355,6 +355,57 @@ func TestAJobOfAKnownImageRunsItsProgram(t *testing.T) {
 		}
 	})
 
+	scratch := []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	emptyDir := corev1.Volume{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	t.Run("an init container runs first, and what it leaves in the pod's volume reaches the container", func(t *testing.T) {
+		t.Parallel()
+		job := testJob("init-hands-over", corev1.Container{Name: "main", Image: testImage, Args: []string{"report", "/dev/termination-log", "/scratch/handoff"}, VolumeMounts: scratch}, emptyDir)
+		job.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "first", Image: testImage, Args: []string{"exit", "0", "/scratch/handoff", "from the init container"}, VolumeMounts: scratch}}
+		if _, err := cs.BatchV1().Jobs("jobs").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := jobPod(t, cs, "init-hands-over", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed })
+		ended := pod.Status.ContainerStatuses[0].State.Terminated
+		if pod.Status.Phase != corev1.PodSucceeded || ended == nil {
+			t.Fatalf("pod %s, container %+v: want Succeeded", pod.Status.Phase, pod.Status.ContainerStatuses)
+		}
+		var r report
+		if err := json.Unmarshal([]byte(ended.Message), &r); err != nil {
+			t.Fatalf("the program's report %q: %v", ended.Message, err)
+		}
+		if r.Files["0"] != "from the init container" {
+			t.Errorf("the container read %q from the scratch volume, want what the init container wrote", r.Files["0"])
+		}
+		if init := pod.Status.InitContainerStatuses; len(init) != 1 || init[0].State.Terminated == nil || init[0].State.Terminated.ExitCode != 0 {
+			t.Errorf("init container statuses %+v, want one that exited 0", init)
+		}
+	})
+
+	t.Run("an init container that fails fails the pod, and the container never runs", func(t *testing.T) {
+		t.Parallel()
+		ran := filepath.Join(t.TempDir(), "ran")
+		job := testJob("init-fails", corev1.Container{Name: "main", Image: testImage, Args: []string{"exit", "0", ran, "the container ran"}})
+		job.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "first", Image: testImage, Args: []string{"exit", "4", "/dev/termination-log", "the first step failed"}}}
+		if _, err := cs.BatchV1().Jobs("jobs").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the Job's failure", func(ctx context.Context) (bool, error) {
+			job, err := cs.BatchV1().Jobs("jobs").Get(ctx, "init-fails", metav1.GetOptions{})
+			return err == nil && jobCondition(job) == batchv1.JobFailed, err
+		})
+		pod := jobPod(t, cs, "init-fails", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		init := pod.Status.InitContainerStatuses
+		if len(init) != 1 || init[0].State.Terminated == nil || init[0].State.Terminated.ExitCode != 4 || init[0].State.Terminated.Message != "the first step failed" {
+			t.Errorf("init container statuses %+v, want one that exited 4 with its message", init)
+		}
+		if w := pod.Status.ContainerStatuses[0].State.Waiting; w == nil {
+			t.Errorf("the container's state is %+v, want waiting: it never ran", pod.Status.ContainerStatuses[0].State)
+		}
+		if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the container ran after its init container failed: %v", err)
+		}
+	})
+
 	t.Run("a pod deleted while its program runs has its program told to end, then goes", func(t *testing.T) {
 		t.Parallel()
 		state := filepath.Join(t.TempDir(), "state")

@@ -19,12 +19,18 @@ import (
 )
 
 const (
-	// PlanKey is the plan's key in the Job's Secret, and planDir where the Job reads it.
-	PlanKey  = "plan.json"
+	// planDir is where each step's container reads its plan, planFile.
 	planDir  = "/var/run/landlord/plan"
+	planFile = "plan.json"
 	scratch  = "/scratch"
+	// stepsDir is where the first step leaves the dumps for the second, in the scratch volume.
+	stepsDir = scratch + "/dumps"
 	jobLabel = tenancyv1alpha1.BackupJobLabel
 )
+
+// StepKey is a step's plan's key in the Job's Secret ("dump.json"): each step's container
+// mounts its own key alone.
+func StepKey(op backup.Operation) string { return string(op) + ".json" }
 
 // JobName is the name of the Job (and of its Secret) that makes a backup or a restore: its
 // object's UID, so that it never names another's and a reconcile that lost its status write
@@ -38,12 +44,20 @@ func Location(tenantUID, backupUID types.UID) string {
 	return string(tenantUID) + "/" + string(backupUID) + "/"
 }
 
-// planSecret holds the plan, passwords and all, for the Job alone: owned by the backup or the
-// restore, deleted once the Job ends.
+// planSecret holds the plan's two steps' plans, passwords and all, for the Job alone: owned by
+// the backup or the restore, deleted once the Job ends.
 func planSecret(cfg config.Backups, name string, owner metav1.OwnerReference, plan backup.Plan) (*corev1.Secret, error) {
-	b, err := json.Marshal(plan)
+	first, second, err := plan.Steps()
 	if err != nil {
 		return nil, err
+	}
+	data := map[string][]byte{}
+	for _, step := range []backup.Plan{first, second} {
+		b, err := json.Marshal(step)
+		if err != nil {
+			return nil, err
+		}
+		data[StepKey(step.Operation)] = b
 	}
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
@@ -54,7 +68,7 @@ func planSecret(cfg config.Backups, name string, owner metav1.OwnerReference, pl
 		},
 		Immutable: ptr.To(true),
 		Type:      corev1.SecretTypeOpaque,
-		Data:      map[string][]byte{PlanKey: b},
+		Data:      data,
 	}, nil
 }
 
@@ -67,8 +81,13 @@ func jobLabels(op backup.Operation) map[string]string {
 
 // job runs `landlord job` over the plan in the Secret of its name, once: a failed backup is
 // made again by a new TenantBackup, and a failed restore is looked at before it is tried again.
-// It needs nothing of the Kubernetes API, and runs as no one in particular with nothing it could
-// change but its scratch volume.
+// Its pod runs the plan's two steps (backup.Plan.Steps), the first as an init container, each
+// holding what it alone needs: the step that runs the engines' client tools against the tenant's
+// databases (dump, load) mounts its plan, with the databases' logins, and nothing else; the
+// step that reads or writes the store (seal, fetch) mounts its plan, with the tenant's key, and
+// gets the store's credentials (backups.envFromSecrets). They meet in the scratch volume. The
+// pod needs nothing of the Kubernetes API, and runs as no one in particular with nothing it
+// could change but its scratch volume.
 // servers are the database servers it reaches (indexes.DatabaseServersAnnotation), whose limits
 // of Jobs at once it counts against.
 func job(cfg config.Backups, name string, op backup.Operation, owner metav1.OwnerReference, servers []string) *batchv1.Job {
@@ -81,6 +100,41 @@ func job(cfg config.Backups, name string, op backup.Operation, owner metav1.Owne
 	var envFrom []corev1.EnvFromSource
 	for _, s := range cfg.EnvFromSecrets {
 		envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: s}}})
+	}
+	first, second := backup.OpDump, backup.OpSeal
+	if op == backup.OpRestore {
+		first, second = backup.OpFetch, backup.OpLoad
+	}
+	step := func(step backup.Operation) corev1.Container {
+		c := corev1.Container{
+			Name:  string(step),
+			Image: cfg.Image,
+			Args:  []string{"job", "--plan", planDir + "/" + planFile, "--dir", stepsDir},
+			Env:   []corev1.EnvVar{{Name: "TMPDIR", Value: scratch}, {Name: "HOME", Value: scratch}},
+			// The Job's error is its last words: kubectl logs --all-containers says why.
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			Resources:                cfg.Resources,
+			SecurityContext: &corev1.SecurityContext{
+				AllowPrivilegeEscalation: ptr.To(false),
+				ReadOnlyRootFilesystem:   ptr.To(true),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: "plan-" + string(step), MountPath: planDir, ReadOnly: true},
+				{Name: "scratch", MountPath: scratch},
+			},
+		}
+		if step == backup.OpSeal || step == backup.OpFetch {
+			c.EnvFrom = envFrom
+		}
+		return c
+	}
+	planVolume := func(step backup.Operation) corev1.Volume {
+		return corev1.Volume{Name: "plan-" + string(step), VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName:  name,
+			Items:       []corev1.KeyToPath{{Key: StepKey(step), Path: planFile}},
+			DefaultMode: ptr.To[int32](0o400),
+		}}}
 	}
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -106,28 +160,11 @@ func job(cfg config.Backups, name string, op backup.Operation, owner metav1.Owne
 						FSGroup:        ptr.To[int64](65532),
 						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					},
-					Containers: []corev1.Container{{
-						Name:    string(op),
-						Image:   cfg.Image,
-						Args:    []string{"job", "--plan", planDir + "/" + PlanKey},
-						Env:     []corev1.EnvVar{{Name: "TMPDIR", Value: scratch}, {Name: "HOME", Value: scratch}},
-						EnvFrom: envFrom,
-						// The Job's error is its last words: the restore's or backup's condition
-						// quotes it.
-						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						Resources:                cfg.Resources,
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: "plan", MountPath: planDir, ReadOnly: true},
-							{Name: "scratch", MountPath: scratch},
-						},
-					}},
+					InitContainers: []corev1.Container{step(first)},
+					Containers:     []corev1.Container{step(second)},
 					Volumes: []corev1.Volume{
-						{Name: "plan", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name, DefaultMode: ptr.To[int32](0o400)}}},
+						planVolume(first),
+						planVolume(second),
 						{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: cfg.ScratchSize}}},
 					},
 				},
@@ -140,7 +177,7 @@ func job(cfg config.Backups, name string, op backup.Operation, owner metav1.Owne
 func jobOutcome(j *batchv1.Job) (done, failed bool, message string) {
 	done, failed, why := jobs.Ended(j)
 	if failed {
-		message = fmt.Sprintf("Job %s/%s failed: %s (kubectl logs -n %[1]s job/%[2]s says why)", j.Namespace, j.Name, why)
+		message = fmt.Sprintf("Job %s/%s failed: %s (kubectl logs -n %[1]s job/%[2]s --all-containers says why)", j.Namespace, j.Name, why)
 	}
 	return done, failed, message
 }

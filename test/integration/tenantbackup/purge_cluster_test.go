@@ -36,7 +36,7 @@ func takeBackup(t *testing.T, name, tenant string) (*tenancyv1alpha1.TenantBacku
 	s := &corev1.Secret{}
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: opConfig.Backups.Namespace, Name: b.Status.Job}, s)).To(Succeed())
 	var plan backup.Plan
-	g.Expect(json.Unmarshal(s.Data[tenantbackup.PlanKey], &plan)).To(Succeed())
+	g.Expect(json.Unmarshal(s.Data[tenantbackup.StepKey(backup.OpSeal)], &plan)).To(Succeed())
 	runJob(t, b.Status.Job)
 	return waitBackup(t, name, tenancyv1alpha1.BackupSucceeded), plan
 }
