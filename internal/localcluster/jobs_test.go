@@ -364,7 +364,9 @@ func TestAJobOfAKnownImageRunsItsProgram(t *testing.T) {
 		if _, err := cs.BatchV1().Jobs("jobs").Create(ctx, job, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		pod := jobPod(t, cs, "init-hands-over", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed })
+		pod := jobPod(t, cs, "init-hands-over", func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		})
 		ended := pod.Status.ContainerStatuses[0].State.Terminated
 		if pod.Status.Phase != corev1.PodSucceeded || ended == nil {
 			t.Fatalf("pod %s, container %+v: want Succeeded", pod.Status.Phase, pod.Status.ContainerStatuses)
