@@ -39,6 +39,8 @@ GO_TEST_FLAGS ?= -timeout 60m -p 3
 TEST_FIRST := ./test/integration ./test/upgrade ./cmd/landlordctl ./test/faults
 BENCH_TENANTS ?= 1000
 BENCH_POSTGRES ?= 1
+# The window of make bench-backups's schedule.
+BENCH_BACKUP_WINDOW ?= 5m
 BENCH_COMPONENT ?= true
 # 200 claims, so that their p99 is not their maximum; BENCH_CLAIMS_BESIDE tenants are created
 # beside them, as a mass create would.
@@ -176,6 +178,11 @@ bench: control-plane databases ## Create, resync, restart and fan a secret out t
 bench-migrations: control-plane databases ## Create BENCH_TENANTS tenants with a database on one of two PostgreSQL servers, then roll their component out to a version without migrations and to one with a pre migration; report both, and the most migration Jobs each server ran at once (docs/benchmarks.md).
 	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres 1 -component=true -rollout-migrations -noop-reconciles 1 \
 		-json $(BIN)/migrations-$(BENCH_TENANTS).json $(BENCH_FLAGS)
+
+.PHONY: bench-backups
+bench-backups: control-plane databases ## Create BENCH_TENANTS tenants with a database on one of two PostgreSQL servers, then back them all up with one schedule over BENCH_BACKUP_WINDOW, each Job run for real; report the time to the last success, the most Jobs each server ran at once, writes per backup and memory (docs/benchmarks.md).
+	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres 1 -backups -backup-window $(BENCH_BACKUP_WINDOW) -noop-reconciles 1 \
+		-json $(BIN)/backups-$(BENCH_TENANTS).json $(BENCH_FLAGS)
 
 .PHONY: bench-plots
 bench-plots: ## Plot the reports make bench wrote (bin/bench-*.json) as SVG into docs/img: figures against N across sizes, and memory over a soak (docs/benchmarks.md).

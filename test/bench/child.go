@@ -31,12 +31,14 @@ import (
 // in its own process so that its memory and CPU are its own, and so that a restart is a real one:
 // new caches, new queues, new metrics.
 type childFlags struct {
-	kubeconfig  string
-	storeDir    string
-	metricsAddr string
-	controlAddr string
-	qps         float64
-	concurrency int
+	kubeconfig string
+	storeDir   string
+	// backupObjects and backupKey are the operator's backups.objects and backups.key.
+	backupObjects, backupKey string
+	metricsAddr              string
+	controlAddr              string
+	qps                      float64
+	concurrency              int
 	// yieldInFlight is client.yield.inFlight; the configured default when 0.
 	yieldInFlight int
 	// usageInterval is usage.interval; the configured default when 0.
@@ -54,6 +56,8 @@ type childFlags struct {
 func (c *childFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.kubeconfig, "child-kubeconfig", "", "Operator process: kubeconfig (impersonating the operator's identity).")
 	fs.StringVar(&c.storeDir, "child-store", "", "Operator process: file secret store directory.")
+	fs.StringVar(&c.backupObjects, "child-backups-objects", "", "Operator process: backups.objects (backups off when empty).")
+	fs.StringVar(&c.backupKey, "child-backups-key", "", "Operator process: backups.key.")
 	fs.StringVar(&c.metricsAddr, "child-metrics", "", "Operator process: metrics listen address (plain HTTP).")
 	fs.StringVar(&c.controlAddr, "child-control", "", "Operator process: benchmark control listen address.")
 	fs.StringVar(&c.profile, "child-profile", "", "Operator process: write a CPU profile from start-up to this file.")
@@ -64,6 +68,7 @@ func (c *childFlags) args() []string {
 	return []string{
 		"-operator-child",
 		"-child-kubeconfig", c.kubeconfig, "-child-store", c.storeDir,
+		"-child-backups-objects", c.backupObjects, "-child-backups-key", c.backupKey,
 		"-child-metrics", c.metricsAddr, "-child-control", c.controlAddr,
 		"-qps", fmt.Sprint(c.qps), "-concurrency", fmt.Sprint(c.concurrency),
 		"-yield-in-flight", fmt.Sprint(c.yieldInFlight), "-usage-interval", c.usageInterval.String(),
@@ -103,6 +108,10 @@ func runChild(c childFlags) error {
 	}
 	if c.usageInterval > 0 {
 		cfg.Usage.Interval.Duration = c.usageInterval
+	}
+	if c.backupObjects != "" {
+		// The benchmark runs the Jobs itself: the image is never pulled.
+		cfg.Backups.Objects, cfg.Backups.Key, cfg.Backups.Image = c.backupObjects, c.backupKey, "landlord-bench/backup:none"
 	}
 	store, err := secret.NewFileStore(c.storeDir, c.storeDir+"/key.json")
 	if err != nil {

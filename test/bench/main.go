@@ -10,8 +10,10 @@
 //  5. optionally (-rollout-migrations), a rollout of the component to a version without
 //     migrations, then one to a version with a pre migration, the tenants' databases on two
 //     servers (migrations.go);
-//  6. optionally, signup latency through a pool of spares;
-//  7. optionally, a soak: the fleet churned at a steady rate while the operator's memory is
+//  6. optionally (-backups), one TenantBackupSchedule over every tenant, the databases on two
+//     servers, each Job's two steps run by the benchmark (backups.go);
+//  7. optionally, signup latency through a pool of spares;
+//  8. optionally, a soak: the fleet churned at a steady rate while the operator's memory is
 //     sampled (soak.go).
 //
 // Request counts come from the API server's own metrics (apiserver_request_total), minus the
@@ -89,6 +91,9 @@ type params struct {
 	rolloutMigrations bool
 	// migrationJobTime is how long each migration Job runs before the benchmark completes it.
 	migrationJobTime time.Duration
+	// backups runs backups.go's schedule over every tenant, over backupWindow.
+	backups      bool
+	backupWindow time.Duration
 }
 
 func main() {
@@ -127,9 +132,15 @@ func main() {
 	})
 	flag.BoolVar(&p.rolloutMigrations, "rollout-migrations", false, "After the shared-secret change, roll the component (-component, which then follows rollouts) out to a version without migrations, then to one with a pre migration naming each tenant's first database (-postgres), the databases spread over two PostgreSQL servers; report each rollout, and the most migration Jobs each server had running at once.")
 	flag.DurationVar(&p.migrationJobTime, "migration-job-time", 0, "With -rollout-migrations: how long each migration Job runs before the benchmark completes it, as the Job controller would once its pod ended; at once when 0.")
+	flag.BoolVar(&p.backups, "backups", false, "After the shared-secret change (and the rollouts), back every tenant up with one TenantBackupSchedule over -backup-window, the databases (-postgres) spread over two PostgreSQL servers, the store an S3 server and an AWS KMS emulator in this process, each Job's two steps run by the benchmark; report the time to the last success, the most backup Jobs each server had running at once, and the operator's writes per backup.")
+	flag.DurationVar(&p.backupWindow, "backup-window", 5*time.Minute, "With -backups: the schedule's window.")
 	child.bind(flag.CommandLine)
 	p.soak.bind(flag.CommandLine)
 	flag.Parse()
+	if p.backups && (p.postgres < 1 || p.shards > 1) {
+		fmt.Fprintln(os.Stderr, "bench: -backups needs -postgres 1 or more, with one shard")
+		os.Exit(2)
+	}
 	if p.rolloutMigrations && (!p.component || p.postgres < 1 || p.shards > 1) {
 		fmt.Fprintln(os.Stderr, "bench: -rollout-migrations needs -component and -postgres 1 or more, with one shard")
 		os.Exit(2)
@@ -244,6 +255,7 @@ type report struct {
 	Settle *settleReport `json:"settle,omitempty"`
 	// Migrations is what the rollout with a pre migration ran on each database server.
 	Migrations *migrationsReport `json:"migrations,omitempty"`
+	Backups    *backupsReport    `json:"backups,omitempty"`
 }
 
 // Phase names, also the keys of the goals in the summary.
@@ -307,7 +319,15 @@ func run(p params) error {
 		}
 	}
 
-	child := childFlags{storeDir: storeDir, qps: p.qps, concurrency: p.concurrency, yieldInFlight: p.yieldInFlight, usageInterval: p.usageInterval, kubeconfig: filepath.Join(work, "operator.kubeconfig"), memLimit: p.memLimit}
+	var backupObjects, backupKey string
+	if p.backups {
+		var stopStore func()
+		if backupObjects, backupKey, stopStore, err = startBackupStore(ctx, work); err != nil {
+			return err
+		}
+		defer stopStore()
+	}
+	child := childFlags{storeDir: storeDir, backupObjects: backupObjects, backupKey: backupKey, qps: p.qps, concurrency: p.concurrency, yieldInFlight: p.yieldInFlight, usageInterval: p.usageInterval, kubeconfig: filepath.Join(work, "operator.kubeconfig"), memLimit: p.memLimit}
 	if err := writeOperatorKubeconfig(env, child.kubeconfig); err != nil {
 		return err
 	}
@@ -657,6 +677,15 @@ func run(p params) error {
 	if p.rolloutMigrations {
 		if rep.Migrations, err = runRollouts(ctx, c, &benchCfg, watched, record, p, timeout); err != nil {
 			return err
+		}
+	}
+	if p.backups {
+		if rep.Backups, err = runBackups(ctx, c, &benchCfg, watched, cfg.Backups.Namespace, record, p, timeout); err != nil {
+			return err
+		}
+		last := rep.Phases[len(rep.Phases)-1]
+		if rep.Backups.Backups > 0 {
+			rep.Backups.WritesPerBackup = float64(last.Writes) / float64(rep.Backups.Backups)
 		}
 	}
 
@@ -1091,6 +1120,9 @@ func printMarkdown(w *os.File, r report) {
 		}
 	}
 	printMigrations(w, r.Migrations)
+	if r.Backups != nil {
+		printBackups(w, r.Backups)
+	}
 	printSettle(w, r.Settle)
 	printSoak(w, r.Soak)
 	fmt.Fprintln(w, "\nOperator requests by verb and resource:")

@@ -83,7 +83,7 @@ type rolloutInfo struct {
 
 // serverCount is how many PostgreSQL servers the benchmark starts.
 func serverCount(p params) int {
-	if p.rolloutMigrations {
+	if p.rolloutMigrations || p.backups {
 		return 2
 	}
 	return 1

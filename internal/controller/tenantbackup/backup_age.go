@@ -69,8 +69,9 @@ func (c *backupAges) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	last, schedules, tenants, err := src.read(ctx)
-	if _, starting := errors.AsType[*cache.ErrCacheNotStarted](err); starting {
-		// Scraped before the operator's cache started: nothing to say yet.
+	if starting(err) {
+		// Scraped before the operator's cache, or its controllers' informers, started:
+		// nothing to say yet.
 		return
 	}
 	if err != nil {
@@ -87,6 +88,15 @@ func (c *backupAges) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(overdueDesc, prometheus.GaugeValue, float64(n), schedules[i].Name)
 		}
 	}
+}
+
+// starting reports whether err says the cache is not ready yet: not started, or without the
+// informer of a kind whose controller has not started (the schedules' informer starts with the
+// schedule controller, after the metrics endpoint serves).
+func starting(err error) bool {
+	_, notStarted := errors.AsType[*cache.ErrCacheNotStarted](err)
+	_, notCached := errors.AsType[*cache.ErrResourceNotCached](err)
+	return notStarted || notCached
 }
 
 func (c *backupAgeSource) read(ctx context.Context) (map[string]time.Time, []tenancyv1alpha1.TenantBackupSchedule, []tenancyv1alpha1.Tenant, error) {
