@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -169,6 +170,15 @@ func runBackups(ctx context.Context, c client.Client, cfg *rest.Config, watched 
 	rep.JobSeconds = runner.durations()
 	if n := len(rep.JobSeconds); n > 0 {
 		rep.JobP50, rep.JobP99 = rep.JobSeconds[n/2], rep.JobSeconds[min(n-1, n*99/100)]
+	}
+	for _, s := range rep.Servers {
+		fmt.Fprintf(os.Stderr, "  %s: %d tenants, %d backup Jobs, at most %d running at once (limit %d)\n", s.Server, s.Tenants, s.Jobs, s.MaxRunning, s.Limit)
+	}
+	if len(rep.OverLimit) > 0 {
+		return rep, fmt.Errorf("backup Jobs over a server's limit: %s", strings.Join(rep.OverLimit, "; "))
+	}
+	if rep.Failed > 0 {
+		return rep, fmt.Errorf("%d of %d backups failed", rep.Failed, rep.Backups)
 	}
 	return rep, nil
 }

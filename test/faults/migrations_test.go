@@ -379,6 +379,8 @@ type operators struct {
 	t        *testing.T
 	scenario string
 	procs    []*operatorProcess
+	// args are each process's extra arguments (a --config of the scenario's).
+	args []string
 }
 
 func (o *operators) current() *operatorProcess { return o.procs[len(o.procs)-1] }
@@ -386,7 +388,7 @@ func (o *operators) current() *operatorProcess { return o.procs[len(o.procs)-1] 
 // start runs the next operator process and waits until it leads.
 func (o *operators) start() {
 	o.t.Helper()
-	p := startOperator(o.t, fmt.Sprintf("%s-%02d", o.scenario, len(o.procs)+1))
+	p := startOperator(o.t, fmt.Sprintf("%s-%02d", o.scenario, len(o.procs)+1), o.args...)
 	o.procs = append(o.procs, p)
 	waitLeader(o.t, p)
 }
