@@ -245,5 +245,3 @@ func itemIDs(g Gomega, tenant string) []int {
 	}
 	return ids
 }
-
-
