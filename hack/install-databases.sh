@@ -48,7 +48,7 @@ newer_release() {
     install || { "${as_root[@]}" apt-get update && install; }
   fi
   local tmp="$NEWER_ROOT.tmp"
-  "${as_root[@]}" rm -rf "$tmp"
+  "${as_root[@]}" rm -rf --one-file-system "$tmp"
   mkdir -p "$(dirname "$NEWER_ROOT")"
   log "unpacking Debian $NEWER_DEBIAN's PostgreSQL and MariaDB into $NEWER_ROOT (about a minute)"
   # The server packages' own setup (a default cluster, a service) runs inside the folder only.
@@ -71,7 +71,7 @@ newer_release() {
       --set-rpath "${libs//$root/$final}:$(ls -d "$root"/usr/lib/postgresql/*/lib | sed "s|$root|$final|" | head -1)" "$f"
   done
   "${as_root[@]}" rm -f "$tmp.log"
-  "${as_root[@]}" rm -rf "$NEWER_ROOT"
+  "${as_root[@]}" rm -rf --one-file-system "$NEWER_ROOT"
   "${as_root[@]}" mv "$tmp" "$NEWER_ROOT"
   "$NEWER_ROOT"/usr/lib/postgresql/*/bin/postgres --version >&2
   "$NEWER_ROOT"/usr/sbin/mariadbd --version >&2

@@ -155,10 +155,12 @@ func Seal(ctx context.Context, store *Store, plan Plan, dir string) (*Manifest, 
 	m := &Manifest{Format: ManifestFormat, Tenant: plan.Tenant, TenantUID: plan.TenantUID, Backup: plan.Backup, Started: rec.Started}
 	err = func() error {
 		for _, e := range rec.Databases {
-			stored, err := s.upload(ctx, plan.Location, e, filepath.Join(dir, e.Object))
+			stored, err := s.upload(ctx, plan.Location, e, dir)
 			if err != nil {
 				return fmt.Errorf("database %s: %w", e.Name, err)
 			}
+			// Sealed: the clear copy goes at once rather than with the pod.
+			_ = os.Remove(filepath.Join(dir, e.Object))
 			e.StoredSize = stored
 			m.Databases = append(m.Databases, e)
 		}
@@ -176,12 +178,12 @@ func Seal(ctx context.Context, store *Store, plan Plan, dir string) (*Manifest, 
 	return m, nil
 }
 
-// upload streams a dump file, checked against its entry on the way, into the encrypting
+// upload streams a dump file of dir, checked against its entry on the way, into the encrypting
 // writer and on to the bucket; it returns the stored object's size. An upload that fails, or a
 // file that does not match, is abandoned: the object is never made.
-func (s *Store) upload(ctx context.Context, location string, e DumpEntry, file string) (int64, error) {
+func (s *Store) upload(ctx context.Context, location string, e DumpEntry, dir string) (int64, error) {
 	key := location + e.Object
-	f, err := os.Open(file)
+	f, err := openDump(dir, e.Object)
 	if err != nil {
 		return 0, err
 	}

@@ -121,6 +121,8 @@ func Load(ctx context.Context, tools Tools, plan Plan, dir string) error {
 		if err != nil {
 			return fmt.Errorf("database %s: restoring into %s: %w", db.Name, db.Target.Database, err)
 		}
+		// Loaded: the clear copy goes at once rather than with the pod.
+		_ = os.Remove(file)
 	}
 	return nil
 }

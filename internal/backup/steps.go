@@ -45,7 +45,7 @@ func (p Plan) Steps() (first, second Plan, err error) {
 		names[i] = Database{Name: db.Name, Target: Target{Engine: db.Target.Engine}}
 	}
 	store := Plan{Objects: p.Objects, TenantKey: p.TenantKey, Key: p.Key, Location: p.Location,
-		Tenant: p.Tenant, TenantUID: p.TenantUID, Backup: p.Backup, Databases: names, Clone: p.Clone}
+		Tenant: p.Tenant, TenantUID: p.TenantUID, Backup: p.Backup, Databases: names, MaxBytes: p.MaxBytes, Clone: p.Clone}
 	data := Plan{Databases: slices.Clone(p.Databases), MaxBytes: p.MaxBytes, Clone: p.Clone}
 	switch p.Operation {
 	case OpBackup:
@@ -119,6 +119,35 @@ func readRecord(dir string, plan Plan) (record, error) {
 		if e.Name != db.Name || e.Object != db.Name+dumpSuffix || e.Engine != db.Target.Engine {
 			return rec, fmt.Errorf("%s's database %d is %s (%s, %s), and the plan's %s (%s)", RecordName, i, e.Name, e.Object, e.Engine, db.Name, db.Target.Engine)
 		}
+		// The record is the first step's word, and the store's step trusts none of it: a dump
+		// over the limit is refused whatever the record says (the upload reads no more than
+		// the recorded size, and checks its digest).
+		if plan.MaxBytes > 0 && e.Size > plan.MaxBytes {
+			return rec, fmt.Errorf("database %s: %s says its dump holds %d bytes, over the limit of %d (maxBytes): not stored", e.Name, RecordName, e.Size, plan.MaxBytes)
+		}
 	}
 	return rec, nil
+}
+
+// openDump opens a dump the first step left in dir: a regular file, never a link (to a file of
+// this step's, say) nor a pipe, which the step that made it could have put in its place. The
+// first step has ended before the second starts, so nothing changes it in between.
+func openDump(dir, object string) (*os.File, error) {
+	path := filepath.Join(dir, object)
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s in the steps' directory is not a regular file (%s): not read", object, st.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if opened, err := f.Stat(); err != nil || !os.SameFile(st, opened) {
+		_ = f.Close()
+		return nil, fmt.Errorf("%s in the steps' directory changed while it was opened: not read", object)
+	}
+	return f, nil
 }

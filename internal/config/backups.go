@@ -60,9 +60,9 @@ type Backups struct {
 	// MaxDumpSize bounds each database's dump, before encryption: a larger one fails the
 	// backup, and nothing of it is kept. 100Gi by default.
 	MaxDumpSize *resource.Quantity `json:"maxDumpSize,omitempty"`
-	// ScratchSize bounds the Job's scratch volume, where a backup's dumps wait to be sealed and
+	// ScratchSize bounds the Job's dumps volume, where a backup's dumps wait to be sealed and
 	// a restore's are checked before any is written: at least the largest backup's dumps. 0 (the
-	// default) leaves it to the node.
+	// default) leaves it to the node; set it, so that a Job's dumps do not fill the node's disk.
 	ScratchSize *resource.Quantity `json:"scratchSize,omitempty"`
 	// Timeout bounds one Job (its activeDeadlineSeconds); 6h by default.
 	Timeout metav1.Duration `json:"timeout,omitempty"`

@@ -163,27 +163,25 @@ func TestSIGKILLAtEachStepOfABackupAndARestoreLosesNothing(t *testing.T) {
 // waitBackupJob waits until the backup has its Job, and returns the Job's name.
 func waitBackupJob(t *testing.T, name string) string {
 	t.Helper()
-	var job string
-	NewWithT(t).Eventually(func(g Gomega) {
-		b := &tenancyv1alpha1.TenantBackup{}
-		g.Expect(env.AdminClient.Get(context.Background(), client.ObjectKey{Name: name}, b)).To(Succeed())
-		g.Expect(b.Status.Job).NotTo(BeEmpty())
-		job = b.Status.Job
-	}).WithTimeout(convergeTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
-	return job
+	b := &tenancyv1alpha1.TenantBackup{}
+	return waitJobOf(t, name, b, func() string { return b.Status.Job })
 }
 
 // waitRestoreJob waits until the restore has its Job, and returns the Job's name.
 func waitRestoreJob(t *testing.T, name string) string {
 	t.Helper()
-	var job string
+	r := &tenancyv1alpha1.TenantRestore{}
+	return waitJobOf(t, name, r, func() string { return r.Status.Job })
+}
+
+// waitJobOf reads the named object into obj until job, which reads its status, names a Job.
+func waitJobOf(t *testing.T, name string, obj client.Object, job func() string) string {
+	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
-		r := &tenancyv1alpha1.TenantRestore{}
-		g.Expect(env.AdminClient.Get(context.Background(), client.ObjectKey{Name: name}, r)).To(Succeed())
-		g.Expect(r.Status.Job).NotTo(BeEmpty())
-		job = r.Status.Job
+		g.Expect(env.AdminClient.Get(context.Background(), client.ObjectKey{Name: name}, obj)).To(Succeed())
+		g.Expect(job()).NotTo(BeEmpty())
 	}).WithTimeout(convergeTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
-	return job
+	return job()
 }
 
 // backupJobNames are the named backups' Jobs.

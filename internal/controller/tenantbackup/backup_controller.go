@@ -268,10 +268,36 @@ func createJob(ctx context.Context, c client.Client, cfg config.Backups, name st
 	if err != nil {
 		return err
 	}
-	if err := createOwned(ctx, c, s, &corev1.Secret{}, owner); err != nil {
+	existing := &corev1.Secret{}
+	if err := createOwned(ctx, c, s, existing, owner); err != nil {
 		return err
 	}
-	return createOwned(ctx, c, job(cfg, name, plan.Operation, owner, servers), &batchv1.Job{}, owner)
+	j := job(cfg, name, plan.Operation, owner, servers)
+	if existing.Name != "" && !hasKeys(existing, s) {
+		// A plan made by an earlier release (the whole plan under plan.json, the operator
+		// killed before its Job) cannot feed this release's Job, whose steps each mount their
+		// own key: its pod would never start. Unless that release's Job exists and reads it,
+		// it is made again.
+		err := c.Get(ctx, client.ObjectKeyFromObject(j), &batchv1.Job{})
+		if err == nil || !apierrors.IsNotFound(err) {
+			return err
+		}
+		if err := c.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+		return fmt.Errorf("the plan Secret %s/%s was made by an earlier release, for a Job of one step: made again", existing.Namespace, existing.Name)
+	}
+	return createOwned(ctx, c, j, &batchv1.Job{}, owner)
+}
+
+// hasKeys reports whether existing holds every key of want.
+func hasKeys(existing, want *corev1.Secret) bool {
+	for k := range want.Data {
+		if _, ok := existing.Data[k]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // serversOf are the database servers of the tenant's databases named (all when none are), sorted,

@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -22,10 +23,15 @@ const (
 	// planDir is where each step's container reads its plan, planFile.
 	planDir  = "/var/run/landlord/plan"
 	planFile = "plan.json"
-	scratch  = "/scratch"
-	// stepsDir is where the first step leaves the dumps for the second, in the scratch volume.
-	stepsDir = scratch + "/dumps"
+	// scratch is each step's own HOME and TMPDIR, a volume of its own: what one step writes
+	// there (a ~/.aws/config, say) never reaches the other.
+	scratch = "/scratch"
+	// stepsDir is where the first step leaves the dumps for the second: the one volume the
+	// two share.
+	stepsDir = "/var/run/landlord/dumps"
 	jobLabel = tenancyv1alpha1.BackupJobLabel
+	// homeSize bounds a step's own scratch volume: its CA bundles and the client tools' files.
+	homeSize = "64Mi"
 )
 
 // StepKey is a step's plan's key in the Job's Secret ("dump.json"): each step's container
@@ -85,9 +91,11 @@ func jobLabels(op backup.Operation) map[string]string {
 // holding what it alone needs: the step that runs the engines' client tools against the tenant's
 // databases (dump, load) mounts its plan, with the databases' logins, and nothing else; the
 // step that reads or writes the store (seal, fetch) mounts its plan, with the tenant's key, and
-// gets the store's credentials (backups.envFromSecrets). They meet in the scratch volume. The
-// pod needs nothing of the Kubernetes API, and runs as no one in particular with nothing it
-// could change but its scratch volume.
+// gets the store's credentials (backups.envFromSecrets). Each has a scratch volume of its own
+// for HOME and TMPDIR, so that nothing the first writes there (a client's configuration file)
+// is read by the second; they meet in the dumps volume alone, where the second reads only the
+// files the first's record names. The pod needs nothing of the Kubernetes API, and runs as no
+// one in particular with nothing it could change but its volumes.
 // servers are the database servers it reaches (indexes.DatabaseServersAnnotation), whose limits
 // of Jobs at once it counts against.
 func job(cfg config.Backups, name string, op backup.Operation, owner metav1.OwnerReference, servers []string) *batchv1.Job {
@@ -121,7 +129,8 @@ func job(cfg config.Backups, name string, op backup.Operation, owner metav1.Owne
 			},
 			VolumeMounts: []corev1.VolumeMount{
 				{Name: "plan-" + string(step), MountPath: planDir, ReadOnly: true},
-				{Name: "scratch", MountPath: scratch},
+				{Name: "scratch-" + string(step), MountPath: scratch},
+				{Name: "dumps", MountPath: stepsDir},
 			},
 		}
 		if step == backup.OpSeal || step == backup.OpFetch {
@@ -135,6 +144,9 @@ func job(cfg config.Backups, name string, op backup.Operation, owner metav1.Owne
 			Items:       []corev1.KeyToPath{{Key: StepKey(step), Path: planFile}},
 			DefaultMode: ptr.To[int32](0o400),
 		}}}
+	}
+	scratchVolume := func(step backup.Operation) corev1.Volume {
+		return corev1.Volume{Name: "scratch-" + string(step), VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse(homeSize))}}}
 	}
 	return &batchv1.Job{
 		TypeMeta: metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
@@ -165,7 +177,9 @@ func job(cfg config.Backups, name string, op backup.Operation, owner metav1.Owne
 					Volumes: []corev1.Volume{
 						planVolume(first),
 						planVolume(second),
-						{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: cfg.ScratchSize}}},
+						scratchVolume(first),
+						scratchVolume(second),
+						{Name: "dumps", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: cfg.ScratchSize}}},
 					},
 				},
 			},

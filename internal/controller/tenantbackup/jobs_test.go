@@ -8,11 +8,18 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/yaml"
+
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 
 	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/config"
@@ -63,6 +70,7 @@ func TestABackupJobsStepsHoldOnlyWhatTheyNeed(t *testing.T) {
 			g.Expect(store.Name).To(Equal(string(tc.store)))
 			g.Expect(data.EnvFrom).To(BeEmpty(), "no store credentials where the client tools run")
 			g.Expect(store.EnvFrom).To(HaveLen(1))
+			g.Expect(sharedVolumes(data, store)).To(ConsistOf("dumps"), "the steps share the dumps and nothing else: no HOME, no TMPDIR")
 			for _, c := range []corev1.Container{data, store} {
 				g.Expect(c.Args).To(Equal([]string{"job", "--plan", planDir + "/" + planFile, "--dir", stepsDir}))
 				mounted := mountedKeys(spec, c)
@@ -73,6 +81,19 @@ func TestABackupJobsStepsHoldOnlyWhatTheyNeed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sharedVolumes are the volumes both containers mount.
+func sharedVolumes(a, b corev1.Container) []string {
+	var out []string
+	for _, m := range a.VolumeMounts {
+		for _, n := range b.VolumeMounts {
+			if m.Name == n.Name {
+				out = append(out, m.Name)
+			}
+		}
+	}
+	return out
 }
 
 // mountedKeys are the keys of the Job's plan Secret that the container mounts.
@@ -113,4 +134,42 @@ func TestTheShippedNetworkPolicyTakesNoConnectionToAJobsPod(t *testing.T) {
 		g.Expect(selector.Matches(labels.Set(pod.Labels))).To(BeTrue(), "a %s Job's pod is selected", op)
 	}
 	g.Expect(selector.Matches(labels.Set{"app.kubernetes.io/name": "landlord"})).To(BeFalse(), "the operator's own pods are not")
+}
+
+// A plan Secret made by the previous release (the whole plan under plan.json), whose operator
+// was killed before it made the Job, is made again with this release's step keys: a Job of two
+// steps over it would never start. One whose Job the previous release made is left to that Job.
+func TestAPlanOfTheEarlierReleaseIsMadeAgainUnlessItsJobReadsIt(t *testing.T) {
+	cfg := config.Backups{Namespace: "landlord-system", Image: "registry.example.com/landlord-backup:1"}
+	owner := metav1.OwnerReference{APIVersion: "tenancy.landlord.dev/v1alpha1", Kind: "TenantBackup", Name: "nightly", UID: "backup-uid", Controller: ptr.To(true)}
+	plan := backup.Plan{Operation: backup.OpBackup, Objects: "s3://backups", TenantKey: []byte("k"), Location: "t/b/",
+		Databases: []backup.Database{{Name: "app", Target: backup.Target{Engine: database.Postgres, Host: "db", Port: 5432, Database: "d", Username: "u", Password: "p"}}}}
+	const name = "landlord-backup-0123456789ab"
+	earlier := func() *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: name, OwnerReferences: []metav1.OwnerReference{owner}},
+			Data: map[string][]byte{"plan.json": []byte(`{"operation":"backup"}`)}}
+	}
+
+	t.Run("without its Job, it is made again", func(t *testing.T) {
+		g := NewWithT(t)
+		c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).WithObjects(earlier()).Build()
+		g.Expect(createJob(t.Context(), c, cfg, name, plan, owner, []string{"pg"})).To(MatchError(ContainSubstring("made by an earlier release")))
+		g.Expect(apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKey{Namespace: cfg.Namespace, Name: name}, &corev1.Secret{}))).To(BeTrue(), "the earlier plan is deleted")
+		g.Expect(createJob(t.Context(), c, cfg, name, plan, owner, []string{"pg"})).To(Succeed(), "the next reconcile makes it again")
+		s := &corev1.Secret{}
+		g.Expect(c.Get(t.Context(), client.ObjectKey{Namespace: cfg.Namespace, Name: name}, s)).To(Succeed())
+		g.Expect(s.Data).To(HaveKey(StepKey(backup.OpDump)))
+		g.Expect(s.Data).To(HaveKey(StepKey(backup.OpSeal)))
+		g.Expect(c.Get(t.Context(), client.ObjectKey{Namespace: cfg.Namespace, Name: name}, &batchv1.Job{})).To(Succeed())
+	})
+
+	t.Run("with its Job, it is left to that Job", func(t *testing.T) {
+		g := NewWithT(t)
+		earlierJob := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: name, OwnerReferences: []metav1.OwnerReference{owner}}}
+		c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).WithObjects(earlier(), earlierJob).Build()
+		g.Expect(createJob(t.Context(), c, cfg, name, plan, owner, []string{"pg"})).To(Succeed())
+		s := &corev1.Secret{}
+		g.Expect(c.Get(t.Context(), client.ObjectKey{Namespace: cfg.Namespace, Name: name}, s)).To(Succeed())
+		g.Expect(s.Data).To(HaveKey("plan.json"), "the earlier release's Job still reads it")
+	})
 }
