@@ -49,7 +49,7 @@ func TestJobRefusesAPlanItCannotCarryOut(t *testing.T) {
 			args: func(t *testing.T) []string {
 				return []string{"--plan", plan(t, `{"operation": "verify", "location": "t/b/", "databases": [{"name": "app", "target": `+target+`}]}`)}
 			},
-			code: 1, messages: []string{`operation "verify" is none of backup, restore, dump, seal, fetch, load`},
+			code: 1, messages: []string{`operation "verify" is none of backup, restore, dump, seal, fetch, load, copy`},
 		},
 		"a step without the steps' directory is refused": {
 			args: func(t *testing.T) []string {

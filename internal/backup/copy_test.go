@@ -1,6 +1,8 @@
 package backup_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -80,5 +82,49 @@ func TestACopyToAnotherServerHoldsEveryRow(t *testing.T) {
 				g.Expect(dbtest.CanUse(testContext(t), target.inst.Server, target.acct)).To(Succeed())
 			})
 		}
+	}
+}
+
+// A Job's copy step copies each database of its plan to the database named in its place,
+// through the plan as the Job reads it (JSON); a copy plan that names a store or a key, or
+// places a database under another's name, is refused before anything is read.
+func TestACopyJobCopiesEachDatabaseToItsPlace(t *testing.T) {
+	g := NewWithT(t)
+	tools := clientTools(t)
+	engine := engines[0]
+	source := newTenant(t, engine)
+	source.exec(t, schema[engine]...)
+	target := newTenant(t, engine)
+	plan := backup.Plan{Operation: backup.OpCopy,
+		Databases: []backup.Database{{Name: "app", Target: source.target()}},
+		CopyTo:    []backup.Database{{Name: "app", Target: target.target()}}}
+	data, err := json.Marshal(plan)
+	g.Expect(err).NotTo(HaveOccurred())
+	var read backup.Plan
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	g.Expect(dec.Decode(&read)).To(Succeed())
+
+	var log bytes.Buffer
+	g.Expect(backup.RunJob(testContext(t), read, tools, t.TempDir(), &log)).To(Succeed())
+	g.Expect(log.String()).To(HavePrefix("copied database app from " + source.acct.Database))
+	g.Expect(log.String()).NotTo(ContainSubstring(source.acct.Password))
+	g.Expect(target.contents(t)).To(Equal(source.contents(t)))
+
+	for _, tc := range []struct {
+		name    string
+		change  func(p *backup.Plan)
+		refused string
+	}{
+		{"a key", func(p *backup.Plan) { p.TenantKey = []byte("key") }, "must not hold"},
+		{"another database's place", func(p *backup.Plan) { p.CopyTo[0].Name = "legacy" }, "to legacy's place"},
+		{"no place", func(p *backup.Plan) { p.CopyTo = nil }, "1 databases and 0 to copy them to"},
+	} {
+		t.Run("a copy plan naming "+tc.name+" is refused", func(t *testing.T) {
+			bad := read
+			bad.CopyTo = append([]backup.Database(nil), read.CopyTo...)
+			tc.change(&bad)
+			NewWithT(t).Expect(backup.RunJob(testContext(t), bad, tools, t.TempDir(), &log)).To(MatchError(ContainSubstring(tc.refused)))
+		})
 	}
 }

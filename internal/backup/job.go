@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/landlord-dev/landlord/internal/database"
 )
@@ -17,7 +18,7 @@ import (
 // a password.
 func RunJob(ctx context.Context, plan Plan, tools Tools, dir string, log io.Writer) (err error) {
 	switch plan.Operation {
-	case OpDump, OpLoad, OpSeal, OpFetch:
+	case OpDump, OpLoad, OpSeal, OpFetch, OpCopy:
 		if dir == "" {
 			return fmt.Errorf("the %s step needs the steps' directory", plan.Operation)
 		}
@@ -29,9 +30,24 @@ func RunJob(ctx context.Context, plan Plan, tools Tools, dir string, log io.Writ
 			return err
 		}
 	default:
-		return fmt.Errorf("plan operation %q is none of %s, %s, %s, %s, %s, %s", plan.Operation, OpBackup, OpRestore, OpDump, OpSeal, OpFetch, OpLoad)
+		return fmt.Errorf("plan operation %q is none of %s, %s, %s, %s, %s, %s, %s", plan.Operation, OpBackup, OpRestore, OpDump, OpSeal, OpFetch, OpLoad, OpCopy)
 	}
 	switch plan.Operation {
+	case OpCopy:
+		if err := plan.checkStep(OpCopy); err != nil {
+			return err
+		}
+		for i, db := range plan.Databases {
+			to := plan.CopyTo[i].Target
+			rep, err := Copy(ctx, tools, db.Target, to, dir)
+			if err != nil {
+				return fmt.Errorf("database %s: %w", db.Name, err)
+			}
+			fmt.Fprintf(log, "copied database %s from %s on %s (%s) to %s on %s (%s): %d bytes, %d tables checked equal; dumped in %s, loaded in %s, checked in %s\n",
+				db.Name, db.Target.Database, db.Target.Host, rep.SourceVersion, to.Database, to.Host, rep.TargetVersion, rep.Bytes, len(rep.Tables),
+				rep.Dumped.Round(time.Millisecond), rep.Loaded.Round(time.Millisecond), rep.Verified.Round(time.Millisecond))
+		}
+		return nil
 	case OpDump:
 		if err := Dump(ctx, tools, plan, dir); err != nil {
 			return err

@@ -67,6 +67,9 @@ type Plan struct {
 	// Clone restores into another tenant: nothing of the source's logins (owners, privileges,
 	// definers) is carried over (restore).
 	Clone bool `json:"clone,omitempty"`
+	// CopyTo is, for each of Databases in the same order and under the same name, where it is
+	// copied to (copy: a move between servers).
+	CopyTo []Database `json:"copyTo,omitempty"`
 }
 
 // Manifest says what a backup holds.

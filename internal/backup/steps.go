@@ -23,6 +23,9 @@ const (
 	// OpFetch and OpLoad are a restore's: fetch, open and check the dumps, then load them.
 	OpFetch Operation = "fetch"
 	OpLoad  Operation = "load"
+	// OpCopy copies each database to another server (Copy): one step, holding the source's and
+	// the target's logins, of the same tenant, and nothing of the store.
+	OpCopy Operation = "copy"
 )
 
 // RecordName is the file, in the steps' directory, in which the first step says what it left.
@@ -64,12 +67,29 @@ func (p Plan) checkStep(op Operation) error {
 	if p.Operation != op {
 		return fmt.Errorf("plan operation %q is not %s", p.Operation, op)
 	}
+	if op != OpCopy && len(p.CopyTo) > 0 {
+		return fmt.Errorf("the %s step's plan names databases to copy to", op)
+	}
 	switch op {
-	case OpDump, OpLoad:
+	case OpDump, OpLoad, OpCopy:
 		if p.Objects != "" || len(p.TenantKey) > 0 || p.Key != "" {
 			return fmt.Errorf("the %s step's plan names a store or a key, which this step must not hold", op)
 		}
-		return p.checkDatabases(true)
+		if err := p.checkDatabases(true); err != nil {
+			return err
+		}
+		if op != OpCopy {
+			return nil
+		}
+		if len(p.CopyTo) != len(p.Databases) {
+			return fmt.Errorf("the copy's plan names %d databases and %d to copy them to", len(p.Databases), len(p.CopyTo))
+		}
+		for i, to := range p.CopyTo {
+			if to.Name != p.Databases[i].Name {
+				return fmt.Errorf("the copy's plan copies database %s to %s's place", p.Databases[i].Name, to.Name)
+			}
+		}
+		return Plan{Databases: p.CopyTo}.checkDatabases(true)
 	case OpSeal, OpFetch:
 		for _, db := range p.Databases {
 			if db.Target.Password != "" || db.Target.Username != "" || db.Target.Host != "" {
