@@ -192,7 +192,7 @@ func measureClaims(ctx context.Context, env *testenv.Env, c client.Client, op *o
 		res.MeanReconcileMs = (times1.work - times0.work) / float64(res.Reconciles) * 1000
 	}
 	res.HeldWrites, res.HeldSeconds = int(times1.held-times0.held), times1.heldSeconds-times0.heldSeconds
-	res.OperatorRequests, _ = splitControlPlane(server1.Sub(server0).Sub(serverVerbs(benchRequests.Snapshot().Sub(bench0))))
+	res.OperatorRequests, _ = splitControlPlane(server1.Sub(server0).Sub(benchRequests.Snapshot().Sub(bench0)))
 	var ms []float64
 	for _, d := range bound {
 		ms = append(ms, float64(d.Microseconds())/1000)

@@ -341,7 +341,16 @@ func run(p params) error {
 	benchRequests := testenv.NewRequestCounter()
 	benchCfg := *env.Admin
 	benchCfg.QPS, benchCfg.Burst = 1000, 2000
-	benchCfg.Wrap(benchRequests.Wrap)
+	// Counted as the API server counts them (a GET of a collection is a LIST), so that they
+	// can be taken out of its counts; watches apart, below.
+	benchCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.URL.Query().Get("watch") != "true" {
+				benchRequests.Add(serverKey(req.Method, req.URL.Path))
+			}
+			return rt.RoundTrip(req)
+		})
+	})
 	// The request counter leaves watches out; the server counts them, so the benchmark's own
 	// (its cache's, re-opened from time to time) are counted here to be taken out.
 	benchWatches := testenv.NewRequestCounter()
@@ -510,8 +519,7 @@ func run(p params) error {
 		for k, v := range benchWatches.Snapshot().Sub(watches0) {
 			bench[k] += v
 		}
-		// The benchmark's client counts HTTP methods; map them onto the server's verbs first.
-		opCounts, controlPlane := splitControlPlane(server1.Sub(server0).Sub(serverVerbs(bench)))
+		opCounts, controlPlane := splitControlPlane(server1.Sub(server0).Sub(bench))
 		opClient, err := op.clientRequests()
 		if err != nil {
 			return nil, err
@@ -1169,19 +1177,32 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// serverVerbs maps "METHOD resource" counts (as a client sees them) to the API server's verbs.
-func serverVerbs(c testenv.Counts) testenv.Counts {
-	out := testenv.Counts{}
-	for k, v := range c {
-		method, resource, _ := strings.Cut(k, " ")
-		verb := method
-		if method == "GET" && (resource == "tenants" || resource == "secrets") {
-			// A GET of a collection is a LIST; the benchmark only lists these.
-			verb = "LIST"
-		}
-		out[verb+" "+resource] += v
+// serverKey is a request's "VERB resource" as the API server counts it: a GET of a collection
+// is a LIST, of one object a GET.
+func serverKey(method, path string) string {
+	resource := testenv.ResourceOf(path)
+	if method == http.MethodGet && !strings.Contains(resource, "/") && isCollection(path) {
+		method = "LIST"
 	}
-	return out
+	return method + " " + resource
+}
+
+// isCollection reports whether an API path names a collection (…/secrets) rather than one
+// object (…/secrets/name).
+func isCollection(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return false
+	}
+	if len(parts) > 2 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	return len(parts) == 1
 }
 
 func byVerb(c testenv.Counts) string {
