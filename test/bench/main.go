@@ -346,7 +346,7 @@ func run(p params) error {
 	benchCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if req.URL.Query().Get("watch") != "true" {
-				benchRequests.Add(serverKey(req.Method, req.URL.Path))
+				benchRequests.Add(testenv.ServerKey(req.Method, req.URL.Path))
 			}
 			return rt.RoundTrip(req)
 		})
@@ -1176,34 +1176,6 @@ func writesAndReads(c testenv.Counts) (writes, reads, watches int) {
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// serverKey is a request's "VERB resource" as the API server counts it: a GET of a collection
-// is a LIST, of one object a GET.
-func serverKey(method, path string) string {
-	resource := testenv.ResourceOf(path)
-	if method == http.MethodGet && !strings.Contains(resource, "/") && isCollection(path) {
-		method = "LIST"
-	}
-	return method + " " + resource
-}
-
-// isCollection reports whether an API path names a collection (…/secrets) rather than one
-// object (…/secrets/name).
-func isCollection(path string) bool {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	switch {
-	case len(parts) >= 2 && parts[0] == "api":
-		parts = parts[2:]
-	case len(parts) >= 3 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
-		return false
-	}
-	if len(parts) > 2 && parts[0] == "namespaces" {
-		parts = parts[2:]
-	}
-	return len(parts) == 1
-}
 
 func byVerb(c testenv.Counts) string {
 	verbs := map[string]int{}

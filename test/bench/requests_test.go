@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/landlord-dev/landlord/test/testenv"
+)
 
 // The benchmark's own requests are counted as the API server counts them, so that taking them
 // out of the server's counts leaves the operator's: a GET of one Secret stays a GET, a GET of a
@@ -19,7 +23,7 @@ func TestTheBenchmarksRequestsAreCountedAsTheServerCountsThem(t *testing.T) {
 		{"POST", "/apis/tenancy.landlord.dev/v1alpha1/tenantbackupschedules", "POST tenantbackupschedules"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			if got := serverKey(tc.method, tc.path); got != tc.want {
+			if got := testenv.ServerKey(tc.method, tc.path); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})

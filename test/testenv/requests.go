@@ -85,27 +85,43 @@ func (c Counts) String() string {
 // ResourceOf reduces an API path to its resource ("/api/v1/namespaces/x/roles/y" → "roles"),
 // so the counts do not grow with object names.
 func ResourceOf(path string) string {
+	parts, ok := apiParts(path)
+	switch {
+	case !ok || len(parts) == 0:
+		return path
+	case len(parts) <= 2:
+		return parts[0]
+	default:
+		return parts[0] + "/" + parts[2]
+	}
+}
+
+// ServerKey is a request's "VERB resource" as the API server counts it: a GET of a collection
+// ("/api/v1/namespaces/x/secrets") is a LIST, of one object a GET.
+func ServerKey(method, path string) string {
+	if parts, ok := apiParts(path); ok && method == http.MethodGet && len(parts) == 1 {
+		method = "LIST"
+	}
+	return method + " " + ResourceOf(path)
+}
+
+// apiParts is an API path past its prefix (/api/v1, /apis/group/version) and its namespace
+// (namespaces/x, unless the path names the namespace itself): [resource], [resource, name] or
+// [resource, name, subresource]. ok is false for a path outside the API.
+func apiParts(path string) ([]string, bool) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	// /api/v1/... or /apis/group/version/...
 	switch {
 	case len(parts) >= 2 && parts[0] == "api":
 		parts = parts[2:]
 	case len(parts) >= 3 && parts[0] == "apis":
 		parts = parts[3:]
 	default:
-		return path
+		return nil, false
 	}
-	if len(parts) >= 2 && parts[0] == "namespaces" && len(parts) != 2 {
+	if len(parts) > 2 && parts[0] == "namespaces" {
 		parts = parts[2:]
 	}
-	switch len(parts) {
-	case 0:
-		return path
-	case 1, 2:
-		return parts[0]
-	default:
-		return parts[0] + "/" + parts[2]
-	}
+	return parts, true
 }
 
 type roundTripperFunc func(*http.Request) (*http.Response, error)
