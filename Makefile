@@ -41,6 +41,7 @@ BENCH_TENANTS ?= 1000
 BENCH_POSTGRES ?= 1
 # The window of make bench-backups's schedule.
 BENCH_BACKUP_WINDOW ?= 5m
+BENCH_MOVE_SIZES ?= 10,100,1000
 BENCH_COMPONENT ?= true
 # 200 claims, so that their p99 is not their maximum; BENCH_CLAIMS_BESIDE tenants are created
 # beside them, as a mass create would.
@@ -183,6 +184,10 @@ bench-migrations: control-plane databases ## Create BENCH_TENANTS tenants with a
 bench-backups: control-plane databases ## Create BENCH_TENANTS tenants with a database on one of two PostgreSQL servers, then back them all up with one schedule over BENCH_BACKUP_WINDOW, each Job run for real; report the time to the last success, the most Jobs each server ran at once, writes per backup and memory (docs/benchmarks.md).
 	go run ./test/bench -tenants $(BENCH_TENANTS) -postgres 1 -backups -backup-window $(BENCH_BACKUP_WINDOW) -noop-reconciles 1 \
 		-json $(BIN)/backups-$(BENCH_TENANTS).json $(BENCH_FLAGS)
+
+.PHONY: bench-moves
+bench-moves: databases ## Copy databases of BENCH_MOVE_SIZES MB between two real servers of each engine, as a database move's Job does; report dump, load and comparison times (docs/benchmarks.md).
+	go test -run '^$$' -bench BenchmarkCopyBetweenServers -benchtime 1x -timeout 2h ./internal/backup/ -copy-sizes-mb $(BENCH_MOVE_SIZES)
 
 .PHONY: bench-plots
 bench-plots: ## Plot the reports make bench wrote (bin/bench-*.json) as SVG into docs/img: figures against N across sizes, and memory over a soak (docs/benchmarks.md).

@@ -88,7 +88,8 @@ type DatabaseServerSpec struct {
 	ConnectionLimit *int32 `json:"connectionLimit,omitempty"`
 
 	// MaxTenants caps how many tenants are placed on the server; unlimited when unset. Tenants
-	// already placed are never moved.
+	// already placed stay, and a DatabaseMove is not held to it: 0 makes a server that takes
+	// tenants by moves alone.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	MaxTenants *int32 `json:"maxTenants,omitempty"`

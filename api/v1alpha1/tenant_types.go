@@ -397,7 +397,6 @@ type Databases struct {
 }
 
 // Database is one tenant database and the login that owns it.
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.server) || (has(self.server) && self.server == oldSelf.server)",message="server cannot change once set: a database is never moved between servers"
 type Database struct {
 	// Name identifies the database within the tenant; its credentials are in the Secret
 	// db-<name> in the tenant namespace.
@@ -407,7 +406,9 @@ type Database struct {
 	Name string `json:"name"`
 
 	// Server names the DatabaseServer to place the database on. When empty, Landlord picks a
-	// Ready server of the engine with the fewest tenants and records it in status.
+	// Ready server of the engine with the fewest tenants and records it in status. Changing it
+	// once the database is in place moves nothing by itself: the tenant reports
+	// DatabaseServerConflict until a DatabaseMove to the server named has switched it there.
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Server string `json:"server,omitempty"`
@@ -435,7 +436,7 @@ type DatabaseStatus struct {
 	Engine DatabaseEngine `json:"engine"`
 	// Name of the database in the tenant spec.
 	Name string `json:"name"`
-	// Server is the DatabaseServer holding the database; it never changes.
+	// Server is the DatabaseServer holding the database; only a DatabaseMove changes it.
 	Server string `json:"server"`
 	// Database is the database's name on the server.
 	Database string `json:"database"`

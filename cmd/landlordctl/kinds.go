@@ -134,6 +134,15 @@ var kinds = []*resourceKind{
 			describeRestoreRequest(d, obj.(*tenancyv1alpha1.RestoreRequest))
 		},
 	},
+	{
+		kind: "DatabaseMove", plural: "databasemoves", singular: "databasemove", shortNames: []string{"dbmove"},
+		words: []string{"moves", "move", "databasemoves"}, noun: "database move",
+		newList: func() client.ObjectList { return &tenancyv1alpha1.DatabaseMoveList{} },
+		table: func(l client.ObjectList) *metav1.Table {
+			return moveTable(l.(*tenancyv1alpha1.DatabaseMoveList).Items)
+		},
+		describe: func(d *describer, obj client.Object) { describeMove(d, obj.(*tenancyv1alpha1.DatabaseMove)) },
+	},
 }
 
 // kindByName is the kind a word names, as kubectl resolves a resource: its plural, singular or

@@ -66,10 +66,11 @@ func newRootCommandAs(name string, out io.Writer) *cobra.Command {
 		Short: "Operate Landlord: tenants, the secret store, component rollouts, spare pool claims and more.",
 		Long: `Operate Landlord: list, watch and describe tenants, claims, pools, rollouts and database servers,
 roll component versions out across the fleet, claim spare tenants, pause a tenant or have it
-checked again now, move one to another cluster, render component templates before they are
-published, and manage the secret store. It connects to clusters as kubectl does, with the same
-flags and output formats, installs as the kubectl plugin "kubectl landlord", and completes
-commands and the names of the cluster's objects in bash, zsh and fish (see "completion --help").`,
+checked again now, move one to another cluster or one of its databases to another server,
+render component templates before they are published, and manage the secret store. It connects
+to clusters as kubectl does, with the same flags and output formats, installs as the kubectl
+plugin "kubectl landlord", and completes commands and the names of the cluster's objects in
+bash, zsh and fish (see "completion --help").`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -84,7 +85,7 @@ commands and the names of the cluster's objects in bash, zsh and fish (see "comp
 		newGetCommand(o), newDescribeCommand(o), newStatusCommand(o), newClaimCommand(o), newRolloutCommand(o),
 		newTemplateCommand(o), newSecretsCommand(o), newVersionCommand(o),
 		newSuspendCommand(o), newResumeCommand(o), newReconcileCommand(o), newMoveCommand(o), newCheckCommand(o), newUsageCommand(o),
-		newRestoreCommand(o), newBackupCommand(o), newCompletionCommand(o),
+		newRestoreCommand(o), newBackupCommand(o), newDBCommand(o), newCompletionCommand(o),
 	)
 	registerConnectionCompletions(root, o)
 	markCommandErrors(root)

@@ -99,7 +99,9 @@ func Contents(ctx context.Context, t Target) ([]TableDigest, error) {
 			quoted[i] = "QUOTE(" + quoteMySQL(c) + ")"
 		}
 		d := TableDigest{Table: quoteMySQL(name)}
-		q := "SELECT COUNT(*), CAST(COALESCE(SUM(CONV(SUBSTR(MD5(CONCAT_WS(',', " + strings.Join(quoted, ", ") + ")), 1, 15), 16, 10)), 0) AS CHAR) FROM " + quoteMySQL(name)
+		// CONV returns a string, which SUM would add as a DOUBLE, keeping 53 of the 60 bits:
+		// cast to an integer, the sum is an exact DECIMAL.
+		q := "SELECT COUNT(*), CAST(COALESCE(SUM(CAST(CONV(SUBSTR(MD5(CONCAT_WS(',', " + strings.Join(quoted, ", ") + ")), 1, 15), 16, 10) AS UNSIGNED)), 0) AS CHAR) FROM " + quoteMySQL(name)
 		if err := conn.QueryRowContext(ctx, q).Scan(&d.Rows, &d.Digest); err != nil {
 			return nil, fmt.Errorf("reading table %s: %w", name, err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/landlord-dev/landlord/internal/database"
@@ -137,4 +138,30 @@ func majorVersion(engine database.Engine, version string) (string, error) {
 		return flavor + " " + parts[0] + "." + parts[1], nil
 	}
 	return "", fmt.Errorf("unknown database engine %q", engine)
+}
+
+// CanLogin reports whether the target's login logs in to its database with the target's
+// password: a database move checks, before its switch, that the fence it put on the old login
+// still held while its copy ran.
+func CanLogin(ctx context.Context, t Target) error {
+	db, err := connect(t)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	return db.PingContext(ctx)
+}
+
+// LoginRefused reports whether err is the server refusing the login's credentials (PostgreSQL's
+// invalid_password or invalid_authorization_specification, MySQL's and MariaDB's access
+// denied), rather than failing to answer.
+func LoginRefused(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "28P01" || pgErr.Code == "28000"
+	}
+	var myErr *mysql.MySQLError
+	return errors.As(err, &myErr) && myErr.Number == 1045
 }

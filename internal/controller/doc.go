@@ -17,6 +17,8 @@
 //	                  created while they were absent
 //	tenantbackup      a TenantBackup or TenantRestore run as a Job over one tenant's databases,
 //	                  a schedule's backups, and a Purged tenant's backups and data key dropped
+//	databasemove      a DatabaseMove: a tenant's database fenced, copied to another server and
+//	                  proven equal, the tenant switched to it, the old copy dropped once confirmed
 //	templatemirror    the template namespace, mirrored from the secret store by
 //	                  internal/templatesync (which landlordctl runs too)
 //
@@ -25,6 +27,8 @@
 //	indexes         every field index they list by, registered with one call
 //	jobslots        each database server's limit of Jobs at once, shared by migrations, backups
 //	                and restores, and who waits for a place
+//	backupjobs      the Jobs of the backup image over a tenant's databases (backups, restores,
+//	                database moves' copies): plan Secret, hardened pod, creation and end
 //	conditions      the kstatus conditions of a status draft
 //	writes          status patched only when changed, deletes only of what the owner controls,
 //	                conflicts retried, drift repairs recorded, object names in logs and events

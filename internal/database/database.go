@@ -100,6 +100,11 @@ type Provisioner interface {
 	// are not an error. Nothing is dropped when either is not the account's: the error is a
 	// *ForeignError.
 	Drop(ctx context.Context, acct Account) error
+	// Disconnect ends the open sessions of the account's login, and changes nothing else. With
+	// Ensure giving the login a password its applications do not hold, it fences them off the
+	// database (a move's cut-over). A login marked as another tenant's is left alone (a
+	// *ForeignError).
+	Disconnect(ctx context.Context, acct Account) error
 	// SetConnectionLimit gives the account's existing login the server's connection limit, and
 	// changes nothing else: not its password, nor its database. A login marked as another
 	// tenant's is left alone (a *ForeignError).

@@ -18,6 +18,8 @@ const (
 	OperationSizes = "sizes"
 	// OperationLimit gives a login the server's connection limit (SetConnectionLimit).
 	OperationLimit = "limit"
+	// OperationDisconnect ends a login's sessions (Disconnect: a move's fence).
+	OperationDisconnect = "disconnect"
 )
 
 // Results of the database metrics.
@@ -96,6 +98,13 @@ func (i *instrumented) SetConnectionLimit(ctx context.Context, acct Account) err
 	start := time.Now()
 	err := i.next.SetConnectionLimit(ctx, acct)
 	i.observe(OperationLimit, start, err)
+	return err
+}
+
+func (i *instrumented) Disconnect(ctx context.Context, acct Account) error {
+	start := time.Now()
+	err := i.next.Disconnect(ctx, acct)
+	i.observe(OperationDisconnect, start, err)
 	return err
 }
 

@@ -343,6 +343,15 @@ func (m *mysqlServer) Drop(ctx context.Context, acct Account) error {
 	})
 }
 
+func (m *mysqlServer) Disconnect(ctx context.Context, acct Account) error {
+	return m.examined(ctx, acct, func(_ *sql.Conn, u, _ found) error {
+		if _, err := u.claim(acct, false); err != nil {
+			return err
+		}
+		return m.killSessions(ctx, acct.Username)
+	})
+}
+
 func (m *mysqlServer) killSessions(ctx context.Context, username string) error {
 	rows, err := m.db.QueryContext(ctx, "SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?", username)
 	if err != nil {

@@ -500,6 +500,22 @@ func (p *postgres) Drop(ctx context.Context, acct Account) error {
 	})
 }
 
+func (p *postgres) Disconnect(ctx context.Context, acct Account) error {
+	return p.examined(ctx, acct, func(conn *pgx.Conn, r found, _ pgDatabase) error {
+		if _, err := r.claim(acct, false); err != nil {
+			return err
+		}
+		// The administrator's own sessions never run as the login; pgbouncer's server
+		// connections do, and are ended with the rest: it logs in again with the password it
+		// holds, which is no longer the login's.
+		if _, err := conn.Exec(ctx, "SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE usename = $1::pg_catalog.name AND pid <> pg_catalog.pg_backend_pid()",
+			acct.Username); err != nil {
+			return p.wrap(err, "ending the sessions of role %q", acct.Username)
+		}
+		return nil
+	})
+}
+
 func (p *postgres) Close() error {
 	p.pool.Close()
 	p.health.Close()

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -237,6 +238,53 @@ func TestProvisioner(t *testing.T) {
 				ensure(t, ctx, p, changed)
 				mustNotConnect(t, ctx, s, old.Username, old.Password, old.Database)
 				mustUse(t, ctx, s, changed)
+			})
+
+			t.Run("a new password and a disconnect fence the login's open sessions off its database", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				acct := newAccount(t, engine, p, "fenced")
+				ensure(t, ctx, p, acct)
+				db, err := dbtest.OpenDB(s, acct.Username, acct.Password, acct.Database)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				db.SetMaxOpenConns(1)
+				conn, err := db.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				if err := conn.PingContext(ctx); err != nil {
+					t.Fatalf("the login's session did not open: %v", err)
+				}
+				fenced := acct
+				fenced.Password = password(t)
+				ensure(t, ctx, p, fenced)
+				if err := p.Disconnect(ctx, fenced); err != nil {
+					t.Fatal(err)
+				}
+				// The session opened before the fence is gone, and no new one opens with the
+				// password the tenant's applications hold.
+				if _, err := conn.ExecContext(ctx, "SELECT 1"); err == nil {
+					t.Fatal("the session opened before the fence still runs statements")
+				}
+				mustNotConnect(t, ctx, s, acct.Username, acct.Password, acct.Database)
+				mustUse(t, ctx, s, fenced)
+			})
+
+			t.Run("disconnect leaves another tenant's login alone", func(t *testing.T) {
+				t.Parallel()
+				ctx := testContext(t)
+				acct := newAccount(t, engine, p, "notmine")
+				ensure(t, ctx, p, acct)
+				other := acct
+				other.Owner = uid(t)
+				var foreign *database.ForeignError
+				if err := p.Disconnect(ctx, other); !errors.As(err, &foreign) {
+					t.Fatalf("Disconnect of a login marked as another tenant's: got %v, want a *ForeignError", err)
+				}
 			})
 
 			t.Run("no password reaches the server log, which holds the statements", func(t *testing.T) {

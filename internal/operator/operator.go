@@ -43,6 +43,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/admissionpolicy"
 	"github.com/landlord-dev/landlord/internal/controller/componentrollout"
+	"github.com/landlord-dev/landlord/internal/controller/databasemove"
 	"github.com/landlord-dev/landlord/internal/controller/databaseserver"
 	"github.com/landlord-dev/landlord/internal/controller/indexes"
 	"github.com/landlord-dev/landlord/internal/controller/jobslots"
@@ -316,6 +317,18 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 				"tenants' backup and restore requests are not answered until they are (apply this release's CRDs) and the operator restarts")
 		}
 	}
+	// Database moves came in a later release still: without their kind, no database moves and
+	// the tenant controller does not look for moves.
+	moves, err := served(mapper, "DatabaseMove")
+	if err != nil {
+		return nil, err
+	}
+	if !moves {
+		ctrl.Log.WithName("setup").Error(errors.New("the DatabaseMove CustomResourceDefinition is not installed"),
+			"databases cannot be moved between servers until it is (apply this release's CRDs) and the operator restarts")
+	} else {
+		byObject[&tenancyv1alpha1.DatabaseMove{}] = cache.ByObject{Label: labels.Everything()}
+	}
 	if requests {
 		byObject[&tenancyv1alpha1.BackupRequest{}] = cache.ByObject{Label: labels.Everything()}
 		byObject[&tenancyv1alpha1.RestoreRequest{}] = cache.ByObject{Label: labels.Everything()}
@@ -386,6 +399,11 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if err := indexes.Add(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
+	if moves {
+		if err := indexes.AddMoves(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return nil, err
+		}
+	}
 	conns := &database.Connections{Client: mgr.GetClient(), Namespace: cfg.Databases.CredentialsNamespace}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -441,6 +459,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 			return ns.Annotations[tenancyv1alpha1.SecretStoreAnnotation], err
 		})},
 		Databases: conns,
+		Moves:     moves,
 		Backups:   backupsServed,
 		// Migrations, backups and restores share each database server's places for Jobs.
 		Slots:  slots,
@@ -472,8 +491,15 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		return nil, err
 	}
 	if backups {
-		if err := backupControllers(mgr, &cfg, tenants.Secrets, conns, clk, slots, requests); err != nil {
+		if err := backupControllers(mgr, &cfg, tenants.Secrets, conns, clk, slots, requests, moves); err != nil {
 			return nil, err
+		}
+	}
+	if moves {
+		m := &databasemove.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: &cfg,
+			Recorder: mgr.GetEventRecorder("landlord"), Secrets: tenants.Secrets, Databases: conns, Restores: backups}
+		if err := m.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up database move controller: %w", err)
 		}
 	}
 	return o, nil
@@ -566,7 +592,7 @@ func served(mapper meta.RESTMapper, kinds ...string) (bool, error) {
 
 // backupControllers registers the TenantBackup and TenantRestore controllers, with the backup
 // store when one is configured (without one, each backup and restore waits, saying so).
-func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.TenantSecrets, conns *database.Connections, clk clock.WithTicker, slots *jobslots.Slots, requests bool) error {
+func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.TenantSecrets, conns *database.Connections, clk clock.WithTicker, slots *jobslots.Slots, requests, moves bool) error {
 	if err := indexes.AddBackups(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -590,7 +616,7 @@ func backupControllers(mgr manager.Manager, cfg *config.Config, secrets secret.T
 		return fmt.Errorf("setting up tenant backup controller: %w", err)
 	}
 	restores := &tenantbackup.RestoreReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Config: cfg, Recorder: recorder,
-		Secrets: secrets, Store: store, Logins: logins{conns}}
+		Secrets: secrets, Store: store, Logins: logins{conns}, Moves: moves}
 	if err := restores.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up tenant restore controller: %w", err)
 	}

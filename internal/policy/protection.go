@@ -33,6 +33,7 @@ var CRDNames = []string{
 	"tenantbackupschedules." + tenancyv1alpha1.GroupVersion.Group,
 	"backuprequests." + tenancyv1alpha1.GroupVersion.Group,
 	"restorerequests." + tenancyv1alpha1.GroupVersion.Group,
+	"databasemoves." + tenancyv1alpha1.GroupVersion.Group,
 }
 
 // guardedLabels and guardedAnnotations decide what a Tenant is (a pool's spare, a customer's

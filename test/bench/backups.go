@@ -25,7 +25,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/backup"
-	"github.com/landlord-dev/landlord/internal/controller/tenantbackup"
+	"github.com/landlord-dev/landlord/internal/controller/backupjobs"
 	"github.com/landlord-dev/landlord/internal/jobs"
 	"github.com/landlord-dev/landlord/internal/secret/secrettest"
 )
@@ -282,7 +282,7 @@ func (r *backupJobRunner) run(ctx context.Context, j *batchv1.Job) error {
 	defer os.RemoveAll(dir)
 	var runErr error
 	for _, op := range []backup.Operation{backup.OpDump, backup.OpSeal} {
-		plan, err := decodePlan(s.Data[tenantbackup.StepKey(op)])
+		plan, err := decodePlan(s.Data[backupjobs.StepKey(op)])
 		if err == nil {
 			err = backup.RunJob(ctx, plan, backup.FindTools(), filepath.Join(dir, "dumps"), io.Discard)
 		}

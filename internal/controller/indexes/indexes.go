@@ -63,6 +63,9 @@ const (
 	// backups, restores) and have not ended, by those servers (DatabaseServersAnnotation): how
 	// many run against a server is one read of the cache.
 	RunningJobServer = "metadata.annotations.database-servers,running"
+	// OpenMoveTenant indexes the DatabaseMoves not ended yet by the tenant they move a database
+	// of: what the tenant controller reads to leave a fenced database alone.
+	OpenMoveTenant = "spec.tenant,open"
 )
 
 // DatabaseServersAnnotation on a migration, backup or restore Job lists the DatabaseServers its
@@ -249,6 +252,20 @@ func AddBackups(ctx context.Context, indexer client.FieldIndexer) error {
 		return err
 	}
 	return indexer.IndexField(ctx, &tenancyv1alpha1.TenantRestore{}, OpenRestoreBackup, OpenRestoreKeys)
+}
+
+// AddMoves registers the index of database moves, where their CustomResourceDefinition is
+// installed.
+func AddMoves(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &tenancyv1alpha1.DatabaseMove{}, OpenMoveTenant, openMoveTenant)
+}
+
+func openMoveTenant(obj client.Object) []string {
+	m, ok := obj.(*tenancyv1alpha1.DatabaseMove)
+	if !ok || m.Terminal() {
+		return nil
+	}
+	return []string{m.Spec.Tenant}
 }
 
 func pendingBackupTenant(obj client.Object) []string {

@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
@@ -74,6 +76,9 @@ type Reconciler struct {
 	Secrets secret.TenantSecrets
 	// Databases reaches the DatabaseServers.
 	Databases *database.Connections
+	// Moves is whether DatabaseMoves are served: the reconciler then watches them (from the
+	// cache, indexed by indexes.OpenMoveTenant) and leaves a database being moved to its move.
+	Moves bool
 	// Backups: TenantBackups are served, so a migration can take one first.
 	Backups bool
 	// Slots keeps each database server's Jobs within its limit, shared with the TenantBackup
@@ -244,6 +249,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A namespace no longer admitting a domain (or going) lets a tenant taking it over have it.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.domains().TenantsTakingDomainsOf), builder.WithPredicates(domains.AdmittedChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Config.Controller.MaxConcurrentReconciles})
+	if r.Moves {
+		// A move's fence and its switch each change what the tenant's database converges to.
+		b = b.Watches(&tenancyv1alpha1.DatabaseMove{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, m client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: m.(*tenancyv1alpha1.DatabaseMove).Spec.Tenant}}}
+		}))
+	}
 	if r.Resync != nil {
 		b = b.WatchesRawSource(source.Channel(r.Resync, &handler.EnqueueRequestForObject{}))
 	}

@@ -19,7 +19,7 @@ import (
 func (r *Reconciler) databases() *databases.Engine {
 	r.databaseOnce.Do(func() {
 		r.databaseEngine = &databases.Engine{Client: r.Client, APIReader: r.APIReader, Config: r.Config, Recorder: r.Recorder,
-			Secrets: r.Secrets, Databases: r.Databases, Applied: r.Applied, ApplyFailed: r.applyFailed}
+			Secrets: r.Secrets, Databases: r.Databases, Applied: r.Applied, ApplyFailed: r.applyFailed, Moves: r.Moves}
 	})
 	return r.databaseEngine
 }

@@ -260,72 +260,6 @@ func (r *BackupReconciler) start(ctx context.Context, b *tenancyv1alpha1.TenantB
 	return nil
 }
 
-// createJob creates the plan's Secret, then the Job that mounts it; either already there (a
-// reconcile that lost its status write) is the one made before. servers are the database
-// servers the Job reaches, whose limits of Jobs at once it counts against.
-func createJob(ctx context.Context, c client.Client, cfg config.Backups, name string, plan backup.Plan, owner metav1.OwnerReference, servers []string) error {
-	s, err := planSecret(cfg, name, owner, plan)
-	if err != nil {
-		return err
-	}
-	existing := &corev1.Secret{}
-	if err := createOwned(ctx, c, s, existing, owner); err != nil {
-		return err
-	}
-	j := job(cfg, name, plan.Operation, owner, servers)
-	if existing.Name != "" && !hasKeys(existing, s) {
-		// A plan made by an earlier release (the whole plan under plan.json, the operator
-		// killed before its Job) cannot feed this release's Job, whose steps each mount their
-		// own key: its pod would never start. Unless that release's Job exists and reads it,
-		// it is made again.
-		err := c.Get(ctx, client.ObjectKeyFromObject(j), &batchv1.Job{})
-		if err == nil || !apierrors.IsNotFound(err) {
-			return err
-		}
-		if err := c.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-		return fmt.Errorf("the plan Secret %s/%s was made by an earlier release, for a Job of one step: made again", existing.Namespace, existing.Name)
-	}
-	return createOwned(ctx, c, j, &batchv1.Job{}, owner)
-}
-
-// hasKeys reports whether existing holds every key of want.
-func hasKeys(existing, want *corev1.Secret) bool {
-	for k := range want.Data {
-		if _, ok := existing.Data[k]; !ok {
-			return false
-		}
-	}
-	return true
-}
-
-// serversOf are the database servers of the tenant's databases named (all when none are), sorted,
-// with their limits of Jobs at once.
-func serversOf(ctx context.Context, c client.Reader, t *tenancyv1alpha1.Tenant, names []string) ([]string, map[string]int32, error) {
-	return jobslots.ServersOf(ctx, c, t, func(name string) bool { return len(names) == 0 || slices.Contains(names, name) })
-}
-
-// createOwned creates obj, or finds it made before by the same owner; one of that name that is
-// someone else's is an error, never used.
-func createOwned(ctx context.Context, c client.Client, obj, existing client.Object, owner metav1.OwnerReference) error {
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	err := c.Create(ctx, obj)
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return fmt.Errorf("creating %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
-		}
-		return nil
-	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
-		return err
-	}
-	if ref := metav1.GetControllerOf(existing); ref == nil || ref.UID != owner.UID {
-		return refuse(tenancyv1alpha1.ReasonBackupRefused, "%s %s/%s exists and is not this %s's", kind, obj.GetNamespace(), obj.GetName(), owner.Kind)
-	}
-	return nil
-}
-
 // watch follows the Job: a backup succeeded when its Job did and its manifest, written last,
 // is in the store and holds what was asked for. How it ended is recorded in o; Reconcile
 // deletes the plan once that is written.
@@ -384,39 +318,6 @@ func holdsAsked(m *backup.Manifest, names []string) bool {
 		}
 	}
 	return len(m.Databases) > 0
-}
-
-// jobEnded reads the Job from the cache: done, and whether it failed and why. A Job deleted
-// before it ended failed.
-func jobEnded(ctx context.Context, c, api client.Reader, namespace, name string) (done, failed bool, msg string, err error) {
-	j := &batchv1.Job{}
-	err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, j)
-	if apierrors.IsNotFound(err) {
-		// The cache may not have seen a Job just made: the API server says whether it is gone.
-		err = api.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, j)
-		if apierrors.IsNotFound(err) {
-			return true, true, fmt.Sprintf("Job %s/%s was deleted before it ended", namespace, name), nil
-		}
-	}
-	if err != nil {
-		return false, false, "", err
-	}
-	done, failed, msg = jobOutcome(j)
-	return done, failed, msg, nil
-}
-
-// deletePlan deletes the plan's Secret once the Job has ended: the passwords in it go with it.
-// The Job stays, for its logs, until the backup or restore is deleted.
-func deletePlan(ctx context.Context, c client.Client, namespace, name string, owner client.Object) error {
-	if name == "" {
-		return nil
-	}
-	s := &corev1.Secret{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	_, err := writes.DeleteIfControlled(ctx, c, nil, s, owner)
-	return err
 }
 
 // forget deletes the backup from the store once no Job of it can write any more (its Job and

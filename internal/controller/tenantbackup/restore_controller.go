@@ -60,6 +60,10 @@ type RestoreReconciler struct {
 	// Store is nil when no backup store is configured.
 	Store Store
 
+	// Moves is whether DatabaseMoves are served: a restore then waits while one of its tenant's
+	// databases moves, whose copy would miss what it writes.
+	Moves bool
+
 	// writing holds the restores this process started, by the tenant they write into, until
 	// they end (writers.go).
 	writing writers
@@ -206,6 +210,12 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 			t.Name, b.Spec.Tenant, t.Name, tenancyv1alpha1.AcceptCopyFromAnnotation, b.Status.TenantUID)
 	}
 	o.tenant = &restoreTenant{name: t.Name, uid: string(t.UID)}
+	if move, err := r.moving(ctx, t, names); err != nil || move != "" {
+		if err != nil {
+			return err
+		}
+		return refuse(tenancyv1alpha1.ReasonRestoreWaiting, "DatabaseMove %s is moving a database of tenant %s; this restore starts after it", move, t.Name)
+	}
 	if other, err := r.restoreInto(ctx, rs, t); err != nil || other != "" {
 		if err != nil {
 			return err
@@ -249,6 +259,28 @@ func (r *RestoreReconciler) start(ctx context.Context, rs *tenancyv1alpha1.Tenan
 	}
 	r.Recorder.Eventf(rs, t, corev1.EventTypeNormal, tenancyv1alpha1.ReasonJobRunning, "Restore", "Job %s/%s started", r.Config.Backups.Namespace, jobName)
 	return nil
+}
+
+// moving names a move under way of one of the databases a restore writes, or "": a restore
+// into a database being copied would be lost at the switch, and one into its copy replaced by
+// it.
+func (r *RestoreReconciler) moving(ctx context.Context, t *tenancyv1alpha1.Tenant, names []string) (string, error) {
+	if !r.Moves {
+		return "", nil
+	}
+	list := &tenancyv1alpha1.DatabaseMoveList{}
+	if err := r.Client.List(ctx, list, client.MatchingFields{indexes.OpenMoveTenant: t.Name}); err != nil {
+		return "", err
+	}
+	for _, m := range list.Items {
+		// From its fence to its switch (or the end of its rollback); a move waiting to be
+		// confirmed holds the old copy only, which a restore does not write.
+		under := m.Status.Phase == tenancyv1alpha1.MoveCopying || m.Status.Phase == tenancyv1alpha1.MoveSwitching || m.Status.Phase == tenancyv1alpha1.MoveRollingBack
+		if under && slices.Contains(names, m.Spec.Database) {
+			return m.Name, nil
+		}
+	}
+	return "", nil
 }
 
 // openWith gives the plan what opens the backup's dumps: the data key of the tenant backed up

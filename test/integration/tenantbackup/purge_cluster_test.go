@@ -18,7 +18,7 @@ import (
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/backup"
-	"github.com/landlord-dev/landlord/internal/controller/tenantbackup"
+	"github.com/landlord-dev/landlord/internal/controller/backupjobs"
 )
 
 // keepAfterPurge is the suite operator's backups.keepAfterPurge: short, because the suite's clock
@@ -36,7 +36,7 @@ func takeBackup(t *testing.T, name, tenant string) (*tenancyv1alpha1.TenantBacku
 	s := &corev1.Secret{}
 	g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: opConfig.Backups.Namespace, Name: b.Status.Job}, s)).To(Succeed())
 	var plan backup.Plan
-	g.Expect(json.Unmarshal(s.Data[tenantbackup.StepKey(backup.OpSeal)], &plan)).To(Succeed())
+	g.Expect(json.Unmarshal(s.Data[backupjobs.StepKey(backup.OpSeal)], &plan)).To(Succeed())
 	runJob(t, b.Status.Job)
 	return waitBackup(t, name, tenancyv1alpha1.BackupSucceeded), plan
 }

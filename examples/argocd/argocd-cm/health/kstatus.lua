@@ -9,6 +9,9 @@
 --   runs, Degraded when it failed or is refused (Stalled).
 -- - TenantBackupSchedule: Healthy while it runs as asked (suspended included), Degraded while its
 --   spec.schedule does not parse (Stalled).
+-- - DatabaseMove: Healthy once it succeeded, Progressing while it waits, copies, switches, drops
+--   the old copy or rolls back, Degraded when it failed or is refused (Stalled), and while it
+--   waits, switched, for a person to confirm it (Ready False, MoveUnconfirmed).
 -- The status follows kstatus: Ready is always present, Reconciling and Stalled only while true,
 -- and status.observedGeneration is the spec Landlord last acted on.
 -- Argo CD runs custom checks without Lua's string library: only `..` builds messages.

@@ -68,7 +68,8 @@ func (r *Engine) credentials(ctx context.Context, s Scope, e dbEntry, prev *tena
 				"database %s already exists as a %s database; a database cannot change engine", e.Name, c.Engine)
 		case e.Server != "" && e.Server != c.Server:
 			return c, false, phase.Stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
-				"%s is on DatabaseServer %s, not %s: databases are never moved", e, c.Server, e.Server)
+				"%s is on DatabaseServer %s, not %s: a database changes server only by a DatabaseMove (landlordctl db move %s %s --to %s)",
+				e, c.Server, e.Server, s.Tenant.Name, e.Name, e.Server)
 		}
 		legacy, res := r.claimRecord(s, e, c, prev)
 		if !res.Done {

@@ -59,6 +59,9 @@ type Engine struct {
 	// ApplyFailed classifies a failed write of one of the tenant's objects and records it, as the
 	// tenant reconciler does for every object it writes.
 	ApplyFailed phase.ApplyFailed
+	// Moves is whether DatabaseMoves are served (and cached): a database being moved is left to
+	// its move (moves.go).
+	Moves bool
 
 	// placed counts the databases placed that the cache does not show yet.
 	placed placements
@@ -141,10 +144,14 @@ func (r *Engine) Ensure(ctx context.Context, s Scope) phase.Result {
 		statuses []tenancyv1alpha1.DatabaseStatus
 		failures []phase.Result
 	)
+	moves, err := r.movesOf(ctx, t)
+	if err != nil {
+		return phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
+	}
 	desired := desiredDatabases(t)
 	for _, e := range desired {
 		key := dbKey{e.engine, e.Name}
-		st, res := r.ensureDatabase(ctx, s, e, prev[key])
+		st, res := r.ensureDatabase(ctx, s, e, prev[key], moves[e.Name])
 		delete(prev, key)
 		if st != nil {
 			statuses = append(statuses, *st)
@@ -187,13 +194,18 @@ func (r *Engine) Ensure(ctx context.Context, s Scope) phase.Result {
 
 // ensureDatabase converges one database and returns its status entry (the previous one when it
 // could not be brought in place, so a placement is never forgotten).
-func (r *Engine) ensureDatabase(ctx context.Context, s Scope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus) (*tenancyv1alpha1.DatabaseStatus, phase.Result) {
+func (r *Engine) ensureDatabase(ctx context.Context, s Scope, e dbEntry, prev *tenancyv1alpha1.DatabaseStatus, move *tenancyv1alpha1.DatabaseMove) (*tenancyv1alpha1.DatabaseStatus, phase.Result) {
 	t := s.Tenant
-	if prev != nil && e.Server != "" && e.Server != prev.Server {
-		return prev, phase.Stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
-			"%s is on DatabaseServer %s, not %s: databases are never moved", e, prev.Server, e.Server)
+	hold, switching, res := moving(e, move, prev)
+	if hold {
+		return prev, res
 	}
-	if prev != nil && !s.Verify && (e.Rotation == "" || e.Rotation == prev.Rotation) {
+	if prev != nil && e.Server != "" && e.Server != prev.Server && (!switching || e.Server != move.Spec.Server) {
+		return prev, phase.Stalled(tenancyv1alpha1.ReasonDatabaseServerConflict,
+			"%s is on DatabaseServer %s, not %s: a database changes server only by a DatabaseMove (landlordctl db move %s %s --to %s)",
+			e, prev.Server, e.Server, t.Name, e.Name, e.Server)
+	}
+	if prev != nil && !s.Verify && !switching && (e.Rotation == "" || e.Rotation == prev.Rotation) {
 		c, ok, err := r.intactCredentials(ctx, s, e, prev)
 		if err != nil {
 			return prev, phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
@@ -410,6 +422,22 @@ func (r *Engine) Purge(ctx context.Context, s Scope) phase.Result {
 		}
 		if wasDropped {
 			dropped = append(dropped, e.String())
+		}
+	}
+	// The copies a database move holds that neither the store nor the status names: the old
+	// database kept until a move is confirmed, or the copy a move has not switched to yet.
+	copies, err := r.moveCopies(ctx, t)
+	if err != nil {
+		return phase.Failed(tenancyv1alpha1.ReasonApplyFailed, err)
+	}
+	for _, st := range copies {
+		e := dbEntry{engine: st.Engine, Database: tenancyv1alpha1.Database{Name: st.Name}}
+		res, wasDropped := r.dropUnrecorded(ctx, t, e, &st)
+		if !res.Done {
+			return res
+		}
+		if wasDropped {
+			dropped = append(dropped, e.String()+" (a move's copy on DatabaseServer "+st.Server+")")
 		}
 	}
 	s.Status.Databases = nil

@@ -1,4 +1,4 @@
-package tenantbackup
+package backupjobs
 
 import (
 	"encoding/json"
@@ -48,7 +48,7 @@ func TestABackupJobsStepsHoldOnlyWhatTheyNeed(t *testing.T) {
 		t.Run("a "+string(tc.op)+" runs "+string(tc.databases)+" apart from "+string(tc.store), func(t *testing.T) {
 			g := NewWithT(t)
 			plan.Operation = tc.op
-			s, err := planSecret(cfg, "landlord-job", owner, plan)
+			s, err := PlanSecret(cfg, "landlord-job", owner, plan)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(s.Data).To(HaveLen(2))
 			g.Expect(string(s.Data[StepKey(tc.databases)])).To(ContainSubstring(password))
@@ -58,7 +58,7 @@ func TestABackupJobsStepsHoldOnlyWhatTheyNeed(t *testing.T) {
 			g.Expect(string(s.Data[StepKey(tc.store)])).NotTo(ContainSubstring(password))
 			g.Expect(storeStep.TenantKey).To(Equal(plan.TenantKey))
 
-			spec := job(cfg, "landlord-job", tc.op, owner, []string{"pg"}).Spec.Template.Spec
+			spec := Job(cfg, "landlord-job", tc.op, owner, []string{"pg"}).Spec.Template.Spec
 			g.Expect(spec.InitContainers).To(HaveLen(1))
 			g.Expect(spec.Containers).To(HaveLen(1))
 			first, second := spec.InitContainers[0], spec.Containers[0]
@@ -81,6 +81,40 @@ func TestABackupJobsStepsHoldOnlyWhatTheyNeed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A database move's copy is one step: it holds both logins, so it mounts its own plan alone,
+// with no store, no key and none of the store's credentials.
+func TestACopyJobIsOneStepWithNothingOfTheStore(t *testing.T) {
+	g := NewWithT(t)
+	cfg := config.Backups{Namespace: "landlord-system", Image: "registry.example.com/landlord-backup:1", EnvFromSecrets: []string{"store-credentials"}}
+	owner := metav1.OwnerReference{APIVersion: "tenancy.landlord.dev/v1alpha1", Kind: "DatabaseMove", Name: "acme-app", UID: "uid"}
+	target := func(host, password string) backup.Target {
+		return backup.Target{Engine: database.Postgres, Host: host, Port: 5432, Database: "d", Username: "u", Password: password}
+	}
+	plan := backup.Plan{Operation: backup.OpCopy,
+		Databases: []backup.Database{{Name: "app", Target: target("old", "fence-password")}},
+		CopyTo:    []backup.Database{{Name: "app", Target: target("new", "new-password")}}}
+
+	s, err := PlanSecret(cfg, "landlord-copy", owner, plan)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.Data).To(HaveLen(1))
+	var got backup.Plan
+	g.Expect(json.Unmarshal(s.Data[StepKey(backup.OpCopy)], &got)).To(Succeed())
+	g.Expect(got).To(Equal(plan))
+
+	spec := Job(cfg, "landlord-copy", backup.OpCopy, owner, []string{"old", "new"}).Spec.Template.Spec
+	g.Expect(spec.InitContainers).To(BeEmpty())
+	g.Expect(spec.Containers).To(HaveLen(1))
+	c := spec.Containers[0]
+	g.Expect(c.Name).To(Equal(string(backup.OpCopy)))
+	g.Expect(c.EnvFrom).To(BeEmpty(), "no store credentials where both logins are")
+	g.Expect(mountedKeys(spec, c)).To(Equal([]string{StepKey(backup.OpCopy)}))
+	var volumes []string
+	for _, v := range spec.Volumes {
+		volumes = append(volumes, v.Name)
+	}
+	g.Expect(volumes).To(ConsistOf("plan-copy", "scratch-copy", "dumps"))
 }
 
 // sharedVolumes are the volumes both containers mount.
@@ -130,7 +164,7 @@ func TestTheShippedNetworkPolicyTakesNoConnectionToAJobsPod(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	cfg := config.Backups{Namespace: "landlord-system", PodLabels: map[string]string{"team": "platform"}}
 	for _, op := range []backup.Operation{backup.OpBackup, backup.OpRestore} {
-		pod := job(cfg, "landlord-job", op, metav1.OwnerReference{}, nil).Spec.Template
+		pod := Job(cfg, "landlord-job", op, metav1.OwnerReference{}, nil).Spec.Template
 		g.Expect(selector.Matches(labels.Set(pod.Labels))).To(BeTrue(), "a %s Job's pod is selected", op)
 	}
 	g.Expect(selector.Matches(labels.Set{"app.kubernetes.io/name": "landlord"})).To(BeFalse(), "the operator's own pods are not")
@@ -153,9 +187,9 @@ func TestAPlanOfTheEarlierReleaseIsMadeAgainUnlessItsJobReadsIt(t *testing.T) {
 	t.Run("without its Job, it is made again", func(t *testing.T) {
 		g := NewWithT(t)
 		c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).WithObjects(earlier()).Build()
-		g.Expect(createJob(t.Context(), c, cfg, name, plan, owner, []string{"pg"})).To(MatchError(ContainSubstring("made by an earlier release")))
+		g.Expect(Create(t.Context(), c, cfg, name, plan, owner, []string{"pg"})).To(MatchError(ContainSubstring("made by an earlier release")))
 		g.Expect(apierrors.IsNotFound(c.Get(t.Context(), client.ObjectKey{Namespace: cfg.Namespace, Name: name}, &corev1.Secret{}))).To(BeTrue(), "the earlier plan is deleted")
-		g.Expect(createJob(t.Context(), c, cfg, name, plan, owner, []string{"pg"})).To(Succeed(), "the next reconcile makes it again")
+		g.Expect(Create(t.Context(), c, cfg, name, plan, owner, []string{"pg"})).To(Succeed(), "the next reconcile makes it again")
 		s := &corev1.Secret{}
 		g.Expect(c.Get(t.Context(), client.ObjectKey{Namespace: cfg.Namespace, Name: name}, s)).To(Succeed())
 		g.Expect(s.Data).To(HaveKey(StepKey(backup.OpDump)))
@@ -167,7 +201,7 @@ func TestAPlanOfTheEarlierReleaseIsMadeAgainUnlessItsJobReadsIt(t *testing.T) {
 		g := NewWithT(t)
 		earlierJob := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: cfg.Namespace, Name: name, OwnerReferences: []metav1.OwnerReference{owner}}}
 		c := fake.NewClientBuilder().WithScheme(tenancyv1alpha1.Scheme()).WithObjects(earlier(), earlierJob).Build()
-		g.Expect(createJob(t.Context(), c, cfg, name, plan, owner, []string{"pg"})).To(Succeed())
+		g.Expect(Create(t.Context(), c, cfg, name, plan, owner, []string{"pg"})).To(Succeed())
 		s := &corev1.Secret{}
 		g.Expect(c.Get(t.Context(), client.ObjectKey{Namespace: cfg.Namespace, Name: name}, s)).To(Succeed())
 		g.Expect(s.Data).To(HaveKey("plan.json"), "the earlier release's Job still reads it")
