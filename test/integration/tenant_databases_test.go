@@ -424,6 +424,7 @@ func TestDatabasePlacement(t *testing.T) {
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: got.Name}, got)).To(Succeed())
 			g.Expect(kstatus(g, got).Status).To(Equal(status.FailedStatus))
 			g.Expect(condition(got, tenancyv1alpha1.DatabasesReadyCondition).Reason).To(Equal(tenancyv1alpha1.ReasonDatabaseServerConflict))
+			g.Expect(condition(got, tenancyv1alpha1.DatabasesReadyCondition).Message).To(ContainSubstring("landlordctl db move place-fewest app --to " + pgServer))
 		}).WithTimeout(timeout).Should(Succeed())
 		for _, d := range got.Status.Databases {
 			g.Expect(d.Server).To(Equal("pg-spare"))
