@@ -94,13 +94,14 @@ func moveDowntime(m *tenancyv1alpha1.DatabaseMove) string {
 func newDBCommand(root *rootOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "db",
-		Short: "Move a tenant's database between servers.",
+		Short: "Move tenants' databases between servers: one database, or every one on a server.",
 		Long: `Move one of a tenant's databases to another DatabaseServer of its engine through a DatabaseMove,
-which the operator runs, and confirm the move once the tenant runs on the new server. Follow
-moves with landlordctl get moves.`,
+which the operator runs, and confirm the move once the tenant runs on the new server; or drain a
+server of every tenant database on it, one move after another. Follow moves with landlordctl get
+moves.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newDBMoveCommand(root), newDBConfirmCommand(root))
+	cmd.AddCommand(newDBMoveCommand(root), newDBConfirmCommand(root), newDBDrainCommand(root))
 	return cmd
 }
 
