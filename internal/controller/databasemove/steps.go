@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -79,7 +80,7 @@ func (r *Reconciler) prepare(ctx context.Context, m *tenancyv1alpha1.DatabaseMov
 		waiting(m, s, fmt.Sprintf("DatabaseServer %s is not Ready", ds.Name))
 		return waitAgain, nil
 	}
-	if other, err := r.otherMove(ctx, m); err != nil || other != "" {
+	if other, err := otherMove(ctx, r.Client, m); err != nil || other != "" {
 		if err != nil {
 			return 0, err
 		}
@@ -165,10 +166,12 @@ func specDatabase(t *tenancyv1alpha1.Tenant, name string) (tenancyv1alpha1.Datab
 // otherMove names another move of the same database that has not ended and goes first, or "":
 // one under way, or one still pending that was created before this one (by name, when created in
 // the same second). Two moves created at once agree on which goes first, whatever the order
-// their reconciles run in and whatever the cache shows of the other's phase.
-func (r *Reconciler) otherMove(ctx context.Context, m *tenancyv1alpha1.DatabaseMove) (string, error) {
+// their reconciles run in. Pending reads the cache (a move waiting for its server looks every 10
+// seconds); the check before a move's first side effect reads the API server, which a cache that
+// has not seen the other's start yet cannot mislead.
+func otherMove(ctx context.Context, reader client.Reader, m *tenancyv1alpha1.DatabaseMove) (string, error) {
 	list := &tenancyv1alpha1.DatabaseMoveList{}
-	if err := r.APIReader.List(ctx, list); err != nil {
+	if err := reader.List(ctx, list); err != nil {
 		return "", err
 	}
 	for _, o := range list.Items {
@@ -214,7 +217,7 @@ func (r *Reconciler) copying(ctx context.Context, m *tenancyv1alpha1.DatabaseMov
 	} else if !made {
 		// Read from the API server, not the cache: of two moves of one database made at once,
 		// the one that does not go first has changed nothing when it stops here.
-		if other, err := r.otherMove(ctx, m); err != nil || other != "" {
+		if other, err := otherMove(ctx, r.APIReader, m); err != nil || other != "" {
 			if err != nil {
 				return 0, err
 			}
@@ -236,11 +239,10 @@ func (r *Reconciler) copying(ctx context.Context, m *tenancyv1alpha1.DatabaseMov
 		}
 	}
 	src, dst := plan.Databases[0].Target, plan.CopyTo[0].Target
-	done, failed, msg, err := backupjobs.Ended(ctx, r.Client, r.APIReader, r.Config.Backups.Namespace, s.Job)
+	jobMade, err := r.jobMade(ctx, s)
 	if err != nil {
 		return 0, err
 	}
-	jobMade := !(done && failed && msg == fmt.Sprintf("Job %s/%s was deleted before it ended", r.Config.Backups.Namespace, s.Job))
 	if !jobMade || s.FencedAt == nil {
 		// Made before the fence, so that a target that cannot take the copy stops the move
 		// before the tenant loses a second of its database.
@@ -270,7 +272,10 @@ func (r *Reconciler) copying(ctx context.Context, m *tenancyv1alpha1.DatabaseMov
 		}
 		return 0, nil
 	}
+	done, failed, msg, err := backupjobs.Ended(ctx, r.Client, r.APIReader, r.Config.Backups.Namespace, s.Job)
 	switch {
+	case err != nil:
+		return 0, err
 	case !done:
 		return 0, nil
 	case failed:
@@ -299,6 +304,21 @@ func (r *Reconciler) copying(ctx context.Context, m *tenancyv1alpha1.DatabaseMov
 	r.Recorder.Eventf(m, t, corev1.EventTypeNormal, tenancyv1alpha1.ReasonMoving, "Switch",
 		"the copy of database %s on DatabaseServer %s holds every row of the original: switching tenant %s to it", m.Spec.Database, s.To.Server, t.Name)
 	return 0, nil
+}
+
+// jobMade reports whether the copy's Job exists: from the cache, confirmed by the API server
+// when the cache does not show it (one just made). A Job deleted before it ended (by hand) is
+// made again, fence and all.
+func (r *Reconciler) jobMade(ctx context.Context, s *tenancyv1alpha1.DatabaseMoveStatus) (bool, error) {
+	key := client.ObjectKey{Namespace: r.Config.Backups.Namespace, Name: s.Job}
+	err := r.Client.Get(ctx, key, &batchv1.Job{})
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, &batchv1.Job{})
+	}
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // planMade reports whether the move's plan Secret exists: its first side effect, made before the
