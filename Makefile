@@ -42,6 +42,8 @@ BENCH_POSTGRES ?= 1
 # The window of make bench-backups's schedule.
 BENCH_BACKUP_WINDOW ?= 5m
 BENCH_MOVE_SIZES ?= 10,100,1000
+BENCH_DRAIN_TENANTS ?= 100
+BENCH_DRAIN_CONCURRENCY ?= 1
 BENCH_COMPONENT ?= true
 # 200 claims, so that their p99 is not their maximum; BENCH_CLAIMS_BESIDE tenants are created
 # beside them, as a mass create would.
@@ -188,6 +190,10 @@ bench-backups: control-plane databases ## Create BENCH_TENANTS tenants with a da
 .PHONY: bench-moves
 bench-moves: databases ## Copy databases of BENCH_MOVE_SIZES MB between two real servers of each engine, as a database move's Job does; report dump, load and comparison times (docs/benchmarks.md).
 	go test -run '^$$' -bench BenchmarkCopyBetweenServers -benchtime 1x -timeout 2h ./internal/backup/ -copy-sizes-mb $(BENCH_MOVE_SIZES)
+
+.PHONY: bench-drain
+bench-drain: control-plane databases ## Drain a PostgreSQL server of BENCH_DRAIN_TENANTS small tenants with landlordctl db drain --concurrency BENCH_DRAIN_CONCURRENCY (each move confirmed) on the whole local cluster; report the time (docs/benchmarks.md).
+	LANDLORD_DRAIN_TENANTS=$(BENCH_DRAIN_TENANTS) LANDLORD_DRAIN_CONCURRENCY=$(BENCH_DRAIN_CONCURRENCY) go test -count=1 -v -run '^TestDrainingAServerMovesEachOfItsTenantsOffAndLeavesItEmpty$$' -timeout 2h ./test/integration/tenantbackup/ | grep -E 'drained|^(---|ok|FAIL)'
 
 .PHONY: bench-plots
 bench-plots: ## Plot the reports make bench wrote (bin/bench-*.json) as SVG into docs/img: figures against N across sizes, and memory over a soak (docs/benchmarks.md).

@@ -106,6 +106,15 @@ const (
 	ReasonDatabaseUnavailable = "DatabaseUnavailable"
 	// ReasonNoDatabaseServer: no Ready server of the engine has room for the tenant.
 	ReasonNoDatabaseServer = "NoDatabaseServer"
+	// ReasonClassNotFound: spec.class names a TenantClass that does not exist; nothing of the
+	// tenant changes until it does.
+	ReasonClassNotFound = "ClassNotFound"
+	// ReasonClassOverrideRefused: the tenant sets a field its class does not let it set (one
+	// admitted before the class changed); nothing of the tenant changes until one of them does.
+	ReasonClassOverrideRefused = "ClassOverrideRefused"
+	// ReasonClassMoveFailed: a database no longer fits its class's placement, and the
+	// DatabaseMove Landlord made to move it failed; the database stays where it is.
+	ReasonClassMoveFailed = "ClassMoveFailed"
 	// ReasonDatabaseServerConflict: spec names a server other than the one holding the database.
 	ReasonDatabaseServerConflict = "DatabaseServerConflict"
 	// ReasonStoreUnavailable: the secret store did not answer.
@@ -217,6 +226,11 @@ const (
 	// on, empty for none. It differs from NodePoolLabel only while the tenant moves to another
 	// pool: the operator deletes the pods placed for the old one, then records the new one.
 	PodsPoolAnnotation = "tenancy.landlord.dev/pods-pool"
+	// DatabasesSwitchedAnnotation on the pod template of a component's Deployment, StatefulSet
+	// or DaemonSet is when a DatabaseMove last switched one of the tenant's databases to another
+	// server (status.databases[].switchedAt): its change restarts the pods onto the new
+	// server's credentials. Absent for a tenant whose databases never moved.
+	DatabasesSwitchedAnnotation = "tenancy.landlord.dev/databases-switched"
 	// DomainsAnnotation on a tenant namespace lists the domains the tenant serves, comma separated.
 	DomainsAnnotation = "tenancy.landlord.dev/domains"
 	// IngressClassesAnnotation on a tenant namespace lists the Ingress classes the tenant's

@@ -133,6 +133,17 @@ type TenantSpec struct {
 	// +optional
 	Email string `json:"email,omitempty"`
 
+	// Class names the TenantClass (the plan, or tier) the tenant is of: its quota, limits, node
+	// pool, database placement, maintenance windows, components and cost code are the class's,
+	// and the tenant may set only the fields the class's overrides list (refused at admission
+	// otherwise). Changing it moves the tenant to the new tier: its pods to the new node pool,
+	// its databases (by DatabaseMoves Landlord creates) to servers the new class places them on.
+	// A tenant naming a class that does not exist stalls with ClassNotFound, changing nothing.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="must be a TenantClass's name (lowercase letters, digits, '-' and '.')"
+	// +optional
+	Class string `json:"class,omitempty"`
+
 	// Access binds users, groups and service accounts to the tenant roles.
 	// +optional
 	Access Access `json:"access,omitempty"`
@@ -452,6 +463,11 @@ type DatabaseStatus struct {
 	// changes, the login is given the new one.
 	// +optional
 	ConnectionLimit *int32 `json:"connectionLimit,omitempty"`
+	// SwitchedAt is when a DatabaseMove last switched the database to this server. The pods of
+	// the tenant's components carry it (the annotation tenancy.landlord.dev/databases-switched),
+	// so that they restart with the new server's credentials.
+	// +optional
+	SwitchedAt *metav1.Time `json:"switchedAt,omitempty"`
 }
 
 // VolumeStatus is a persistent volume of the tenant that Landlord keeps while the tenant
@@ -504,6 +520,12 @@ type TenantStatus struct {
 	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 
+	// Class is the TenantClass the tenant converges to, and the class's revision: its current
+	// one, or while a change of the class has not reached the tenant (its updates strategy), the
+	// one before.
+	// +optional
+	Class *TenantClassRef `json:"class,omitempty"`
+
 	// Shard is the operator shard that reconciles the tenant, empty for the default shard. It
 	// changes only once the shard that takes the tenant over has written every object of the
 	// tenant with its own shard label.
@@ -530,6 +552,12 @@ type TenantStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// TenantClassRef is a revision of a TenantClass.
+type TenantClassRef struct {
+	Name     string `json:"name"`
+	Revision string `json:"revision,omitempty"`
 }
 
 // PurgeRecord is the deletion record of a Purged tenant's backups: what was dropped, where, when,

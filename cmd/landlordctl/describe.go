@@ -107,6 +107,7 @@ func runDescribe(cmd *cobra.Command, root *rootOptions, o *describeOptions, args
 			fmt.Fprint(root.out, "\n\n")
 		}
 		d := newDescriber(root.out)
+		d.ctx, d.reader = ctx, c
 		if o.showEvents {
 			d.readEvents(ctx, c, k, obj)
 		}
@@ -126,6 +127,10 @@ type describer struct {
 	events    []eventsv1.Event
 	eventsErr error
 	read      bool
+	// reader reads what a description shows beside the object (a class's tenants); nil when
+	// nothing more is to be read.
+	ctx    context.Context
+	reader client.Reader
 }
 
 func newDescriber(out io.Writer) *describer {

@@ -34,6 +34,9 @@ func describeTenant(d *describer, t *tenancyv1alpha1.Tenant, objects *tenantObje
 	d.fieldf("Suspended", "%t", t.Spec.Suspend)
 	d.field("Namespace", t.Status.Namespace)
 	d.field("Shard", tenantShard(t))
+	if t.Spec.Class != "" {
+		d.field("Class", t.Spec.Class)
+	}
 	if t.Spec.NodePool != "" {
 		d.field("Node pool", t.Spec.NodePool)
 	}

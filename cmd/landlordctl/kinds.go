@@ -135,6 +135,13 @@ var kinds = []*resourceKind{
 		},
 	},
 	{
+		kind: "TenantClass", plural: "tenantclasses", singular: "tenantclass", shortNames: []string{"tcl"},
+		words: []string{"classes", "class"}, noun: "class",
+		newList:  func() client.ObjectList { return &tenancyv1alpha1.TenantClassList{} },
+		table:    func(l client.ObjectList) *metav1.Table { return classTable(l.(*tenancyv1alpha1.TenantClassList).Items) },
+		describe: func(d *describer, obj client.Object) { describeClass(d, obj.(*tenancyv1alpha1.TenantClass)) },
+	},
+	{
 		kind: "DatabaseMove", plural: "databasemoves", singular: "databasemove", shortNames: []string{"dbmove"},
 		words: []string{"moves", "move", "databasemoves"}, noun: "database move",
 		newList: func() client.ObjectList { return &tenancyv1alpha1.DatabaseMoveList{} },

@@ -85,7 +85,7 @@ bash, zsh and fish (see "completion --help").`,
 		newGetCommand(o), newDescribeCommand(o), newStatusCommand(o), newClaimCommand(o), newRolloutCommand(o),
 		newTemplateCommand(o), newSecretsCommand(o), newVersionCommand(o),
 		newSuspendCommand(o), newResumeCommand(o), newReconcileCommand(o), newMoveCommand(o), newCheckCommand(o), newUsageCommand(o),
-		newRestoreCommand(o), newBackupCommand(o), newDBCommand(o), newCompletionCommand(o),
+		newRestoreCommand(o), newBackupCommand(o), newDBCommand(o), newTenantCommand(o), newCompletionCommand(o),
 	)
 	registerConnectionCompletions(root, o)
 	markCommandErrors(root)

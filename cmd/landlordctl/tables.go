@@ -28,6 +28,7 @@ func tenantTable(tenants []tenancyv1alpha1.Tenant) *metav1.Table {
 		{Name: "Namespace", Type: "string"},
 		{Name: "Versions", Type: "string"},
 		{Name: "Age", Type: "string"},
+		{Name: "Class", Type: "string", Priority: 1},
 		{Name: "Organization", Type: "string", Priority: 1},
 		{Name: "Message", Type: "string", Priority: 1},
 	}}
@@ -38,7 +39,7 @@ func tenantTable(tenants []tenancyv1alpha1.Tenant) *metav1.Table {
 		}
 		status, reason, message := readyOf(t.Status.Conditions)
 		return []any{t.Name, state, status, orNone(reason), t.Spec.Suspend, orNone(t.Status.Namespace), orNone(versions(t)),
-			age(t.CreationTimestamp), orNone(t.OrganizationName()), orNone(message)}
+			age(t.CreationTimestamp), orNone(t.Spec.Class), orNone(t.OrganizationName()), orNone(message)}
 	})
 }
 

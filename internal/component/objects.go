@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/apply"
 )
 
@@ -27,6 +28,23 @@ func ScaleToZero(objs []*unstructured.Unstructured) {
 		// int64, as the API server returns it, so the frozen object compares equal to the live one.
 		_ = unstructured.SetNestedField(o.Object, int64(0), "spec", "replicas")
 	}
+}
+
+// StampSwitched puts on the pods of a Deployment, StatefulSet or DaemonSet the time its tenant's
+// databases last switched server (DatabasesSwitchedAnnotation on the pod template), so that the
+// workload rolls its pods onto the new server's credentials. Other kinds, and an empty time,
+// are left alone: a tenant whose databases never moved renders as before.
+func StampSwitched(obj *unstructured.Unstructured, at string) {
+	gvk := obj.GroupVersionKind()
+	if at == "" || gvk.Group != "apps" || (gvk.Kind != "Deployment" && gvk.Kind != "StatefulSet" && gvk.Kind != "DaemonSet") {
+		return
+	}
+	annotations, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "template", "metadata", "annotations")
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[tenancyv1alpha1.DatabasesSwitchedAnnotation] = at
+	_ = unstructured.SetNestedStringMap(obj.Object, annotations, "spec", "template", "metadata", "annotations")
 }
 
 // Health is kstatus's verdict on a live object.

@@ -19,6 +19,8 @@
 //	                  a schedule's backups, and a Purged tenant's backups and data key dropped
 //	databasemove      a DatabaseMove: a tenant's database fenced, copied to another server and
 //	                  proven equal, the tenant switched to it, the old copy dropped once confirmed
+//	classrollout      a TenantClass's revisions, and how a change of it reaches its tenants: at
+//	                  once, in waves, or only tenants joining it
 //	templatemirror    the template namespace, mirrored from the secret store by
 //	                  internal/templatesync (which landlordctl runs too)
 //

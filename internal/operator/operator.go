@@ -42,6 +42,7 @@ import (
 	"github.com/landlord-dev/landlord/internal/backup"
 	"github.com/landlord-dev/landlord/internal/config"
 	"github.com/landlord-dev/landlord/internal/controller/admissionpolicy"
+	"github.com/landlord-dev/landlord/internal/controller/classrollout"
 	"github.com/landlord-dev/landlord/internal/controller/componentrollout"
 	"github.com/landlord-dev/landlord/internal/controller/databasemove"
 	"github.com/landlord-dev/landlord/internal/controller/databaseserver"
@@ -329,6 +330,18 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	} else {
 		byObject[&tenancyv1alpha1.DatabaseMove{}] = cache.ByObject{Label: labels.Everything()}
 	}
+	// Classes came with moves' release, after them: without their kind, a tenant naming a class
+	// stalls (ClassNotFound) and changes nothing.
+	classes, err := served(mapper, "TenantClass")
+	if err != nil {
+		return nil, err
+	}
+	if !classes {
+		ctrl.Log.WithName("setup").Error(errors.New("the TenantClass CustomResourceDefinition is not installed"),
+			"tenants naming a class stall until it is (apply this release's CRDs) and the operator restarts")
+	} else {
+		byObject[&tenancyv1alpha1.TenantClass{}] = cache.ByObject{Label: labels.Everything()}
+	}
 	if requests {
 		byObject[&tenancyv1alpha1.BackupRequest{}] = cache.ByObject{Label: labels.Everything()}
 		byObject[&tenancyv1alpha1.RestoreRequest{}] = cache.ByObject{Label: labels.Everything()}
@@ -460,6 +473,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 		})},
 		Databases: conns,
 		Moves:     moves,
+		Classes:   classes,
 		Backups:   backupsServed,
 		// Migrations, backups and restores share each database server's places for Jobs.
 		Slots:  slots,
@@ -487,12 +501,17 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 	if opts.Shard != "" {
 		return o, nil
 	}
-	if o.TemplateSync, o.Policies, err = clusterWideDuties(mgr, opts, store, urgent, gate, conns, restCfg); err != nil {
+	if o.TemplateSync, o.Policies, err = clusterWideDuties(mgr, opts, store, urgent, gate, conns, restCfg, classes); err != nil {
 		return nil, err
 	}
 	if backups {
 		if err := backupControllers(mgr, &cfg, tenants.Secrets, conns, clk, slots, requests, moves); err != nil {
 			return nil, err
+		}
+	}
+	if classes {
+		if err := (&classrollout.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up tenant class controller: %w", err)
 		}
 	}
 	if moves {
@@ -506,7 +525,7 @@ func New(restCfg *rest.Config, opts Options) (*Operator, error) {
 }
 
 // clusterWideDuties registers what the default shard alone runs: what is not one tenant's.
-func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, gate *priority.Gate, conns *database.Connections, restCfg *rest.Config) (*templatemirror.Reconciler, *admissionpolicy.Reconciler, error) {
+func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, urgent client.Client, gate *priority.Gate, conns *database.Connections, restCfg *rest.Config, classes bool) (*templatemirror.Reconciler, *admissionpolicy.Reconciler, error) {
 	cfg := opts.Config
 	// landlord_tenants and the age of the oldest tenant not Ready are computed from the cache at
 	// scrape time, by the leader: every shard caches every Tenant, so the default shard reports
@@ -531,7 +550,7 @@ func clusterWideDuties(mgr manager.Manager, opts Options, store secret.Store, ur
 	if err := policies.SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("setting up admission policy controller: %w", err)
 	}
-	rollouts := &componentrollout.Reconciler{Client: mgr.GetClient()}
+	rollouts := &componentrollout.Reconciler{Client: mgr.GetClient(), Classes: classes}
 	if err := rollouts.SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("setting up component rollout controller: %w", err)
 	}

@@ -47,6 +47,7 @@ func Objects(op Operator) []client.Object {
 	objs = append(objs, NetworkPolicyObjects(op)...)
 	objs = append(objs, NamespaceLabelsObjects(op)...)
 	objs = append(objs, OutsideTenantsObjects(op)...)
+	objs = append(objs, TenantClassObjects()...)
 	return append(objs, TenantFinalizerObjects()...)
 }
 

@@ -34,6 +34,7 @@ var CRDNames = []string{
 	"backuprequests." + tenancyv1alpha1.GroupVersion.Group,
 	"restorerequests." + tenancyv1alpha1.GroupVersion.Group,
 	"databasemoves." + tenancyv1alpha1.GroupVersion.Group,
+	"tenantclasses." + tenancyv1alpha1.GroupVersion.Group,
 }
 
 // guardedLabels and guardedAnnotations decide what a Tenant is (a pool's spare, a customer's

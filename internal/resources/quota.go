@@ -21,7 +21,7 @@ const (
 // own workloads, not only the components Landlord scales to zero, stop (see stopPods, in
 // internal/controller/tenant/workloads).
 func ResourceQuota(t *tenancyv1alpha1.Tenant, cfg *config.Config, namespace string) *corev1.ResourceQuota {
-	hard := merge(normalizeQuota(cfg.Defaults.Quota), normalizeQuota(t.Spec.Quota))
+	hard := MergeResources(NormalizeQuota(cfg.Defaults.Quota), NormalizeQuota(t.Spec.Quota))
 	hard[corev1.ResourceServicesNodePorts] = resource.MustParse("0")
 	hard[corev1.ResourceServicesLoadBalancers] = resource.MustParse("0")
 	if t.Spec.State == tenancyv1alpha1.StateFrozen {
@@ -47,15 +47,15 @@ func LimitRange(t *tenancyv1alpha1.Tenant, cfg *config.Config, namespace string)
 		ObjectMeta: objectMeta(t, namespace, LimitRangeName),
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 			Type:           corev1.LimitTypeContainer,
-			Default:        merge(d.Default, own.Default),
-			DefaultRequest: merge(d.DefaultRequest, own.DefaultRequest),
-			Max:            merge(d.Max, own.Max),
+			Default:        MergeResources(d.Default, own.Default),
+			DefaultRequest: MergeResources(d.DefaultRequest, own.DefaultRequest),
+			Max:            MergeResources(d.Max, own.Max),
 		}}},
 	}
 }
 
-// merge returns base overridden by override, as a new list.
-func merge(base, override corev1.ResourceList) corev1.ResourceList {
+// MergeResources returns base overridden by override key by key, as a new list.
+func MergeResources(base, override corev1.ResourceList) corev1.ResourceList {
 	out := make(corev1.ResourceList, len(base)+len(override))
 	for k, v := range base {
 		out[k] = v.DeepCopy()
@@ -75,7 +75,9 @@ var quotaSynonyms = map[corev1.ResourceName]corev1.ResourceName{
 	corev1.ResourceEphemeralStorage: corev1.ResourceRequestsEphemeralStorage,
 }
 
-func normalizeQuota(in corev1.ResourceList) corev1.ResourceList {
+// NormalizeQuota is a quota with each synonym written as the key Kubernetes reports (cpu as
+// requests.cpu), so that lists merged key by key override what they mean to.
+func NormalizeQuota(in corev1.ResourceList) corev1.ResourceList {
 	out := make(corev1.ResourceList, len(in))
 	for k, v := range in {
 		if canonical, ok := quotaSynonyms[k]; ok {

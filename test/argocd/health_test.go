@@ -13,11 +13,11 @@ import (
 )
 
 // landlordKinds are the kinds whose status Landlord writes, each with a health check.
-var landlordKinds = []string{"Tenant", "TenantPool", "TenantClaim", "ComponentRollout", "DatabaseServer", "TenantBackup", "TenantRestore", "TenantBackupSchedule", "BackupRequest", "RestoreRequest", "DatabaseMove"}
+var landlordKinds = []string{"Tenant", "TenantPool", "TenantClaim", "ComponentRollout", "DatabaseServer", "TenantBackup", "TenantRestore", "TenantBackupSchedule", "BackupRequest", "RestoreRequest", "DatabaseMove", "TenantClass"}
 
 // kstatusOnlyKinds are the kinds whose check is health/kstatus.lua: their status is its kstatus
 // conditions alone (no suspend, no halt).
-var kstatusOnlyKinds = []string{"TenantPool", "TenantClaim", "DatabaseServer", "TenantBackup", "TenantRestore", "TenantBackupSchedule", "BackupRequest", "RestoreRequest", "DatabaseMove"}
+var kstatusOnlyKinds = []string{"TenantPool", "TenantClaim", "DatabaseServer", "TenantBackup", "TenantRestore", "TenantBackupSchedule", "BackupRequest", "RestoreRequest", "DatabaseMove", "TenantClass"}
 
 // object is a recorded object of a kind: its generation, spec and status.
 func object(kind string, generation int64, spec, status map[string]any) *unstructured.Unstructured {

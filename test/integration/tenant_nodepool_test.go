@@ -7,12 +7,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	tenancyv1alpha1 "github.com/landlord-dev/landlord/api/v1alpha1"
 	"github.com/landlord-dev/landlord/internal/localcluster"
+	"github.com/landlord-dev/landlord/test/testenv"
 )
 
 // A pod is placed on its tenant's node pool when admitted, and its nodeSelector cannot change:
@@ -127,20 +127,8 @@ func setNodePool(t *testing.T, name, pool string) {
 	g.Expect(k8s.Patch(context.Background(), tenant, patch)).To(Succeed())
 }
 
-// addNode adds a simulated node, which kwok plays, and removes it when the test ends. A node of
-// a pool is tainted for it: no other test's pod lands on it.
+// addNode adds a simulated node, which kwok plays, and removes it when the test ends.
 func addNode(t *testing.T, n localcluster.Node) {
 	t.Helper()
-	ctx := context.Background()
-	g := NewWithT(t)
-	g.Expect(k8s.Create(ctx, n.Object())).To(Succeed())
-	t.Cleanup(func() { _ = k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}) })
-	g.Eventually(func(g Gomega) {
-		node := &corev1.Node{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: n.Name}, node)).To(Succeed())
-		g.Expect(node.Status.Conditions).To(ContainElement(And(
-			HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
-		// The node lifecycle controller lifts the taint every new node starts with.
-		g.Expect(node.Spec.Taints).NotTo(ContainElement(HaveField("Key", corev1.TaintNodeNotReady)))
-	}).WithTimeout(timeout).Should(Succeed())
+	testenv.AddNode(t, k8s, n, timeout)
 }

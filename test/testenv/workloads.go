@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/landlord-dev/landlord/internal/localcluster"
 )
 
 // RestrictedPod is a tenant's pod that Pod Security "restricted" admits, changed by mutate.
@@ -63,4 +65,23 @@ func WaitPodsRunning(t *testing.T, c client.Reader, namespace string, n int, tim
 		}
 	}).WithTimeout(timeout).Should(Succeed())
 	return pods.Items
+}
+
+// AddNode adds a simulated node, which kwok plays, waits until it is Ready and schedulable, and
+// removes it when the test ends. A node of a pool is tainted for it: no other test's pod lands
+// on it.
+func AddNode(t *testing.T, c client.Client, n localcluster.Node, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	g := NewWithT(t)
+	g.Expect(c.Create(ctx, n.Object())).To(Succeed())
+	t.Cleanup(func() { _ = c.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name}}) })
+	g.Eventually(func(g Gomega) {
+		node := &corev1.Node{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Name: n.Name}, node)).To(Succeed())
+		g.Expect(node.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
+		// The node lifecycle controller lifts the taint every new node starts with.
+		g.Expect(node.Spec.Taints).NotTo(ContainElement(HaveField("Key", corev1.TaintNodeNotReady)))
+	}).WithTimeout(timeout).Should(Succeed())
 }

@@ -30,6 +30,9 @@ import (
 // the rollout needs to carry on after a restart is in its status; nothing is kept in memory.
 type Reconciler struct {
 	Client client.Client
+	// Classes is whether TenantClasses are served: a tenant without maintenance windows of its
+	// own has its class's (read from the cache).
+	Classes bool
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
@@ -106,8 +109,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		superseded[h.Rollout.Name] = true
 	}
 	byName := make(map[string]*tenancyv1alpha1.Tenant, len(tenants.Items))
+	windows := classWindows{reader: r.Client, served: r.Classes}
 	for i := range tenants.Items {
-		byName[tenants.Items[i].Name] = &tenants.Items[i]
+		t, err := windows.of(ctx, &tenants.Items[i])
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		byName[tenants.Items[i].Name] = t
 	}
 	var chosen []string
 	for _, c := range rollout.Choose(ro, selector, higher, tenants.Items) {

@@ -33,6 +33,8 @@ const (
 	// TenantDomain indexes tenants by the domains they list, so that a domain's holder is found
 	// in the cache without scanning every tenant (see DomainKeys and OverlapKeys).
 	TenantDomain = "spec.domains"
+	// TenantClass indexes tenants by the TenantClass they name.
+	TenantClass = "spec.class"
 	// RolloutReleased indexes ComponentRollouts by RolloutKey(component, tenant) for every tenant
 	// of a released wave: the tenant reconciler finds the rollouts that may move a component of
 	// a tenant from the cache, with no request.
@@ -87,6 +89,7 @@ func Add(ctx context.Context, indexer client.FieldIndexer) error {
 		{&tenancyv1alpha1.Tenant{}, TenantFollowedComponent, tenantFollowedComponents},
 		{&tenancyv1alpha1.Tenant{}, TenantComponentTemplate, tenantComponentTemplates},
 		{&tenancyv1alpha1.Tenant{}, TenantDomain, tenantDomains},
+		{&tenancyv1alpha1.Tenant{}, TenantClass, tenantClass},
 		{&tenancyv1alpha1.ComponentRollout{}, RolloutReleased, rolloutReleased},
 		{&tenancyv1alpha1.Tenant{}, TenantPool, tenantPool},
 		{&tenancyv1alpha1.Tenant{}, TenantPoolAll, tenantPoolAll},
@@ -252,6 +255,13 @@ func AddBackups(ctx context.Context, indexer client.FieldIndexer) error {
 		return err
 	}
 	return indexer.IndexField(ctx, &tenancyv1alpha1.TenantRestore{}, OpenRestoreBackup, OpenRestoreKeys)
+}
+
+func tenantClass(obj client.Object) []string {
+	if t, ok := obj.(*tenancyv1alpha1.Tenant); ok && t.Spec.Class != "" {
+		return []string{t.Spec.Class}
+	}
+	return nil
 }
 
 // AddMoves registers the index of database moves, where their CustomResourceDefinition is

@@ -60,6 +60,10 @@ import (
 // produce no event Landlord watches.
 const stalledRetry = 2 * time.Minute
 
+// classRecheck is how soon a tenant waiting for its class's status is looked at again, should
+// the class's update not reach it.
+const classRecheck = 5 * time.Second
+
 // rolloutRecheck is how often a tenant whose components are rolling out is looked at again.
 const rolloutRecheck = 10 * time.Second
 
@@ -79,6 +83,9 @@ type Reconciler struct {
 	// Moves is whether DatabaseMoves are served: the reconciler then watches them (from the
 	// cache, indexed by indexes.OpenMoveTenant) and leaves a database being moved to its move.
 	Moves bool
+	// Classes is whether TenantClasses are served: the reconciler then reads a tenant's class
+	// from the cache (classes.go) and is woken by its changes.
+	Classes bool
 	// Backups: TenantBackups are served, so a migration can take one first.
 	Backups bool
 	// Slots keeps each database server's Jobs within its limit, shared with the TenantBackup
@@ -255,6 +262,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: m.(*tenancyv1alpha1.DatabaseMove).Spec.Tenant}}}
 		}))
 	}
+	if r.Classes {
+		// A class's change is a change of every tenant of it.
+		b = b.Watches(&tenancyv1alpha1.TenantClass{}, handler.EnqueueRequestsFromMapFunc(r.tenantsOfClass), builder.WithPredicates(classChanged))
+	}
 	if r.Resync != nil {
 		b = b.WatchesRawSource(source.Channel(r.Resync, &handler.EnqueueRequestForObject{}))
 	}
@@ -346,7 +357,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if t.Status.Namespace != "" && t.Status.Namespace != namespace {
 		return ctrl.Result{}, writes.PatchStatus(ctx, r.Client, t, &t.Status, namespaceMovedStatus(t, namespace))
 	}
-	s := newTenantScope(t, namespace)
+	applied, class, stall := r.applyClass(ctx, t)
+	if stall != nil {
+		if err := writes.PatchStatus(ctx, r.Client, t, &t.Status, classStalledStatus(t, stall)); err != nil {
+			return ctrl.Result{}, err
+		}
+		if stall.waiting {
+			// The class's status update wakes the tenant; this is the safety net.
+			return ctrl.Result{RequeueAfter: classRecheck}, nil
+		}
+		return ctrl.Result{RequeueAfter: stalledRetry}, stall.err
+	}
+	s := newTenantScope(applied, namespace)
+	s.class = class
+	// The draft records the class's revision the tenant converges to: none without a class; an
+	// Archived or Purged tenant keeps the one it had, for when it comes back.
+	s.status.Class = applied.Status.Class
+	if t.Spec.Class == "" {
+		s.status.Class = nil
+	}
 	requested := t.Annotations[tenancyv1alpha1.ReconcileRequestAnnotation]
 	if requested != "" && requested != t.Status.LastHandledReconcileAt && !r.requests.handled(t, requested) {
 		// Asked for by a person, typically during an incident: what Landlord remembers of the

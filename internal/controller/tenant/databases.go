@@ -55,5 +55,9 @@ func (r *Reconciler) purgeDatabases(ctx context.Context, s *tenantScope) outcome
 
 // databaseScope is the reconcile as the database engine sees it.
 func (s *tenantScope) databaseScope() databases.Scope {
-	return databases.Scope{Tenant: s.tenant, Namespace: s.namespace, Verify: s.verify, Status: &s.status}
+	scope := databases.Scope{Tenant: s.tenant, Namespace: s.namespace, Verify: s.verify, Status: &s.status}
+	if s.class != nil {
+		scope.Class, scope.Placement = s.class.Name, s.class.Spec.Databases
+	}
+	return scope
 }

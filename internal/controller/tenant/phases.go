@@ -15,7 +15,8 @@ import (
 // runs them and summarises their outcomes. Adding a phase is a function with the phase signature
 // and a row here.
 
-// tenantScope is one reconcile of one tenant: the tenant as the cache holds it (read only), the
+// tenantScope is one reconcile of one tenant: the tenant as the cache holds it with its class's
+// fields filled in (read only), the
 // name of its namespace, and the status draft the phases fill in. Conditions are not set by the
 // phases: computeStatus sets them from the outcomes.
 type tenantScope struct {
@@ -29,6 +30,9 @@ type tenantScope struct {
 	// domains phase sets it; nil until it has decided), and domainsErr why it could not decide.
 	applied    *tenancyv1alpha1.Tenant
 	domainsErr error
+	// class is the tenant's TenantClass, nil when it names none; tenant is as the class makes
+	// it (package tenantclass).
+	class *tenancyv1alpha1.TenantClass
 	// podsPool is the node pool the namespace's pods were placed on, as the namespace phase
 	// found it recorded.
 	podsPool string

@@ -12,6 +12,9 @@
 -- - DatabaseMove: Healthy once it succeeded, Progressing while it waits, copies, switches, drops
 --   the old copy or rolls back, Degraded when it failed or is refused (Stalled), and while it
 --   waits, switched, for a person to confirm it (Ready False, MoveUnconfirmed).
+-- - TenantClass: Healthy once every tenant of it is Ready at its current revision (or the change
+--   is for new tenants only), Progressing while a change reaches its tenants, Degraded while a
+--   wave rollout is halted by a tenant the change stalls.
 -- The status follows kstatus: Ready is always present, Reconciling and Stalled only while true,
 -- and status.observedGeneration is the spec Landlord last acted on.
 -- Argo CD runs custom checks without Lua's string library: only `..` builds messages.

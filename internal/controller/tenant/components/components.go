@@ -81,6 +81,9 @@ type scope struct {
 	// workloads is the tenant namespace's WorkloadsAnnotation as this reconcile last wrote or
 	// read it; nil until then.
 	workloads []string
+	// switched is when the tenant's databases last switched server, stamped on its pods; ""
+	// when they never did.
+	switched string
 }
 
 // Ensure renders each pinned component of the tenant, whose namespace is namespace, applies
@@ -88,8 +91,11 @@ type scope struct {
 // component's status entry (status.components) and whether every workload has rolled out. A
 // component that cannot render keeps running what it ran before: nothing is pruned for it. With
 // verify, the objects found in place before are compared with the API server's copies again.
-func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespace string, verify bool) ([]tenancyv1alpha1.ComponentStatus, phase.Result) {
-	s := &scope{tenant: t, namespace: namespace, verify: verify}
+//
+// switched is when a DatabaseMove last switched one of the tenant's databases to another server
+// (component.StampSwitched): the workloads restart onto the new server's credentials.
+func (e *Engine) Ensure(ctx context.Context, t *tenancyv1alpha1.Tenant, namespace string, verify bool, switched string) ([]tenancyv1alpha1.ComponentStatus, phase.Result) {
+	s := &scope{tenant: t, namespace: namespace, verify: verify, switched: switched}
 	prev := map[string]*tenancyv1alpha1.ComponentStatus{}
 	for i := range t.Status.Components {
 		prev[t.Status.Components[i].Name] = &t.Status.Components[i]
@@ -258,6 +264,7 @@ func (e *Engine) ensureComponent(ctx context.Context, s *scope, c tenancyv1alpha
 	written := map[string]*unstructured.Unstructured{}
 	for _, obj := range objs {
 		resources.StampComponentObject(t, nsName, c.Name, obj)
+		component.StampSwitched(obj, s.switched)
 		if scaledToZero {
 			component.ScaleToZero([]*unstructured.Unstructured{obj})
 		}

@@ -111,7 +111,7 @@ func (r *Engine) credentials(ctx context.Context, s Scope, e dbEntry, prev *tena
 	}
 	if server == "" {
 		var res phase.Result
-		if server, res = r.placeDatabase(ctx, s.Tenant, e); !res.Done {
+		if server, res = r.placeDatabase(ctx, s, e); !res.Done {
 			return resources.DatabaseCredentials{}, false, res
 		}
 	}
@@ -273,9 +273,13 @@ func (r *Engine) publishCredentials(ctx context.Context, s Scope, c resources.Da
 	if _, err := r.applier(s).Apply(ctx, sec); err != nil {
 		return prev, r.ApplyFailed(t, sec, err)
 	}
-	return &tenancyv1alpha1.DatabaseStatus{
+	st := &tenancyv1alpha1.DatabaseStatus{
 		Engine: c.Engine, Name: c.Name, Server: c.Server,
 		Database: c.Account.Database, Username: c.Account.Username,
 		SecretName: sec.Name, Rotation: c.Rotation, ConnectionLimit: limit,
-	}, phase.Result{Done: true}
+	}
+	if prev != nil {
+		st.SwitchedAt = prev.SwitchedAt
+	}
+	return st, phase.Result{Done: true}
 }

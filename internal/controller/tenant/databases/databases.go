@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,6 +79,10 @@ type Scope struct {
 	Namespace string
 	Verify    bool
 	Status    *tenancyv1alpha1.TenantStatus
+	// Class names the tenant's TenantClass, and Placement is where it places databases (nil:
+	// anywhere); a database placed elsewhere is moved (tiers.go).
+	Class     string
+	Placement *tenancyv1alpha1.ClassDatabases
 }
 
 // applier writes the tenant's objects, compared with the cache (or, when a reconcile was asked
@@ -152,6 +157,10 @@ func (r *Engine) Ensure(ctx context.Context, s Scope) phase.Result {
 	for _, e := range desired {
 		key := dbKey{e.engine, e.Name}
 		st, res := r.ensureDatabase(ctx, s, e, prev[key], moves[e.Name])
+		if res.Done {
+			// In place: its class may place it elsewhere.
+			res = r.moveToClass(ctx, s, e, prev[key], moves[e.Name])
+		}
 		delete(prev, key)
 		if st != nil {
 			statuses = append(statuses, *st)
@@ -259,7 +268,16 @@ func (r *Engine) ensureDatabase(ctx context.Context, s Scope, e dbEntry, prev *t
 		r.Recorder.Eventf(t, nil, corev1.EventTypeNormal, ReasonProvisioned, "Provision",
 			"%s is in place on DatabaseServer %s as %s", e, c.Server, c.Account.Database)
 	}
-	return r.publishCredentials(ctx, s, c, ds, prev, limit)
+	st, res := r.publishCredentials(ctx, s, c, ds, prev, limit)
+	if switching && res.Done && st.Server == move.Spec.Server {
+		// The tenant's Secret names the new server from here on: its components restart
+		// (package components stamps their pods with the time).
+		st.SwitchedAt = move.Status.SwitchedAt.DeepCopy()
+		if st.SwitchedAt == nil {
+			st.SwitchedAt = ptr.To(metav1.Now())
+		}
+	}
+	return st, res
 }
 
 // ensureOnServer ensures c's database and login on its server, within the server's slots of

@@ -11,6 +11,10 @@ const (
 	// ReasonCredentialsRestored: the secret store held no record of a database's credentials;
 	// the password in the tenant's credentials Secret was written back to it and kept.
 	ReasonCredentialsRestored = "CredentialsRestored"
+	// ReasonClassMove: a database is on a server its TenantClass does not place it on (the
+	// tenant changed class, or its class changed), and a DatabaseMove to a server the class
+	// chooses was created; the old copy is kept until the move is confirmed.
+	ReasonClassMove = "ClassMove"
 	// ReasonApplied: objects of the tenant's namespace (its RBAC, quota, limits, network
 	// policies) that had drifted or whose spec changed were updated; the note names them. The
 	// database engine records it for the NetworkPolicy to the tenant's database servers, as

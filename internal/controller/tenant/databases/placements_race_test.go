@@ -53,7 +53,7 @@ func TestConcurrentPlacementsKeepAServerWithinItsMaxTenants(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			// No status is written: the cache shows none of these placements.
-			if server, res := r.placeDatabase(context.Background(), tn, e); res.Done && server == "pg" {
+			if server, res := r.placeDatabase(context.Background(), Scope{Tenant: tn}, e); res.Done && server == "pg" {
 				mu.Lock()
 				placed++
 				first = tn
@@ -67,7 +67,7 @@ func TestConcurrentPlacementsKeepAServerWithinItsMaxTenants(t *testing.T) {
 		t.Errorf("%d of 10 new tenants placed on a server with room for 3", placed)
 	}
 	t.Run("a tenant placed again before its status shows gets the same server, not a second slot", func(t *testing.T) {
-		if server, res := r.placeDatabase(context.Background(), first, e); !res.Done || server != "pg" {
+		if server, res := r.placeDatabase(context.Background(), Scope{Tenant: first}, e); !res.Done || server != "pg" {
 			t.Errorf("placed on %q (%+v), want pg again", server, res)
 		}
 	})
@@ -83,7 +83,7 @@ func TestConcurrentPlacementsKeepAServerWithinItsMaxTenants(t *testing.T) {
 				break
 			}
 		}
-		if server, res := r.placeDatabase(context.Background(), waiting, e); !res.Done || server != "pg" {
+		if server, res := r.placeDatabase(context.Background(), Scope{Tenant: waiting}, e); !res.Done || server != "pg" {
 			t.Errorf("a tenant waiting for room placed on %q (%+v), want pg", server, res)
 		}
 	})

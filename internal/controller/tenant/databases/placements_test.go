@@ -30,7 +30,9 @@ func TestLeastLoadedServer(t *testing.T) {
 		name    string
 		servers []tenancyv1alpha1.DatabaseServer
 		tenants map[string]int32
-		want    string
+		// placement is the tenant's class's (none when nil).
+		placement *tenancyv1alpha1.ClassDatabases
+		want      string
 	}{
 		{
 			name:    "the server with the fewest tenants wins",
@@ -63,6 +65,28 @@ func TestLeastLoadedServer(t *testing.T) {
 			want:    "pg-roomy",
 		},
 		{
+			name:      "a class's selector leaves out the servers it does not choose, however idle",
+			servers:   []tenancyv1alpha1.DatabaseServer{labelled(server("pg-idle", pg, true, nil), "shared"), labelled(server("pg-busy", pg, true, nil), "dedicated")},
+			tenants:   map[string]int32{"pg-idle": 0, "pg-busy": 7},
+			placement: &tenancyv1alpha1.ClassDatabases{ServerSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "dedicated"}}},
+			want:      "pg-busy",
+		},
+		{
+			name: "a dedicated placement takes only a server no other tenant is on",
+			servers: []tenancyv1alpha1.DatabaseServer{labelled(server("pg-a", pg, true, nil), "dedicated"),
+				labelled(server("pg-b", pg, true, nil), "dedicated"), labelled(server("pg-c", pg, true, nil), "shared")},
+			tenants:   map[string]int32{"pg-a": 1, "pg-b": 0, "pg-c": 0},
+			placement: &tenancyv1alpha1.ClassDatabases{Dedicated: true, ServerSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "dedicated"}}},
+			want:      "pg-b",
+		},
+		{
+			name:      "a dedicated placement with every server taken places nothing",
+			servers:   []tenancyv1alpha1.DatabaseServer{server("pg-a", pg, true, nil)},
+			tenants:   map[string]int32{"pg-a": 1},
+			placement: &tenancyv1alpha1.ClassDatabases{Dedicated: true},
+			want:      "",
+		},
+		{
 			name:    "nothing is chosen when no server qualifies",
 			servers: []tenancyv1alpha1.DatabaseServer{server("pg-full", pg, true, ptr.To[int32](1)), server("my-a", my, true, nil)},
 			tenants: map[string]int32{"pg-full": 1},
@@ -70,9 +94,19 @@ func TestLeastLoadedServer(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := leastLoadedServer(pg, tc.servers, tc.tenants); got != tc.want {
+			fits, err := placementFilter(tc.placement)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := leastLoadedServer(pg, tc.servers, tc.tenants, fits); got != tc.want {
 				t.Errorf("leastLoadedServer = %q, want %q", got, tc.want)
 			}
 		})
 	}
+}
+
+// labelled is ds with the label tier=<tier>.
+func labelled(ds tenancyv1alpha1.DatabaseServer, tier string) tenancyv1alpha1.DatabaseServer {
+	ds.Labels = map[string]string{"tier": tier}
+	return ds
 }
