@@ -356,7 +356,7 @@ func TestCheckPassesOnAnInstalledRunningLandlordAndNamesEachThingBrokenOnPurpose
 		},
 		{
 			name: "the previous release's Tenant CRD fails the crds check, naming the fields it lacks", check: "crds", status: checkFailed,
-			says: []string{"tenants.tenancy.landlord.dev is not this build's", "lacks", "spec.suspend"},
+			says: []string{"tenants.tenancy.landlord.dev is not this build's", "lacks", "spec.class"},
 			breaks: func(t *testing.T) func(*testing.T) {
 				if err := l.env.InstallPreviousTenantCRD(ctx); err != nil {
 					t.Fatal(err)

@@ -366,7 +366,7 @@ func TestTheKubectlPluginAnswersKubectlLandlord(t *testing.T) {
 		{name: "kubectl's global flags reach the plugin", args: []string{"landlord", "get", "tenants", "--context", "envtest", "-o", "name", "-l", "group=nobody-has-this"},
 			want: regexp.MustCompile(`^$`)},
 		{name: "a usage error exits 2, with the way to the help", args: []string{"landlord", "get", "tenats"}, want: regexp.MustCompile(`^$`),
-			exit: exitUsage, stderr: "kubectl landlord: unknown kind \"tenats\": want one of tenants, claims, pools, rollouts, databaseservers, templates, backups, backupschedules, restores, backuprequests, restorerequests, moves\nRun 'kubectl landlord get --help' for usage.\n"},
+			exit: exitUsage, stderr: "kubectl landlord: unknown kind \"tenats\": want one of tenants, claims, pools, rollouts, databaseservers, templates, backups, backupschedules, restores, backuprequests, restorerequests, classes, moves\nRun 'kubectl landlord get --help' for usage.\n"},
 		{name: "a tenant that does not exist exits 1", args: []string{"landlord", "describe", "tenant", "nobody"}, want: regexp.MustCompile(`^$`),
 			exit: exitError, stderr: "kubectl landlord: tenant \"nobody\" not found\n"},
 		{name: "kubectl completes the plugin's commands", args: []string{"__complete", "landlord", "desc"},

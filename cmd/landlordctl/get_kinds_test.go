@@ -96,7 +96,7 @@ func TestGetListsEveryKindWithItsColumns(t *testing.T) {
 	}{
 		{"tenants", []string{"tnt", "kinds-a"},
 			"NAME STATE READY REASON SUSPENDED NAMESPACE VERSIONS AGE",
-			"NAME STATE READY REASON SUSPENDED NAMESPACE VERSIONS AGE ORGANIZATION MESSAGE",
+			"NAME STATE READY REASON SUSPENDED NAMESPACE VERSIONS AGE CLASS ORGANIZATION MESSAGE",
 			regexp.MustCompile(`^kinds-a\s+Active\s+True\s+Succeeded\s+false\s+\S+\s+web=1\.0\.0\s`),
 			"tenant.tenancy.landlord.dev/kinds-a", "Tenant"},
 		{"claims", []string{"tc", "kinds-claim", "-n", "kinds-signups"},

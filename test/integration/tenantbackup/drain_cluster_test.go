@@ -60,6 +60,12 @@ func labelledServer(t *testing.T, prefix string, labels map[string]string, maxTe
 	patch := client.MergeFrom(ds.DeepCopy())
 	ds.Labels = labels
 	g.Expect(k8s.Patch(context.Background(), ds, patch)).To(Succeed())
+	// Before its server stops, it takes no more tenants: the suite's later tests place theirs on
+	// the servers that stay.
+	t.Cleanup(func() {
+		_ = k8s.Patch(context.Background(), &tenancyv1alpha1.DatabaseServer{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"maxTenants":0}}`)))
+	})
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(context.Background(), client.ObjectKey{Name: name}, ds)).To(Succeed())
 		res, err := testenv.KStatus(ds)
