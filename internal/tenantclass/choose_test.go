@@ -1,6 +1,7 @@
 package tenantclass
 
 import (
+	"cmp"
 	"fmt"
 	"testing"
 
@@ -25,9 +26,9 @@ func TestATenantConvergesToTheRevisionItsClassesUpdatesRelease(t *testing.T) {
 	for i := 0; in == "" || out == ""; i++ {
 		name := fmt.Sprintf("tenant-%d", i)
 		if Released(name, 50) {
-			in = cmpOr(in, name)
+			in = cmp.Or(in, name)
 		} else {
-			out = cmpOr(out, name)
+			out = cmp.Or(out, name)
 		}
 	}
 	class := func(strategy tenancyv1alpha1.ClassUpdateStrategy, percent int32, observed int64) *tenancyv1alpha1.TenantClass {
@@ -79,12 +80,4 @@ func TestATenantConvergesToTheRevisionItsClassesUpdatesRelease(t *testing.T) {
 			}
 		})
 	}
-}
-
-// cmpOr is a, or b when a is empty.
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

@@ -75,27 +75,36 @@ func labelledServer(t *testing.T, prefix string, labels map[string]string, maxTe
 	return name, inst
 }
 
-// releaseHeldJobs lets every Job pod of the backups' namespace run as soon as it is held, until
-// ctx ends: a drain's copies run one after another without the test naming each.
+// releaseHeldJobs lets every Job pod of the backups' namespace run as soon as kwok has made it
+// Running, held, until ctx ends: a drain's copies run one after another without the test naming
+// each. It watches the namespace's pods.
 func releaseHeldJobs(ctx context.Context, t *testing.T) {
+	t.Helper()
+	c, err := client.NewWithWatch(env.Admin, client.Options{Scheme: tenancyv1alpha1.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(ctx, &corev1.PodList{}, client.InNamespace(opConfig.Backups.Namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+localcluster.HoldAnnotation+`":null}}}`))
 	go func() {
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+localcluster.HoldAnnotation+`":null}}}`))
+		defer w.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-tick.C:
-			}
-			pods := &corev1.PodList{}
-			if err := k8s.List(ctx, pods, client.InNamespace(opConfig.Backups.Namespace)); err != nil {
-				continue
-			}
-			for i := range pods.Items {
-				p := &pods.Items[i]
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				p, isPod := ev.Object.(*corev1.Pod)
+				if !isPod {
+					continue
+				}
 				if _, held := p.Annotations[localcluster.HoldAnnotation]; held && p.Status.Phase == corev1.PodRunning {
-					_ = k8s.Patch(ctx, p, patch)
+					_ = c.Patch(ctx, p, patch)
 				}
 			}
 		}
